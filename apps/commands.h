@@ -1,0 +1,20 @@
+// Sub-command registration for the `devplace` program. Each Register* function adds one command group to
+// `app`; a command's callback does its work, prints its output (human text, or exactly one JSON object on
+// stdout with --json) and throws CliError (apps/cli_util.h) on bad input.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace devplace::cli {
+
+// State shared between main and the command callbacks.
+struct CommandContext {
+  int exit_code = 0;  // returned by main after a command ran without throwing
+};
+
+// `devplace graph gen|model|info`.
+void RegisterGraphCommands(CLI::App& app, CommandContext& ctx);
+// `devplace topo show`.
+void RegisterTopoCommands(CLI::App& app, CommandContext& ctx);
+
+}  // namespace devplace::cli

@@ -1,0 +1,41 @@
+// The `devplace` command-line program: parses the command line, dispatches to a command group and turns
+// every failure into one line on stderr and a non-zero exit status.
+#include <exception>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "apps/cli_util.h"
+#include "apps/commands.h"
+#include "core/check.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"devplace: device placement for deep-learning training graphs", "devplace"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "devplace 0.1");
+  devplace::cli::CommandContext ctx;
+  devplace::cli::RegisterGraphCommands(app, ctx);
+  devplace::cli::RegisterTopoCommands(app, ctx);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "devplace: " << e.what() << " (see --help)" << std::endl;
+    return 2;
+  } catch (const devplace::cli::CliError& e) {
+    std::cerr << "devplace: " << e.what() << std::endl;
+    return 1;
+  } catch (const devplace::InternalError& e) {
+    std::cerr << "devplace: " << e.what() << " (please report this bug)" << std::endl;
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "devplace: " << e.what() << std::endl;
+    return 1;
+  }
+  return ctx.exit_code;
+}

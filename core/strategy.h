@@ -1,0 +1,42 @@
+// A strategy assigns every op a config: the devices its parts run on and, optionally, how many parts it is
+// split into along each of its partitionable dimensions. A plain placement is one device per op.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/status.h"
+#include "core/topology.h"
+
+namespace devplace {
+
+// How one op runs. `degrees` is either empty (no partitioning) or has one entry per op.dims, each >= 1,
+// and their product equals devices.size(); part p (row-major over degrees) runs on devices[p].
+struct OpConfig {
+  std::vector<DeviceId> devices;
+  std::vector<int32_t> degrees;
+
+  int32_t num_parts() const { return static_cast<int32_t>(devices.size()); }
+  bool operator==(const OpConfig&) const = default;
+};
+
+// One config per op of a graph, indexed by OpId.
+struct Strategy {
+  std::vector<OpConfig> configs;
+
+  // A placement with every op on one device: configs[i] = {devices = {device_of_op[i]}}.
+  static Strategy FromPlacement(const std::vector<DeviceId>& device_of_op);
+  // Every op on device `device`.
+  static Strategy AllOn(int32_t num_ops, DeviceId device);
+  // True when every op runs on exactly one device.
+  bool is_plain_placement() const;
+  bool operator==(const Strategy&) const = default;
+};
+
+// Checks that `strategy` fits `graph` and `topology`: one config per op, known devices, degree vectors that
+// match the op's dims and multiply to the device count, no device used twice by one op, and colocated
+// ops placed identically. Errors name the op, e.g. "op 'fc1': device 9 is not in topology 'dgx1' (8 devices)".
+Status ValidateStrategy(const Strategy& strategy, const Graph& graph, const Topology& topology);
+
+}  // namespace devplace
