@@ -1,0 +1,123 @@
+// The execution simulator (FlexFlow's, extended): builds a task graph from (graph, topology, strategy, cost
+// model), runs it with one FIFO resource per device and per link direction, and reports step time, busy time
+// and utilisation, bytes moved, peak memory per device, OOM and the critical path.
+// Simulate() is a pure function of its inputs. DeltaSimulator answers "what if op i had config c" by rebuilding
+// only that op's tasks and re-timing only what the change reaches; its results equal Simulate()'s bit for bit.
+// The model (partitioning, transfers, collectives, memory) is described in docs/simulator.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/status.h"
+#include "core/strategy.h"
+#include "core/topology.h"
+#include "sim/cost_model.h"
+
+namespace devplace {
+
+// Simulation settings.
+struct SimOptions {
+  // Transfers over routes of two or more links are cut into segments of about this many bytes (at most
+  // max_segments) that move through the hops as a pipeline. Single-link transfers are one task.
+  int64_t segment_bytes = int64_t{4} << 20;
+  int32_t max_segments = 8;
+  // Optimizer state per parameter byte, held by the devices of the update op (Adam: 2, SGD with momentum: 1).
+  double optimizer_state_factor = 2.0;
+  // Keep the per-task timeline in SimResult::timeline (for traces); off by default for speed.
+  bool keep_timeline = false;
+};
+
+// Checks option values; errors name the field.
+Status ValidateSimOptions(const SimOptions& options);
+
+// Per-device outcome.
+struct DeviceStats {
+  double busy_seconds = 0.0;       // total compute time on the device
+  double utilisation = 0.0;        // busy_seconds / step_time (0 when the step time is 0)
+  int64_t static_bytes = 0;        // weights, gradients and optimizer state held for the whole step
+  int64_t peak_bytes = 0;          // static_bytes + peak of the activations and transfer buffers alive at once
+  int64_t overage_bytes = 0;       // max(0, peak_bytes - capacity)
+  int32_t num_tasks = 0;           // compute tasks run on the device
+};
+
+// Per-link (per direction) outcome.
+struct LinkStats {
+  double busy_seconds = 0.0;
+  int64_t bytes = 0;
+  int32_t num_tasks = 0;
+};
+
+// One task on the timeline (kept when SimOptions::keep_timeline).
+struct TimelineTask {
+  enum class Kind : uint8_t { kCompute, kTransfer, kCollective };
+  Kind kind = Kind::kCompute;
+  OpId op = 0;            // the op computing, or the producer whose tensor moves, or the op the collective serves
+  OpId consumer = -1;     // for transfers: the consuming op
+  int32_t part = 0;       // part index of `op` (compute) or of the producer (transfer)
+  int32_t resource = 0;   // device id for compute; num_devices + link id for transfers and collective steps
+  int64_t bytes = 0;      // bytes moved (transfers, collective steps)
+  double start = 0.0;
+  double end = 0.0;
+};
+
+// The result of a simulation.
+struct SimResult {
+  double step_time = 0.0;                 // seconds from the first task's start to the last task's end
+  std::vector<DeviceStats> devices;       // indexed by DeviceId
+  std::vector<LinkStats> links;           // indexed by LinkId
+  bool oom = false;                       // some device's peak exceeds its memory
+  int64_t bytes_moved = 0;                // bytes sent between devices (each transfer counted once, not per hop)
+  int32_t num_tasks = 0;                  // tasks in the task graph (compute + transfer segments + collective steps)
+  int32_t num_compute_tasks = 0;
+  int32_t cost_fallbacks = 0;             // compute tasks a profiled cost model priced analytically
+  std::vector<OpId> critical_path;        // ops of the compute tasks on the critical path, in time order
+  double critical_compute_seconds = 0.0;  // time of the critical path spent computing (the rest is moving data
+                                          // or waiting for a busy resource)
+  std::vector<TimelineTask> timeline;     // empty unless SimOptions::keep_timeline
+
+  // "device 'gpu3' needs 17.2 GiB, 1.2 GiB over its 16 GiB" for each OOM device (empty when none).
+  std::vector<std::string> oom_messages;
+};
+
+// Simulates one training step. The strategy must fit the graph and topology (one config per op, devices in
+// range, degrees matching op.dims); colocation is not required. Errors name the op.
+Expected<SimResult> Simulate(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                             const CostModel& cost, const SimOptions& options = {});
+
+// Incremental simulator. Holds the last simulated state; SetConfig re-times only what a change reaches.
+// `graph` and `topology` must outlive the object. Not thread-safe; copyable state is not shared.
+class DeltaSimulator {
+ public:
+  // Validates like Simulate and runs a full simulation.
+  static Expected<DeltaSimulator> Create(const Graph& graph, const Topology& topology, Strategy strategy,
+                                         CostModel cost, SimOptions options = {});
+  DeltaSimulator(DeltaSimulator&&) noexcept;
+  DeltaSimulator& operator=(DeltaSimulator&&) noexcept;
+  ~DeltaSimulator();
+
+  // Changes the config of `op` (validated like Simulate; on error nothing changes) and re-simulates.
+  Status SetConfig(OpId op, const OpConfig& config);
+  // Changes several ops at once (e.g. a colocation group); all or nothing.
+  Status SetConfigs(std::span<const std::pair<OpId, OpConfig>> changes);
+
+  const Strategy& strategy() const;
+  // Step time of the current strategy (cheap).
+  double step_time() const;
+  // Full result of the current strategy, equal to Simulate(graph, topology, strategy(), cost, options).
+  SimResult result() const;
+  // Tasks re-timed by the last SetConfig/SetConfigs call (a measure of how far the change reached).
+  int64_t last_retimed_tasks() const;
+
+ private:
+  struct Impl;
+  explicit DeltaSimulator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace devplace
