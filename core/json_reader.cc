@@ -55,19 +55,22 @@ std::string JsonObject::path_of(const std::string& key) const { return path_.emp
 
 void JsonObject::fail(const std::string& key, const std::string& reason) const { FailAt(source_, path_of(key), reason); }
 
-bool JsonObject::has(const std::string& key) const { return value_.contains(key); }
+bool JsonObject::has(const std::string& key) {
+  known_.insert(key);
+  return value_.contains(key);
+}
 
 const nlohmann::json& JsonObject::required(const std::string& key) {
+  known_.insert(key);
   auto it = value_.find(key);
   if (it == value_.end()) fail(key, "missing required field");
-  used_.insert(key);
   return *it;
 }
 
 const nlohmann::json* JsonObject::optional(const std::string& key) {
+  known_.insert(key);
   auto it = value_.find(key);
   if (it == value_.end()) return nullptr;
-  used_.insert(key);
   return &*it;
 }
 
@@ -109,10 +112,10 @@ bool JsonObject::boolean_or(const std::string& key, bool fallback) {
 
 void JsonObject::finish() const {
   for (auto it = value_.begin(); it != value_.end(); ++it) {
-    if (!used_.count(it.key())) {
+    if (!known_.count(it.key())) {
       std::string known;
-      for (const std::string& k : used_) known += (known.empty() ? "" : ", ") + k;
-      fail(it.key(), "unknown field" + (known.empty() ? std::string() : " (fields read here: " + known + ")"));
+      for (const std::string& k : known_) known += (known.empty() ? "" : ", ") + k;
+      fail(it.key(), "unknown field" + (known.empty() ? std::string() : " (expected one of: " + known + ")"));
     }
   }
 }

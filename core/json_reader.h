@@ -28,7 +28,8 @@ class JsonObject {
   // Throws InputError if `value` is not an object.
   JsonObject(const nlohmann::json& value, std::string source, std::string path);
 
-  bool has(const std::string& key) const;
+  // Whether `key` is present (the key counts as known to finish()).
+  bool has(const std::string& key);
   // The member `key`; throws "missing required field" if absent.
   const nlohmann::json& required(const std::string& key);
   // The member `key`, or nullptr.
@@ -48,7 +49,7 @@ class JsonObject {
   // Full path of a member, e.g. "ops[3].shape", for nested readers and messages.
   std::string path_of(const std::string& key) const;
   const std::string& source() const { return source_; }
-  // Throws if the object has a key that was never read ("unknown field").
+  // Throws if the object has a key that no lookup asked for ("unknown field (expected one of: ...)").
   void finish() const;
   // Throws InputError "<source>: <path_of(key)>: <reason>".
   [[noreturn]] void fail(const std::string& key, const std::string& reason) const;
@@ -56,7 +57,7 @@ class JsonObject {
  private:
   const nlohmann::json& value_;
   std::string source_, path_;
-  std::set<std::string> used_;
+  std::set<std::string> known_;  // every key a lookup asked for, present or not
 };
 
 // Throws InputError "<source>: <path>: <reason>".

@@ -1,5 +1,6 @@
 #include "core/training_graph.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace devplace {
@@ -39,6 +40,7 @@ Expected<Graph> DeriveTrainingGraph(const Graph& forward, const TrainingOptions&
     grad[*it] = builder.add_op(std::move(b));
   }
 
+  for (const Edge& e : forward.edges()) builder.add_edge(e.src, e.dst, e.bytes);
   for (OpId f = 0; f < n; ++f) {
     if (grad[f] < 0) continue;
     builder.add_edge(f, grad[f], OutputBytes(forward.op(f)));
@@ -58,8 +60,10 @@ Expected<Graph> DeriveTrainingGraph(const Graph& forward, const TrainingOptions&
     u.layer = f.layer;
     u.role = OpRole::kUpdate;
     u.dtype = f.dtype;
-    u.shape = {f.param_bytes / DTypeBytes(f.dtype) > 0 ? f.param_bytes / DTypeBytes(f.dtype) : 1};
-    u.flops = options.update_flops_per_param * static_cast<double>(f.param_bytes / DTypeBytes(f.dtype));
+    const int64_t elements = std::max<int64_t>(1, f.param_bytes / DTypeBytes(f.dtype));
+    u.shape = {elements};
+    u.flops = options.update_flops_per_param * static_cast<double>(elements);
+    u.dims = {PartitionDim{DimKind::kParameter, 0, 0, elements}};  // shardable like ZeRO's partitioned update
     u.colocation = group[i];
     u.forward_op = f.name;
     OpId update = builder.add_op(std::move(u));

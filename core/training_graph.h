@@ -24,9 +24,9 @@ struct TrainingOptions {
 // - for each forward edge u -> v (b bytes): a gradient edge grad(v) -> grad(u) (b bytes, the gradient of the
 //   tensor) when grad(u) exists, and an activation edge u -> grad(v) (b bytes, the saved input);
 // - f -> grad(f) with f's output bytes (the saved output, and the ordering forward before backward);
-// - every op with param_bytes > 0 gets an update op "f/update" (role kUpdate, no output tensor of its own
-//   beyond the updated weights, FLOPs = update_flops_per_param x parameter elements, colocation g(f)), fed by
-//   grad(f) -> f/update carrying the weight gradient (param_bytes).
+// - every op with param_bytes > 0 gets an update op "f/update" (role kUpdate, output = the updated weights as a
+//   1-D tensor of the parameter elements, one parameter dim so it can be sharded, FLOPs = update_flops_per_param x
+//   parameter elements, colocation g(f)), fed by grad(f) -> f/update carrying the weight gradient (param_bytes).
 // Ids: forward ops first (unchanged), then backward ops in reverse topological order of their forward ops,
 // then update ops in forward order. Errors if the input contains a non-forward op.
 Expected<Graph> DeriveTrainingGraph(const Graph& forward, const TrainingOptions& options = {});

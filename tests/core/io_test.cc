@@ -1,0 +1,217 @@
+// JSON/YAML round trips and the readers' error messages (file: field: reason).
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "core/atomic_file.h"
+#include "core/graph_json.h"
+#include "core/strategy_json.h"
+#include "core/topology_yaml.h"
+#include "core/training_graph.h"
+
+namespace devplace {
+namespace {
+
+Graph SmallTrainingGraph() {
+  GraphBuilder b("small");
+  Op x{.name = "x", .type = "input", .layer = "in", .shape = {16, 32}};
+  Op fc{.name = "fc", .type = "matmul", .layer = "fc", .shape = {16, 8}, .dtype = DType::kBF16,
+        .param_bytes = 32 * 8 * 2, .flops = 2.0 * 16 * 32 * 8 + 0.1};
+  fc.dims = {PartitionDim{DimKind::kSample, 0, 0, 16}, PartitionDim{DimKind::kReduction, -1, 1, 32}};
+  b.add_edge(b.add_op(x), b.add_op(fc));
+  return DeriveTrainingGraph(std::move(b).Build().value()).value();
+}
+
+void ExpectSameGraph(const Graph& a, const Graph& b) {
+  ASSERT_EQ(a.num_ops(), b.num_ops());
+  ASSERT_EQ(a.num_edges(), b.num_edges());
+  EXPECT_EQ(a.name(), b.name());
+  for (OpId i = 0; i < a.num_ops(); ++i) {
+    const Op &x = a.op(i), &y = b.op(i);
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.type, y.type);
+    EXPECT_EQ(x.layer, y.layer);
+    EXPECT_EQ(x.role, y.role);
+    EXPECT_EQ(x.shape, y.shape);
+    EXPECT_EQ(x.dtype, y.dtype);
+    EXPECT_EQ(x.param_bytes, y.param_bytes);
+    EXPECT_EQ(x.flops, y.flops);  // bit-exact
+    EXPECT_EQ(x.colocation, y.colocation);
+    EXPECT_EQ(x.forward_op, y.forward_op);
+    ASSERT_EQ(x.dims.size(), y.dims.size());
+    for (size_t k = 0; k < x.dims.size(); ++k) {
+      EXPECT_EQ(x.dims[k].kind, y.dims[k].kind);
+      EXPECT_EQ(x.dims[k].output_axis, y.dims[k].output_axis);
+      EXPECT_EQ(x.dims[k].input_axis, y.dims[k].input_axis);
+      EXPECT_EQ(x.dims[k].size, y.dims[k].size);
+    }
+  }
+  for (int32_t e = 0; e < a.num_edges(); ++e) {
+    EXPECT_EQ(a.edge(e).src, b.edge(e).src);
+    EXPECT_EQ(a.edge(e).dst, b.edge(e).dst);
+    EXPECT_EQ(a.edge(e).bytes, b.edge(e).bytes);
+  }
+}
+
+TEST(GraphJson, RoundTripsExactly) {
+  Graph g = SmallTrainingGraph();
+  std::string text = GraphToJson(g);
+  Expected<Graph> back = GraphFromJson(text, "g.json");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ExpectSameGraph(g, *back);
+  EXPECT_EQ(GraphToJson(*back), text);
+}
+
+std::string GraphError(const std::string& text) {
+  Expected<Graph> g = GraphFromJson(text, "g.json");
+  return g.ok() ? "" : g.error().message;
+}
+
+TEST(GraphJson, ReportsFileFieldAndReason) {
+  const std::string head = R"({"format": "devplace.graph", "version": 1, )";
+  EXPECT_EQ(GraphError(head + R"("ops": [{"name": "a", "type": "t", "shape": [2], "flopz": 1}], "edges": []})"),
+            "g.json: ops[0].flopz: unknown field (expected one of: colocation, dims, dtype, flops, forward_op, "
+            "layer, name, param_bytes, role, shape, type)");
+  EXPECT_EQ(GraphError(head + R"("ops": [{"name": "a", "type": "t", "shape": [2, 0]}], "edges": []})"),
+            "g.json: ops[0].shape[1]: must be >= 1, got 0");
+  EXPECT_EQ(GraphError(head + R"("ops": [{"name": "a", "type": "t", "shape": [2], "flops": "many"}], "edges": []})"),
+            "g.json: ops[0].flops: expected a number, got string");
+  EXPECT_EQ(GraphError(head + R"("ops": [{"type": "t", "shape": [2]}], "edges": []})"),
+            "g.json: ops[0].name: missing required field");
+  EXPECT_EQ(GraphError(head + R"("ops": [{"name": "a", "type": "t", "shape": [2]}], "edges": [[0, 3, 8]]})"),
+            "g.json: edges[0][1]: must be <= 0, got 3");
+  EXPECT_EQ(GraphError(R"({"format": "devplace.graph", "version": 1, "ops": [)"),
+            "g.json: invalid JSON: parse error at line 1, column 52: syntax error while parsing value - unexpected "
+            "end of input; expected '[', '{', or a literal");
+  EXPECT_EQ(GraphError(R"({"format": "other"})"), "g.json: format: expected \"devplace.graph\"");
+  // Graph-level validation names the file and the op.
+  EXPECT_EQ(GraphError(head + R"("ops": [{"name": "a", "type": "t", "shape": [2]}, {"name": "b", "type": "t",
+             "shape": [2]}], "edges": [[0, 1, 8], [1, 0, 8]]})"),
+            "g.json: op 'a': is on a cycle (the graph must be acyclic)");
+}
+
+TEST(GraphJson, WritesAtomicallyAndReadsBack) {
+  std::string dir = ::testing::TempDir();
+  std::string path = dir + "/devplace_io_test_graph.json";
+  Graph g = SmallTrainingGraph();
+  ASSERT_TRUE(WriteGraphFile(g, path).ok());
+  Expected<Graph> back = ReadGraphFile(path);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ExpectSameGraph(g, *back);
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(entry.path().string().find("devplace_io_test_graph.json.tmp"), std::string::npos);
+  std::filesystem::remove(path);
+  Expected<Graph> missing = ReadGraphFile(dir + "/no-such-file.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("no-such-file.json: cannot open"), std::string::npos);
+  // A write into a missing directory fails cleanly without leaving anything behind.
+  EXPECT_FALSE(WriteGraphFile(g, dir + "/no/such/dir/g.json").ok());
+}
+
+const char* kTopologyYaml = R"(
+name: pair
+devices:
+  - {name: "gpu{i}", count: 2, kind: v100, host: "node{i}", peak_tflops: 15.7, peak_tflops_f16: 125,
+     memory_bandwidth_gbs: 900, memory_gib: 16}
+switches:
+  - {name: eth}
+links:
+  - {hub: eth, nodes: [gpu0, gpu1], bandwidth_gbit: 10, latency_us: 25, kind: ethernet}
+  - {from: gpu0, to: gpu1, bandwidth_gbs: 25, latency_us: 2, kind: nvlink}
+)";
+
+TEST(TopologyYaml, ReadsUnitsAndShortcutsAndRoundTrips) {
+  Expected<Topology> t = TopologyFromYaml(kTopologyYaml, "t.yaml");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->num_devices(), 2);
+  EXPECT_EQ(t->device(1).name, "gpu1");
+  EXPECT_EQ(t->device(1).host, "node1");
+  EXPECT_EQ(t->device(0).memory_bytes, int64_t{16} << 30);
+  EXPECT_EQ(t->num_links(), 5);
+  EXPECT_DOUBLE_EQ(t->link(0).bandwidth, 1.25e9);
+  EXPECT_DOUBLE_EQ(t->link(0).latency, 25e-6);
+  EXPECT_EQ(t->route(0, 1).size(), 1u);  // the direct NVLink direction
+  EXPECT_EQ(t->route(1, 0).size(), 2u);  // back over Ethernet
+  Expected<Topology> back = TopologyFromYaml(TopologyToYaml(*t), "back.yaml");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->num_links(), t->num_links());
+  for (DeviceId d = 0; d < 2; ++d) {
+    EXPECT_EQ(back->device(d).name, t->device(d).name);
+    EXPECT_DOUBLE_EQ(back->device(d).peak_flops_f32, t->device(d).peak_flops_f32);
+    EXPECT_DOUBLE_EQ(back->device(d).peak_flops_f16, t->device(d).peak_flops_f16);
+    EXPECT_EQ(back->device(d).memory_bytes, t->device(d).memory_bytes);
+  }
+  for (LinkId l = 0; l < t->num_links(); ++l) {
+    EXPECT_EQ(back->link(l).src, t->link(l).src);
+    EXPECT_DOUBLE_EQ(back->link(l).bandwidth, t->link(l).bandwidth);
+    EXPECT_DOUBLE_EQ(back->link(l).latency, t->link(l).latency);
+  }
+}
+
+std::string TopologyError(const std::string& text) {
+  Expected<Topology> t = TopologyFromYaml(text, "t.yaml");
+  return t.ok() ? "" : t.error().message;
+}
+
+TEST(TopologyYaml, ReportsFileFieldAndReason) {
+  EXPECT_EQ(TopologyError("name: x\ndevices: [{name: a, kind: k, peak_tflops: 1, memory_bandwidth_gbs: 1, "
+                          "memory_gib: 1, colour: red}]\n"),
+            "t.yaml: devices[0].colour: unknown field (expected one of: count, host, index_from, kind, "
+            "memory_bandwidth_gbs, memory_gib, name, peak_tflops, peak_tflops_f16)");
+  EXPECT_EQ(TopologyError("name: x\ndevices: [{name: a, kind: k, peak_tflops: 1, memory_bandwidth_gbs: 1, "
+                          "memory_gib: 1}]\nlinks: [{from: a, to: b, bandwidth_gbs: 1, latency_us: 1, kind: k}]\n"),
+            "t.yaml: links[0].to: unknown device or switch 'b'");
+  EXPECT_EQ(TopologyError("name: x\ndevices: [{name: a, kind: k, peak_tflops: -1, memory_bandwidth_gbs: 1, "
+                          "memory_gib: 1}]\n"),
+            "t.yaml: devices[0].peak_tflops: must be >= 1e-09, got -1");
+  EXPECT_EQ(TopologyError("name: x\ndevices: [{name: a\n"), "t.yaml: line 3: invalid YAML: end of map flow not found");
+  EXPECT_EQ(TopologyError("name: x\ndevices:\n  - {name: a, kind: k, peak_tflops: 1, memory_bandwidth_gbs: 1, "
+                          "memory_gib: 1}\n  - {name: b, kind: k, peak_tflops: 1, memory_bandwidth_gbs: 1, "
+                          "memory_gib: 1}\n"),
+            "t.yaml: device 'b' is unreachable from device 'a' (add links so every device can reach every other)");
+}
+
+TEST(StrategyJson, PartitionedConfigsRoundTrip) {
+  Graph g = SmallTrainingGraph();
+  Topology t = TopologyFromYaml(kTopologyYaml, "t.yaml").value();
+  Strategy s = Strategy::AllOn(g.num_ops(), 1);
+  // fc, its gradient and its (sharded) update all split two ways over gpu1 and gpu0.
+  s.configs[g.find("fc")] = OpConfig{{1, 0}, {2, 1}};
+  s.configs[g.find("fc/grad")] = OpConfig{{1, 0}, {1, 2}};
+  s.configs[g.find("fc/update")] = OpConfig{{1, 0}, {2}};
+  ASSERT_TRUE(ValidateStrategy(s, g, t).ok()) << ValidateStrategy(s, g, t).error().message;
+  Expected<Strategy> back = StrategyFromJson(StrategyToJson(s, g, t), "p.json", g, t);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, s);
+  s.configs[g.find("fc/update")] = OpConfig{{0, 1}, {2}};
+  Status st = ValidateStrategy(s, g, t);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message, "op 'fc/update': is in colocation group 'fc' with 'fc' but placed differently");
+}
+
+TEST(StrategyJson, ReadsBackWhatItWrites) {
+  Graph g = SmallTrainingGraph();
+  Topology t = TopologyFromYaml(kTopologyYaml, "t.yaml").value();
+  Strategy s = Strategy::AllOn(g.num_ops(), 0);
+  s.configs[g.find("x")] = OpConfig{{1}, {}};
+  std::string text = StrategyToJson(s, g, t);
+  EXPECT_NE(text.find("\"gpu1\""), std::string::npos);
+  Expected<Strategy> back = StrategyFromJson(text, "p.json", g, t);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, s);
+
+  std::string bad = text;
+  bad.replace(bad.find("\"gpu1\""), 6, "\"gpu9\"");
+  Expected<Strategy> unknown = StrategyFromJson(bad, "p.json", g, t);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("p.json: ops["), std::string::npos);
+  EXPECT_NE(unknown.error().message.find("unknown device 'gpu9' (topology 'pair')"), std::string::npos);
+
+  Graph other = DeriveTrainingGraph(GraphBuilder("empty").Build().value()).value();
+  Expected<Strategy> wrong_count = StrategyFromJson(text, "p.json", other, t);
+  ASSERT_FALSE(wrong_count.ok());
+  EXPECT_NE(wrong_count.error().message.find("p.json: ops: has"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace devplace
