@@ -12,9 +12,16 @@ struct CommandContext {
   int exit_code = 0;  // returned by main after a command ran without throwing
 };
 
-// `devplace graph gen|model|info`.
-void RegisterGraphCommands(CLI::App& app, CommandContext& ctx);
+// `devplace graph ...`: creates the `graph` group with `info`, and returns it so other files add commands to it.
+CLI::App* RegisterGraphCommands(CLI::App& app, CommandContext& ctx);
+// `devplace graph gen` (families) and `devplace graph model` (the zoo).
+void RegisterGraphGenCommands(CLI::App& graph_group, CommandContext& ctx);
+// `devplace graph import FILE [--batch B] -o G.json` (ONNX models, Chakra traces).
+void RegisterGraphImportCommand(CLI::App& graph_group, CommandContext& ctx);
 // `devplace topo show`.
 void RegisterTopoCommands(CLI::App& app, CommandContext& ctx);
+
+// `devplace search --algo A -g G -t T ... -o P.json`.
+void RegisterSearchCommand(CLI::App& app, CommandContext& ctx);
 
 }  // namespace devplace::cli

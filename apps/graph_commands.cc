@@ -55,7 +55,7 @@ void PrintHuman(const Graph& g) {
 
 }  // namespace
 
-void RegisterGraphCommands(CLI::App& app, CommandContext& ctx) {
+CLI::App* RegisterGraphCommands(CLI::App& app, CommandContext& ctx) {
   CLI::App* graph = app.add_subcommand("graph", "Create, import and inspect computation graphs");
   graph->require_subcommand(1);
   struct Options {
@@ -74,6 +74,7 @@ void RegisterGraphCommands(CLI::App& app, CommandContext& ctx) {
       PrintHuman(g);
     ctx.exit_code = 0;
   });
+  return graph;
 }
 
 }  // namespace devplace::cli
