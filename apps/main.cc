@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "devplace 0.1");
   devplace::cli::CommandContext ctx;
-  devplace::cli::RegisterGraphCommands(app, ctx);
+  CLI::App* graph = devplace::cli::RegisterGraphCommands(app, ctx);
+  devplace::cli::RegisterGraphGenCommands(*graph, ctx);
   devplace::cli::RegisterTopoCommands(app, ctx);
   try {
     app.parse(argc, argv);
