@@ -1,0 +1,58 @@
+// Settings of a placement environment (one typed config with defaults, validated before use).
+//
+// Experiment YAML files map their `env:` section onto EnvConfig field by field (the reader lives with the
+// experiment reader, which owns yaml-cpp; env/ only receives this typed struct). Keys and values:
+//   env:
+//     kind: iterative | one_shot            -> EnvConfig::kind (ParseMdpKind)
+//     initial_placement: single | round_robin | random
+//                                           -> EnvConfig::initial_placement (ParseInitialPlacement)
+//     oom_penalty: 1.0                      -> EnvConfig::oom_penalty
+//     memory_aware_mask: true               -> EnvConfig::memory_aware_mask
+//     sim: {segment_bytes: 4194304, max_segments: 8, optimizer_state_factor: 2.0}
+//                                           -> EnvConfig::sim (sim/simulator.h SimOptions; keep_timeline is
+//                                              not an experiment key)
+// Unknown keys should be rejected by the reader; ValidateEnvConfig checks the values.
+#pragma once
+
+#include <string_view>
+
+#include "core/status.h"
+#include "sim/simulator.h"
+
+namespace devplace {
+
+// The two MDPs: Placeto's iterative improvement and GDP's one-shot placement (docs/environments.md).
+enum class MdpKind { kIterative, kOneShot };
+
+// The full placement an iterative episode starts from.
+enum class InitialPlacement {
+  kSingle,      // every group on the game's reference device (the fastest single device)
+  kRoundRobin,  // group g on device g % num_devices
+  kRandom,      // each group on a device drawn uniformly, from the state's seed
+};
+
+struct EnvConfig {
+  MdpKind kind = MdpKind::kIterative;
+  // Iterative MDP only: where the groups sit before the first step.
+  InitialPlacement initial_placement = InitialPlacement::kSingle;
+  // A placement that runs out of memory is charged step_time + oom_penalty * reference_time (>= 0, finite).
+  double oom_penalty = 1.0;
+  // When true, a device is legal for a group only if the group's estimated memory fits in the device's
+  // remaining estimated memory (all devices are legal when none fits); when false every device is legal.
+  bool memory_aware_mask = true;
+  // Options of every simulation the environment runs.
+  SimOptions sim;
+};
+
+// Checks the values; errors name the field, e.g. "env.oom_penalty: must be >= 0 and finite".
+Status ValidateEnvConfig(const EnvConfig& config);
+
+// "iterative" / "one_shot".
+std::string_view ToString(MdpKind kind);
+// "single" / "round_robin" / "random".
+std::string_view ToString(InitialPlacement placement);
+// Parse the names produced by ToString; return false on an unknown name (the output is then unchanged).
+bool ParseMdpKind(std::string_view text, MdpKind* kind);
+bool ParseInitialPlacement(std::string_view text, InitialPlacement* placement);
+
+}  // namespace devplace

@@ -1,0 +1,95 @@
+// PlacementGame: the immutable part of a placement environment (OpenSpiel's Game). It binds a graph, a
+// machine, a cost model and an EnvConfig, and precomputes what every state shares: the colocation groups (the
+// unit of placement), the group-level DAG, per-group compute and memory estimates, static node and device
+// features, and the reference step time that normalises rewards across graphs. States are created with
+// NewInitialState(seed). A game is safe to share between threads (it is never modified after Create).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/colocation.h"
+#include "core/graph.h"
+#include "core/status.h"
+#include "core/strategy.h"
+#include "core/topology.h"
+#include "env/config.h"
+#include "env/state.h"
+#include "sim/cost_model.h"
+
+namespace devplace {
+
+class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
+ public:
+  // Validates the config (ValidateEnvConfig), requires a graph with at least one op and a topology with at
+  // least one device, and runs the reference simulations (one per device). Errors name the field or the op.
+  static Expected<std::shared_ptr<const PlacementGame>> Create(std::shared_ptr<const Graph> graph,
+                                                               std::shared_ptr<const Topology> topology,
+                                                               CostModel cost, EnvConfig config);
+
+  // A fresh episode. `seed` drives everything random in the episode (the random initial placement); the same
+  // seed gives the same state. For the iterative MDP this runs one full simulation.
+  PlacementState NewInitialState(uint64_t seed) const;
+
+  const Graph& graph() const { return *graph_; }
+  const Topology& topology() const { return *topology_; }
+  const CostModel& cost() const { return cost_; }
+  const EnvConfig& config() const { return config_; }
+  MdpKind kind() const { return config_.kind; }
+
+  // Colocation groups: the nodes of observations; groups are numbered in topological order.
+  const OpGroups& groups() const { return groups_; }
+  int32_t num_groups() const { return groups_.num_groups(); }
+  int32_t num_devices() const { return topology_->num_devices(); }
+  // Group-level DAG edges (deduplicated, no self loops, sorted by (src, dst)).
+  const std::vector<int32_t>& edge_src() const { return edge_src_; }
+  const std::vector<int32_t>& edge_dst() const { return edge_dst_; }
+
+  // Sum over the group's members of the op's compute time when placed whole on `device`.
+  double group_seconds(int32_t group, DeviceId device) const {
+    return group_seconds_[static_cast<size_t>(group) * num_devices() + device];
+  }
+  // Estimated bytes the group pins on its device: (2 + sim.optimizer_state_factor) x parameter bytes (weights,
+  // gradients, optimizer state) plus the outputs of forward members (kept for the backward pass).
+  int64_t group_memory_bytes(int32_t group) const { return group_memory_[group]; }
+  int64_t total_memory_bytes() const { return total_memory_; }
+
+  // The device on which the whole graph runs fastest (lowest id on ties), and that step time (seconds, > 0,
+  // memory ignored). Rewards are measured in units of reference_time().
+  DeviceId reference_device() const { return reference_device_; }
+  double reference_time() const { return reference_time_; }
+  // Step time of the whole graph on each device (memory ignored), indexed by DeviceId.
+  const std::vector<double>& single_device_times() const { return single_device_times_; }
+
+  // The time a placement is charged: step_time, plus oom_penalty * reference_time() when it runs out of memory.
+  double PenalisedTime(double step_time, bool oom) const;
+  // The plain placement putting every op on its group's device. Precondition: one device in range per group.
+  Strategy StrategyFromGroups(std::span<const int32_t> device_per_group) const;
+
+  // Static node features, row-major [num_groups x kNodeFeatureDim]; the dynamic columns (is-current,
+  // is-placed) are 0. Device features likewise, with the load columns 0.
+  const std::vector<float>& static_node_features() const { return node_features_; }
+  const std::vector<float>& static_device_features() const { return device_features_; }
+
+ private:
+  PlacementGame() = default;
+  Status Init();
+
+  std::shared_ptr<const Graph> graph_;
+  std::shared_ptr<const Topology> topology_;
+  CostModel cost_;
+  EnvConfig config_;
+  OpGroups groups_;
+  std::vector<int32_t> edge_src_, edge_dst_;
+  std::vector<double> group_seconds_;  // [group x device]
+  std::vector<int64_t> group_memory_;
+  int64_t total_memory_ = 0;
+  DeviceId reference_device_ = 0;
+  double reference_time_ = 0.0;
+  std::vector<double> single_device_times_;
+  std::vector<float> node_features_, device_features_;
+};
+
+}  // namespace devplace

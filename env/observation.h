@@ -1,0 +1,60 @@
+// What a policy sees of a placement state. Nodes are colocation groups (core/colocation.h), edges the
+// group-level DAG. Feature dimensions are fixed constants, identical for every graph and topology, so one
+// policy can train on many. Every feature is normalised per graph (or per machine) to about [0, 1]; the exact
+// definitions are listed here and in docs/environments.md.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace devplace {
+
+// Node (group) feature columns. "log-scaled" x means log1p(x) / log1p(max over the graph's groups of x)
+// (0 when the max is 0).
+enum NodeFeature : int32_t {
+  kNodeLogFlops = 0,        // log-scaled sum of the members' FLOPs
+  kNodeLogOutputBytes,      // log-scaled sum of the members' output bytes
+  kNodeLogParamBytes,       // log-scaled sum of the members' parameter bytes
+  kNodeForwardFraction,     // fraction of members with role forward
+  kNodeBackwardFraction,    // ... backward
+  kNodeUpdateFraction,      // ... update
+  kNodeLogInDegree,         // log-scaled number of distinct predecessor groups
+  kNodeLogOutDegree,        // log-scaled number of distinct successor groups
+  kNodeTopoPosition,        // group id / (num_groups - 1) (groups are numbered topologically); 0 if one group
+  kNodeComputeShare,        // the group's compute time on the reference device / the graph's total there
+  kNodeMemoryShare,         // the group's estimated memory / the graph's total estimated memory
+  kNodeIsCurrent,           // 1 for the group the next action places, else 0
+  kNodeIsPlaced,            // 1 when the group has a device, else 0
+  kNodeFeatureDim           // number of columns
+};
+
+// Device feature columns.
+enum DeviceFeature : int32_t {
+  kDevicePeakFlops = 0,     // the device's f32 peak FLOP/s / the largest on the machine
+  kDeviceMemoryBandwidth,   // memory bandwidth / the largest on the machine
+  kDeviceCapacity,          // memory capacity / the graph's total estimated memory, capped at 4
+  kDeviceComputeLoad,       // compute time of the groups placed on the device (priced on it) / the graph's
+                            // total compute time on the reference device, capped at 4
+  kDeviceMemoryLoad,        // estimated memory of the groups placed on the device / its capacity, capped at 4
+  kDeviceHost,              // index of the device's host (hosts numbered in order of first device) /
+                            // (num_hosts - 1); 0 on a single host
+  kDeviceFeatureDim         // number of columns
+};
+
+// One observation, filled in place by PlacementState::FillObservation (vectors are resized, so a reused
+// Observation allocates nothing after the first fill for a given game).
+struct Observation {
+  int32_t num_nodes = 0;
+  int32_t node_feature_dim = kNodeFeatureDim;
+  std::vector<float> node_features;  // row-major [num_nodes x node_feature_dim]
+  // Group-level DAG edges edge_src[k] -> edge_dst[k], deduplicated, no self loops, sorted by (src, dst).
+  std::vector<int32_t> edge_src, edge_dst;
+  int32_t num_devices = 0;
+  int32_t device_feature_dim = kDeviceFeatureDim;
+  std::vector<float> device_features;  // row-major [num_devices x device_feature_dim]
+  std::vector<int32_t> placement;      // device per node, -1 unplaced
+  int32_t current_node = -1;           // the node the next action places; -1 when terminal
+  std::vector<uint8_t> legal_mask;     // 1 per legal device for current_node (all 0 when terminal)
+};
+
+}  // namespace devplace
