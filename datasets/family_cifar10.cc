@@ -1,7 +1,7 @@
 // cifar10: ENAS micro search space (Pham et al. 2018, after NASNet): a normal and a reduction cell, each a
 // random DAG of B nodes; node i adds two ops (chosen from separable 3x3/5x5 convs, 3x3 avg/max pooling and
 // identity) applied to two earlier states; the cell outputs the concatenation of its loose ends. Cells are
-// stacked N per stack in three stacks separated by reduction cells, on 32x32 images with 10 classes.
+// stacked N per stack in three stacks separated by two reduction cells, on 32x32 images with 10 classes.
 #include "datasets/family_generators.h"
 #include "datasets/nas_network.h"
 
@@ -42,11 +42,13 @@ FamilyGenerator MakeCifar10Generator(Rng& rng) {
   c.num_classes = 10;
   c.num_reduction_layers = 2;
   FamilyGenerator gen;
-  gen.natural_scale = rng.Int(1, 4);
-  gen.min_scale = 1;
-  gen.build = [c](LayerBuilder& b, int64_t cells_per_stack) {
+  // Scaled by the number of normal cells in all stacks (N per stack when it is 3N; the reduction cells sit
+  // after the first and second thirds, as in the reference's calc_reduction_layers).
+  gen.natural_scale = 3 * rng.Int(1, 4);
+  gen.min_scale = 3;
+  gen.build = [c](LayerBuilder& b, int64_t normal_cells) {
     NasNetConfig scaled = c;
-    scaled.num_cells = static_cast<int32_t>(3 * cells_per_stack);
+    scaled.num_cells = static_cast<int32_t>(normal_cells);
     BuildNasNet(b, scaled);
   };
   return gen;

@@ -18,12 +18,12 @@ OpId ReluConvBn(LayerBuilder& b, OpId x, const ConvSpec& spec, const std::string
 // Halves H and W without losing information (two offset strided 1x1 paths), or a 1x1 conv at stride 1.
 OpId FactorizedReduction(LayerBuilder& b, OpId x, int64_t filters, int64_t stride) {
   if (stride == 1) return b.BatchNorm(b.Conv2d(x, ConvSpec::Same(filters, 1), "path_conv"), "path_bn");
-  DEVPLACE_CHECK(filters % 2 == 0, "factorized reduction needs an even number of filters");
+  // (The reference asserts an even count; an odd one splits as F/2 + (F - F/2) so that F = 190 works.)
   OpId p1 = b.Pool2d(x, PoolKind::kAvg, 1, stride, 0, "path1_pool");
   p1 = b.Conv2d(p1, ConvSpec::Same(filters / 2, 1), "path1_conv");
   // The second path reads the input shifted by one pixel (pad then crop): same cost, offset grid.
   OpId p2 = b.Pool2d(x, PoolKind::kAvg, 1, stride, 0, "path2_pool");
-  p2 = b.Conv2d(p2, ConvSpec::Same(filters / 2, 1), "path2_conv");
+  p2 = b.Conv2d(p2, ConvSpec::Same(filters - filters / 2, 1), "path2_conv");
   return b.BatchNorm(b.Concat({p1, p2}, 1, "path_concat"), "final_path_bn");
 }
 
