@@ -90,6 +90,28 @@ struct SimResult {
 Expected<SimResult> Simulate(const Graph& graph, const Topology& topology, const Strategy& strategy,
                              const CostModel& cost, const SimOptions& options = {});
 
+// A simulator bound to one graph, machine and cost model, for evaluating many strategies: it caches the price
+// of every (op, device) and reuses its buffers, so Run allocates almost nothing. `graph` and `topology` must
+// outlive it. Not thread-safe (use one per thread).
+class Simulator {
+ public:
+  static Expected<Simulator> Create(const Graph& graph, const Topology& topology, CostModel cost,
+                                    SimOptions options = {});
+  Simulator(Simulator&&) noexcept;
+  Simulator& operator=(Simulator&&) noexcept;
+  ~Simulator();
+
+  // Same result as Simulate(graph, topology, strategy, cost, options).
+  Expected<SimResult> Run(const Strategy& strategy);
+  // Step time only (skips the memory and critical-path analysis); OOM is not checked.
+  Expected<double> RunStepTime(const Strategy& strategy);
+
+ private:
+  struct Impl;
+  explicit Simulator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 // Incremental simulator. Holds the last simulated state; SetConfig re-times only what a change reaches.
 // `graph` and `topology` must outlive the object. Not thread-safe; copyable state is not shared.
 class DeltaSimulator {

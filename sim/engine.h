@@ -1,0 +1,87 @@
+// The event loop and result assembly (internal to sim/). FlexFlow's algorithm: a task enters the ready heap when
+// all its predecessors have ended; the heap pops the smallest (ready time, key); start = max(ready, resource
+// free); end = start + duration (always > start); successors see end + the resource's latency.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/topology.h"
+#include "sim/simulator.h"
+#include "sim/task_graph.h"
+
+namespace devplace::sim {
+
+// Per-task times and the order tasks were dequeued.
+struct Timing {
+  std::vector<double> ready, start, end;
+  std::vector<int32_t> res_prev;  // the task that used the same resource just before (-1: none)
+  std::vector<int32_t> order;     // alive tasks in dequeue order
+};
+
+// A heap entry.
+struct HeapItem {
+  double ready;
+  uint64_t key;
+  int32_t task;
+};
+
+// Binary min-heap on (ready, key); reusable without reallocation.
+class ReadyHeap {
+ public:
+  void clear() { items_.clear(); }
+  bool empty() const { return items_.empty(); }
+  const HeapItem& top() const { return items_.front(); }
+  void push(const HeapItem& item);
+  void pop();
+
+ private:
+  static bool Less(const HeapItem& a, const HeapItem& b) {
+    return a.ready < b.ready || (a.ready == b.ready && a.key < b.key);
+  }
+  std::vector<HeapItem> items_;
+};
+
+// The end of a task that starts at `start` and lasts `duration` (> 0): strictly after start even when the
+// duration is below the resolution of `start`.
+double EndOf(double start, double duration);
+
+// Runs the whole task graph (alive tasks only) and fills `timing` (sized to the task count).
+class Engine {
+ public:
+  void Run(const TaskGraph& tg, Timing* timing);
+
+ private:
+  std::vector<int32_t> pending_;
+  std::vector<double> free_;
+  std::vector<int32_t> last_;
+  ReadyHeap heap_;
+};
+
+// Time a task's buffer is freed: the latest end among the task and its successors.
+double BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task);
+// Peak of the buffers alive at once on each device (frees before allocations at equal times).
+std::vector<int64_t> DynamicPeaks(const TaskGraph& tg, const Timing& timing);
+
+// Aggregates that do not depend on timing: per-resource busy time (integer femtoseconds, so that sums are
+// exact and independent of order), bytes and task counts, bytes moved, fallbacks.
+struct TaskTotals {
+  std::vector<int64_t> busy_fs, bytes;
+  std::vector<int32_t> count;
+  int64_t bytes_moved = 0;
+  int32_t num_tasks = 0, num_compute = 0, fallbacks = 0;
+  // Adds (sign = +1) or removes (sign = -1) task t's contribution.
+  void Add(const TaskGraph& tg, int32_t t, int sign);
+  void Reset(int32_t num_resources);
+};
+int64_t ToFemtoseconds(double seconds);
+
+// Builds the SimResult from the aggregates. `last_end[r]` is the end of the last task on resource r (or -1 when
+// the resource ran nothing); `dynamic_peak[d]` and `static_bytes[d]` are per device.
+SimResult Assemble(const Graph& graph, const Topology& topology, const TaskGraph& tg, const Timing& timing,
+                   const TaskTotals& totals, const std::vector<double>& last_end,
+                   const std::vector<int64_t>& static_bytes, const std::vector<int64_t>& dynamic_peak,
+                   const SimOptions& options);
+
+}  // namespace devplace::sim

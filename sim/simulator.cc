@@ -1,0 +1,137 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/full_run.h"
+#include "sim/partition.h"
+
+namespace devplace {
+namespace sim {
+
+Status CheckConfig(const Graph& graph, const Topology& topology, OpId op, const OpConfig& c) {
+  const Op& o = graph.op(op);
+  auto err = [&](const std::string& what) { return Error{"op '" + o.name + "': " + what}; };
+  if (c.devices.empty()) return err("no device assigned");
+  for (size_t k = 0; k < c.devices.size(); ++k) {
+    if (c.devices[k] < 0 || c.devices[k] >= topology.num_devices())
+      return err("device " + std::to_string(c.devices[k]) + " is not in topology '" + topology.name() + "' (" +
+                 std::to_string(topology.num_devices()) + " devices)");
+    for (size_t j = 0; j < k; ++j)
+      if (c.devices[j] == c.devices[k]) return err("device '" + topology.device(c.devices[k]).name + "' is listed twice");
+  }
+  if (c.degrees.empty()) {
+    if (c.num_parts() != 1) return err("several devices need partition degrees");
+    return Status::Ok();
+  }
+  if (c.degrees.size() != o.dims.size())
+    return err("has " + std::to_string(c.degrees.size()) + " partition degrees but " +
+               std::to_string(o.dims.size()) + " partitionable dimensions");
+  int64_t parts = 1;
+  for (size_t k = 0; k < c.degrees.size(); ++k) {
+    if (c.degrees[k] < 1 || c.degrees[k] > o.dims[k].size)
+      return err("degree " + std::to_string(c.degrees[k]) + " for dimension " + std::to_string(k) +
+                 " must be in [1, " + std::to_string(o.dims[k].size) + "]");
+    parts *= c.degrees[k];
+  }
+  if (parts != c.num_parts())
+    return err("partition degrees multiply to " + std::to_string(parts) + " parts but " +
+               std::to_string(c.num_parts()) + " devices are given");
+  return Status::Ok();
+}
+
+Status CheckStrategy(const Graph& graph, const Topology& topology, const Strategy& strategy) {
+  if (static_cast<int32_t>(strategy.configs.size()) != graph.num_ops())
+    return Error{"strategy has " + std::to_string(strategy.configs.size()) + " op configs but graph '" +
+                 graph.name() + "' has " + std::to_string(graph.num_ops()) + " ops"};
+  for (OpId i = 0; i < graph.num_ops(); ++i) {
+    Status s = CheckConfig(graph, topology, i, strategy.configs[i]);
+    if (!s) return s;
+  }
+  return Status::Ok();
+}
+
+Status CheckGraph(const Graph& graph) {
+  for (const Op& o : graph.ops())
+    if (o.shape.size() > static_cast<size_t>(kMaxRank))
+      return Error{"op '" + o.name + "': the simulator supports tensors of rank up to " + std::to_string(kMaxRank) +
+                   ", got " + std::to_string(o.shape.size())};
+  return Status::Ok();
+}
+
+void FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, const Graph& graph) {
+  builder.BuildAll(strategy, &tg);
+  engine.Run(tg, &timing);
+  totals.Reset(tg.num_resources);
+  last_end.assign(static_cast<size_t>(tg.num_resources), -1.0);
+  for (int32_t t : timing.order) {
+    totals.Add(tg, t, +1);
+    last_end[tg.resource[t]] = timing.end[t];
+  }
+  static_bytes.assign(static_cast<size_t>(tg.num_devices), 0);
+  for (OpId o = 0; o < graph.num_ops(); ++o) builder.AddStaticMemory(o, strategy.configs[o], &static_bytes);
+}
+
+}  // namespace sim
+
+Status ValidateSimOptions(const SimOptions& options) {
+  if (options.segment_bytes < 1) return Error{"segment_bytes: must be >= 1"};
+  if (options.max_segments < 1 || options.max_segments > 1024) return Error{"max_segments: must be in [1, 1024]"};
+  if (!std::isfinite(options.optimizer_state_factor) || options.optimizer_state_factor < 0)
+    return Error{"optimizer_state_factor: must be >= 0"};
+  return Status::Ok();
+}
+
+struct Simulator::Impl {
+  Impl(const Graph& g, const Topology& t, CostModel c, SimOptions o)
+      : graph(g), topology(t), cost(std::move(c)), options(o), cache(g.num_ops(), t.num_devices()),
+        builder(graph, topology, cost, options, &cache) {}
+  const Graph& graph;
+  const Topology& topology;
+  CostModel cost;
+  SimOptions options;
+  sim::PlainCostCache cache;
+  sim::TaskBuilder builder;
+  sim::Engine engine;
+  sim::FullRun run;
+};
+
+Simulator::Simulator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Simulator::Simulator(Simulator&&) noexcept = default;
+Simulator& Simulator::operator=(Simulator&&) noexcept = default;
+Simulator::~Simulator() = default;
+
+Expected<Simulator> Simulator::Create(const Graph& graph, const Topology& topology, CostModel cost,
+                                      SimOptions options) {
+  if (Status s = ValidateSimOptions(options); !s) return s.error();
+  if (Status s = sim::CheckGraph(graph); !s) return s.error();
+  return Simulator(std::make_unique<Impl>(graph, topology, std::move(cost), options));
+}
+
+Expected<SimResult> Simulator::Run(const Strategy& strategy) {
+  Impl& m = *impl_;
+  if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy); !s) return s.error();
+  m.run.Run(m.builder, m.engine, strategy, m.graph);
+  return sim::Assemble(m.graph, m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end,
+                       m.run.static_bytes, sim::DynamicPeaks(m.run.tg, m.run.timing), m.options);
+}
+
+Expected<double> Simulator::RunStepTime(const Strategy& strategy) {
+  Impl& m = *impl_;
+  if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy); !s) return s.error();
+  m.builder.BuildAll(strategy, &m.run.tg);
+  m.engine.Run(m.run.tg, &m.run.timing);
+  double step = 0;
+  for (int32_t t : m.run.timing.order)
+    step = std::max(step, m.run.timing.end[t] + m.run.tg.resource_delay[m.run.tg.resource[t]]);
+  return step;
+}
+
+Expected<SimResult> Simulate(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                             const CostModel& cost, const SimOptions& options) {
+  Expected<Simulator> sim = Simulator::Create(graph, topology, cost, options);
+  if (!sim) return sim.error();
+  return sim->Run(strategy);
+}
+
+}  // namespace devplace

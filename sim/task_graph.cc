@@ -1,0 +1,368 @@
+#include "sim/task_graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/check.h"
+#include "sim/partition.h"
+
+namespace devplace::sim {
+namespace {
+
+constexpr int kOutsPerPart = 3;  // compute task, end of the reduce-scatter, end of the gradient all-reduce
+
+// floor(total * part / whole) without overflow.
+int64_t Scale(int64_t total, int64_t part, int64_t whole) {
+  return static_cast<int64_t>(static_cast<__int128>(total) * part / whole);
+}
+
+}  // namespace
+
+PlainCostCache::PlainCostCache(int32_t num_ops, int32_t num_devices)
+    : num_devices_(num_devices),
+      seconds_(static_cast<size_t>(num_ops) * num_devices, std::numeric_limits<double>::quiet_NaN()),
+      fallback_(static_cast<size_t>(num_ops) * num_devices, 0) {}
+
+PartCost PlainCostCache::Get(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op,
+                             DeviceId device) {
+  const size_t k = static_cast<size_t>(op) * num_devices_ + device;
+  if (std::isnan(seconds_[k])) {
+    OpConfig config;
+    config.devices = {device};
+    std::vector<int64_t> shape;
+    PartWork work;
+    work.op = &graph.op(op);
+    work.bytes_accessed = PartBytesAccessed(graph, op, config, 0, &shape);
+    work.shape = shape;
+    work.flops = work.op->flops;
+    const PartCost c = cost.Cost(work, topology.device(device));
+    DEVPLACE_CHECK(c.seconds > 0 && std::isfinite(c.seconds), "cost model returned a non-positive time");
+    seconds_[k] = c.seconds;
+    fallback_[k] = c.fallback;
+  }
+  return {seconds_[k], fallback_[k] != 0};
+}
+
+TaskBuilder::TaskBuilder(const Graph& graph, const Topology& topology, const CostModel& cost,
+                         const SimOptions& options, PlainCostCache* cache)
+    : graph_(graph), topology_(topology), cost_(cost), options_(options), cache_(cache) {
+  param_bytes_.resize(static_cast<size_t>(graph.num_ops()));
+  for (OpId o = 0; o < graph.num_ops(); ++o) param_bytes_[o] = ParamBytesOf(graph, o);
+}
+
+int32_t TaskBuilder::NewTask(TaskGraph* tg, int32_t group, int32_t resource, double duration, TaskKind kind,
+                             int32_t op, int32_t part) const {
+  const int32_t id = tg->num_tasks();
+  const uint32_t local = static_cast<uint32_t>(tg->group_task_count[group]++);
+  tg->resource.push_back(resource);
+  tg->duration.push_back(duration);
+  tg->key.push_back((static_cast<uint64_t>(group) << 32) | local);
+  tg->kind.push_back(kind);
+  tg->first_hop.push_back(0);
+  tg->alive.push_back(1);
+  tg->op.push_back(op);
+  tg->part.push_back(part);
+  tg->consumer.push_back(-1);
+  tg->bytes.push_back(0);
+  tg->mem_bytes.push_back(0);
+  tg->mem_device.push_back(-1);
+  tg->fallback.push_back(0);
+  tg->succ_off.push_back(0);
+  tg->succ_cnt.push_back(0);
+  tg->pred_off.push_back(0);
+  tg->pred_cnt.push_back(0);
+  return id;
+}
+
+void TaskBuilder::AddDep(TaskGraph* tg, int32_t from, int32_t to) {
+  tg->dep_from.push_back(from);
+  tg->dep_to.push_back(to);
+}
+
+void TaskBuilder::AppendRoute(TaskGraph* tg, int32_t group, DeviceId src, DeviceId dst, int64_t bytes,
+                              bool segmented, TaskKind kind, int32_t op, int32_t part, int32_t consumer,
+                              std::vector<int32_t>* firsts, std::vector<int32_t>* lasts) const {
+  firsts->clear();
+  lasts->clear();
+  const std::span<const LinkId> links = topology_.route(src, dst);
+  DEVPLACE_CHECK(!links.empty(), "transfer between a device and itself");
+  const int64_t hops = static_cast<int64_t>(links.size());
+  int64_t segments = 1;
+  if (segmented && hops >= 2) {
+    segments = (bytes + options_.segment_bytes - 1) / options_.segment_bytes;
+    segments = std::clamp<int64_t>(segments, 1, std::min<int64_t>(options_.max_segments, bytes));
+  }
+  for (int64_t s = 0; s < segments; ++s) {
+    const int64_t seg_bytes = Scale(bytes, s + 1, segments) - Scale(bytes, s, segments);
+    int32_t prev = -1;
+    for (int64_t h = 0; h < hops; ++h) {
+      const Link& link = topology_.link(links[h]);
+      const int32_t t = NewTask(tg, group, tg->num_devices + links[h],
+                                static_cast<double>(seg_bytes) / link.bandwidth, kind, op, part);
+      tg->bytes[t] = seg_bytes;
+      tg->consumer[t] = consumer;
+      if (h == 0) {
+        tg->first_hop[t] = 1;
+        firsts->push_back(t);
+      } else {
+        AddDep(tg, prev, t);
+      }
+      prev = t;
+    }
+    lasts->push_back(prev);
+  }
+}
+
+void TaskBuilder::AppendRing(TaskGraph* tg, int32_t group, OpId op, const OpConfig& config,
+                             const std::vector<int32_t>& members, int64_t bytes, int32_t steps) {
+  const int32_t r = static_cast<int32_t>(members.size());
+  const int32_t base = tg->group_task_begin[group];
+  std::vector<int32_t> prev_last(static_cast<size_t>(r), -1), cur_last(static_cast<size_t>(r), -1);
+  for (int32_t k = 0; k < steps; ++k) {
+    for (int32_t i = 0; i < r; ++i) {
+      const int32_t from = members[i], to = members[(i + 1) % r];
+      const DeviceId dst = config.devices[to];
+      AppendRoute(tg, group, config.devices[from], dst, bytes, false, TaskKind::kCollective, op, from, -1, &firsts_,
+                  &lasts_);
+      // A reduce-scatter step adds the sender's own partial sum; every step forwards what the sender received.
+      if (k < r - 1) AddDep(tg, base + from, firsts_[0]);
+      if (k > 0) AddDep(tg, prev_last[(i + r - 1) % r], firsts_[0]);
+      cur_last[i] = lasts_[0];
+      tg->mem_bytes[lasts_[0]] = bytes;
+      tg->mem_device[lasts_[0]] = dst;
+    }
+    std::swap(prev_last, cur_last);
+  }
+}
+
+void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) {
+  const int32_t group = op;
+  const Op& o = graph_.op(op);
+  const int32_t parts = config.num_parts();
+  tg->group_task_begin[group] = tg->num_tasks();
+  tg->group_task_count[group] = 0;
+  tg->group_dep_begin[group] = static_cast<int32_t>(tg->dep_from.size());
+  tg->out_begin[op] = static_cast<int32_t>(tg->out_tasks.size());
+  const int32_t base = tg->num_tasks();
+  if (parts == 1) {
+    const PartCost c = cache_->Get(graph_, topology_, cost_, op, config.devices[0]);
+    const int32_t t = NewTask(tg, group, config.devices[0], c.seconds, TaskKind::kCompute, op, 0);
+    tg->fallback[t] = c.fallback;
+    tg->mem_bytes[t] = OutputBytes(o);
+    tg->mem_device[t] = config.devices[0];
+    tg->out_tasks.insert(tg->out_tasks.end(), {t, -1, -1});
+    tg->group_dep_count[group] = 0;
+    return;
+  }
+  const PartLayout layout = Layout(o, config);
+  const int64_t volume = std::max<int64_t>(1, NumElements(o));
+  for (int32_t p = 0; p < parts; ++p) {
+    PartWork work;
+    work.op = &o;
+    work.bytes_accessed = PartBytesAccessed(graph_, op, config, p, &shape_scratch_);
+    work.shape = shape_scratch_;
+    work.flops = o.flops / parts;
+    const DeviceId device = config.devices[p];
+    const PartCost c = cost_.Cost(work, topology_.device(device));
+    DEVPLACE_CHECK(c.seconds > 0 && std::isfinite(c.seconds), "cost model returned a non-positive time");
+    const int32_t t = NewTask(tg, group, device, c.seconds, TaskKind::kCompute, op, p);
+    tg->fallback[t] = c.fallback;
+    tg->mem_bytes[t] = Scale(OutputBytes(o), Volume(ComputedBox(o, config, p)), volume);
+    tg->mem_device[t] = device;
+    tg->out_tasks.insert(tg->out_tasks.end(), {t, -1, -1});
+  }
+  const int32_t out = tg->out_begin[op];
+  std::vector<int32_t> members;
+  if (layout.reduction > 1) {
+    // One reduce-scatter ring per group of parts computing partial sums of the same box.
+    const int32_t rings = parts / layout.reduction;
+    for (int32_t ring = 0; ring < rings; ++ring) {
+      members.assign(static_cast<size_t>(layout.reduction), -1);
+      for (int32_t p = 0; p < parts; ++p)
+        if (ReductionRing(o, config, p) == ring) members[ReductionIndex(o, config, p)] = p;
+      const int64_t box_bytes = Scale(OutputBytes(o), Volume(ComputedBox(o, config, members[0])), volume);
+      const int32_t r = layout.reduction;
+      const int32_t first = tg->num_tasks();
+      AppendRing(tg, group, op, config, members, std::max<int64_t>(1, box_bytes / r), r - 1);
+      // Member i's last receive (step r-2) is the last-hop task received from member i-1.
+      for (int32_t t = first; t < tg->num_tasks(); ++t) {
+        if (tg->mem_bytes[t] == 0) continue;  // only last hops hold a receive buffer
+        const int32_t sender = tg->part[t];
+        int32_t i = 0;
+        while (members[i] != sender) ++i;
+        tg->out_tasks[out + kOutsPerPart * members[(i + 1) % r] + 1] = t;  // later steps overwrite earlier ones
+      }
+    }
+  }
+  const int64_t param = param_bytes_[op];
+  if (o.role == OpRole::kBackward && param > 0 && layout.replicas > 1) {
+    // Gradient synchronisation: a ring all-reduce of each weight shard's gradient among its replicas.
+    for (int32_t shard = 0; shard < layout.shards; ++shard) {
+      members.assign(static_cast<size_t>(layout.replicas), -1);
+      for (int32_t p = 0; p < parts; ++p)
+        if (ShardIndex(o, config, p) == shard) members[ReplicaIndex(o, config, p)] = p;
+      const int32_t r = layout.replicas;
+      const int64_t shard_bytes = Scale(param, shard + 1, layout.shards) - Scale(param, shard, layout.shards);
+      const int32_t first = tg->num_tasks();
+      AppendRing(tg, group, op, config, members, std::max<int64_t>(1, shard_bytes / r), 2 * (r - 1));
+      for (int32_t t = first; t < tg->num_tasks(); ++t) {
+        if (tg->mem_bytes[t] == 0) continue;
+        const int32_t sender = tg->part[t];
+        int32_t i = 0;
+        while (members[i] != sender) ++i;
+        tg->out_tasks[out + kOutsPerPart * members[(i + 1) % r] + 2] = t;
+      }
+    }
+  }
+  tg->group_dep_count[group] = static_cast<int32_t>(tg->dep_from.size()) - tg->group_dep_begin[group];
+  (void)base;
+}
+
+void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGraph* tg) {
+  const int32_t group = graph_.num_ops() + edge;
+  const Edge& e = graph_.edge(edge);
+  const Op& u = graph_.op(e.src);
+  const Op& v = graph_.op(e.dst);
+  const OpConfig& cu = strategy.configs[e.src];
+  const OpConfig& cv = strategy.configs[e.dst];
+  tg->group_task_begin[group] = tg->num_tasks();
+  tg->group_task_count[group] = 0;
+  tg->group_dep_begin[group] = static_cast<int32_t>(tg->dep_from.size());
+  const bool weight_gradient = v.role == OpRole::kUpdate;
+  const int32_t ubase = tg->out_begin[e.src];
+  const int32_t vbase = tg->group_task_begin[e.dst];
+
+  auto connect = [&](int32_t p, int32_t q, int64_t bytes) {
+    const int32_t* outs = &tg->out_tasks[ubase + kOutsPerPart * p];
+    const int32_t sink = vbase + q;
+    const DeviceId src = cu.devices[p], dst = cv.devices[q];
+    const int32_t extra = weight_gradient ? outs[2] : outs[1];
+    if (src == dst || bytes == 0) {
+      AddDep(tg, outs[0], sink);
+      if (extra >= 0) AddDep(tg, extra, sink);
+      return;
+    }
+    AppendRoute(tg, group, src, dst, bytes, true, TaskKind::kTransfer, e.src, p, e.dst, &firsts_, &lasts_);
+    for (int32_t f : firsts_) {
+      AddDep(tg, outs[0], f);
+      if (extra >= 0) AddDep(tg, extra, f);
+    }
+    for (int32_t l : lasts_) AddDep(tg, l, sink);
+    tg->mem_bytes[lasts_[0]] = bytes;
+    tg->mem_device[lasts_[0]] = dst;
+  };
+
+  if (cu.num_parts() == 1 && cv.num_parts() == 1) {
+    connect(0, 0, e.bytes);
+  } else if (weight_gradient) {
+    // The weight gradient: each shard is read from one replica, the consumer's own device when it holds one.
+    const PartLayout lu = Layout(u, cu);
+    for (int32_t q = 0; q < cv.num_parts(); ++q) {
+      for (int32_t shard = 0; shard < lu.shards; ++shard) {
+        int32_t source = -1;
+        for (int32_t p = 0; p < cu.num_parts(); ++p) {
+          if (ShardIndex(u, cu, p) != shard) continue;
+          if (cu.devices[p] == cv.devices[q]) {
+            source = p;
+            break;
+          }
+          if (source < 0 || ReplicaIndex(u, cu, p) < ReplicaIndex(u, cu, source)) source = p;
+        }
+        connect(source, q, Scale(e.bytes, shard + 1, lu.shards) - Scale(e.bytes, shard, lu.shards));
+      }
+    }
+  } else {
+    const int64_t volume = std::max<int64_t>(1, NumElements(u));
+    std::vector<Box> owned(static_cast<size_t>(cu.num_parts()));
+    for (int32_t p = 0; p < cu.num_parts(); ++p) owned[p] = OwnedBox(u, cu, p);
+    for (int32_t q = 0; q < cv.num_parts(); ++q) {
+      const Box need = NeededBox(v, cv, q, u);
+      for (int32_t p = 0; p < cu.num_parts(); ++p) {
+        const int64_t overlap = OverlapVolume(owned[p], need);
+        if (overlap > 0) connect(p, q, Scale(e.bytes, overlap, volume));
+      }
+    }
+  }
+  tg->group_dep_count[group] = static_cast<int32_t>(tg->dep_from.size()) - tg->group_dep_begin[group];
+}
+
+void TaskBuilder::AddStaticMemory(OpId op, const OpConfig& config, std::vector<int64_t>* per_device) const {
+  const int64_t param = param_bytes_[op];
+  if (param == 0) return;
+  const Op& o = graph_.op(op);
+  const PartLayout layout = Layout(o, config);
+  for (int32_t p = 0; p < config.num_parts(); ++p) {
+    const int32_t shard = ShardIndex(o, config, p);
+    int64_t bytes = Scale(param, shard + 1, layout.shards) - Scale(param, shard, layout.shards);
+    if (o.role == OpRole::kUpdate) bytes = static_cast<int64_t>(static_cast<double>(bytes) * options_.optimizer_state_factor);
+    (*per_device)[config.devices[p]] += bytes;
+  }
+}
+
+void TaskGraph::Clear() {
+  for (auto* v : {&resource, &op, &part, &consumer, &mem_device, &succ_off, &succ_cnt, &pred_off, &pred_cnt,
+                  &succ_pool, &pred_pool, &group_task_begin, &group_task_count, &group_dep_begin, &group_dep_count,
+                  &dep_from, &dep_to, &out_begin, &out_tasks})
+    v->clear();
+  for (auto* v : {&bytes, &mem_bytes}) v->clear();
+  for (auto* v : {&first_hop, &alive, &fallback}) v->clear();
+  duration.clear();
+  key.clear();
+  kind.clear();
+}
+
+void TaskBuilder::BuildAll(const Strategy& strategy, TaskGraph* tg) {
+  const int32_t n = graph_.num_ops();
+  const int32_t groups = n + graph_.num_edges();
+  tg->Clear();
+  tg->num_devices = topology_.num_devices();
+  tg->num_resources = topology_.num_devices() + topology_.num_links();
+  tg->resource_delay.assign(static_cast<size_t>(tg->num_resources), 0.0);
+  for (LinkId l = 0; l < topology_.num_links(); ++l) tg->resource_delay[tg->num_devices + l] = topology_.link(l).latency;
+  tg->group_task_begin.assign(static_cast<size_t>(groups), 0);
+  tg->group_task_count.assign(static_cast<size_t>(groups), 0);
+  tg->group_dep_begin.assign(static_cast<size_t>(groups), 0);
+  tg->group_dep_count.assign(static_cast<size_t>(groups), 0);
+  tg->out_begin.assign(static_cast<size_t>(n), 0);
+  for (OpId o = 0; o < n; ++o) AppendOpGroup(o, strategy.configs[o], tg);
+  for (int32_t e = 0; e < graph_.num_edges(); ++e) AppendEdgeGroup(e, strategy, tg);
+  BuildAdjacency(tg);
+}
+
+void BuildAdjacency(TaskGraph* tg) {
+  const int32_t n = tg->num_tasks();
+  std::fill(tg->succ_cnt.begin(), tg->succ_cnt.end(), 0);
+  std::fill(tg->pred_cnt.begin(), tg->pred_cnt.end(), 0);
+  const size_t groups = tg->group_dep_begin.size();
+  size_t total = 0;
+  for (size_t g = 0; g < groups; ++g) {
+    const int32_t b = tg->group_dep_begin[g], c = tg->group_dep_count[g];
+    for (int32_t k = b; k < b + c; ++k) {
+      ++tg->succ_cnt[tg->dep_from[k]];
+      ++tg->pred_cnt[tg->dep_to[k]];
+    }
+    total += static_cast<size_t>(c);
+  }
+  tg->succ_pool.resize(total);
+  tg->pred_pool.resize(total);
+  int32_t so = 0, po = 0;
+  for (int32_t t = 0; t < n; ++t) {
+    tg->succ_off[t] = so;
+    tg->pred_off[t] = po;
+    so += tg->succ_cnt[t];
+    po += tg->pred_cnt[t];
+    tg->succ_cnt[t] = 0;
+    tg->pred_cnt[t] = 0;
+  }
+  for (size_t g = 0; g < groups; ++g) {
+    const int32_t b = tg->group_dep_begin[g], c = tg->group_dep_count[g];
+    for (int32_t k = b; k < b + c; ++k) {
+      const int32_t f = tg->dep_from[k], t = tg->dep_to[k];
+      tg->succ_pool[tg->succ_off[f] + tg->succ_cnt[f]++] = t;
+      tg->pred_pool[tg->pred_off[t] + tg->pred_cnt[t]++] = f;
+    }
+  }
+}
+
+}  // namespace devplace::sim

@@ -1,0 +1,111 @@
+// The task graph (internal to sim/): compute tasks per op part, transfer segments per hop, collective steps,
+// stored as structs of arrays. Tasks are grouped: group o (< num_ops) holds op o's compute tasks and collective
+// steps, group num_ops + e holds the transfers of edge e. Changing op o's config rebuilds group o and the groups
+// of o's edges only. A task's tie-break key (group << 32 | index in group) is canonical: it does not depend on
+// where the task is stored, so a rebuilt group keeps the keys a full build would give it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/strategy.h"
+#include "core/topology.h"
+#include "sim/cost_model.h"
+#include "sim/simulator.h"
+
+namespace devplace::sim {
+
+enum class TaskKind : uint8_t { kCompute = 0, kTransfer = 1, kCollective = 2 };
+
+struct TaskGraph {
+  int32_t num_devices = 0;
+  int32_t num_resources = 0;            // devices, then one per link
+  std::vector<double> resource_delay;   // latency added after a task on the resource ends (links), 0 for devices
+
+  // Per task.
+  std::vector<int32_t> resource;
+  std::vector<double> duration;
+  std::vector<uint64_t> key;
+  std::vector<TaskKind> kind;
+  std::vector<uint8_t> first_hop;       // 1 for the first hop of a transfer or collective step
+  std::vector<uint8_t> alive;           // 0 once a rebuild replaced the task's group
+  std::vector<int32_t> op;              // compute: the op; transfer: producer; collective: the op served
+  std::vector<int32_t> part;            // part of `op`
+  std::vector<int32_t> consumer;        // transfers: consuming op, else -1
+  std::vector<int64_t> bytes;           // bytes moved by this hop (transfers, collective steps)
+  std::vector<int64_t> mem_bytes;       // buffer the task allocates at its start (0: none)
+  std::vector<int32_t> mem_device;      // device holding that buffer
+  std::vector<uint8_t> fallback;        // compute tasks priced analytically by a profiled model
+  // Adjacency: task t's successors are succ_pool[succ_off[t] .. succ_off[t] + succ_cnt[t]); preds likewise.
+  std::vector<int32_t> succ_off, succ_cnt, pred_off, pred_cnt;
+  std::vector<int32_t> succ_pool, pred_pool;
+
+  // Per group: task range and dependency range (deps are (from, to) task pairs the group contributes).
+  std::vector<int32_t> group_task_begin, group_task_count, group_dep_begin, group_dep_count;
+  std::vector<int32_t> dep_from, dep_to;
+  // Per op: the tasks whose completion makes part p's output available (1 or 2 each; -1 = none), as absolute ids.
+  std::vector<int32_t> out_begin;       // index into out_tasks, 2 entries per part
+  std::vector<int32_t> out_tasks;
+
+  int32_t num_tasks() const { return static_cast<int32_t>(resource.size()); }
+  // Removes all tasks, groups and dependencies (keeping capacity for reuse).
+  void Clear();
+};
+
+// Per-op prices of plain (one-device) configs, computed on first use for each (op, device).
+class PlainCostCache {
+ public:
+  PlainCostCache(int32_t num_ops, int32_t num_devices);
+  // Seconds and fallback flag of op `op` placed whole on `device`.
+  PartCost Get(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op, DeviceId device);
+
+ private:
+  int32_t num_devices_;
+  std::vector<double> seconds_;  // NaN: not computed yet
+  std::vector<uint8_t> fallback_;
+};
+
+// Builds task groups into a TaskGraph.
+class TaskBuilder {
+ public:
+  TaskBuilder(const Graph& graph, const Topology& topology, const CostModel& cost, const SimOptions& options,
+              PlainCostCache* cache);
+
+  // Builds the whole task graph of `strategy` (all groups, then adjacency).
+  void BuildAll(const Strategy& strategy, TaskGraph* tg);
+  // Appends group `op`'s tasks for `config` (compute parts, reduce-scatter rings, gradient all-reduce rings)
+  // and records the op's output tasks.
+  void AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg);
+  // Appends the transfers of edge `edge` between the already-built groups of its ends.
+  void AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGraph* tg);
+  // Static bytes (weights, gradients, optimizer state) op `op` places on each of its devices under `config`;
+  // adds them to (*per_device)[device].
+  void AddStaticMemory(OpId op, const OpConfig& config, std::vector<int64_t>* per_device) const;
+
+ private:
+  int32_t NewTask(TaskGraph* tg, int32_t group, int32_t resource, double duration, TaskKind kind, int32_t op,
+                  int32_t part) const;
+  // Appends the hop tasks of one transfer of `bytes` from device `src` to `dst` (segments when multi-hop);
+  // returns the first-hop and last-hop task ids of each segment.
+  void AppendRoute(TaskGraph* tg, int32_t group, DeviceId src, DeviceId dst, int64_t bytes, bool segmented,
+                   TaskKind kind, int32_t op, int32_t part, int32_t consumer, std::vector<int32_t>* firsts,
+                   std::vector<int32_t>* lasts) const;
+  void AppendRing(TaskGraph* tg, int32_t group, OpId op, const OpConfig& config,
+                  const std::vector<int32_t>& members, int64_t bytes, int32_t steps);
+  static void AddDep(TaskGraph* tg, int32_t from, int32_t to);
+
+  const Graph& graph_;
+  const Topology& topology_;
+  const CostModel& cost_;
+  const SimOptions& options_;
+  PlainCostCache* cache_;
+  std::vector<int64_t> param_bytes_;  // ParamBytesOf per op
+  std::vector<int32_t> firsts_, lasts_;
+  std::vector<int64_t> shape_scratch_;
+};
+
+// Rebuilds the CSR adjacency of every task from the groups' dependency lists.
+void BuildAdjacency(TaskGraph* tg);
+
+}  // namespace devplace::sim

@@ -1,0 +1,122 @@
+// Delta simulation equals full simulation, bit for bit, over many random single-op changes.
+#include <gtest/gtest.h>
+
+#include "sim/simulator.h"
+#include "test_util.h"
+
+namespace devplace {
+namespace {
+
+using testing::RandomConfig;
+using testing::RandomStrategy;
+using testing::RandomTrainingGraph;
+
+void ExpectSameResult(const SimResult& a, const SimResult& b, const std::string& where) {
+  SCOPED_TRACE(where);
+  ASSERT_EQ(a.step_time, b.step_time);
+  ASSERT_EQ(a.devices.size(), b.devices.size());
+  for (size_t d = 0; d < a.devices.size(); ++d) {
+    EXPECT_EQ(a.devices[d].busy_seconds, b.devices[d].busy_seconds) << "device " << d;
+    EXPECT_EQ(a.devices[d].utilisation, b.devices[d].utilisation) << "device " << d;
+    EXPECT_EQ(a.devices[d].static_bytes, b.devices[d].static_bytes) << "device " << d;
+    EXPECT_EQ(a.devices[d].peak_bytes, b.devices[d].peak_bytes) << "device " << d;
+    EXPECT_EQ(a.devices[d].num_tasks, b.devices[d].num_tasks) << "device " << d;
+  }
+  ASSERT_EQ(a.links.size(), b.links.size());
+  for (size_t l = 0; l < a.links.size(); ++l) {
+    EXPECT_EQ(a.links[l].busy_seconds, b.links[l].busy_seconds) << "link " << l;
+    EXPECT_EQ(a.links[l].bytes, b.links[l].bytes) << "link " << l;
+    EXPECT_EQ(a.links[l].num_tasks, b.links[l].num_tasks) << "link " << l;
+  }
+  EXPECT_EQ(a.oom, b.oom);
+  EXPECT_EQ(a.bytes_moved, b.bytes_moved);
+  EXPECT_EQ(a.num_tasks, b.num_tasks);
+  EXPECT_EQ(a.num_compute_tasks, b.num_compute_tasks);
+  EXPECT_EQ(a.critical_path, b.critical_path);
+  EXPECT_EQ(a.critical_compute_seconds, b.critical_compute_seconds);
+}
+
+struct Case {
+  const char* name;
+  uint64_t seed;
+  int ops;
+  Topology topology;
+  double p_partition;
+  int changes;
+};
+
+TEST(DeltaSimulator, EqualsFullSimulationOnRandomChanges) {
+  std::vector<Case> cases;
+  cases.push_back({"plain/fully-connected", 1, 60, testing::FullyConnected(4, 50e9, 2e-6), 0.0, 300});
+  cases.push_back({"plain/two-hosts", 2, 80, testing::TwoHosts(2, 12e9, 3e-6), 0.0, 250});
+  cases.push_back({"partitioned/star", 3, 40, testing::Star(4, 25e9, 1e-6), 0.3, 250});
+  cases.push_back({"partitioned/two-hosts", 4, 40, testing::TwoHosts(2, 12e9, 3e-6), 0.3, 250});
+  int total = 0;
+  for (const Case& c : cases) {
+    const Graph graph = RandomTrainingGraph(c.seed, c.ops);
+    const CostModel cost = MakeAnalyticCostModel();
+    std::mt19937_64 rng(c.seed * 7919);
+    const int devices = c.topology.num_devices();
+    Strategy initial = RandomStrategy(graph, devices, c.p_partition, rng);
+    Expected<DeltaSimulator> delta = DeltaSimulator::Create(graph, c.topology, initial, cost);
+    ASSERT_TRUE(delta.ok()) << delta.error().message;
+    int64_t retimed = 0;
+    for (int k = 0; k < c.changes; ++k) {
+      const OpId op = testing::UniformInt(rng, graph.num_ops());
+      const OpConfig config = RandomConfig(graph, op, devices, c.p_partition, rng);
+      ASSERT_TRUE(delta->SetConfig(op, config).ok());
+      retimed += delta->last_retimed_tasks();
+      Expected<SimResult> full = Simulate(graph, c.topology, delta->strategy(), cost);
+      ASSERT_TRUE(full.ok()) << full.error().message;
+      ExpectSameResult(delta->result(), *full, std::string(c.name) + " change " + std::to_string(k));
+      ASSERT_EQ(delta->step_time(), full->step_time);
+      if (::testing::Test::HasFailure()) return;
+      ++total;
+    }
+    // The delta run re-times a fraction of the tasks, not all of them every time.
+    EXPECT_LT(retimed, static_cast<int64_t>(c.changes) * delta->result().num_tasks) << c.name;
+  }
+  EXPECT_GE(total, 1000);
+}
+
+TEST(DeltaSimulator, MultiOpChangesAndNoOpChanges) {
+  const Graph graph = RandomTrainingGraph(11, 50);
+  const Topology topo = testing::FullyConnected(4, 50e9, 2e-6);
+  const CostModel cost = MakeAnalyticCostModel();
+  std::mt19937_64 rng(5);
+  Expected<DeltaSimulator> delta = DeltaSimulator::Create(graph, topo, Strategy::AllOn(graph.num_ops(), 0), cost);
+  ASSERT_TRUE(delta.ok());
+  for (int k = 0; k < 50; ++k) {
+    std::vector<std::pair<OpId, OpConfig>> changes;
+    for (int j = 0; j < 3; ++j) {
+      const OpId op = testing::UniformInt(rng, graph.num_ops());
+      changes.emplace_back(op, RandomConfig(graph, op, 4, 0.2, rng));
+    }
+    ASSERT_TRUE(delta->SetConfigs(changes).ok());
+    ExpectSameResult(delta->result(), *Simulate(graph, topo, delta->strategy(), cost), "multi " + std::to_string(k));
+  }
+  const SimResult before = delta->result();
+  ASSERT_TRUE(delta->SetConfig(0, delta->strategy().configs[0]).ok());
+  EXPECT_EQ(delta->last_retimed_tasks(), 0);
+  ExpectSameResult(delta->result(), before, "no-op change");
+}
+
+TEST(DeltaSimulator, RejectsBadChangesAtomically) {
+  const Graph graph = RandomTrainingGraph(12, 10);
+  const Topology topo = testing::FullyConnected(2, 50e9, 2e-6);
+  Expected<DeltaSimulator> delta =
+      DeltaSimulator::Create(graph, topo, Strategy::AllOn(graph.num_ops(), 0), MakeAnalyticCostModel());
+  ASSERT_TRUE(delta.ok());
+  const double before = delta->step_time();
+  OpConfig bad;
+  bad.devices = {7};
+  std::vector<std::pair<OpId, OpConfig>> changes = {{1, OpConfig{{1}, {}}}, {2, bad}};
+  Status s = delta->SetConfigs(changes);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("device 7"), std::string::npos) << s.error().message;
+  EXPECT_EQ(delta->strategy().configs[1].devices[0], 0);
+  EXPECT_EQ(delta->step_time(), before);
+}
+
+}  // namespace
+}  // namespace devplace

@@ -1,0 +1,201 @@
+// Hand-checked timings: chains, transfers, link contention, multi-hop pipelining, collectives, partitioning.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/simulator.h"
+#include "test_util.h"
+
+namespace devplace {
+namespace {
+
+using testing::FixedRateCost;
+using testing::MakeDevice;
+using testing::MakeOp;
+
+template <class T>
+T Ok(Expected<T> e) {
+  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+  return std::move(e).value();
+}
+
+Strategy Place(std::vector<DeviceId> devices) { return Strategy::FromPlacement(devices); }
+
+constexpr double kMs = 1e-3;
+
+TEST(Simulator, ChainOnOneDeviceTakesTheSumOfOpTimes) {
+  GraphBuilder b("chain");
+  OpId a = b.add_op(MakeOp("a", 1e6)), x = b.add_op(MakeOp("b", 2e6)), c = b.add_op(MakeOp("c", 3e6));
+  b.add_edge(a, x);
+  b.add_edge(x, c);
+  const Graph g = Ok(std::move(b).Build());
+  const Topology t = testing::FullyConnected(2, 1e9, 5e-6);
+  const SimResult r = Ok(Simulate(g, t, Place({0, 0, 0}), FixedRateCost()));
+  EXPECT_NEAR(r.step_time, 6 * kMs, 1e-15);
+  EXPECT_EQ(r.bytes_moved, 0);
+  EXPECT_NEAR(r.devices[0].busy_seconds, 6 * kMs, 1e-12);
+  EXPECT_NEAR(r.devices[0].utilisation, 1.0, 1e-9);
+  EXPECT_EQ(r.devices[1].busy_seconds, 0.0);
+  EXPECT_EQ(r.critical_path, (std::vector<OpId>{a, x, c}));
+  EXPECT_EQ(r.num_tasks, 3);
+}
+
+TEST(Simulator, OneTransferAddsLatencyPlusBytesOverBandwidth) {
+  GraphBuilder b("pair");
+  OpId a = b.add_op(MakeOp("a", 1e6, {250000})), c = b.add_op(MakeOp("c", 2e6));
+  b.add_edge(a, c);  // 1e6 bytes
+  const Graph g = Ok(std::move(b).Build());
+  const Topology t = testing::FullyConnected(2, 1e9, 5e-6);
+  const SimResult r = Ok(Simulate(g, t, Place({0, 1}), FixedRateCost()));
+  EXPECT_NEAR(r.step_time, 1 * kMs + 5e-6 + 1e6 / 1e9 + 2 * kMs, 1e-15);
+  EXPECT_EQ(r.bytes_moved, 1000000);
+  EXPECT_EQ(r.num_tasks, 3);
+  int64_t link_bytes = 0;
+  for (const LinkStats& l : r.links) link_bytes += l.bytes;
+  EXPECT_EQ(link_bytes, 1000000);
+}
+
+// a, b -> c with 4 ms transfers each: through one link they serialise, over two links they overlap.
+TEST(Simulator, TransfersSharingALinkSerialiseAndDisjointOnesOverlap) {
+  GraphBuilder b("join");
+  OpId a = b.add_op(MakeOp("a", 1e6, {1000000})), x = b.add_op(MakeOp("b", 1e6, {1000000}));
+  OpId c = b.add_op(MakeOp("c", 1e6));
+  b.add_edge(a, c);
+  b.add_edge(x, c);
+  const Graph g = Ok(std::move(b).Build());
+  const double lat = 2e-6;
+  const SimResult shared = Ok(Simulate(g, testing::FullyConnected(2, 1e9, lat), Place({0, 0, 1}), FixedRateCost()));
+  // a ends at 1 ms, its transfer runs 1-5 ms; b ends at 2 ms but waits for the link: 5-9 ms.
+  EXPECT_NEAR(shared.step_time, 9 * kMs + lat + 1 * kMs, 1e-15);
+  const SimResult disjoint =
+      Ok(Simulate(g, testing::FullyConnected(3, 1e9, lat), Place({0, 2, 1}), FixedRateCost()));
+  EXPECT_NEAR(disjoint.step_time, 5 * kMs + lat + 1 * kMs, 1e-15);
+}
+
+Topology ThroughSwitch(double bandwidth, double latency) {
+  TopologyBuilder b("switched");
+  b.add_device(MakeDevice("d0"));
+  b.add_device(MakeDevice("d1"));
+  const NodeId sw = b.add_switch({"sw", "h0"});
+  b.add_bidirectional_link(0, sw, bandwidth, latency, "pcie");
+  b.add_bidirectional_link(1, sw, bandwidth, latency, "pcie");
+  return *std::move(b).Build();
+}
+
+TEST(Simulator, TwoHopRoutePipelinesBySegment) {
+  GraphBuilder b("hop");
+  OpId a = b.add_op(MakeOp("a", 1e6, {1000000})), c = b.add_op(MakeOp("c", 1e6));
+  b.add_edge(a, c);  // 4e6 bytes
+  const Graph g = Ok(std::move(b).Build());
+  const Topology t = ThroughSwitch(1e9, 1e-6);
+  SimOptions options;
+  options.segment_bytes = 1000000;  // 4 segments
+  const SimResult piped = Ok(Simulate(g, t, Place({0, 1}), FixedRateCost(), options));
+  // 4 segments of 1 ms through 2 hops: (4 + 1) ms, plus both hops' latency.
+  EXPECT_NEAR(piped.step_time, 1 * kMs + 5 * kMs + 2e-6 + 1 * kMs, 1e-15);
+  EXPECT_EQ(piped.num_tasks, 2 + 4 * 2);
+  EXPECT_EQ(piped.bytes_moved, 4000000);
+  options.max_segments = 1;  // store and forward
+  const SimResult whole = Ok(Simulate(g, t, Place({0, 1}), FixedRateCost(), options));
+  EXPECT_NEAR(whole.step_time, 1 * kMs + 8 * kMs + 2e-6 + 1 * kMs, 1e-15);
+}
+
+// A backward op replicated on p devices all-reduces its weight gradient (n bytes) over a uniform ring (the
+// neighbour links i -> i+1 of a fully connected machine): 2(p-1) steps of alpha + (n/p)/B after the compute.
+TEST(Simulator, RingAllReduceMatchesTheClosedForm) {
+  for (int p : {2, 3, 4, 8}) {
+    const double alpha = 3e-6, bandwidth = 20e9;
+    const int64_t n = int64_t{6000000} * p;
+    GraphBuilder b("allreduce");
+    Op grad = MakeOp("f/grad", 1e6 * p, {static_cast<int64_t>(p), 4});
+    grad.role = OpRole::kBackward;
+    grad.forward_op = "f";
+    grad.dims.push_back({DimKind::kSample, 0, 0, p});
+    b.add_op(grad);  // op 0: its parts start first on their devices
+    b.add_op(MakeOp("f", 1e3, {static_cast<int64_t>(p), 4}, n));
+    const Graph g = Ok(std::move(b).Build());
+    const Topology t = testing::FullyConnected(p, bandwidth, alpha);
+    Strategy s = Strategy::AllOn(2, 0);
+    s.configs[0].degrees = {p};
+    s.configs[0].devices.clear();
+    for (int i = 0; i < p; ++i) s.configs[0].devices.push_back(i);
+    const SimResult r = Ok(Simulate(g, t, s, FixedRateCost()));
+    const double compute = 1e6 * 1e-9;
+    const double expected = compute + 2 * (p - 1) * alpha + 2.0 * (p - 1) / p * static_cast<double>(n) / bandwidth;
+    EXPECT_NEAR(r.step_time / expected, 1.0, 1e-9) << "p = " << p;
+    EXPECT_EQ(r.bytes_moved, 2 * (p - 1) * p * (n / p)) << "p = " << p;
+  }
+}
+
+TEST(Simulator, PartitionedConsumersReceiveTheirSlices) {
+  GraphBuilder b("split");
+  OpId a = b.add_op(MakeOp("a", 1e6, {8, 1000}));  // 32000 bytes
+  Op c = MakeOp("c", 2e6, {8, 1000});
+  c.dims.push_back({DimKind::kSample, 0, 0, 8});
+  OpId cid = b.add_op(c);
+  b.add_edge(a, cid);
+  const Graph g = Ok(std::move(b).Build());
+  const Topology t = testing::FullyConnected(3, 1e9, 1e-6);
+  Strategy s = Strategy::AllOn(2, 0);
+  s.configs[1] = OpConfig{{1, 2}, {2}};
+  const SimResult r = Ok(Simulate(g, t, s, FixedRateCost()));
+  EXPECT_EQ(r.bytes_moved, 32000);
+  EXPECT_NEAR(r.step_time, 1 * kMs + 1e-6 + 16000 / 1e9 + 1 * kMs, 1e-15);  // halves move in parallel
+  s.configs[1] = OpConfig{{0, 1}, {2}};
+  const SimResult local = Ok(Simulate(g, t, s, FixedRateCost()));
+  EXPECT_EQ(local.bytes_moved, 16000);  // the half on the producer's device does not move
+}
+
+TEST(Simulator, ReductionPartsReduceScatterTheirPartialSums) {
+  GraphBuilder b("reduce");
+  Op m = MakeOp("m", 4e6, {4, 1000});  // 16000 bytes of partial sums per part
+  m.dims.push_back({DimKind::kReduction, -1, 1, 2});
+  b.add_op(m);
+  const Graph g = Ok(std::move(b).Build());
+  const Topology t = testing::FullyConnected(2, 1e9, 1e-6);
+  Strategy s;
+  s.configs.push_back(OpConfig{{0, 1}, {2}});
+  const SimResult r = Ok(Simulate(g, t, s, FixedRateCost()));
+  // Each part computes half the FLOPs (2 ms), then one step: each sends half its box (8000 bytes).
+  EXPECT_EQ(r.bytes_moved, 16000);
+  EXPECT_NEAR(r.step_time, 2 * kMs + 1e-6 + 8000 / 1e9, 1e-15);
+}
+
+TEST(Simulator, RejectsStrategiesThatDoNotFit) {
+  GraphBuilder b("two");
+  b.add_op(MakeOp("a", 1e6));
+  b.add_op(MakeOp("b", 1e6));
+  const Graph g = Ok(std::move(b).Build());
+  const Topology t = testing::FullyConnected(2, 1e9, 1e-6);
+  Expected<SimResult> r = Simulate(g, t, Strategy::AllOn(1, 0), FixedRateCost());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("1 op configs"), std::string::npos) << r.error().message;
+  Strategy s = Strategy::AllOn(2, 0);
+  s.configs[1].devices = {5};
+  r = Simulate(g, t, s, FixedRateCost());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "op 'b': device 5 is not in topology 'full2' (2 devices)");
+  s.configs[1].devices = {0, 1};
+  r = Simulate(g, t, s, FixedRateCost());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("op 'b'"), std::string::npos);
+}
+
+TEST(Simulator, ReusableSimulatorMatchesSimulate) {
+  const Graph g = testing::RandomTrainingGraph(3, 40);
+  const Topology t = testing::TwoHosts(2, 12e9, 3e-6);
+  Simulator sim = Ok(Simulator::Create(g, t, MakeAnalyticCostModel()));
+  std::mt19937_64 rng(9);
+  for (int k = 0; k < 5; ++k) {
+    const Strategy s = testing::RandomStrategy(g, 4, 0.3, rng);
+    const SimResult a = Ok(sim.Run(s));
+    const SimResult b = Ok(Simulate(g, t, s, MakeAnalyticCostModel()));
+    EXPECT_EQ(a.step_time, b.step_time);
+    EXPECT_EQ(Ok(sim.RunStepTime(s)), b.step_time);
+    EXPECT_GT(b.step_time, 0);
+    EXPECT_FALSE(b.critical_path.empty());
+  }
+}
+
+}  // namespace
+}  // namespace devplace
