@@ -1,0 +1,185 @@
+#include "env/game.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "core/check.h"
+
+namespace devplace {
+namespace {
+
+// log1p(x) / log1p(max), 0 when max is 0.
+float LogScaled(double x, double max) { return max > 0 ? static_cast<float>(std::log1p(x) / std::log1p(max)) : 0.0f; }
+
+float Capped(double x, double cap) { return static_cast<float>(std::min(x, cap)); }
+
+bool SameHardware(const Device& a, const Device& b) {
+  return a.kind == b.kind && a.peak_flops_f32 == b.peak_flops_f32 && a.peak_flops_f16 == b.peak_flops_f16 &&
+         a.memory_bandwidth == b.memory_bandwidth;
+}
+
+}  // namespace
+
+Expected<std::shared_ptr<const PlacementGame>> PlacementGame::Create(std::shared_ptr<const Graph> graph,
+                                                                     std::shared_ptr<const Topology> topology,
+                                                                     CostModel cost, EnvConfig config) {
+  if (graph == nullptr || graph->num_ops() == 0) return Error{"env: the graph has no ops"};
+  if (topology == nullptr || topology->num_devices() == 0) return Error{"env: the topology has no devices"};
+  if (Status s = ValidateEnvConfig(config); !s) return s.error();
+  config.sim.keep_timeline = false;
+  std::shared_ptr<PlacementGame> game(new PlacementGame());
+  game->graph_ = std::move(graph);
+  game->topology_ = std::move(topology);
+  game->cost_ = std::move(cost);
+  game->config_ = config;
+  if (Status s = game->Init(); !s) return s.error();
+  return std::shared_ptr<const PlacementGame>(std::move(game));
+}
+
+Status PlacementGame::Init() {
+  const Graph& g = *graph_;
+  const Topology& topo = *topology_;
+  const int32_t num_dev = topo.num_devices();
+  groups_ = ColocationGroups(g);
+  const int32_t num_grp = groups_.num_groups();
+
+  // Group-level edges.
+  std::vector<std::pair<int32_t, int32_t>> pairs;
+  pairs.reserve(g.edges().size());
+  for (const Edge& e : g.edges()) {
+    const int32_t a = groups_.group_of_op[e.src], b = groups_.group_of_op[e.dst];
+    if (a != b) pairs.emplace_back(a, b);
+  }
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  edge_src_.resize(pairs.size());
+  edge_dst_.resize(pairs.size());
+  for (size_t k = 0; k < pairs.size(); ++k) std::tie(edge_src_[k], edge_dst_[k]) = pairs[k];
+
+  // Reference simulations: the whole graph on each device (identical hardware simulated once).
+  Expected<Simulator> sim = Simulator::Create(g, topo, cost_, config_.sim);
+  if (!sim) return sim.error();
+  single_device_times_.assign(num_dev, 0.0);
+  for (DeviceId d = 0; d < num_dev; ++d) {
+    DeviceId twin = -1;
+    for (DeviceId e = 0; e < d && twin < 0; ++e)
+      if (SameHardware(topo.device(e), topo.device(d))) twin = e;
+    if (twin >= 0) {
+      single_device_times_[d] = single_device_times_[twin];
+      continue;
+    }
+    Expected<double> t = sim->RunStepTime(Strategy::AllOn(g.num_ops(), d));
+    if (!t) return t.error();
+    single_device_times_[d] = *t;
+  }
+  reference_device_ = static_cast<DeviceId>(
+      std::min_element(single_device_times_.begin(), single_device_times_.end()) - single_device_times_.begin());
+  reference_time_ = single_device_times_[reference_device_];
+  DEVPLACE_CHECK(reference_time_ > 0 && std::isfinite(reference_time_), "reference step time must be positive");
+
+  // Per-group estimates.
+  group_seconds_.assign(static_cast<size_t>(num_grp) * num_dev, 0.0);
+  group_memory_.assign(num_grp, 0);
+  total_memory_ = 0;
+  const double static_factor = 2.0 + config_.sim.optimizer_state_factor;
+  OpConfig config{{0}, {}};
+  for (int32_t grp = 0; grp < num_grp; ++grp) {
+    for (OpId op : groups_.members[grp]) {
+      const Op& o = g.op(op);
+      for (DeviceId d = 0; d < num_dev; ++d) {
+        config.devices[0] = d;
+        group_seconds_[static_cast<size_t>(grp) * num_dev + d] += cost_.ComputeTime(g, op, config, 0, topo.device(d));
+      }
+      group_memory_[grp] += static_cast<int64_t>(std::llround(static_factor * static_cast<double>(o.param_bytes)));
+      if (o.role == OpRole::kForward) group_memory_[grp] += OutputBytes(o);
+    }
+    total_memory_ += group_memory_[grp];
+  }
+  total_reference_seconds_ = 0.0;
+  for (int32_t grp = 0; grp < num_grp; ++grp) total_reference_seconds_ += group_seconds(grp, reference_device_);
+
+  // Static node features.
+  std::vector<double> flops(num_grp, 0.0), out_bytes(num_grp, 0.0), param_bytes(num_grp, 0.0);
+  std::vector<int32_t> in_deg(num_grp, 0), out_deg(num_grp, 0);
+  for (size_t k = 0; k < edge_src_.size(); ++k) {
+    ++out_deg[edge_src_[k]];
+    ++in_deg[edge_dst_[k]];
+  }
+  for (int32_t grp = 0; grp < num_grp; ++grp) {
+    for (OpId op : groups_.members[grp]) {
+      flops[grp] += g.op(op).flops;
+      out_bytes[grp] += static_cast<double>(OutputBytes(g.op(op)));
+      param_bytes[grp] += static_cast<double>(g.op(op).param_bytes);
+    }
+  }
+  const double max_flops = *std::max_element(flops.begin(), flops.end());
+  const double max_out = *std::max_element(out_bytes.begin(), out_bytes.end());
+  const double max_param = *std::max_element(param_bytes.begin(), param_bytes.end());
+  const double max_in_deg = *std::max_element(in_deg.begin(), in_deg.end());
+  const double max_out_deg = *std::max_element(out_deg.begin(), out_deg.end());
+  node_features_.assign(static_cast<size_t>(num_grp) * kNodeFeatureDim, 0.0f);
+  for (int32_t grp = 0; grp < num_grp; ++grp) {
+    float* row = &node_features_[static_cast<size_t>(grp) * kNodeFeatureDim];
+    const std::vector<OpId>& members = groups_.members[grp];
+    int32_t role_count[3] = {0, 0, 0};
+    for (OpId op : members) ++role_count[static_cast<int>(g.op(op).role)];
+    const double n = static_cast<double>(members.size());
+    row[kNodeLogFlops] = LogScaled(flops[grp], max_flops);
+    row[kNodeLogOutputBytes] = LogScaled(out_bytes[grp], max_out);
+    row[kNodeLogParamBytes] = LogScaled(param_bytes[grp], max_param);
+    row[kNodeForwardFraction] = static_cast<float>(role_count[static_cast<int>(OpRole::kForward)] / n);
+    row[kNodeBackwardFraction] = static_cast<float>(role_count[static_cast<int>(OpRole::kBackward)] / n);
+    row[kNodeUpdateFraction] = static_cast<float>(role_count[static_cast<int>(OpRole::kUpdate)] / n);
+    row[kNodeLogInDegree] = LogScaled(in_deg[grp], max_in_deg);
+    row[kNodeLogOutDegree] = LogScaled(out_deg[grp], max_out_deg);
+    row[kNodeTopoPosition] = num_grp > 1 ? static_cast<float>(static_cast<double>(grp) / (num_grp - 1)) : 0.0f;
+    row[kNodeComputeShare] = static_cast<float>(group_seconds(grp, reference_device_) / total_reference_seconds_);
+    row[kNodeMemoryShare] =
+        total_memory_ > 0 ? static_cast<float>(static_cast<double>(group_memory_[grp]) / total_memory_) : 0.0f;
+  }
+
+  // Static device features.
+  double max_peak = 0.0, max_bw = 0.0;
+  for (const Device& d : topo.devices()) {
+    max_peak = std::max(max_peak, d.peak_flops_f32);
+    max_bw = std::max(max_bw, d.memory_bandwidth);
+  }
+  std::unordered_map<std::string, int32_t> host_index;
+  for (const Device& d : topo.devices()) host_index.emplace(d.host, static_cast<int32_t>(host_index.size()));
+  const int32_t num_hosts = static_cast<int32_t>(host_index.size());
+  device_features_.assign(static_cast<size_t>(num_dev) * kDeviceFeatureDim, 0.0f);
+  for (DeviceId d = 0; d < num_dev; ++d) {
+    const Device& dev = topo.device(d);
+    float* row = &device_features_[static_cast<size_t>(d) * kDeviceFeatureDim];
+    row[kDevicePeakFlops] = max_peak > 0 ? static_cast<float>(dev.peak_flops_f32 / max_peak) : 0.0f;
+    row[kDeviceMemoryBandwidth] = max_bw > 0 ? static_cast<float>(dev.memory_bandwidth / max_bw) : 0.0f;
+    row[kDeviceCapacity] =
+        total_memory_ > 0 ? Capped(static_cast<double>(dev.memory_bytes) / total_memory_, 4.0) : 4.0f;
+    row[kDeviceHost] =
+        num_hosts > 1 ? static_cast<float>(static_cast<double>(host_index.at(dev.host)) / (num_hosts - 1)) : 0.0f;
+  }
+  return Status::Ok();
+}
+
+PlacementState PlacementGame::NewInitialState(uint64_t seed) const { return PlacementState(shared_from_this(), seed); }
+
+double PlacementGame::PenalisedTime(double step_time, bool oom) const {
+  return oom ? step_time + config_.oom_penalty * reference_time_ : step_time;
+}
+
+Strategy PlacementGame::StrategyFromGroups(std::span<const int32_t> device_per_group) const {
+  DEVPLACE_CHECK(static_cast<int32_t>(device_per_group.size()) == num_groups(), "one device per group");
+  Strategy strategy;
+  strategy.configs.resize(graph_->num_ops());
+  for (OpId op = 0; op < graph_->num_ops(); ++op) {
+    const int32_t d = device_per_group[groups_.group_of_op[op]];
+    DEVPLACE_CHECK(d >= 0 && d < num_devices(), "group device out of range");
+    strategy.configs[op].devices.assign(1, d);
+  }
+  return strategy;
+}
+
+}  // namespace devplace

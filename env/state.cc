@@ -1,0 +1,225 @@
+#include "env/state.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <utility>
+
+#include "core/check.h"
+#include "env/game.h"
+
+namespace devplace {
+
+PlacementState::PlacementState(PlacementState&&) noexcept = default;
+PlacementState& PlacementState::operator=(PlacementState&&) noexcept = default;
+PlacementState::~PlacementState() = default;
+
+PlacementState::PlacementState(std::shared_ptr<const PlacementGame> game, uint64_t seed)
+    : game_(std::move(game)), seed_(seed) {
+  const PlacementGame& g = *game_;
+  placement_.assign(g.num_groups(), -1);
+  memory_load_.assign(g.num_devices(), 0);
+  compute_load_.assign(g.num_devices(), 0.0);
+  mask_.assign(g.num_devices(), 0);
+  if (g.kind() == MdpKind::kIterative) InitIterative();
+  RefreshMask();
+}
+
+MdpKind PlacementState::kind() const { return game_->kind(); }
+
+void PlacementState::InitIterative() {
+  const PlacementGame& g = *game_;
+  const int32_t num_dev = g.num_devices();
+  std::mt19937_64 rng(seed_);
+  for (int32_t grp = 0; grp < g.num_groups(); ++grp) {
+    int32_t d = 0;
+    switch (g.config().initial_placement) {
+      case InitialPlacement::kSingle: d = g.reference_device(); break;
+      case InitialPlacement::kRoundRobin: d = grp % num_dev; break;
+      case InitialPlacement::kRandom: d = static_cast<int32_t>(rng() % static_cast<uint64_t>(num_dev)); break;
+    }
+    Place(grp, d);
+  }
+  Expected<DeltaSimulator> delta =
+      DeltaSimulator::Create(g.graph(), g.topology(), g.StrategyFromGroups(placement_), g.cost(), g.config().sim);
+  DEVPLACE_CHECK(delta.ok(), delta.ok() ? "" : delta.error().message);
+  delta_.emplace(std::move(*delta));
+  RefreshTimeFromDelta();
+}
+
+void PlacementState::RefreshTimeFromDelta() {
+  step_time_ = delta_->step_time();
+  oom_ = delta_->result().oom;
+  evaluated_ = true;
+}
+
+void PlacementState::Place(int32_t group, int32_t device) {
+  const PlacementGame& g = *game_;
+  const int32_t old = placement_[group];
+  if (old >= 0) {
+    memory_load_[old] -= g.group_memory_bytes(group);
+    compute_load_[old] -= g.group_seconds(group, old);
+  }
+  placement_[group] = device;
+  memory_load_[device] += g.group_memory_bytes(group);
+  compute_load_[device] += g.group_seconds(group, device);
+}
+
+void PlacementState::RefreshMask() {
+  const PlacementGame& g = *game_;
+  if (IsTerminal()) {
+    std::fill(mask_.begin(), mask_.end(), uint8_t{0});
+    return;
+  }
+  if (!g.config().memory_aware_mask) {
+    std::fill(mask_.begin(), mask_.end(), uint8_t{1});
+    return;
+  }
+  const int64_t need = g.group_memory_bytes(current_);
+  bool any = false;
+  for (DeviceId d = 0; d < g.num_devices(); ++d) {
+    const int64_t others = memory_load_[d] - (placement_[current_] == d ? need : 0);
+    mask_[d] = need <= g.topology().device(d).memory_bytes - others ? 1 : 0;
+    any = any || mask_[d];
+  }
+  if (!any) std::fill(mask_.begin(), mask_.end(), uint8_t{1});
+}
+
+void PlacementState::Advance() {
+  ++steps_;
+  current_ = current_ + 1 < game_->num_groups() ? current_ + 1 : -1;
+  RefreshMask();
+}
+
+void PlacementState::EvaluateOneShot() {
+  const PlacementGame& g = *game_;
+  Expected<SimResult> result = Simulate(g.graph(), g.topology(), g.StrategyFromGroups(placement_), g.cost(),
+                                        g.config().sim);
+  DEVPLACE_CHECK(result.ok(), result.ok() ? "" : result.error().message);
+  step_time_ = result->step_time;
+  oom_ = result->oom;
+  evaluated_ = true;
+}
+
+Status PlacementState::ApplyAction(int32_t device) {
+  const PlacementGame& g = *game_;
+  if (IsTerminal()) return Error{"env: action " + std::to_string(device) + " on a terminal state"};
+  const std::string where = "group " + std::to_string(current_) + " (op '" +
+                            g.graph().op(g.groups().members[current_].front()).name + "')";
+  if (device < 0 || device >= g.num_devices())
+    return Error{"env: " + where + ": device " + std::to_string(device) + " is not in topology '" +
+                 g.topology().name() + "' (" + std::to_string(g.num_devices()) + " devices)"};
+  if (!mask_[device])
+    return Error{"env: " + where + ": device '" + g.topology().device(device).name +
+                 "' is not legal (the group's estimated memory does not fit)"};
+  double reward = 0.0;
+  if (g.kind() == MdpKind::kIterative) {
+    const double before = penalised_time();
+    if (placement_[current_] != device) {
+      std::vector<std::pair<OpId, OpConfig>> changes;
+      changes.reserve(g.groups().members[current_].size());
+      for (OpId op : g.groups().members[current_]) changes.emplace_back(op, OpConfig{{device}, {}});
+      Status s = delta_->SetConfigs(changes);
+      DEVPLACE_CHECK(s.ok(), s.ok() ? "" : s.error().message);
+      Place(current_, device);
+      RefreshTimeFromDelta();
+    }
+    reward = (before - penalised_time()) / g.reference_time();
+  } else {
+    Place(current_, device);
+    if (current_ + 1 == g.num_groups()) {
+      EvaluateOneShot();
+      reward = -std::sqrt(penalised_time() / g.reference_time());
+    }
+  }
+  last_reward_ = reward;
+  return_ += reward;
+  Advance();
+  return Status::Ok();
+}
+
+Status PlacementState::ApplyPlacement(std::span<const int32_t> device_per_group) {
+  const PlacementGame& g = *game_;
+  if (g.kind() != MdpKind::kOneShot) return Error{"env: ApplyPlacement needs the one-shot MDP"};
+  if (steps_ != 0) return Error{"env: ApplyPlacement needs a state with no group placed yet"};
+  if (static_cast<int32_t>(device_per_group.size()) != g.num_groups())
+    return Error{"env: placement has " + std::to_string(device_per_group.size()) + " devices but the graph has " +
+                 std::to_string(g.num_groups()) + " groups"};
+  PlacementState next = Clone();
+  for (int32_t grp = 0; grp < g.num_groups(); ++grp) {
+    Status s = next.ApplyAction(device_per_group[grp]);
+    if (!s) return Error{"placement[" + std::to_string(grp) + "]: " + s.error().message};
+  }
+  *this = std::move(next);
+  return Status::Ok();
+}
+
+void PlacementState::FillObservation(Observation* obs) const {
+  const PlacementGame& g = *game_;
+  const int32_t num_grp = g.num_groups(), num_dev = g.num_devices();
+  obs->num_nodes = num_grp;
+  obs->node_feature_dim = kNodeFeatureDim;
+  obs->node_features.assign(g.static_node_features().begin(), g.static_node_features().end());
+  for (int32_t grp = 0; grp < num_grp; ++grp) {
+    float* row = &obs->node_features[static_cast<size_t>(grp) * kNodeFeatureDim];
+    row[kNodeIsCurrent] = grp == current_ ? 1.0f : 0.0f;
+    row[kNodeIsPlaced] = placement_[grp] >= 0 ? 1.0f : 0.0f;
+  }
+  obs->edge_src.assign(g.edge_src().begin(), g.edge_src().end());
+  obs->edge_dst.assign(g.edge_dst().begin(), g.edge_dst().end());
+  obs->num_devices = num_dev;
+  obs->device_feature_dim = kDeviceFeatureDim;
+  obs->device_features.assign(g.static_device_features().begin(), g.static_device_features().end());
+  for (DeviceId d = 0; d < num_dev; ++d) {
+    float* row = &obs->device_features[static_cast<size_t>(d) * kDeviceFeatureDim];
+    row[kDeviceComputeLoad] = static_cast<float>(std::min(compute_load_[d] / g.total_reference_seconds(), 4.0));
+    row[kDeviceMemoryLoad] = static_cast<float>(
+        std::min(static_cast<double>(memory_load_[d]) / static_cast<double>(g.topology().device(d).memory_bytes), 4.0));
+  }
+  obs->placement.assign(placement_.begin(), placement_.end());
+  obs->current_node = current_;
+  obs->legal_mask.assign(mask_.begin(), mask_.end());
+}
+
+PlacementState PlacementState::Clone() const {
+  PlacementState copy(game_, seed_, CloneTag{});
+  copy.current_ = current_;
+  copy.steps_ = steps_;
+  copy.placement_ = placement_;
+  copy.memory_load_ = memory_load_;
+  copy.compute_load_ = compute_load_;
+  copy.mask_ = mask_;
+  copy.last_reward_ = last_reward_;
+  copy.return_ = return_;
+  copy.evaluated_ = evaluated_;
+  copy.step_time_ = step_time_;
+  copy.oom_ = oom_;
+  if (delta_) {
+    const PlacementGame& g = *game_;
+    Expected<DeltaSimulator> delta =
+        DeltaSimulator::Create(g.graph(), g.topology(), delta_->strategy(), g.cost(), g.config().sim);
+    DEVPLACE_CHECK(delta.ok(), delta.ok() ? "" : delta.error().message);
+    copy.delta_.emplace(std::move(*delta));
+  }
+  return copy;
+}
+
+Strategy PlacementState::strategy() const {
+  for (int32_t d : placement_) DEVPLACE_CHECK(d >= 0, "strategy() needs a complete placement");
+  return game_->StrategyFromGroups(placement_);
+}
+
+double PlacementState::step_time() const {
+  DEVPLACE_CHECK(evaluated_, "step_time() needs a complete placement");
+  return step_time_;
+}
+
+bool PlacementState::oom() const {
+  DEVPLACE_CHECK(evaluated_, "oom() needs a complete placement");
+  return oom_;
+}
+
+double PlacementState::penalised_time() const { return game_->PenalisedTime(step_time(), oom()); }
+
+}  // namespace devplace
