@@ -35,6 +35,7 @@ class ReadyHeap {
   const HeapItem& top() const { return items_.front(); }
   void push(const HeapItem& item);
   void pop();
+  size_t capacity() const { return items_.capacity(); }
 
  private:
   static bool Less(const HeapItem& a, const HeapItem& b) {
@@ -51,6 +52,11 @@ double EndOf(double start, double duration);
 class Engine {
  public:
   void Run(const TaskGraph& tg, Timing* timing);
+  // Bytes of scratch held between runs.
+  int64_t memory_bytes() const {
+    return static_cast<int64_t>(pending_.capacity() * sizeof(int32_t) + heap_.capacity() * sizeof(HeapItem) +
+                                free_.capacity() * sizeof(double) + last_.capacity() * sizeof(int32_t));
+  }
 
  private:
   std::vector<int32_t> pending_;

@@ -127,6 +127,28 @@ Expected<double> Simulator::RunStepTime(const Strategy& strategy) {
   return step;
 }
 
+namespace {
+template <class V>
+int64_t Bytes(const V& v) {
+  return static_cast<int64_t>(v.capacity() * sizeof(typename V::value_type));
+}
+}  // namespace
+
+int64_t Simulator::memory_bytes() const {
+  const sim::TaskGraph& tg = impl_->run.tg;
+  const sim::Timing& tm = impl_->run.timing;
+  int64_t total = Bytes(tg.resource) + Bytes(tg.duration) + Bytes(tg.key) + Bytes(tg.kind) + Bytes(tg.first_hop) +
+                  Bytes(tg.alive) + Bytes(tg.op) + Bytes(tg.part) + Bytes(tg.consumer) + Bytes(tg.bytes) +
+                  Bytes(tg.mem_bytes) + Bytes(tg.mem_device) + Bytes(tg.fallback) + Bytes(tg.succ_off) +
+                  Bytes(tg.succ_cnt) + Bytes(tg.pred_off) + Bytes(tg.pred_cnt) + Bytes(tg.succ_pool) +
+                  Bytes(tg.pred_pool) + Bytes(tg.group_task_begin) + Bytes(tg.group_task_count) +
+                  Bytes(tg.group_dep_begin) + Bytes(tg.group_dep_count) + Bytes(tg.dep_from) + Bytes(tg.dep_to) +
+                  Bytes(tg.out_begin) + Bytes(tg.out_tasks);
+  total += Bytes(tm.ready) + Bytes(tm.start) + Bytes(tm.end) + Bytes(tm.res_prev) + Bytes(tm.order);
+  total += impl_->cache.memory_bytes() + impl_->engine.memory_bytes();
+  return total;
+}
+
 Expected<SimResult> Simulate(const Graph& graph, const Topology& topology, const Strategy& strategy,
                              const CostModel& cost, const SimOptions& options) {
   Expected<Simulator> sim = Simulator::Create(graph, topology, cost, options);

@@ -105,6 +105,8 @@ class Simulator {
   Expected<SimResult> Run(const Strategy& strategy);
   // Step time only (skips the memory and critical-path analysis); OOM is not checked.
   Expected<double> RunStepTime(const Strategy& strategy);
+  // Bytes held by the simulator's buffers (task graph, timeline, cost cache) after the last run.
+  int64_t memory_bytes() const;
 
  private:
   struct Impl;

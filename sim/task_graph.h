@@ -59,6 +59,9 @@ class PlainCostCache {
   PlainCostCache(int32_t num_ops, int32_t num_devices);
   // Seconds and fallback flag of op `op` placed whole on `device`.
   PartCost Get(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op, DeviceId device);
+  int64_t memory_bytes() const {
+    return static_cast<int64_t>(seconds_.capacity() * sizeof(double) + fallback_.capacity());
+  }
 
  private:
   int32_t num_devices_;

@@ -1,0 +1,176 @@
+// Simulator speed on 8 GPUs (configs/topologies/dgx1-v100.yaml) with layered random training graphs of about
+// 1k, 10k and 50k ops (seeded; forward graphs turned into training graphs by DeriveTrainingGraph).
+//   Full/<ops>/<placement>: Simulator::Run (the reusable simulator a search uses); items = tasks simulated.
+//   Simulate/<ops>/contiguous: the one-shot Simulate() (also builds the simulator and prices every op).
+//   Delta/<ops>/contiguous: DeltaSimulator::SetConfig moving one random op to a random device (then back,
+//   untimed); counters give the median time of a change and the median full-simulation time for comparison.
+// Placements: "contiguous" splits the topological order into 8 equal blocks (backward and update ops follow their
+// forward op); "random" puts each colocation group on a random device.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "core/topology_yaml.h"
+#include "core/training_graph.h"
+#include "sim/simulator.h"
+
+namespace devplace {
+namespace {
+
+template <class T>
+T Check(Expected<T> e) {
+  if (!e) throw std::runtime_error(e.error().message);
+  return std::move(e).value();
+}
+
+uint64_t Below(std::mt19937_64& rng, uint64_t n) { return rng() % n; }
+
+// A layered forward graph (widths 1-4, fan-in 1-3 from the previous layer, matmul-like ops with weights and
+// elementwise ops without), scaled so that its training graph has about `target` ops.
+Graph TrainingGraph(int target, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  GraphBuilder b("layered" + std::to_string(target));
+  const int forward_ops = target * 10 / 25;  // about 2.5 training ops per forward op
+  std::vector<OpId> prev;
+  int made = 0;
+  while (made < forward_ops) {
+    const int width = 1 + static_cast<int>(Below(rng, 4));
+    std::vector<OpId> layer;
+    for (int k = 0; k < width && made < forward_ops; ++k, ++made) {
+      Op op;
+      op.name = "op" + std::to_string(made);
+      const bool weighted = Below(rng, 2) == 0;
+      op.type = weighted ? "matmul" : "relu";
+      const int64_t batch = 64, hidden = 256 << Below(rng, 3);
+      op.shape = {batch, hidden};
+      op.param_bytes = weighted ? hidden * hidden * 4 : 0;
+      op.flops = weighted ? 2.0 * batch * hidden * hidden : static_cast<double>(batch * hidden);
+      op.dims = {{DimKind::kSample, 0, 0, batch}, {DimKind::kParameter, 1, -1, hidden}};
+      const OpId id = b.add_op(std::move(op));
+      std::vector<OpId> from = prev;
+      const int fan_in = std::min<int>(static_cast<int>(from.size()), 1 + static_cast<int>(Below(rng, 3)));
+      for (int f = 0; f < fan_in; ++f) {
+        const size_t pick = Below(rng, from.size());
+        b.add_edge(from[pick], id);
+        from.erase(from.begin() + static_cast<std::ptrdiff_t>(pick));
+      }
+      layer.push_back(id);
+    }
+    prev = std::move(layer);
+  }
+  return Check(DeriveTrainingGraph(Check(std::move(b).Build())));
+}
+
+// Device of every op: by forward op (backward and update ops follow their forward op).
+Strategy Placement(const Graph& g, int devices, bool random, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<DeviceId> device(static_cast<size_t>(g.num_ops()), 0);
+  const auto& order = g.topological_order();
+  int forward = 0;
+  for (OpId o : order)
+    if (g.op(o).role == OpRole::kForward) ++forward;
+  int rank = 0;
+  for (OpId o : order) {
+    if (g.op(o).role != OpRole::kForward) continue;
+    device[o] = random ? static_cast<DeviceId>(Below(rng, devices)) : static_cast<DeviceId>(rank * devices / forward);
+    ++rank;
+  }
+  for (OpId o = 0; o < g.num_ops(); ++o)
+    if (g.op(o).role != OpRole::kForward) device[o] = device[g.find(g.op(o).forward_op)];
+  return Strategy::FromPlacement(device);
+}
+
+struct Fixture {
+  Graph graph;
+  Topology topology;
+};
+
+const Fixture& Get(int ops) {
+  static std::unordered_map<int, Fixture> cache;  // benchmark fixtures, built once per size
+  auto it = cache.find(ops);
+  if (it == cache.end()) {
+    Fixture f{TrainingGraph(ops, 42), Check(ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) +
+                                                             "/configs/topologies/dgx1-v100.yaml"))};
+    it = cache.emplace(ops, std::move(f)).first;
+  }
+  return it->second;
+}
+
+void Full(benchmark::State& state, bool random) {
+  const Fixture& f = Get(static_cast<int>(state.range(0)));
+  const Strategy s = Placement(f.graph, f.topology.num_devices(), random, 7);
+  Simulator sim = Check(Simulator::Create(f.graph, f.topology, MakeAnalyticCostModel()));
+  const SimResult first = Check(sim.Run(s));
+  for (auto _ : state) benchmark::DoNotOptimize(Check(sim.Run(s)).step_time);
+  state.SetItemsProcessed(state.iterations() * first.num_tasks);
+  state.counters["ops"] = f.graph.num_ops();
+  state.counters["tasks"] = first.num_tasks;
+  state.counters["bytes_per_task"] = static_cast<double>(sim.memory_bytes()) / first.num_tasks;
+  state.counters["step_ms"] = first.step_time * 1e3;
+}
+
+void OneShot(benchmark::State& state) {
+  const Fixture& f = Get(static_cast<int>(state.range(0)));
+  const Strategy s = Placement(f.graph, f.topology.num_devices(), false, 7);
+  const CostModel cost = MakeAnalyticCostModel();
+  int32_t tasks = 0;
+  for (auto _ : state) tasks = Check(Simulate(f.graph, f.topology, s, cost)).num_tasks;
+  state.SetItemsProcessed(state.iterations() * tasks);
+  state.counters["tasks"] = tasks;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+void Delta(benchmark::State& state) {
+  using Clock = std::chrono::steady_clock;
+  const Fixture& f = Get(static_cast<int>(state.range(0)));
+  const int devices = f.topology.num_devices();
+  const Strategy base = Placement(f.graph, devices, false, 7);
+  const CostModel cost = MakeAnalyticCostModel();
+  DeltaSimulator delta = Check(DeltaSimulator::Create(f.graph, f.topology, base, cost));
+  Simulator full = Check(Simulator::Create(f.graph, f.topology, cost));
+  std::mt19937_64 rng(99);
+  std::vector<double> delta_s, full_s;
+  double retimed = 0;
+  for (auto _ : state) {
+    const OpId op = static_cast<OpId>(Below(rng, static_cast<uint64_t>(f.graph.num_ops())));
+    const OpConfig old = delta.strategy().configs[op];
+    OpConfig moved{{static_cast<DeviceId>((old.devices[0] + 1 + Below(rng, devices - 1)) % devices)}, {}};
+    const auto t0 = Clock::now();
+    if (!delta.SetConfig(op, moved).ok()) state.SkipWithError("SetConfig failed");
+    const auto t1 = Clock::now();
+    delta_s.push_back(std::chrono::duration<double>(t1 - t0).count());
+    retimed += static_cast<double>(delta.last_retimed_tasks());
+    state.PauseTiming();
+    if (full_s.size() < 50) {
+      const auto f0 = Clock::now();
+      benchmark::DoNotOptimize(Check(full.Run(delta.strategy())).step_time);
+      full_s.push_back(std::chrono::duration<double>(Clock::now() - f0).count());
+    }
+    if (!delta.SetConfig(op, old).ok()) state.SkipWithError("SetConfig failed");
+    state.ResumeTiming();
+  }
+  const double d = Median(delta_s), fm = Median(full_s);
+  state.counters["delta_median_us"] = d * 1e6;
+  state.counters["full_median_us"] = fm * 1e6;
+  state.counters["speedup_median"] = d > 0 ? fm / d : 0;
+  state.counters["retimed_per_change"] = retimed / static_cast<double>(std::max<size_t>(1, delta_s.size()));
+  state.counters["tasks"] = delta.result().num_tasks;
+}
+
+BENCHMARK_CAPTURE(Full, contiguous, false)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(Full, random, true)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(OneShot)->Name("Simulate/contiguous")->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(Delta)->Name("Delta/contiguous")->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace devplace
+
+BENCHMARK_MAIN();
