@@ -2,7 +2,7 @@
 // 1k, 10k and 50k ops (seeded; forward graphs turned into training graphs by DeriveTrainingGraph).
 //   Full/<ops>/<placement>: Simulator::Run (the reusable simulator a search uses); items = tasks simulated.
 //   Simulate/<ops>/contiguous: the one-shot Simulate() (also builds the simulator and prices every op).
-//   Delta/<ops>/contiguous: DeltaSimulator::SetConfig moving one random op to a random device (then back,
+//   Delta/<ops>/<placement>: DeltaSimulator::SetConfig moving one random op to a random device (then back,
 //   untimed); counters give the median time of a change and the median full-simulation time for comparison.
 // Placements: "contiguous" splits the topological order into 8 equal blocks (backward and update ops follow their
 // forward op); "random" puts each colocation group on a random device.
@@ -128,11 +128,11 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-void Delta(benchmark::State& state) {
+void Delta(benchmark::State& state, bool random) {
   using Clock = std::chrono::steady_clock;
   const Fixture& f = Get(static_cast<int>(state.range(0)));
   const int devices = f.topology.num_devices();
-  const Strategy base = Placement(f.graph, devices, false, 7);
+  const Strategy base = Placement(f.graph, devices, random, 7);
   const CostModel cost = MakeAnalyticCostModel();
   DeltaSimulator delta = Check(DeltaSimulator::Create(f.graph, f.topology, base, cost));
   Simulator full = Check(Simulator::Create(f.graph, f.topology, cost));
@@ -168,7 +168,8 @@ void Delta(benchmark::State& state) {
 BENCHMARK_CAPTURE(Full, contiguous, false)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(Full, random, true)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(OneShot)->Name("Simulate/contiguous")->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(Delta)->Name("Delta/contiguous")->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(Delta, contiguous, false)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(Delta, random, true)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace devplace

@@ -58,6 +58,7 @@ struct DeltaSimulator::Impl {
   uint32_t next_version = 1;
 
   void FullRebuild();
+  void RebuildMemory();
   void Reindex(int32_t from);
   void GrowScratch();
   void LoadResourceState(const std::vector<int32_t>& order, int32_t position, std::vector<double>* free,
@@ -100,6 +101,33 @@ void DeltaSimulator::Impl::UnregisterBuffer(int32_t t) {
   registered[t] = 0;
 }
 
+// Registers every live buffer afresh: events per device, frees before allocations and each group in task order,
+// then a stable sort by time gives the profile's (time, kind, task) order.
+void DeltaSimulator::Impl::RebuildMemory() {
+  const sim::TaskGraph& tg = run.tg;
+  const int32_t d = tg.num_devices;
+  std::vector<std::vector<sim::MemoryProfile::Event>> frees(static_cast<size_t>(d)), allocs(static_cast<size_t>(d));
+  for (int32_t t = 0; t < tg.num_tasks(); ++t) {
+    registered[t] = 0;
+    if (!tg.alive[t] || tg.mem_bytes[t] == 0) continue;
+    mem_alloc[t] = run.timing.start[t];
+    mem_free[t] = sim::BufferFree(tg, run.timing, t);
+    registered[t] = 1;
+    allocs[tg.mem_device[t]].push_back({mem_alloc[t], 1, t, tg.mem_bytes[t]});
+    frees[tg.mem_device[t]].push_back({mem_free[t], 0, t, -tg.mem_bytes[t]});
+  }
+  memory.resize(static_cast<size_t>(d));
+  dynamic_peak.assign(static_cast<size_t>(d), 0);
+  std::vector<sim::MemoryProfile::Event> scratch;
+  for (int32_t k = 0; k < d; ++k) {
+    std::vector<sim::MemoryProfile::Event>& events = frees[k];
+    events.insert(events.end(), allocs[k].begin(), allocs[k].end());
+    sim::RadixSort(&events, &scratch, [](const sim::MemoryProfile::Event& e) { return sim::TimeKey(e.time); });
+    memory[k].AssignSorted(std::move(events));
+    dynamic_peak[k] = memory[k].Peak();
+  }
+}
+
 void DeltaSimulator::Impl::FullRebuild() {
   run.Run(builder, engine, strategy, graph);
   live_tasks = run.tg.num_tasks();
@@ -115,22 +143,7 @@ void DeltaSimulator::Impl::FullRebuild() {
   mem_alloc.clear();
   mem_free.clear();
   GrowScratch();
-  const sim::TaskGraph& tg = run.tg;
-  std::vector<std::vector<sim::MemoryProfile::Event>> events(static_cast<size_t>(tg.num_devices));
-  for (int32_t t : run.timing.order) {
-    if (tg.mem_bytes[t] == 0) continue;
-    mem_alloc[t] = run.timing.start[t];
-    mem_free[t] = sim::BufferFree(tg, run.timing, t);
-    registered[t] = 1;
-    events[tg.mem_device[t]].push_back({mem_alloc[t], 1, t, tg.mem_bytes[t]});
-    events[tg.mem_device[t]].push_back({mem_free[t], 0, t, -tg.mem_bytes[t]});
-  }
-  memory.assign(static_cast<size_t>(tg.num_devices), sim::MemoryProfile());
-  dynamic_peak.assign(static_cast<size_t>(tg.num_devices), 0);
-  for (int32_t d = 0; d < tg.num_devices; ++d) {
-    memory[d].Assign(std::move(events[d]));
-    dynamic_peak[d] = memory[d].Peak();
-  }
+  RebuildMemory();
   Reindex(0);
 }
 
@@ -467,14 +480,23 @@ void DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& c
 
   // 8. Memory: re-register the buffers whose interval may have moved.
   for (int32_t t : relisted) mem_touched.push_back(t);
+  size_t buffers = 0;
   for (int32_t t : mem_touched) {
     if (mark[t] || !tg.alive[t] || tg.mem_bytes[t] == 0) continue;
     mark[t] = 1;
-    if (registered[t]) UnregisterBuffer(t);
-    RegisterBuffer(t);
+    mem_touched[buffers++] = t;
   }
+  mem_touched.resize(buffers);
   for (int32_t t : mem_touched) mark[t] = 0;
-  for (int32_t d = 0; d < tg.num_devices; ++d) dynamic_peak[d] = memory[d].Peak();
+  if (buffers * 16 > static_cast<size_t>(live_tasks)) {
+    RebuildMemory();  // cheaper than moving many events one by one
+  } else {
+    for (int32_t t : mem_touched) {
+      if (registered[t]) UnregisterBuffer(t);
+      RegisterBuffer(t);
+    }
+    for (int32_t d = 0; d < tg.num_devices; ++d) dynamic_peak[d] = memory[d].Peak();
+  }
 
   for (int32_t t : touched) {
     state[t] = kClean;

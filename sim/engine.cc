@@ -91,33 +91,35 @@ double BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task) {
   return free;
 }
 
-namespace {
-struct MemEvent {
-  double time;
-  int64_t delta;
-};
-}  // namespace
-
-std::vector<int64_t> DynamicPeaks(const TaskGraph& tg, const Timing& timing) {
-  std::vector<std::vector<MemEvent>> events(static_cast<size_t>(tg.num_devices));
+std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing& timing) {
+  const int32_t d = tg.num_devices;
+  // Events grouped by device; within a device all frees come before all allocations, so that the stable sort
+  // by time leaves frees first at equal times.
+  offsets_.assign(static_cast<size_t>(2 * d + 1), 0);
+  for (int32_t t : timing.order)
+    if (tg.mem_bytes[t] != 0) {
+      ++offsets_[2 * tg.mem_device[t] + 1];
+      ++offsets_[2 * tg.mem_device[t] + 2];
+    }
+  for (size_t k = 1; k < offsets_.size(); ++k) offsets_[k] += offsets_[k - 1];
+  events_.resize(static_cast<size_t>(offsets_.back()));
+  std::vector<int32_t> fill(offsets_.begin(), offsets_.end() - 1);
   for (int32_t t : timing.order) {
     if (tg.mem_bytes[t] == 0) continue;
-    std::vector<MemEvent>& ev = events[tg.mem_device[t]];
-    ev.push_back({timing.start[t], tg.mem_bytes[t]});
-    ev.push_back({BufferFree(tg, timing, t), -tg.mem_bytes[t]});
+    const int32_t dev = tg.mem_device[t];
+    events_[fill[2 * dev]++] = {BufferFree(tg, timing, t), -tg.mem_bytes[t]};
+    events_[fill[2 * dev + 1]++] = {timing.start[t], tg.mem_bytes[t]};
   }
-  std::vector<int64_t> peaks(static_cast<size_t>(tg.num_devices), 0);
-  for (int32_t d = 0; d < tg.num_devices; ++d) {
-    std::vector<MemEvent>& ev = events[d];
-    std::sort(ev.begin(), ev.end(), [](const MemEvent& a, const MemEvent& b) {
-      return a.time < b.time || (a.time == b.time && a.delta < b.delta);
-    });
+  std::vector<int64_t> peaks(static_cast<size_t>(d), 0);
+  for (int32_t dev = 0; dev < d; ++dev) {
+    one_.assign(events_.begin() + offsets_[2 * dev], events_.begin() + offsets_[2 * dev + 2]);
+    RadixSort(&one_, &scratch_, [](const Event& e) { return TimeKey(e.time); });
     int64_t cur = 0, peak = 0;
-    for (const MemEvent& e : ev) {
+    for (const Event& e : one_) {
       cur += e.delta;
       peak = std::max(peak, cur);
     }
-    peaks[d] = peak;
+    peaks[dev] = peak;
   }
   return peaks;
 }

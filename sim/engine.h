@@ -3,7 +3,9 @@
 // free); end = start + duration (always > start); successors see end + the resource's latency.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/graph.h"
@@ -65,10 +67,56 @@ class Engine {
   ReadyHeap heap_;
 };
 
+// Stable LSD radix sort of `items` by the 64-bit `key(item)`, a byte per pass; passes where every key shares the
+// byte are skipped. `scratch` is reused storage.
+template <class T, class Key>
+void RadixSort(std::vector<T>* items, std::vector<T>* scratch, Key key) {
+  const size_t n = items->size();
+  if (n < 2) return;
+  size_t counts[8][256];
+  std::memset(counts, 0, sizeof(counts));
+  for (const T& item : *items) {
+    const uint64_t k = key(item);
+    for (int b = 0; b < 8; ++b) ++counts[b][(k >> (8 * b)) & 0xff];
+  }
+  scratch->resize(n);
+  for (int b = 0; b < 8; ++b) {
+    size_t* c = counts[b];
+    if (c[(key((*items)[0]) >> (8 * b)) & 0xff] == n) continue;
+    size_t sum = 0;
+    for (int v = 0; v < 256; ++v) {
+      const size_t x = c[v];
+      c[v] = sum;
+      sum += x;
+    }
+    for (const T& item : *items) (*scratch)[c[(key(item) >> (8 * b)) & 0xff]++] = item;
+    items->swap(*scratch);
+  }
+}
+
+// Sort key of a non-negative time: its bit pattern orders like the number.
+inline uint64_t TimeKey(double t) { return std::bit_cast<uint64_t>(t); }
+
 // Time a task's buffer is freed: the latest end among the task and its successors.
 double BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task);
-// Peak of the buffers alive at once on each device (frees before allocations at equal times).
-std::vector<int64_t> DynamicPeaks(const TaskGraph& tg, const Timing& timing);
+// Peak of the buffers alive at once on each device (frees before allocations at equal times). Keeps its buffers
+// between calls.
+class PeakScratch {
+ public:
+  std::vector<int64_t> DynamicPeaks(const TaskGraph& tg, const Timing& timing);
+  int64_t memory_bytes() const {
+    return static_cast<int64_t>((events_.capacity() + one_.capacity() + scratch_.capacity()) * sizeof(Event) +
+                                offsets_.capacity() * sizeof(int32_t));
+  }
+
+ private:
+  struct Event {
+    double time;
+    int64_t delta;
+  };
+  std::vector<Event> events_, one_, scratch_;
+  std::vector<int32_t> offsets_;
+};
 
 // Aggregates that do not depend on timing: per-resource busy time (integer femtoseconds, so that sums are
 // exact and independent of order), bytes and task counts, bytes moved, fallbacks.

@@ -19,8 +19,7 @@ void MemoryProfile::Refresh(Block* block) {
   block->max_prefix = best;
 }
 
-void MemoryProfile::Assign(std::vector<Event> events) {
-  std::sort(events.begin(), events.end(), Less);
+void MemoryProfile::AssignSorted(std::vector<Event> events) {
   blocks_.clear();
   for (size_t i = 0; i < events.size(); i += kBlock) {
     Block b;

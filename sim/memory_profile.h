@@ -18,8 +18,8 @@ class MemoryProfile {
     int64_t delta;
   };
 
-  // Replaces the contents with `events` (any order).
-  void Assign(std::vector<Event> events);
+  // Replaces the contents with `events`, which must be sorted by (time, is_alloc, task).
+  void AssignSorted(std::vector<Event> events);
   void Insert(const Event& event);
   // Removes the event equal in (time, is_alloc, task); it must be present.
   void Erase(const Event& event);

@@ -93,6 +93,7 @@ struct Simulator::Impl {
   sim::PlainCostCache cache;
   sim::TaskBuilder builder;
   sim::Engine engine;
+  sim::PeakScratch peaks;
   sim::FullRun run;
 };
 
@@ -113,7 +114,7 @@ Expected<SimResult> Simulator::Run(const Strategy& strategy) {
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy); !s) return s.error();
   m.run.Run(m.builder, m.engine, strategy, m.graph);
   return sim::Assemble(m.graph, m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end,
-                       m.run.static_bytes, sim::DynamicPeaks(m.run.tg, m.run.timing), m.options);
+                       m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing), m.options);
 }
 
 Expected<double> Simulator::RunStepTime(const Strategy& strategy) {
@@ -145,7 +146,7 @@ int64_t Simulator::memory_bytes() const {
                   Bytes(tg.group_dep_begin) + Bytes(tg.group_dep_count) + Bytes(tg.dep_from) + Bytes(tg.dep_to) +
                   Bytes(tg.out_begin) + Bytes(tg.out_tasks);
   total += Bytes(tm.ready) + Bytes(tm.start) + Bytes(tm.end) + Bytes(tm.res_prev) + Bytes(tm.order);
-  total += impl_->cache.memory_bytes() + impl_->engine.memory_bytes();
+  total += impl_->cache.memory_bytes() + impl_->engine.memory_bytes() + impl_->peaks.memory_bytes();
   return total;
 }
 
