@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/simulator.h"
+#include "sim/trace.h"
 #include "test_util.h"
 
 namespace devplace {
@@ -195,6 +196,33 @@ TEST(Simulator, ReusableSimulatorMatchesSimulate) {
     EXPECT_GT(b.step_time, 0);
     EXPECT_FALSE(b.critical_path.empty());
   }
+}
+
+}  // namespace
+}  // namespace devplace
+
+namespace devplace {
+namespace {
+
+TEST(Trace, HasATrackPerDeviceAndLinkAndAnEventPerTask) {
+  GraphBuilder b("pair");
+  OpId a = b.add_op(testing::MakeOp("a", 1e6, {250000})), c = b.add_op(testing::MakeOp("c", 2e6));
+  b.add_edge(a, c);
+  const Graph g = *std::move(b).Build();
+  const Topology t = testing::FullyConnected(2, 1e9, 5e-6);
+  SimOptions options;
+  const SimResult plain = *Simulate(g, t, Strategy::FromPlacement({0, 1}), testing::FixedRateCost(), options);
+  EXPECT_FALSE(ChromeTraceJson(plain, g, t).ok());
+  options.keep_timeline = true;
+  const SimResult r = *Simulate(g, t, Strategy::FromPlacement({0, 1}), testing::FixedRateCost(), options);
+  ASSERT_EQ(r.timeline.size(), 3u);
+  Expected<std::string> json = ChromeTraceJson(r, g, t);
+  ASSERT_TRUE(json.ok());
+  EXPECT_NE(json->find("\"name\":\"a -> c\""), std::string::npos);
+  EXPECT_NE(json->find("\"name\":\"d0 -> d1 (nvlink)\""), std::string::npos);
+  EXPECT_NE(json->find("\"dur\":1000.0"), std::string::npos);  // a: 1 ms in microseconds
+  const std::string path = ::testing::TempDir() + "/trace.json";
+  ASSERT_TRUE(WriteChromeTrace(r, g, t, path).ok());
 }
 
 }  // namespace
