@@ -113,6 +113,17 @@ void Full(benchmark::State& state, bool random) {
   state.counters["step_ms"] = first.step_time * 1e3;
 }
 
+// Step time only (Simulator::RunStepTime: no memory or critical-path analysis).
+void StepTime(benchmark::State& state, bool random) {
+  const Fixture& f = Get(static_cast<int>(state.range(0)));
+  const Strategy s = Placement(f.graph, f.topology.num_devices(), random, 7);
+  Simulator sim = Check(Simulator::Create(f.graph, f.topology, MakeAnalyticCostModel()));
+  const int32_t tasks = Check(sim.Run(s)).num_tasks;
+  for (auto _ : state) benchmark::DoNotOptimize(Check(sim.RunStepTime(s)));
+  state.SetItemsProcessed(state.iterations() * tasks);
+  state.counters["tasks"] = tasks;
+}
+
 void OneShot(benchmark::State& state) {
   const Fixture& f = Get(static_cast<int>(state.range(0)));
   const Strategy s = Placement(f.graph, f.topology.num_devices(), false, 7);
@@ -167,6 +178,8 @@ void Delta(benchmark::State& state, bool random) {
 
 BENCHMARK_CAPTURE(Full, contiguous, false)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(Full, random, true)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(StepTime, contiguous, false)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(StepTime, random, true)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(OneShot)->Name("Simulate/contiguous")->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(Delta, contiguous, false)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(Delta, random, true)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);

@@ -29,7 +29,7 @@ struct HeapItem {
   int32_t task;
 };
 
-// Binary min-heap on (ready, key); reusable without reallocation.
+// Min-heap on (ready, key); reusable without reallocation.
 class ReadyHeap {
  public:
   void clear() { items_.clear(); }

@@ -291,11 +291,18 @@ void TaskBuilder::AddStaticMemory(OpId op, const OpConfig& config, std::vector<i
   const int64_t param = param_bytes_[op];
   if (param == 0) return;
   const Op& o = graph_.op(op);
+  if (config.num_parts() == 1) {
+    (*per_device)[config.devices[0]] +=
+        o.role == OpRole::kUpdate ? static_cast<int64_t>(static_cast<double>(param) * options_.optimizer_state_factor)
+                                  : param;
+    return;
+  }
   const PartLayout layout = Layout(o, config);
   for (int32_t p = 0; p < config.num_parts(); ++p) {
     const int32_t shard = ShardIndex(o, config, p);
     int64_t bytes = Scale(param, shard + 1, layout.shards) - Scale(param, shard, layout.shards);
-    if (o.role == OpRole::kUpdate) bytes = static_cast<int64_t>(static_cast<double>(bytes) * options_.optimizer_state_factor);
+    if (o.role == OpRole::kUpdate)
+      bytes = static_cast<int64_t>(static_cast<double>(bytes) * options_.optimizer_state_factor);
     (*per_device)[config.devices[p]] += bytes;
   }
 }
