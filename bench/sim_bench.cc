@@ -1,5 +1,6 @@
-// Simulator speed on 8 GPUs (configs/topologies/dgx1-v100.yaml) with layered random training graphs of about
-// 1k, 10k and 50k ops (seeded; forward graphs turned into training graphs by DeriveTrainingGraph).
+// Simulator speed on 8 GPUs (configs/topologies/dgx1-v100.yaml) with training graphs of about 1k, 10k and 50k
+// ops: layered random graphs made here (src=0) and, when built with devplace_datasets, members of the "nmt"
+// (src=1) and "transformer" (src=2) families (seed 42, target_ops = the size).
 //   Full/<ops>/<placement>: Simulator::Run (the reusable simulator a search uses); items = tasks simulated.
 //   Simulate/<ops>/contiguous: the one-shot Simulate() (also builds the simulator and prices every op).
 //   Delta/<ops>/<placement>: DeltaSimulator::SetConfig moving one random op to a random device (then back,
@@ -17,6 +18,9 @@
 #include "core/topology_yaml.h"
 #include "core/training_graph.h"
 #include "sim/simulator.h"
+#ifdef DEVPLACE_BENCH_FAMILIES
+#include "datasets/families.h"
+#endif
 
 namespace devplace {
 namespace {
@@ -89,19 +93,34 @@ struct Fixture {
   Topology topology;
 };
 
-const Fixture& Get(int ops) {
-  static std::unordered_map<int, Fixture> cache;  // benchmark fixtures, built once per size
-  auto it = cache.find(ops);
+// Graph sources: 0 = layered random (this file), 1 = the "nmt" family, 2 = the "transformer" family (datasets/).
+const char* const kSources[] = {"layered", "nmt", "transformer"};
+
+Graph MakeGraph(int ops, int source) {
+  if (source == 0) return TrainingGraph(ops, 42);
+#ifdef DEVPLACE_BENCH_FAMILIES
+  FamilyOptions options;
+  options.target_ops = ops;
+  return Check(GenerateFamilyMember(kSources[source], 42, options));
+#else
+  throw std::runtime_error("built without devplace_datasets");
+#endif
+}
+
+const Fixture& Get(int ops, int source = 0) {
+  static std::unordered_map<int, Fixture> cache;  // benchmark fixtures, built once per (size, source)
+  const int id = ops * 4 + source;
+  auto it = cache.find(id);
   if (it == cache.end()) {
-    Fixture f{TrainingGraph(ops, 42), Check(ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) +
+    Fixture f{MakeGraph(ops, source), Check(ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) +
                                                              "/configs/topologies/dgx1-v100.yaml"))};
-    it = cache.emplace(ops, std::move(f)).first;
+    it = cache.emplace(id, std::move(f)).first;
   }
   return it->second;
 }
 
 void Full(benchmark::State& state, bool random) {
-  const Fixture& f = Get(static_cast<int>(state.range(0)));
+  const Fixture& f = Get(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
   const Strategy s = Placement(f.graph, f.topology.num_devices(), random, 7);
   Simulator sim = Check(Simulator::Create(f.graph, f.topology, MakeAnalyticCostModel()));
   const SimResult first = Check(sim.Run(s));
@@ -141,7 +160,7 @@ double Median(std::vector<double> v) {
 
 void Delta(benchmark::State& state, bool random) {
   using Clock = std::chrono::steady_clock;
-  const Fixture& f = Get(static_cast<int>(state.range(0)));
+  const Fixture& f = Get(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
   const int devices = f.topology.num_devices();
   const Strategy base = Placement(f.graph, devices, random, 7);
   const CostModel cost = MakeAnalyticCostModel();
@@ -176,13 +195,25 @@ void Delta(benchmark::State& state, bool random) {
   state.counters["tasks"] = delta.result().num_tasks;
 }
 
-BENCHMARK_CAPTURE(Full, contiguous, false)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(Full, random, true)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
+// Args: {target ops, graph source}.
+void Sizes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"ops", "src"});
+  for (int source = 0; source < 3; ++source) {
+#ifndef DEVPLACE_BENCH_FAMILIES
+    if (source > 0) break;
+#endif
+    for (int ops : {1000, 10000, 50000}) b->Args({ops, source});
+  }
+  b->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK_CAPTURE(Full, contiguous, false)->Apply(Sizes);
+BENCHMARK_CAPTURE(Full, random, true)->Apply(Sizes);
 BENCHMARK_CAPTURE(StepTime, contiguous, false)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(StepTime, random, true)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(OneShot)->Name("Simulate/contiguous")->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(Delta, contiguous, false)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(Delta, random, true)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(Delta, contiguous, false)->Apply(Sizes);
+BENCHMARK_CAPTURE(Delta, random, true)->Apply(Sizes);
 
 }  // namespace
 }  // namespace devplace
