@@ -1,0 +1,121 @@
+// Shape inference for the ONNX importer: ONNX's own InferShapes, alternated with the constant evaluator until
+// every shape computation that can be folded has been (see InferShapes in onnx_internal.h).
+#include <exception>
+
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "datasets/import/onnx_internal.h"
+
+namespace devplace::onnx_import {
+
+namespace {
+
+// Rounds of inference + folding; real models need two or three.
+constexpr int kMaxRounds = 32;
+
+std::string OneLine(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  return text;
+}
+
+void Record(const onnx::ValueInfoProto& v, InfoMap* infos) {
+  if (!v.type().has_tensor_type()) return;
+  const auto& tt = v.type().tensor_type();
+  TensorInfo info;
+  info.elem_type = tt.elem_type();
+  info.has_shape = tt.has_shape();
+  for (const auto& d : tt.shape().dim()) info.dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
+  (*infos)[v.name()] = std::move(info);
+}
+
+// The graph given to ONNX's inference: nodes in topological order minus the folded ones, initializers with the
+// data of large tensors dropped (inference only needs their dims), folded values as initializers.
+onnx::ModelProto WorkingModel(const onnx::ModelProto& model, const std::vector<int>& order,
+                              const std::vector<char>& folded, const ValueMap& values,
+                              const std::vector<std::string>& folded_outputs) {
+  onnx::ModelProto work;
+  work.set_ir_version(model.ir_version());
+  *work.mutable_opset_import() = model.opset_import();
+  *work.mutable_functions() = model.functions();
+  const onnx::GraphProto& g = model.graph();
+  onnx::GraphProto* w = work.mutable_graph();
+  w->set_name(g.name());
+  *w->mutable_input() = g.input();
+  *w->mutable_output() = g.output();
+  for (const auto& t : g.initializer()) {
+    onnx::TensorProto* copy = w->add_initializer();
+    int64_t count = 1;
+    for (int64_t d : t.dims()) count = d > 0 && count <= kMaxFoldElements ? count * d : count;
+    if (count > kMaxFoldElements) {
+      copy->set_name(t.name());
+      copy->set_data_type(t.data_type());
+      *copy->mutable_dims() = t.dims();
+      copy->set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);  // data deliberately left out
+    } else {
+      *copy = t;
+    }
+  }
+  for (int i : order)
+    if (!folded[i]) *w->add_node() = g.node(i);
+  for (const std::string& name : folded_outputs) *w->add_initializer() = WriteTensor(values.at(name), name);
+  return work;
+}
+
+}  // namespace
+
+Status InferShapes(const onnx::ModelProto& model, const std::vector<int>& order,
+                   const std::unordered_set<int>& foldable, const std::string& source, InfoMap* infos,
+                   ValueMap* values) {
+  const onnx::GraphProto& g = model.graph();
+  for (const auto& t : g.initializer()) {
+    ConstValue v;
+    Expected<bool> read = ReadTensor(t, source, &v);
+    if (!read.ok()) return read.error();
+    if (*read) (*values)[t.name()] = std::move(v);
+  }
+  std::vector<char> folded(g.node_size(), 0);
+  std::vector<std::string> folded_outputs;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    onnx::ModelProto work = WorkingModel(model, order, folded, *values, folded_outputs);
+    try {
+      onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/1, /*data_prop=*/false);
+      onnx::shape_inference::InferShapes(work, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception& e) {
+      return Error{source + ": shape inference failed: " + OneLine(e.what())};
+    }
+    infos->clear();
+    const onnx::GraphProto& wg = work.graph();
+    for (const auto& v : wg.input()) Record(v, infos);
+    for (const auto& v : wg.value_info()) Record(v, infos);
+    for (const auto& v : wg.output()) Record(v, infos);
+    for (const auto& t : wg.initializer()) {
+      TensorInfo info;
+      info.elem_type = t.data_type();
+      info.has_shape = true;
+      for (int64_t d : t.dims()) info.dims.push_back(d >= 0 ? d : -1);
+      (*infos)[t.name()] = std::move(info);
+    }
+    bool progress = false;
+    for (int i : order) {
+      if (folded[i] || !foldable.count(i)) continue;
+      std::vector<ConstValue> out;
+      if (!EvaluateNode(g.node(i), *values, *infos, &out)) continue;
+      const std::string& name = g.node(i).output(0);
+      TensorInfo info;
+      info.elem_type = out[0].elem_type;
+      info.has_shape = true;
+      info.dims = out[0].shape;
+      (*infos)[name] = std::move(info);
+      (*values)[name] = std::move(out[0]);
+      folded[i] = 1;
+      folded_outputs.push_back(name);
+      progress = true;
+    }
+    if (!progress) break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace devplace::onnx_import

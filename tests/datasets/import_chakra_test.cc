@@ -1,0 +1,119 @@
+// The Chakra importer: the hand-written trace in tests/datasets/import_chakra_trace.json (proto field names),
+// chakra_jsonizer's stream of camelCase objects with 64-bit integers as strings, and one-line errors.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/atomic_file.h"
+#include "datasets/import/importers.h"
+
+namespace devplace {
+namespace {
+
+const std::string kTrace = std::string(DEVPLACE_SOURCE_DIR) + "/tests/datasets/import_chakra_trace.json";
+
+Expected<ImportResult> Import(const std::string& text) { return ImportChakraTrace(text, "t.json", "t"); }
+
+void ExpectOneLineError(const Expected<ImportResult>& r, const std::string& fragment) {
+  ASSERT_FALSE(r.ok());
+  const std::string& msg = r.error().message;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  EXPECT_EQ(msg.rfind("t.json: ", 0), 0u) << msg;
+  EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
+}
+
+TEST(ImportChakra, HandWrittenTrace) {
+  Expected<ImportResult> r = ImportModelFile(kTrace);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->format, "chakra");
+  EXPECT_TRUE(r->warnings.empty());
+  const Graph& g = r->graph;
+  EXPECT_EQ(g.name(), "import_chakra_trace");
+  ASSERT_EQ(g.num_ops(), 10);
+  ASSERT_EQ(r->measured_seconds.size(), 10u);
+  // Compute nodes: type from the operator name, FLOPs from num_ops, shape and dtype from the outputs.
+  const OpId fc1 = g.find("aten::linear#1");
+  ASSERT_GE(fc1, 0);
+  EXPECT_EQ(g.op(fc1).type, "linear");
+  EXPECT_EQ(g.op(fc1).role, OpRole::kForward);
+  EXPECT_EQ(g.op(fc1).shape, (std::vector<int64_t>{32, 4096}));
+  EXPECT_EQ(g.op(fc1).flops, 268566528.0);
+  EXPECT_DOUBLE_EQ(r->measured_seconds[fc1], 120e-6);
+  EXPECT_EQ(g.op(g.find("aten::relu")).type, "relu");
+  EXPECT_TRUE(g.op(g.find("aten::cross_entropy_loss")).shape.empty());
+  const OpId bwd = g.find("autograd::engine::evaluate_function: AddmmBackward0#7");
+  ASSERT_GE(bwd, 0);
+  EXPECT_EQ(g.op(bwd).role, OpRole::kBackward);
+  EXPECT_EQ(g.op(bwd).type, "addmmbackward0");
+  EXPECT_EQ(g.op(g.find("Optimizer.step#SGD.step")).role, OpRole::kUpdate);
+  // Communication nodes stay communication: the collective, its size as the output, its recorded time.
+  const OpId ar = g.find("nccl:all_reduce#9");
+  ASSERT_GE(ar, 0);
+  EXPECT_EQ(g.op(ar).type, "all_reduce");
+  EXPECT_EQ(g.op(ar).dtype, DType::kI8);
+  EXPECT_EQ(OutputBytes(g.op(ar)), 16793600);
+  EXPECT_EQ(g.op(ar).flops, 0.0);
+  EXPECT_DOUBLE_EQ(r->measured_seconds[ar], 1250e-6);
+  // Edges: data deps carry the producer's output, control deps only order.
+  EXPECT_EQ(g.num_edges(), 11);
+  for (const Edge& e : g.edges()) {
+    if (g.op(e.dst).name == "Optimizer.step#SGD.step")
+      EXPECT_EQ(e.bytes, 0);
+    else
+      EXPECT_EQ(e.bytes, OutputBytes(g.op(e.src)));
+  }
+  EXPECT_EQ(g.topological_order().back(), g.find("Optimizer.step#SGD.step"));
+}
+
+TEST(ImportChakra, JsonizerStreamWithCamelCaseAndStringIds) {
+  const std::string text = R"({"version": "0.0.4", "attr": []}
+{"id": "7", "name": "aten::mm", "type": "COMP_NODE", "durationMicros": "50",
+ "attr": [{"name": "num_ops", "int64Val": "1000"}]}
+{"id": "9", "name": "send", "type": 5, "dataDeps": ["7"], "durationMicros": "12",
+ "attr": [{"name": "comm_size", "int64Val": "4096"}]}
+{"id": "10", "name": "ag", "type": "COMM_COLL_NODE", "ctrlDeps": ["9"], "durationMicros": "3",
+ "attr": [{"name": "comm_type", "int64Val": "2"}, {"name": "comm_size", "uint64Val": "64"}]}
+)";
+  Expected<ImportResult> r = Import(text);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Graph& g = r->graph;
+  ASSERT_EQ(g.num_ops(), 3);
+  EXPECT_EQ(g.op(0).type, "mm");
+  EXPECT_EQ(g.op(0).flops, 1000.0);
+  EXPECT_EQ(g.op(1).type, "send");
+  EXPECT_EQ(OutputBytes(g.op(1)), 4096);
+  EXPECT_EQ(g.op(2).type, "all_gather");
+  EXPECT_DOUBLE_EQ(r->measured_seconds[1], 12e-6);
+  ASSERT_EQ(g.num_edges(), 2);
+  EXPECT_EQ(g.edge(0).bytes, 4);  // mm has no recorded output: a scalar
+}
+
+TEST(ImportChakra, MissingDurationWarns) {
+  Expected<ImportResult> r = Import(R"([{"id": 1, "name": "a", "type": "COMP_NODE"}])");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_EQ(r->measured_seconds[0], 0.0);
+}
+
+TEST(ImportChakra, MalformedTracesAreOneLineErrors) {
+  const std::string trace = ReadFile(kTrace).value();
+  ExpectOneLineError(Import(trace.substr(0, trace.size() / 2)), "invalid JSON");
+  ExpectOneLineError(Import("{}"), "no nodes");
+  ExpectOneLineError(Import(R"({"nodes": 3})"), "expected an array");
+  ExpectOneLineError(Import(std::string(1000, '[') + std::string(1000, ']')), "nested deeper");
+  ExpectOneLineError(Import(R"([{"id": 1, "name": "a", "type": "COMP_NODE", "data_deps": [2]},
+                               {"id": 2, "name": "b", "type": "COMP_NODE", "data_deps": [1]}])"),
+                     "cycle");
+  ExpectOneLineError(Import(R"([{"id": 1, "name": "a", "type": "COMP_NODE", "data_deps": [5]}])"),
+                     "unknown node id 5");
+  ExpectOneLineError(Import(R"([{"id": 1, "type": "COMP_NODE"}, {"id": 1, "type": "COMP_NODE"}])"), "duplicate node id");
+  ExpectOneLineError(Import(R"([{"id": 1, "type": "GPU_NODE"}])"), "unknown node type");
+  ExpectOneLineError(Import(R"([{"id": -4, "type": "COMP_NODE"}])"), "non-negative integer id");
+  ExpectOneLineError(Import(R"([{"id": 1, "type": "COMP_NODE", "attr": [{"name": "num_ops", "int64_val": -1}]}])"),
+                     "num_ops");
+  ExpectOneLineError(Import(R"([{"id": 1, "type": "COMM_COLL_NODE", "attr": [{"name": "comm_type", "int64_val": 42}]}])"),
+                     "comm_type");
+}
+
+}  // namespace
+}  // namespace devplace

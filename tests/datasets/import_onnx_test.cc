@@ -1,0 +1,340 @@
+// The ONNX importer: the exported torchvision / torch.nn models against their independent FLOP and parameter
+// counts (datasets/onnx/*.reference.json), batch override, layers, operator mapping, folding of shape
+// subgraphs, and one-line errors on malformed models. Small models are written here with a minimal protobuf
+// encoder, so that any structure (including broken ones) can be built.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "datasets/import/importers.h"
+
+namespace devplace {
+namespace {
+
+const std::string kOnnxDir = std::string(DEVPLACE_SOURCE_DIR) + "/datasets/onnx/";
+
+// --- a minimal protobuf writer for ONNX messages (field numbers from onnx.proto) -------------------------
+class Proto {
+ public:
+  Proto& Varint(int field, uint64_t value) {
+    Key(field, 0);
+    Raw(value);
+    return *this;
+  }
+  Proto& Bytes(int field, const std::string& bytes) {
+    Key(field, 2);
+    Raw(bytes.size());
+    out_ += bytes;
+    return *this;
+  }
+  Proto& Message(int field, const Proto& m) { return Bytes(field, m.out_); }
+  const std::string& str() const { return out_; }
+
+ private:
+  void Key(int field, int wire) { Raw(static_cast<uint64_t>(field) << 3 | wire); }
+  void Raw(uint64_t v) {
+    while (v >= 0x80) {
+      out_ += static_cast<char>((v & 0x7f) | 0x80);
+      v >>= 7;
+    }
+    out_ += static_cast<char>(v);
+  }
+  std::string out_;
+};
+
+constexpr int kFloat = 1, kInt64 = 7;
+
+// ValueInfoProto of a tensor; a negative extent is written as the symbolic dim "batch".
+Proto Value(const std::string& name, std::vector<int64_t> dims, int elem = kFloat) {
+  Proto shape;
+  for (int64_t d : dims) {
+    Proto dim;
+    if (d < 0)
+      dim.Bytes(2, "batch");
+    else
+      dim.Varint(1, static_cast<uint64_t>(d));
+    shape.Message(1, dim);
+  }
+  Proto tensor;
+  tensor.Varint(1, elem).Message(2, shape);
+  Proto type;
+  type.Message(1, tensor);
+  Proto v;
+  v.Bytes(1, name).Message(2, type);
+  return v;
+}
+
+Proto IntAttr(const std::string& name, int64_t value) {
+  Proto a;
+  a.Bytes(1, name).Varint(3, static_cast<uint64_t>(value)).Varint(20, 2);  // INT
+  return a;
+}
+
+// A Constant node producing an int64 vector (or a scalar).
+Proto ConstantNode(const std::string& out, std::vector<int64_t> values, bool scalar = false) {
+  Proto t;
+  if (!scalar) t.Varint(1, values.size());
+  t.Varint(2, kInt64);
+  for (int64_t x : values) t.Varint(7, static_cast<uint64_t>(x));
+  Proto attr;
+  attr.Bytes(1, "value").Message(5, t).Varint(20, 4);  // TENSOR
+  Proto n;
+  n.Bytes(2, out).Bytes(3, out + "_const").Bytes(4, "Constant").Message(5, attr);
+  return n;
+}
+
+Proto Node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out, std::string name = "",
+           std::vector<Proto> attrs = {}) {
+  Proto n;
+  for (const auto& x : in) n.Bytes(1, x);
+  for (const auto& x : out) n.Bytes(2, x);
+  n.Bytes(3, name.empty() ? op + "_" + out[0] : name).Bytes(4, op);
+  for (const auto& a : attrs) n.Message(5, a);
+  return n;
+}
+
+std::string Model(const std::vector<Proto>& nodes, const std::vector<Proto>& inputs, const std::vector<Proto>& outputs) {
+  Proto g;
+  for (const auto& n : nodes) g.Message(1, n);
+  g.Bytes(2, "test");
+  for (const auto& v : inputs) g.Message(11, v);
+  for (const auto& v : outputs) g.Message(12, v);
+  Proto opset;
+  opset.Bytes(1, "").Varint(2, 17);
+  Proto m;
+  m.Varint(1, 8).Message(8, opset).Message(7, g);
+  return m.str();
+}
+
+Expected<ImportResult> Import(const std::string& bytes, ImportOptions options = {}) {
+  options.derive_training = false;
+  return ImportOnnxModel(bytes, "m.onnx", "m", options);
+}
+
+// An error is one line naming the file.
+void ExpectOneLineError(const Expected<ImportResult>& r, const std::string& fragment) {
+  ASSERT_FALSE(r.ok());
+  const std::string& msg = r.error().message;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  EXPECT_EQ(msg.rfind("m.onnx: ", 0), 0u) << msg;
+  EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
+}
+
+double ForwardFlops(const Graph& g) {
+  double f = 0;
+  for (const Op& op : g.ops())
+    if (op.role == OpRole::kForward) f += op.flops;
+  return f;
+}
+
+std::set<std::string> Types(const Graph& g) {
+  std::set<std::string> types;
+  for (const Op& op : g.ops()) types.insert(op.type);
+  return types;
+}
+
+int CountType(const Graph& g, const std::string& type) {
+  int n = 0;
+  for (const Op& op : g.ops()) n += op.type == type;
+  return n;
+}
+
+// --- the exported models -------------------------------------------------------------------------------
+const char* const kModels[] = {"resnet18",   "alexnet",     "squeezenet1_0", "densenet121",
+                               "mobilenet_v3_small", "gru_seq2seq", "lstm_lm",       "transformer_small"};
+
+TEST(ImportOnnx, ExportedModelsMatchTheIndependentCount) {
+  for (const char* name : kModels) {
+    SCOPED_TRACE(name);
+    const nlohmann::json ref = nlohmann::json::parse(ReadFile(kOnnxDir + name + ".reference.json").value());
+    ImportOptions options;
+    options.batch = 1;
+    options.derive_training = false;
+    Expected<ImportResult> r = ImportModelFile(kOnnxDir + name + ".onnx", options);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(r->warnings.empty()) << r->warnings.front();
+    const Graph& g = r->graph;
+    const double reference = ref["forward_flops"].get<double>();
+    EXPECT_NEAR(ForwardFlops(g) / reference, 1.0, 0.01) << ForwardFlops(g) << " vs " << reference;
+    EXPECT_EQ(g.total_param_bytes(), 4 * ref["param_count"].get<int64_t>());
+    // Shape computations and weight preprocessing folded away.
+    for (const char* folded : {"shape", "constant", "constantofshape", "identity", "unknown"})
+      EXPECT_EQ(Types(g).count(folded), 0u) << folded;
+    for (const Op& op : g.ops()) EXPECT_GT(NumElements(op), 0) << op.name;
+  }
+}
+
+TEST(ImportOnnx, TrainingGraphIsDerived) {
+  Expected<ImportResult> r = ImportModelFile(kOnnxDir + "resnet18.onnx");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Graph& g = r->graph;
+  EXPECT_EQ(r->format, "onnx");
+  EXPECT_GT(g.count_role(OpRole::kBackward), 60);
+  EXPECT_EQ(g.count_role(OpRole::kUpdate), 41);  // 20 conv + 20 batch norm + fc own parameters
+  EXPECT_GT(g.total_flops(), 2.5 * ForwardFlops(g));
+  // The symbolic batch without --batch is 1, with a warning.
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_NE(r->warnings[0].find("'batch'"), std::string::npos);
+}
+
+TEST(ImportOnnx, BatchOverrideScalesEveryOp) {
+  ImportOptions one, eight;
+  one.batch = 1;
+  eight.batch = 8;
+  one.derive_training = eight.derive_training = false;
+  for (const char* name : {"resnet18", "transformer_small", "gru_seq2seq"}) {
+    SCOPED_TRACE(name);
+    Graph a = ImportModelFile(kOnnxDir + name + ".onnx", one).value().graph;
+    Graph b = ImportModelFile(kOnnxDir + name + ".onnx", eight).value().graph;
+    ASSERT_EQ(a.num_ops(), b.num_ops());
+    EXPECT_NEAR(ForwardFlops(b) / ForwardFlops(a), 8.0, 1e-9);
+    EXPECT_EQ(a.total_param_bytes(), b.total_param_bytes());
+    EXPECT_EQ(b.op(0).shape[0], 8);
+  }
+}
+
+TEST(ImportOnnx, LayersAndTypesFromNodeNames) {
+  Graph g = Import(ReadFile(kOnnxDir + "resnet18.onnx").value(), {.batch = 2}).value().graph;
+  const OpId conv = g.find("layer1/layer1.0/conv1/Conv");
+  ASSERT_GE(conv, 0);
+  EXPECT_EQ(g.op(conv).type, "conv2d");
+  EXPECT_EQ(g.op(conv).layer, "layer1/layer1.0/conv1");
+  EXPECT_EQ(g.op(conv).shape, (std::vector<int64_t>{2, 64, 56, 56}));
+  EXPECT_EQ(g.op(conv).param_bytes, 64 * 64 * 3 * 3 * 4);
+  EXPECT_DOUBLE_EQ(g.op(conv).flops, 2.0 * 2 * 64 * 56 * 56 * 64 * 9);
+  const OpId bn = g.find("bn1/BatchNormalization");
+  ASSERT_GE(bn, 0);
+  EXPECT_EQ(g.op(bn).param_bytes, 2 * 64 * 4);  // scale and shift; running statistics are buffers
+  const OpId flatten = g.find("Flatten");
+  ASSERT_GE(flatten, 0);
+  EXPECT_EQ(g.op(flatten).layer, "avgpool");  // unscoped: the producer's layer
+  EXPECT_EQ(CountType(g, "add"), 8);
+  EXPECT_EQ(CountType(g, "matmul"), 1);
+}
+
+TEST(ImportOnnx, AttentionRecurrentAndEmbeddingPatterns) {
+  Graph t = Import(ReadFile(kOnnxDir + "transformer_small.onnx").value(), {.batch = 4}).value().graph;
+  EXPECT_EQ(CountType(t, "attention_scores"), 2);
+  EXPECT_EQ(CountType(t, "attention_context"), 2);
+  EXPECT_EQ(CountType(t, "softmax"), 2);
+  EXPECT_EQ(CountType(t, "layer_norm"), 4);
+  EXPECT_EQ(CountType(t, "embedding"), 1);
+  EXPECT_EQ(CountType(t, "batched_matmul"), 0);
+  Graph s = Import(ReadFile(kOnnxDir + "gru_seq2seq.onnx").value(), {.batch = 4}).value().graph;
+  EXPECT_EQ(CountType(s, "gru"), 2);
+  EXPECT_EQ(CountType(s, "embedding"), 2);
+  Graph l = Import(ReadFile(kOnnxDir + "lstm_lm.onnx").value(), {.batch = 4}).value().graph;
+  EXPECT_EQ(CountType(l, "lstm"), 2);
+  EXPECT_EQ(CountType(l, "dropout"), 1);
+}
+
+// --- small hand-built models ---------------------------------------------------------------------------
+TEST(ImportOnnx, ShapeSubgraphFoldsAndFollowsTheBatch) {
+  // y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])): only the reshape is placed.
+  std::string m = Model({Node("Shape", {"x"}, {"s"}), ConstantNode("zero", {0}, true),
+                         Node("Gather", {"s", "zero"}, {"n"}, "", {IntAttr("axis", 0)}), ConstantNode("axes", {0}),
+                         Node("Unsqueeze", {"n", "axes"}, {"n1"}), ConstantNode("rest", {-1}),
+                         Node("Concat", {"n1", "rest"}, {"target"}, "", {IntAttr("axis", 0)}),
+                         Node("Reshape", {"x", "target"}, {"y"}, "flat/Reshape"), Node("Relu", {"y"}, {"z"}, "act/Relu")},
+                        {Value("x", {-1, 4, 6})}, {Value("z", {-1, 24})});
+  Expected<ImportResult> r = Import(m, {.batch = 3});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Graph& g = r->graph;
+  ASSERT_EQ(g.num_ops(), 3);
+  EXPECT_EQ(g.op(0).type, "input");
+  EXPECT_EQ(g.op(1).type, "reshape");
+  EXPECT_EQ(g.op(1).shape, (std::vector<int64_t>{3, 24}));
+  EXPECT_EQ(g.op(2).flops, 72.0);
+  ASSERT_EQ(g.num_edges(), 2);
+  EXPECT_EQ(g.edge(0).bytes, 3 * 24 * 4);
+}
+
+TEST(ImportOnnx, StaticWeightInputsAreParameters) {
+  // Without symbolic dims, a graph input used only as a MatMul weight is a parameter.
+  std::string m = Model({Node("MatMul", {"x", "w"}, {"y"}, "fc/MatMul")}, {Value("x", {2, 4}), Value("w", {4, 3})},
+                        {Value("y", {2, 3})});
+  Graph g = Import(m, {.batch = 5}).value().graph;
+  ASSERT_EQ(g.num_ops(), 2);
+  EXPECT_EQ(g.op(0).shape, (std::vector<int64_t>{5, 4}));
+  EXPECT_EQ(g.op(1).type, "matmul");
+  EXPECT_EQ(g.op(1).param_bytes, 48);
+  EXPECT_DOUBLE_EQ(g.op(1).flops, 2.0 * 5 * 4 * 3);
+}
+
+TEST(ImportOnnx, UnknownOperatorWarnsWithZeroFlops) {
+  std::string m = Model({Node("Relu", {"x"}, {"a"}), Node("Shrink", {"a"}, {"b"}, "odd"), Node("Relu", {"b"}, {"c"})},
+                        {Value("x", {-1, 8})}, {Value("c", {-1, 8})});
+  Expected<ImportResult> r = Import(m, {.batch = 2});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const OpId odd = r->graph.find("odd");
+  ASSERT_GE(odd, 0);
+  EXPECT_EQ(r->graph.op(odd).flops, 0.0);
+  EXPECT_EQ(r->graph.op(odd).type, "shrink");
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_NE(r->warnings[0].find("'Shrink'"), std::string::npos);
+  EXPECT_EQ(r->graph.num_edges(), 3);  // kept in the data flow
+}
+
+TEST(ImportOnnx, MalformedInputsAreOneLineErrors) {
+  const std::string resnet = ReadFile(kOnnxDir + "resnet18.onnx").value();
+  ExpectOneLineError(Import(resnet.substr(0, resnet.size() / 2)), "not an ONNX model");
+  ExpectOneLineError(Import("GIF89a this is not a protobuf at all"), "not an ONNX model");
+  ExpectOneLineError(Import(""), "not an ONNX model");
+  const Proto relu = Node("Relu", {"x"}, {"y"});
+  ExpectOneLineError(Import(Model({Node("Add", {"x", "b"}, {"a"}, "n1"), Node("Relu", {"a"}, {"b"}, "n2")},
+                                  {Value("x", {-1, 2})}, {Value("b", {-1, 2})})),
+                     "cyclic graph");
+  ExpectOneLineError(Import(Model({Node("Add", {"x", "nope"}, {"y"})}, {Value("x", {-1, 2})}, {Value("y", {-1, 2})})),
+                     "unknown tensor 'nope'");
+  ExpectOneLineError(Import(Model({Node("MatMul", {"x", "w"}, {"y"})}, {Value("x", {-1, 4}), Value("w", {5, 3})},
+                                  {Value("y", {-1, 3})})),
+                     "shape inference failed");
+  ExpectOneLineError(Import(Model({relu}, {Value("x", {-1, 0})}, {Value("y", {-1, 0})})), "must be > 0");
+  ExpectOneLineError(Import(Model({Node("NoSuchOp", {"x"}, {"y"})}, {Value("x", {-1, 2})}, {Value("y", {-1, 2})})),
+                     "invalid ONNX model");
+  ExpectOneLineError(Import(Model({Node("Relu", {"x"}, {"y"}), Node("Relu", {"x"}, {"y"}, "again")},
+                                  {Value("x", {-1, 2})}, {Value("y", {-1, 2})})),
+                     "produced twice");
+}
+
+TEST(ImportOnnx, SymbolicDimsNeedSizes) {
+  Proto dim_seq;
+  dim_seq.Bytes(2, "seq");
+  Proto dim_batch;
+  dim_batch.Bytes(2, "batch");
+  Proto shape;
+  shape.Message(1, dim_batch).Message(1, dim_seq);
+  Proto tensor;
+  tensor.Varint(1, kFloat).Message(2, shape);
+  Proto type;
+  type.Message(1, tensor);
+  Proto x;
+  x.Bytes(1, "x").Message(2, type);
+  const std::string m = Model({Node("Relu", {"x"}, {"y"})}, {x}, {Value("y", {-1, -1})});
+  ExpectOneLineError(Import(m, {.batch = 2}), "--dim seq=N");
+  ImportOptions options{.batch = 2};
+  options.dims["seq"] = 7;
+  Graph g = Import(m, options).value().graph;
+  EXPECT_EQ(g.op(1).shape, (std::vector<int64_t>{2, 7}));
+}
+
+TEST(ImportModelFile, DispatchesOnContent) {
+  Expected<ImportResult> missing = ImportModelFile("/nonexistent/model.onnx");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("/nonexistent/model.onnx"), std::string::npos);
+  Expected<ImportResult> onnx = ImportModelFile(kOnnxDir + "alexnet.onnx");
+  ASSERT_TRUE(onnx.ok()) << onnx.error().message;
+  EXPECT_EQ(onnx->format, "onnx");
+  EXPECT_EQ(onnx->graph.name(), "alexnet");
+}
+
+}  // namespace
+}  // namespace devplace
