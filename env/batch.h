@@ -38,7 +38,8 @@ struct BatchStep {
 
 class EnvBatch {
  public:
-  // Requires at least one game, num_envs >= 1. Games may mix MDP kinds, graphs and topologies. Calls Reset().
+  // Requires at least one game, num_envs >= 1. Games may mix MDP kinds, graphs and topologies. Starts every
+  // env's first episode, as Reset() does.
   static Expected<EnvBatch> Create(std::vector<std::shared_ptr<const PlacementGame>> games, int32_t num_envs,
                                    uint64_t base_seed);
 

@@ -43,7 +43,9 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   const OpGroups& groups() const { return groups_; }
   int32_t num_groups() const { return groups_.num_groups(); }
   int32_t num_devices() const { return topology_->num_devices(); }
-  // Group-level DAG edges (deduplicated, no self loops, sorted by (src, dst)).
+  // Group-level edges: a -> b when some op of group a feeds some op of group b (deduplicated, no self loops,
+  // sorted by (src, dst)). Groups that colocate forward and backward ops make this graph cyclic in general
+  // (forward a -> b, gradient b -> a); both directions are kept.
   const std::vector<int32_t>& edge_src() const { return edge_src_; }
   const std::vector<int32_t>& edge_dst() const { return edge_dst_; }
 
@@ -55,6 +57,8 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // gradients, optimizer state) plus the outputs of forward members (kept for the backward pass).
   int64_t group_memory_bytes(int32_t group) const { return group_memory_[group]; }
   int64_t total_memory_bytes() const { return total_memory_; }
+  // Sum over groups of group_seconds(group, reference_device()).
+  double total_reference_seconds() const { return total_reference_seconds_; }
 
   // The device on which the whole graph runs fastest (lowest id on ties), and that step time (seconds, > 0,
   // memory ignored). Rewards are measured in units of reference_time().
@@ -86,6 +90,7 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   std::vector<double> group_seconds_;  // [group x device]
   std::vector<int64_t> group_memory_;
   int64_t total_memory_ = 0;
+  double total_reference_seconds_ = 0.0;
   DeviceId reference_device_ = 0;
   double reference_time_ = 0.0;
   std::vector<double> single_device_times_;

@@ -1,5 +1,5 @@
 // What a policy sees of a placement state. Nodes are colocation groups (core/colocation.h), edges the
-// group-level DAG. Feature dimensions are fixed constants, identical for every graph and topology, so one
+// data flow between groups. Feature dimensions are fixed constants, identical for every graph and topology, so one
 // policy can train on many. Every feature is normalised per graph (or per machine) to about [0, 1]; the exact
 // definitions are listed here and in docs/environments.md.
 #pragma once
@@ -47,7 +47,8 @@ struct Observation {
   int32_t num_nodes = 0;
   int32_t node_feature_dim = kNodeFeatureDim;
   std::vector<float> node_features;  // row-major [num_nodes x node_feature_dim]
-  // Group-level DAG edges edge_src[k] -> edge_dst[k], deduplicated, no self loops, sorted by (src, dst).
+  // Group-level edges edge_src[k] -> edge_dst[k] (PlacementGame::edge_src/edge_dst): deduplicated, no self
+  // loops, sorted by (src, dst); may contain cycles (a forward edge and its gradient edge between two groups).
   std::vector<int32_t> edge_src, edge_dst;
   int32_t num_devices = 0;
   int32_t device_feature_dim = kDeviceFeatureDim;

@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -86,6 +86,9 @@ class PlacementState {
  private:
   friend class PlacementGame;
   PlacementState(std::shared_ptr<const PlacementGame> game, uint64_t seed);
+  struct CloneTag {};
+  PlacementState(std::shared_ptr<const PlacementGame> game, uint64_t seed, CloneTag)
+      : game_(std::move(game)), seed_(seed) {}
   void Place(int32_t group, int32_t device);  // updates placement and loads
   void Advance();                             // moves current_ on and refreshes the mask
   void RefreshMask();
