@@ -552,7 +552,7 @@ double DeltaSimulator::step_time() const {
 
 SimResult DeltaSimulator::result() const {
   const Impl& m = *impl_;
-  return sim::Assemble(m.graph, m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end,
+  return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end,
                        m.run.static_bytes, m.dynamic_peak, m.options);
 }
 

@@ -199,11 +199,10 @@ void CriticalPath(const TaskGraph& tg, const Timing& timing, SimResult* result) 
 
 }  // namespace
 
-SimResult Assemble(const Graph& graph, const Topology& topology, const TaskGraph& tg, const Timing& timing,
+SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& timing,
                    const TaskTotals& totals, const std::vector<double>& last_end,
                    const std::vector<int64_t>& static_bytes, const std::vector<int64_t>& dynamic_peak,
                    const SimOptions& options) {
-  (void)graph;
   SimResult result;
   double step = 0;
   for (int32_t r = 0; r < tg.num_resources; ++r)

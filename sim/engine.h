@@ -133,7 +133,7 @@ int64_t ToFemtoseconds(double seconds);
 
 // Builds the SimResult from the aggregates. `last_end[r]` is the end of the last task on resource r (or -1 when
 // the resource ran nothing); `dynamic_peak[d]` and `static_bytes[d]` are per device.
-SimResult Assemble(const Graph& graph, const Topology& topology, const TaskGraph& tg, const Timing& timing,
+SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& timing,
                    const TaskTotals& totals, const std::vector<double>& last_end,
                    const std::vector<int64_t>& static_bytes, const std::vector<int64_t>& dynamic_peak,
                    const SimOptions& options);

@@ -113,7 +113,7 @@ Expected<SimResult> Simulator::Run(const Strategy& strategy) {
   Impl& m = *impl_;
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy); !s) return s.error();
   m.run.Run(m.builder, m.engine, strategy, m.graph);
-  return sim::Assemble(m.graph, m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end,
+  return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end,
                        m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing), m.options);
 }
 

@@ -144,7 +144,6 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
   tg->group_task_count[group] = 0;
   tg->group_dep_begin[group] = static_cast<int32_t>(tg->dep_from.size());
   tg->out_begin[op] = static_cast<int32_t>(tg->out_tasks.size());
-  const int32_t base = tg->num_tasks();
   if (parts == 1) {
     const PartCost c = cache_->Get(graph_, topology_, cost_, op, config.devices[0]);
     const int32_t t = NewTask(tg, group, config.devices[0], c.seconds, TaskKind::kCompute, op, 0);
@@ -216,7 +215,6 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
     }
   }
   tg->group_dep_count[group] = static_cast<int32_t>(tg->dep_from.size()) - tg->group_dep_begin[group];
-  (void)base;
 }
 
 void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGraph* tg) {

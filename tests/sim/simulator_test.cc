@@ -110,7 +110,7 @@ TEST(Simulator, RingAllReduceMatchesTheClosedForm) {
     GraphBuilder b("allreduce");
     Op grad = MakeOp("f/grad", 1e6 * p, {static_cast<int64_t>(p), 4});
     grad.role = OpRole::kBackward;
-    grad.forward_op = "f";
+    grad.forward_op = std::string("f");  // not a bare literal: GCC 12 warns falsely (-Wrestrict)
     grad.dims.push_back({DimKind::kSample, 0, 0, p});
     b.add_op(grad);  // op 0: its parts start first on their devices
     b.add_op(MakeOp("f", 1e3, {static_cast<int64_t>(p), 4}, n));

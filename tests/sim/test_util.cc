@@ -19,6 +19,12 @@ class FixedRate final : public CostModelImpl {
   double rate_;
 };
 
+// prefix + number (appending avoids GCC 12's false -Wrestrict on "literal" + std::string).
+std::string Numbered(std::string prefix, uint64_t n) {
+  prefix += std::to_string(n);
+  return prefix;
+}
+
 template <class T>
 T Check(Expected<T> e) {
   if (!e) throw std::runtime_error(e.error().message);
@@ -52,16 +58,16 @@ Op MakeOp(const std::string& name, double flops, std::vector<int64_t> shape, int
 }
 
 Topology FullyConnected(int n, double bandwidth, double latency) {
-  TopologyBuilder b("full" + std::to_string(n));
-  for (int i = 0; i < n; ++i) b.add_device(MakeDevice("d" + std::to_string(i)));
+  TopologyBuilder b(Numbered("full", n));
+  for (int i = 0; i < n; ++i) b.add_device(MakeDevice(Numbered("d", i)));
   for (int i = 0; i < n; ++i)
     for (int j = i + 1; j < n; ++j) b.add_bidirectional_link(i, j, bandwidth, latency, "nvlink");
   return Check(std::move(b).Build());
 }
 
 Topology Star(int n, double bandwidth, double latency) {
-  TopologyBuilder b("star" + std::to_string(n));
-  for (int i = 0; i < n; ++i) b.add_device(MakeDevice("d" + std::to_string(i)));
+  TopologyBuilder b(Numbered("star", n));
+  for (int i = 0; i < n; ++i) b.add_device(MakeDevice(Numbered("d", i)));
   const NodeId sw = b.add_switch({"switch", "h0"});
   for (int i = 0; i < n; ++i) b.add_bidirectional_link(i, sw, bandwidth, latency, "nvswitch");
   return Check(std::move(b).Build());
@@ -70,7 +76,7 @@ Topology Star(int n, double bandwidth, double latency) {
 Topology TwoHosts(int per_host, double bandwidth, double latency) {
   TopologyBuilder b("twohosts");
   for (int i = 0; i < 2 * per_host; ++i) {
-    Device d = MakeDevice("d" + std::to_string(i));
+    Device d = MakeDevice(Numbered("d", i));
     d.host = i < per_host ? "h0" : "h1";
     b.add_device(d);
   }
@@ -86,7 +92,7 @@ int32_t UniformInt(std::mt19937_64& rng, int32_t n) { return static_cast<int32_t
 
 Graph RandomTrainingGraph(uint64_t seed, int ops) {
   std::mt19937_64 rng(seed);
-  GraphBuilder b("random" + std::to_string(seed));
+  GraphBuilder b(Numbered("random", seed));
   std::vector<OpId> prev_layer;
   int made = 0;
   while (made < ops) {
@@ -94,7 +100,7 @@ Graph RandomTrainingGraph(uint64_t seed, int ops) {
     std::vector<OpId> layer;
     for (int k = 0; k < width && made < ops; ++k, ++made) {
       const int64_t batch = 8, features = 16 << UniformInt(rng, 4);
-      Op op = MakeOp("op" + std::to_string(made), 1e5 * (1 + UniformInt(rng, 100)), {batch, features},
+      Op op = MakeOp(Numbered("op", made), 1e5 * (1 + UniformInt(rng, 100)), {batch, features},
                      UniformInt(rng, 3) == 0 ? 0 : 4096 * (1 + UniformInt(rng, 64)));
       op.type = UniformInt(rng, 2) ? "matmul" : "relu";
       op.dims.push_back({DimKind::kSample, 0, 0, batch});
