@@ -1,0 +1,54 @@
+#include "agents/tofu_dp.h"
+
+#include <algorithm>
+
+#include "agents/search_budget.h"
+#include "core/check.h"
+
+namespace devplace {
+namespace {
+
+// Each unit's cheapest scheme on its own (the fallback when a level's DP runs out of time).
+std::vector<int32_t> CheapestAlone(const TofuLevelProblem& level) {
+  std::vector<int32_t> choice(static_cast<size_t>(level.num_units()));
+  for (int32_t u = 0; u < level.num_units(); ++u)
+    choice[u] = static_cast<int32_t>(std::min_element(level.unary[u].begin(), level.unary[u].end()) -
+                                     level.unary[u].begin());
+  return choice;
+}
+
+}  // namespace
+
+Expected<SearchResult> TofuDpSearch::Search(const SearchProblem& problem, const SearchRequest& request) const {
+  if (problem.graph == nullptr || problem.topology == nullptr)
+    return Error{"tofu-dp: the search problem needs a graph and a topology"};
+  if (problem.topology->num_devices() < 1)
+    return Error{"tofu-dp: topology '" + problem.topology->name() + "' has no devices"};
+  BudgetTracker budget(request);
+  const double max_seconds = request.budget.max_seconds;
+  std::function<bool()> out_of_time;
+  if (max_seconds > 0) out_of_time = [&] { return budget.seconds() >= max_seconds; };
+
+  TofuPlanner planner(problem, options_);
+  for (int32_t level = 0; level < planner.num_levels(); ++level) {
+    const TofuLevelProblem next = planner.NextLevel();
+    std::optional<TofuLevelSolution> solution;
+    if (!out_of_time || !out_of_time()) solution = SolveTofuLevel(next, options_.max_states, out_of_time);
+    planner.Apply(next, solution ? solution->choice : CheapestAlone(next));
+  }
+  Strategy strategy = planner.ToStrategy();
+  const Status valid = ValidateStrategy(strategy, *problem.graph, *problem.topology);
+  DEVPLACE_CHECK(valid.ok(), "tofu-dp made an invalid strategy: " + (valid.ok() ? "" : valid.error().message));
+
+  double step_time = 0.0;
+  if (!budget.exhausted()) {
+    Expected<SimResult> sim = Simulate(*problem.graph, *problem.topology, strategy, problem.cost, problem.sim);
+    if (!sim.ok()) return sim.error();
+    step_time = sim->step_time;
+    budget.RecordEvaluation(step_time);
+  }
+  budget.ReportFinal(step_time);
+  return SearchResult{std::move(strategy), budget.evaluations(), budget.seconds()};
+}
+
+}  // namespace devplace
