@@ -1,0 +1,131 @@
+#include "exec/backend.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <ATen/Parallel.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace devplace {
+
+namespace {
+
+// Cores this process may run on, in increasing order.
+std::vector<int> AllowedCores() {
+  std::vector<int> cores;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cores.push_back(c);
+  }
+  if (cores.empty()) cores.push_back(0);
+  return cores;
+}
+
+int CudaDeviceCount() {
+  if (!at::globalContext().hasCUDA()) return 0;
+  return at::detail::getCUDAHooks().getNumGPUs();
+}
+
+}  // namespace
+
+Status ValidateExecOptions(const ExecOptions& options) {
+  if (options.warmup_steps < 0) return Error{"exec options: warmup_steps must be >= 0"};
+  if (options.timed_steps < 1) return Error{"exec options: timed_steps must be >= 1"};
+  if (options.backend != "auto" && options.backend != "cpu" && options.backend != "cuda")
+    return Error{"exec options: backend '" + options.backend + "' is not one of auto, cpu, cuda"};
+  return Status::Ok();
+}
+
+Expected<BackendInfo> ResolveBackend(const std::string& backend, const Topology& topology) {
+  if (backend != "auto" && backend != "cpu" && backend != "cuda")
+    return Error{"backend '" + backend + "' is not one of auto, cpu, cuda"};
+  BackendInfo info;
+  info.cpu_cores = static_cast<int32_t>(AllowedCores().size());
+  info.cuda_devices = CudaDeviceCount();
+  bool gpu_topology = false;
+  for (const Device& d : topology.devices()) gpu_topology = gpu_topology || d.kind != "cpu";
+  const bool want_cuda = backend == "cuda" || (backend == "auto" && gpu_topology);
+  info.name = "cpu";
+  if (want_cuda && info.cuda_devices == 0) {
+    if (backend == "cuda")
+      info.note = "CUDA is not available to this LibTorch build (CPU-only); running on the CPU backend";
+    return info;
+  }
+  if (!want_cuda) return info;
+  if (info.cuda_devices < topology.num_devices())
+    return Error{"topology '" + topology.name() + "' has " + std::to_string(topology.num_devices()) +
+                 " devices but only " + std::to_string(info.cuda_devices) + " CUDA devices are visible"};
+  info.name = "cuda";
+  return info;
+}
+
+namespace exec {
+
+void ConfigureTorch() {
+  at::set_num_threads(1);
+  // OpenBLAS (Debian's pthread build) keeps its own pool; ATen's setting does not reach it.
+  using SetThreads = void (*)(int);
+  if (void* f = dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) reinterpret_cast<SetThreads>(f)(1);
+}
+
+void SetUpWorkerThread(const at::Device& device, int core) {
+  at::set_num_threads(1);
+  at::globalContext().setFlushDenormal(true);
+  if (core >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort: an unpinned worker still runs
+  }
+  if (device.is_cuda()) {
+    c10::impl::VirtualGuardImpl impl(device.type());
+    impl.setDevice(device);
+    impl.exchangeStream(impl.getStreamFromGlobalPool(device));
+  }
+}
+
+at::Device TorchDevice(const BackendInfo& backend, DeviceId d) {
+  if (backend.name == "cuda") return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(d));
+  return at::Device(at::kCPU);
+}
+
+int WorkerCore(const BackendInfo& backend, DeviceId d, bool pin) {
+  if (!pin || backend.name != "cpu") return -1;
+  const std::vector<int> cores = AllowedCores();
+  return cores[static_cast<size_t>(d) % cores.size()];
+}
+
+void SyncDevice(const at::Device& device) {
+  if (!device.is_cuda()) return;
+  c10::impl::VirtualGuardImpl impl(device.type());
+  impl.getStream(device).synchronize();
+}
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+at::ScalarType TorchType(DType dtype, const at::Device& device) {
+  switch (dtype) {
+    case DType::kF32: return at::kFloat;
+    case DType::kF16: return device.is_cuda() ? at::kHalf : at::kFloat;
+    case DType::kBF16: return device.is_cuda() ? at::kBFloat16 : at::kFloat;
+    case DType::kF64: return at::kDouble;
+    case DType::kI64: return at::kLong;
+    case DType::kI32: return at::kInt;
+    case DType::kI8: return at::kChar;
+    case DType::kBool: return at::kBool;
+  }
+  return at::kFloat;
+}
+
+}  // namespace exec
+}  // namespace devplace

@@ -1,0 +1,37 @@
+// Internal to exec/: LibTorch process and thread settings, device mapping and synchronisation.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include "core/graph.h"
+#include "core/topology.h"
+#include "exec/executor.h"
+
+namespace devplace::exec {
+
+// Process-wide LibTorch settings every executor, profiler and calibration needs before running kernels:
+// one intra-op thread and single-threaded OpenBLAS (each worker owns one core). Idempotent and cheap.
+void ConfigureTorch();
+
+// Prepares the calling thread to run kernels on `device`: one intra-op thread, denormals flushed to zero (they
+// slow CPU kernels down by orders of magnitude), pinned to core `core` when core >= 0, and on CUDA the device
+// made current with a stream of its own from the pool.
+void SetUpWorkerThread(const at::Device& device, int core);
+
+// The LibTorch device of topology device `d` under `backend`.
+at::Device TorchDevice(const BackendInfo& backend, DeviceId d);
+
+// The core a CPU worker for device `d` is pinned to, or -1 when not pinned.
+int WorkerCore(const BackendInfo& backend, DeviceId d, bool pin);
+
+// Blocks until the work this thread queued on `device` has finished (a no-op on the CPU).
+void SyncDevice(const at::Device& device);
+
+// Seconds on a monotonic clock.
+double NowSeconds();
+
+// The tensor element type of `dtype` on `device`. The CPU backend computes f16/bf16 ops in f32 (ATen's CPU
+// convolution and matmul kernels lack half precision); integers and booleans map to themselves.
+at::ScalarType TorchType(DType dtype, const at::Device& device);
+
+}  // namespace devplace::exec

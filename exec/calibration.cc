@@ -1,0 +1,231 @@
+#include "exec/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "exec/backend.h"
+#include "exec/ready_queue.h"
+#include "exec/tensor_util.h"
+
+namespace devplace {
+
+namespace {
+
+constexpr int32_t kWarmup = 2;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+at::Tensor Floats(int64_t bytes, const at::Device& device) {
+  return exec::SeededTensor({std::max<int64_t>(1, bytes / 4)}, at::kFloat, device, static_cast<uint64_t>(bytes), 1.0, 1);
+}
+
+// A copy into fresh memory of `device`, exactly as the executor moves a tensor to another worker.
+at::Tensor CopyTo(const at::Tensor& t, const at::Device& device) {
+  at::Tensor out = at::empty(t.sizes(), t.options().device(device));
+  out.copy_(t);
+  exec::SyncDevice(device);
+  return out;
+}
+
+// Round trips between a worker for `a` and one for `b`: a copies `bytes` to b and hands it over through b's ready
+// queue; b answers with a 4-byte tensor the same way. Returns the median round-trip time per size.
+std::vector<double> RoundTrips(const std::vector<int64_t>& sizes, const at::Device& a, int core_a, const at::Device& b,
+                               int core_b, int32_t repeats) {
+  exec::ReadyQueue to_a, to_b;
+  std::atomic<bool> never{false};
+  at::Tensor handed_to_b, handed_to_a;
+  std::thread responder([&] {
+    exec::SetUpWorkerThread(b, core_b);
+    const at::Tensor token = Floats(4, b);
+    while (to_b.Pop(never) >= 0) {
+      handed_to_b = at::Tensor();  // the consumer takes the tensor
+      handed_to_a = CopyTo(token, a);
+      to_a.Push(0);
+    }
+  });
+  std::vector<double> medians;
+  std::thread initiator([&] {
+    exec::SetUpWorkerThread(a, core_a);
+    for (int64_t bytes : sizes) {
+      const at::Tensor source = Floats(bytes, a);
+      std::vector<double> times;
+      for (int32_t r = 0; r < kWarmup + repeats; ++r) {
+        const double t0 = exec::NowSeconds();
+        handed_to_b = CopyTo(source, b);
+        to_b.Push(0);
+        to_a.Pop(never);
+        const double t1 = exec::NowSeconds();
+        handed_to_a = at::Tensor();
+        if (r >= kWarmup) times.push_back(t1 - t0);
+      }
+      medians.push_back(Median(times));
+    }
+    to_b.Push(-1);
+  });
+  initiator.join();
+  responder.join();
+  return medians;
+}
+
+// Weighted least squares of seconds = latency + bytes / bandwidth, weights 1 / seconds^2 (relative errors).
+void Fit(PairCalibration* pair) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const CopyPoint& p : pair->points) {
+    const double w = 1.0 / (p.seconds * p.seconds);
+    const double x = static_cast<double>(p.bytes);
+    sw += w;
+    sx += w * x;
+    sy += w * p.seconds;
+    sxx += w * x * x;
+    sxy += w * x * p.seconds;
+  }
+  const double det = sw * sxx - sx * sx;
+  double slope = det > 0 ? (sw * sxy - sx * sy) / det : 0.0;
+  if (slope <= 0) slope = 1e-12;  // flat times: bandwidth beyond what the sizes resolve
+  const double intercept = (sy - slope * sx) / sw;
+  pair->latency = std::max(1e-8, intercept);
+  pair->bandwidth = 1.0 / slope;
+  pair->max_relative_error = 0.0;
+  for (const CopyPoint& p : pair->points) {
+    const double model = pair->latency + static_cast<double>(p.bytes) / pair->bandwidth;
+    pair->max_relative_error = std::max(pair->max_relative_error, std::abs(model - p.seconds) / p.seconds);
+  }
+}
+
+// Peak FLOP/s (best of three n^3 matmuls) and memory bandwidth (best of three 64 MiB copies) on one device.
+void MeasureDevice(const at::Device& device, int core, int64_t n, double* flops, double* bandwidth) {
+  std::thread worker([&] {
+    exec::SetUpWorkerThread(device, core);
+    const at::Tensor a = exec::SeededTensor({n, n}, at::kFloat, device, 1, 1.0, 1);
+    const at::Tensor b = exec::SeededTensor({n, n}, at::kFloat, device, 2, 1.0, 1);
+    double best = 1e30;
+    for (int r = 0; r < 4; ++r) {
+      const double t0 = exec::NowSeconds();
+      at::Tensor c = at::mm(a, b);
+      exec::SyncDevice(device);
+      if (r > 0) best = std::min(best, exec::NowSeconds() - t0);
+    }
+    *flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / best;
+    const int64_t bytes = int64_t{64} << 20;
+    const at::Tensor src = Floats(bytes, device);
+    at::Tensor dst = at::empty_like(src);
+    best = 1e30;
+    for (int r = 0; r < 4; ++r) {
+      const double t0 = exec::NowSeconds();
+      dst.copy_(src);
+      exec::SyncDevice(device);
+      if (r > 0) best = std::min(best, exec::NowSeconds() - t0);
+    }
+    *bandwidth = 2.0 * static_cast<double>(bytes) / best;
+  });
+  worker.join();
+}
+
+}  // namespace
+
+Status ValidateCalibrationOptions(const CalibrationOptions& options) {
+  if (options.min_bytes < 4) return Error{"calibration options: min_bytes must be >= 4"};
+  if (options.max_bytes < options.min_bytes) return Error{"calibration options: max_bytes must be >= min_bytes"};
+  if (options.max_bytes > (int64_t{1} << 32)) return Error{"calibration options: max_bytes must be <= 4 GiB"};
+  if (options.repeats < 1) return Error{"calibration options: repeats must be >= 1"};
+  if (options.matmul_size < 16) return Error{"calibration options: matmul_size must be >= 16"};
+  if (options.backend != "auto" && options.backend != "cpu" && options.backend != "cuda")
+    return Error{"calibration options: backend '" + options.backend + "' is not one of auto, cpu, cuda"};
+  return Status::Ok();
+}
+
+Expected<CalibrationResult> Calibrate(const Topology& topology, const CalibrationOptions& options) {
+  if (Status s = ValidateCalibrationOptions(options); !s.ok()) return s.error();
+  if (topology.num_devices() < 2)
+    return Error{"topology '" + topology.name() + "': calibration needs at least two devices"};
+  Expected<BackendInfo> backend = ResolveBackend(options.backend, topology);
+  if (!backend.ok()) return backend.error();
+  exec::ConfigureTorch();
+  CalibrationResult result;
+  result.backend = *backend;
+  std::vector<int64_t> sizes;
+  for (int64_t s = options.min_bytes; s <= options.max_bytes; s *= 4) sizes.push_back(s);
+  const int64_t token = 4;
+  std::vector<int64_t> with_token = {token};
+  with_token.insert(with_token.end(), sizes.begin(), sizes.end());
+  const DeviceId measured = std::min<DeviceId>(4, topology.num_devices());
+  for (DeviceId a = 0; a < measured; ++a) {
+    for (DeviceId b = 0; b < measured; ++b) {
+      if (a == b) continue;
+      const std::vector<double> rt = RoundTrips(with_token, exec::TorchDevice(*backend, a),
+                                                exec::WorkerCore(*backend, a, options.pin_threads),
+                                                exec::TorchDevice(*backend, b),
+                                                exec::WorkerCore(*backend, b, options.pin_threads), options.repeats);
+      PairCalibration pair;
+      pair.src = a;
+      pair.dst = b;
+      // A round trip is one transfer of the size plus one of the token; a token round trip is two token transfers.
+      const double token_one_way = rt[0] / 2.0;
+      for (size_t i = 0; i < sizes.size(); ++i)
+        pair.points.push_back({sizes[i], std::max(1e-9, rt[i + 1] - token_one_way)});
+      Fit(&pair);
+      result.pairs.push_back(std::move(pair));
+    }
+  }
+  for (DeviceId d = 0; d < topology.num_devices(); ++d) {
+    double flops = 0, bandwidth = 0;
+    MeasureDevice(exec::TorchDevice(*backend, d), exec::WorkerCore(*backend, d, options.pin_threads),
+                  options.matmul_size, &flops, &bandwidth);
+    result.peak_flops.push_back(flops);
+    result.memory_bandwidth.push_back(bandwidth);
+  }
+  return result;
+}
+
+Expected<Topology> ApplyCalibration(const Topology& topology, const CalibrationResult& result) {
+  if (result.peak_flops.size() != static_cast<size_t>(topology.num_devices()) ||
+      result.memory_bandwidth.size() != result.peak_flops.size())
+    return Error{"topology '" + topology.name() + "': the calibration was measured on a machine with " +
+                 std::to_string(result.peak_flops.size()) + " devices, not " + std::to_string(topology.num_devices())};
+  if (result.pairs.empty()) return Error{"topology '" + topology.name() + "': the calibration has no measured pair"};
+  std::vector<double> latency_sum(topology.num_links(), 0.0), bandwidth_sum(topology.num_links(), 0.0);
+  std::vector<int32_t> uses(topology.num_links(), 0);
+  double mean_latency = 0.0, mean_bandwidth = 0.0;
+  int32_t route_links = 0;
+  for (const PairCalibration& p : result.pairs) {
+    if (p.src >= topology.num_devices() || p.dst >= topology.num_devices() || p.src == p.dst)
+      return Error{"topology '" + topology.name() + "': calibration pair " + std::to_string(p.src) + " -> " +
+                   std::to_string(p.dst) + " is not a pair of its devices"};
+    const auto route = topology.route(p.src, p.dst);
+    const double hops = static_cast<double>(route.size());
+    for (LinkId l : route) {
+      latency_sum[l] += p.latency / hops;
+      bandwidth_sum[l] += p.bandwidth * hops;
+      ++uses[l];
+      mean_latency += p.latency / hops;
+      mean_bandwidth += p.bandwidth * hops;
+      ++route_links;
+    }
+  }
+  mean_latency /= route_links;
+  mean_bandwidth /= route_links;
+  TopologyBuilder builder(topology.name());
+  for (DeviceId d = 0; d < topology.num_devices(); ++d) {
+    Device device = topology.device(d);
+    if (result.backend.name == "cpu") device.peak_flops_f16 = result.peak_flops[d];
+    else device.peak_flops_f16 *= result.peak_flops[d] / device.peak_flops_f32;
+    device.peak_flops_f32 = result.peak_flops[d];
+    device.memory_bandwidth = result.memory_bandwidth[d];
+    builder.add_device(std::move(device));
+  }
+  for (const Switch& s : topology.switches()) builder.add_switch(s);
+  for (LinkId l = 0; l < topology.num_links(); ++l) {
+    Link link = topology.link(l);
+    link.latency = uses[l] ? latency_sum[l] / uses[l] : mean_latency;
+    link.bandwidth = uses[l] ? bandwidth_sum[l] / uses[l] : mean_bandwidth;
+    builder.add_link(std::move(link));
+  }
+  return std::move(builder).Build();
+}
+
+}  // namespace devplace

@@ -1,0 +1,60 @@
+// Link and device calibration: measures how long the executor takes to move a tensor between two devices (copies
+// of increasing size, least-squares fit time = latency + bytes / bandwidth), each device's peak FLOP/s (a large
+// matmul) and memory bandwidth (a large copy), and writes them into a topology. LibTorch-free header.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/topology.h"
+#include "exec/executor.h"
+
+namespace devplace {
+
+struct CalibrationOptions {
+  int64_t min_bytes = int64_t{1} << 10;   // copy sizes: powers of 4 from min_bytes to max_bytes
+  int64_t max_bytes = int64_t{64} << 20;
+  int32_t repeats = 9;                    // timed round trips per size (the median is kept)
+  int64_t matmul_size = 1024;             // n of the n x n x n matmul timing peak FLOP/s
+  std::string backend = "auto";           // as ExecOptions::backend
+  bool pin_threads = true;
+};
+
+// Checks option values; errors name the field.
+Status ValidateCalibrationOptions(const CalibrationOptions& options);
+
+// One copy size and its measured one-way time (producer starts copying -> consumer holds the tensor).
+struct CopyPoint {
+  int64_t bytes = 0;
+  double seconds = 0.0;
+};
+
+// The fit for one ordered device pair.
+struct PairCalibration {
+  DeviceId src = 0, dst = 0;
+  double latency = 0.0;    // s
+  double bandwidth = 0.0;  // bytes/s
+  double max_relative_error = 0.0;  // of the fit over the measured points
+  std::vector<CopyPoint> points;
+};
+
+struct CalibrationResult {
+  BackendInfo backend;
+  std::vector<PairCalibration> pairs;   // every ordered pair of the first min(4, devices) devices
+  std::vector<double> peak_flops;       // by DeviceId, f32 FLOP/s
+  std::vector<double> memory_bandwidth; // by DeviceId, bytes/s (read + write of a large copy)
+};
+
+// Measures `topology`'s devices as the executor runs them (which backend: see ExecOptions::backend).
+// Errors when the topology has fewer than two devices.
+Expected<CalibrationResult> Calibrate(const Topology& topology, const CalibrationOptions& options = {});
+
+// `topology` with the measurements written in: each device's peak FLOP/s (f16 too on the CPU, which computes f16 in
+// f32) and memory bandwidth; each link on a measured route of h links gets latency L / h and bandwidth h x B (the
+// simulator moves a transfer hop by hop, so the route then takes L + bytes / B for transfers of one segment), a
+// link on several routes the mean of their values; links on no measured route get the mean over all pairs.
+Expected<Topology> ApplyCalibration(const Topology& topology, const CalibrationResult& result);
+
+}  // namespace devplace

@@ -1,0 +1,102 @@
+// The executor: runs one training step of a graph for real, obeying a strategy. Every op becomes LibTorch
+// computation with the op's shapes (convolutions, matmuls, LSTM cells, attention, embeddings, pooling,
+// normalisation, element-wise ops, concatenation, softmax and losses, their backward ops, and Adam updates);
+// an op whose computation cannot be reconstructed runs a stand-in kernel with the same FLOPs and output size,
+// and the result counts them. One worker thread per device runs its ops as soon as their inputs have arrived;
+// a tensor crossing devices is really copied (CPU: by the producing worker into a fresh buffer for the
+// destination worker; CUDA: a peer copy between the devices' tensors).
+// This header is LibTorch-free; see docs/executor.md for the model, the CUDA build and the limits.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/status.h"
+#include "core/strategy.h"
+#include "core/topology.h"
+
+namespace devplace {
+
+// Settings of an execution.
+struct ExecOptions {
+  int32_t warmup_steps = 2;   // untimed steps first (allocator, caches, first-touch)
+  int32_t timed_steps = 5;    // timed steps; the result reports their median and spread
+  // "cpu": one worker thread per topology device, each pinned to its own core (device d -> core d mod cores).
+  // "cuda": device d -> cuda:d. "auto": cuda when LibTorch has CUDA and the topology's devices are not of kind
+  // "cpu", else cpu. A cuda request without CUDA falls back to the CPU with a one-line note.
+  std::string backend = "auto";
+  uint64_t seed = 0;           // seeds inputs and weights (per op, so results do not depend on placement)
+  bool pin_threads = true;     // pin CPU workers to cores
+  bool record_checksums = false;  // keep a checksum of every op's produced tensors in the last step
+};
+
+// Checks option values; errors name the field.
+Status ValidateExecOptions(const ExecOptions& options);
+
+// What the backend resolved to.
+struct BackendInfo {
+  std::string name;        // "cpu" or "cuda"
+  std::string note;        // one line when the request could not be honoured (e.g. no CUDA), else empty
+  int32_t cpu_cores = 0;   // cores this process may use
+  int32_t cuda_devices = 0;
+};
+
+// Resolves options.backend for `topology` (see ExecOptions::backend). Errors on an unknown name, or when the
+// CUDA backend has fewer GPUs than the topology has devices.
+Expected<BackendInfo> ResolveBackend(const std::string& backend, const Topology& topology);
+
+// The outcome of an execution.
+struct ExecResult {
+  BackendInfo backend;
+  std::vector<double> step_seconds;   // each timed step: first op start to last op end
+  double median_step = 0.0;
+  double min_step = 0.0;
+  double max_step = 0.0;
+  double spread = 0.0;                // (max - min) / median of the timed steps
+  // Per device (indexed by DeviceId), medians over the timed steps: time computing ops, and time spent
+  // copying tensors to other devices (done by the producing worker).
+  std::vector<double> device_busy_seconds;
+  std::vector<double> device_copy_seconds;
+  std::vector<int32_t> device_ops;    // ops placed on each device
+  int64_t bytes_copied = 0;           // per step, between devices
+  int32_t num_copies = 0;             // per step
+  int32_t stand_in_ops = 0;           // ops that ran a stand-in kernel
+  std::vector<std::string> stand_in_types;  // their distinct types, sorted
+  // Per op (indexed by OpId), medians over the timed steps: the op's kernel time.
+  std::vector<double> op_seconds;
+  // Per op, when ExecOptions::record_checksums: the sum of every tensor the op produced in the last step
+  // (forward output, input and weight gradients, updated weights), in double precision.
+  std::vector<double> op_checksums;
+};
+
+// A graph, machine and strategy made ready to run: kernels built, weights and inputs allocated on their devices,
+// one worker thread per used device. `graph` and `topology` must outlive the executor.
+class Executor {
+ public:
+  // Validates the strategy (ValidateStrategy: colocated ops must share a device, which keeps an op's weights, its
+  // backward op and its update together). The executor runs plain placements only: an op split over several
+  // devices is an error naming the op.
+  static Expected<Executor> Create(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                                   const ExecOptions& options = {});
+  Executor(Executor&&) noexcept;
+  Executor& operator=(Executor&&) noexcept;
+  ~Executor();
+
+  // Runs options.warmup_steps + options.timed_steps training steps and reports the timed ones. The first step
+  // checks every kernel's output shapes against the graph (an error names the op). May be called again.
+  Expected<ExecResult> Run();
+
+ private:
+  struct Impl;
+  explicit Executor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Create + Run.
+Expected<ExecResult> ExecuteStrategy(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                                     const ExecOptions& options = {});
+
+}  // namespace devplace

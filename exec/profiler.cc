@@ -1,0 +1,123 @@
+#include "exec/profiler.h"
+
+#include <algorithm>
+#include <map>
+#include <thread>
+#include <tuple>
+
+#include "exec/backend.h"
+#include "exec/kernels.h"
+
+namespace devplace {
+
+namespace {
+
+using Signature = std::tuple<std::string, OpRole, DType, std::vector<int64_t>, double>;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// Profiles every signature of `graph` on `device` (a device of kind `kind`), appending to `out`.
+Status ProfileOnDevice(const Graph& graph, const std::string& kind, const at::Device& device,
+                       const ProfileOptions& options, std::vector<OpProfile>* out) {
+  std::map<Signature, size_t> index;
+  std::vector<OpId> representative;
+  const size_t first = out->size();
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    const Op& o = graph.op(op);
+    Signature key{o.type, o.role, o.dtype, o.shape, o.flops};
+    auto [it, inserted] = index.emplace(key, out->size());
+    if (inserted) {
+      OpProfile p;
+      p.device_kind = kind;
+      p.op_type = o.type;
+      p.role = o.role;
+      p.dtype = o.dtype;
+      p.shape = o.shape;
+      p.flops = o.flops;
+      p.example_op = o.name;
+      out->push_back(std::move(p));
+      representative.push_back(op);
+    }
+    ++(*out)[it->second].instances;
+  }
+  Expected<exec::Plan> plan = exec::BuildPlan(graph, std::vector<at::Device>(graph.num_ops(), device), options.seed);
+  if (!plan.ok()) return plan.error();
+  for (size_t i = 0; i < representative.size(); ++i) {
+    const OpId op = representative[i];
+    OpProfile& p = (*out)[first + i];
+    exec::Kernel& kernel = *plan->kernels[op];
+    p.stand_in = kernel.stand_in();
+    exec::KernelIo io;
+    io.inputs = exec::SyntheticInputs(graph, *plan, op, device, options.seed);
+    std::vector<double> times;
+    for (int32_t run = 0; run < options.warmup_runs + options.timed_runs; ++run) {
+      io.outputs.assign(graph.out_edges(op).size(), at::Tensor());
+      io.produced.clear();
+      const double t0 = exec::NowSeconds();
+      try {
+        kernel.Run(io);
+        exec::SyncDevice(device);
+      } catch (const std::exception& e) {
+        std::string what = e.what();
+        return Error{"op '" + graph.op(op).name + "' (" + graph.op(op).type +
+                     "): kernel failed: " + what.substr(0, what.find('\n'))};
+      }
+      const double seconds = exec::NowSeconds() - t0;
+      if (run >= options.warmup_runs) times.push_back(seconds);
+    }
+    p.seconds = std::max(1e-9, Median(times));
+    p.min_seconds = *std::min_element(times.begin(), times.end());
+    p.max_seconds = *std::max_element(times.begin(), times.end());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateProfileOptions(const ProfileOptions& options) {
+  if (options.warmup_runs < 0) return Error{"profile options: warmup_runs must be >= 0"};
+  if (options.timed_runs < 1) return Error{"profile options: timed_runs must be >= 1"};
+  if (options.backend != "auto" && options.backend != "cpu" && options.backend != "cuda")
+    return Error{"profile options: backend '" + options.backend + "' is not one of auto, cpu, cuda"};
+  return Status::Ok();
+}
+
+Expected<ProfileResult> ProfileGraph(const Graph& graph, const Topology& topology, const ProfileOptions& options) {
+  if (Status s = ValidateProfileOptions(options); !s.ok()) return s.error();
+  Expected<BackendInfo> backend = ResolveBackend(options.backend, topology);
+  if (!backend.ok()) return backend.error();
+  exec::ConfigureTorch();
+  ProfileResult result;
+  result.backend = *backend;
+  const double start = exec::NowSeconds();
+  std::vector<std::string> kinds;
+  for (DeviceId d = 0; d < topology.num_devices(); ++d) {
+    const std::string& kind = topology.device(d).kind;
+    if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) continue;
+    kinds.push_back(kind);
+    const at::Device device = exec::TorchDevice(*backend, d);
+    const int core = exec::WorkerCore(*backend, d, options.pin_threads);
+    Status status;
+    // A thread set up like the executor's worker for device d, so the kernels run as they do in a step.
+    std::thread worker([&] {
+      exec::SetUpWorkerThread(device, core);
+      try {
+        status = ProfileOnDevice(graph, kind, device, options, &result.entries);
+      } catch (const c10::Error& e) {
+        std::string what = e.what();
+        status = Error{"graph '" + graph.name() + "': profiling failed: " + what.substr(0, what.find('\n'))};
+      }
+    });
+    worker.join();
+    if (!status.ok()) return status.error();
+  }
+  for (const OpProfile& p : result.entries) result.stand_in_signatures += p.stand_in ? 1 : 0;
+  result.seconds = exec::NowSeconds() - start;
+  return result;
+}
+
+}  // namespace devplace

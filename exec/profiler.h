@@ -1,0 +1,56 @@
+// The op profiler: times every distinct op signature of a graph once per device kind, running the executor's own
+// kernel for the op on a device of that kind (warm-up runs, then timed runs; the median is kept). The result is
+// the measurement table the simulator's profiled cost model reads (apps/ converts it to sim's CostTable, which
+// exec/ does not depend on). LibTorch-free header.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/status.h"
+#include "core/topology.h"
+#include "exec/executor.h"
+
+namespace devplace {
+
+struct ProfileOptions {
+  int32_t warmup_runs = 2;
+  int32_t timed_runs = 7;
+  std::string backend = "auto";  // as ExecOptions::backend
+  uint64_t seed = 0;
+  bool pin_threads = true;
+};
+
+// Checks option values; errors name the field.
+Status ValidateProfileOptions(const ProfileOptions& options);
+
+// The measured time of one op signature (device kind, op type, role, dtype, output shape, FLOPs) on one device kind.
+struct OpProfile {
+  std::string device_kind;
+  std::string op_type;
+  OpRole role = OpRole::kForward;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  double flops = 0.0;
+  double seconds = 0.0;      // median of the timed runs (> 0)
+  double min_seconds = 0.0;  // fastest and slowest timed run
+  double max_seconds = 0.0;
+  int32_t instances = 0;     // ops of the graph with this signature
+  bool stand_in = false;     // the op ran a stand-in kernel
+  std::string example_op;    // the op that was timed
+};
+
+struct ProfileResult {
+  BackendInfo backend;
+  std::vector<OpProfile> entries;  // in the order of the graph's first op with each signature, per device kind
+  int32_t stand_in_signatures = 0;
+  double seconds = 0.0;            // wall time of the profiling
+};
+
+// Profiles `graph` on one device of every kind in `topology` (on the CPU backend every device is a core of this
+// machine, so one kind "cpu" means one pass). Errors name the op whose kernel failed.
+Expected<ProfileResult> ProfileGraph(const Graph& graph, const Topology& topology, const ProfileOptions& options = {});
+
+}  // namespace devplace

@@ -1,0 +1,335 @@
+// The executor's runtime: one worker thread per device, each running its ops as soon as their inputs arrive,
+// copying tensors to the devices of their consumers, and timing every op and step.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "exec/backend.h"
+#include "exec/executor.h"
+#include "exec/kernels.h"
+#include "exec/ready_queue.h"
+
+namespace devplace {
+
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+std::string ShapeText(at::IntArrayRef shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// A copy of `t` in fresh memory of `device` (on the CPU: a buffer for the destination worker).
+at::Tensor CopyTo(const at::Tensor& t, const at::Device& device) {
+  at::Tensor out = at::empty(t.sizes(), t.options().device(device));
+  out.copy_(t);
+  return out;
+}
+
+}  // namespace
+
+struct Executor::Impl {
+  struct Worker {
+    DeviceId device = 0;
+    at::Device torch_device{at::kCPU};
+    int core = -1;
+    int32_t num_ops = 0;
+    exec::ReadyQueue queue;
+    std::thread thread;
+    // This step's totals.
+    double busy = 0.0, copy = 0.0;
+    int64_t bytes = 0;
+    int32_t copies = 0;
+  };
+
+  const Graph& graph;
+  const Topology& topology;
+  ExecOptions options;
+  BackendInfo backend;
+  std::vector<DeviceId> device_of_op;
+  exec::Plan plan;
+  std::vector<std::unique_ptr<Worker>> workers;  // by DeviceId (null for devices without ops)
+  std::vector<at::Tensor> slots;                 // by edge: the tensor waiting for its consumer
+  std::unique_ptr<std::atomic<int32_t>[]> remaining;  // by op: in-edges not yet delivered
+  std::vector<double> op_start, op_end, op_kernel, checksums;
+  bool check_shapes = false;
+
+  std::mutex mu;
+  std::condition_variable start_cv, done_cv;
+  int64_t generation = 0;
+  int32_t running = 0;
+  bool shutdown = false;
+  std::atomic<bool> abort{false};
+  std::string error;
+
+  Impl(const Graph& g, const Topology& t) : graph(g), topology(t) {}
+
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      shutdown = true;
+    }
+    start_cv.notify_all();
+    for (auto& w : workers)
+      if (w && w->thread.joinable()) w->thread.join();
+  }
+
+  void Fail(const std::string& message) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (error.empty()) error = message;
+    }
+    abort.store(true);
+    for (auto& w : workers)
+      if (w) w->queue.Wake();
+  }
+
+  void WorkerMain(Worker* w) {
+    exec::SetUpWorkerThread(w->torch_device, w->core);
+    int64_t seen = 0;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        start_cv.wait(lock, [&] { return shutdown || generation != seen; });
+        if (shutdown) return;
+        seen = generation;
+      }
+      RunStep(w);
+      std::lock_guard<std::mutex> lock(mu);
+      if (--running == 0) done_cv.notify_all();
+    }
+  }
+
+  std::string Describe(OpId op) const {
+    return "op '" + graph.op(op).name + "' (" + graph.op(op).type + ")";
+  }
+
+  // Checks what a kernel produced against the graph (the first step only).
+  bool CheckProduced(OpId op, const exec::KernelIo& io) {
+    const auto& expected = plan.kernels[op]->expected_shapes();
+    for (size_t i = 0; i < io.produced.size() && i < expected.size(); ++i) {
+      if (!io.produced[i].defined() || io.produced[i].sizes().vec() == expected[i]) continue;
+      Fail(Describe(op) + ": kernel produced " + ShapeText(io.produced[i].sizes()) + " where the graph needs " +
+           ShapeText(expected[i]));
+      return false;
+    }
+    return true;
+  }
+
+  void RunStep(Worker* w) {
+    exec::KernelIo io;
+    for (int32_t done = 0; done < w->num_ops; ++done) {
+      const OpId op = w->queue.Pop(abort);
+      if (op < 0) return;
+      const auto in = graph.in_edges(op);
+      const auto out = graph.out_edges(op);
+      io.inputs.resize(in.size());
+      for (size_t i = 0; i < in.size(); ++i) io.inputs[i] = std::move(slots[in[i]]);
+      io.outputs.assign(out.size(), at::Tensor());
+      io.produced.clear();
+      const double t0 = exec::NowSeconds();
+      try {
+        plan.kernels[op]->Run(io);
+        exec::SyncDevice(w->torch_device);
+      } catch (const std::exception& e) {
+        std::string what = e.what();
+        Fail(Describe(op) + ": kernel failed: " + what.substr(0, what.find('\n')));
+        return;
+      }
+      const double t1 = exec::NowSeconds();
+      if (check_shapes && !CheckProduced(op, io)) return;
+      if (options.record_checksums) {
+        double sum = 0.0;
+        for (const at::Tensor& t : io.produced)
+          if (t.defined()) sum += t.sum(at::kDouble).item<double>();
+        checksums[op] = sum;
+      }
+      for (size_t j = 0; j < out.size(); ++j) {
+        const OpId dst = graph.edge(out[j]).dst;
+        Worker* to = workers[device_of_op[dst]].get();
+        at::Tensor t = std::move(io.outputs[j]);
+        if (to != w) {
+          const double c0 = exec::NowSeconds();
+          t = CopyTo(t, to->torch_device);
+          exec::SyncDevice(to->torch_device);
+          w->copy += exec::NowSeconds() - c0;
+          w->bytes += static_cast<int64_t>(t.nbytes());
+          ++w->copies;
+        }
+        slots[out[j]] = std::move(t);
+        if (remaining[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) to->queue.Push(dst);
+      }
+      io.inputs.clear();
+      op_start[op] = t0;
+      op_kernel[op] = t1 - t0;
+      op_end[op] = exec::NowSeconds();
+      w->busy += t1 - t0;
+    }
+  }
+
+  // One training step on all workers. Returns false (with `error` set) when a kernel failed.
+  bool Step() {
+    abort.store(false);
+    for (auto& w : workers) {
+      if (!w) continue;
+      w->queue.Clear();
+      w->busy = w->copy = 0.0;
+      w->bytes = 0;
+      w->copies = 0;
+    }
+    std::fill(slots.begin(), slots.end(), at::Tensor());
+    for (OpId op = 0; op < graph.num_ops(); ++op)
+      remaining[op].store(static_cast<int32_t>(graph.in_edges(op).size()), std::memory_order_relaxed);
+    for (OpId op = 0; op < graph.num_ops(); ++op)
+      if (graph.in_edges(op).empty()) workers[device_of_op[op]]->queue.Push(op);
+    std::unique_lock<std::mutex> lock(mu);
+    running = 0;
+    for (auto& w : workers) running += w ? 1 : 0;
+    ++generation;
+    start_cv.notify_all();
+    done_cv.wait(lock, [&] { return running == 0; });
+    return error.empty();
+  }
+};
+
+Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Executor::Executor(Executor&&) noexcept = default;
+Executor& Executor::operator=(Executor&&) noexcept = default;
+Executor::~Executor() = default;
+
+Expected<Executor> Executor::Create(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                                    const ExecOptions& options) {
+  if (Status s = ValidateExecOptions(options); !s.ok()) return s.error();
+  if (graph.num_ops() == 0) return Error{"graph '" + graph.name() + "' has no ops to execute"};
+  if (strategy.configs.size() == static_cast<size_t>(graph.num_ops()))
+    for (OpId op = 0; op < graph.num_ops(); ++op)
+      if (strategy.configs[op].num_parts() > 1)
+        return Error{"op '" + graph.op(op).name + "' is split over " +
+                     std::to_string(strategy.configs[op].num_parts()) +
+                     " devices; the executor runs plain placements only (one device per op)"};
+  if (Status s = ValidateStrategy(strategy, graph, topology); !s.ok()) return s.error();
+  Expected<BackendInfo> backend = ResolveBackend(options.backend, topology);
+  if (!backend.ok()) return backend.error();
+  exec::ConfigureTorch();
+
+  auto impl = std::make_unique<Impl>(graph, topology);
+  impl->options = options;
+  impl->backend = *backend;
+  std::vector<at::Device> torch_device_of_op;
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    impl->device_of_op.push_back(strategy.configs[op].devices[0]);
+    torch_device_of_op.push_back(exec::TorchDevice(*backend, impl->device_of_op.back()));
+  }
+  Expected<exec::Plan> plan = [&]() -> Expected<exec::Plan> {
+    try {
+      return exec::BuildPlan(graph, torch_device_of_op, options.seed);
+    } catch (const c10::Error& e) {
+      std::string what = e.what();
+      return Error{"graph '" + graph.name() + "': cannot allocate the step's tensors: " + what.substr(0, what.find('\n'))};
+    }
+  }();
+  if (!plan.ok()) return plan.error();
+  impl->plan = std::move(*plan);
+
+  const int32_t n = graph.num_ops();
+  impl->slots.resize(graph.num_edges());
+  impl->remaining = std::make_unique<std::atomic<int32_t>[]>(n);
+  impl->op_start.assign(n, 0.0);
+  impl->op_end.assign(n, 0.0);
+  impl->op_kernel.assign(n, 0.0);
+  impl->checksums.assign(n, 0.0);
+  impl->workers.resize(topology.num_devices());
+  for (OpId op = 0; op < n; ++op) {
+    const DeviceId d = impl->device_of_op[op];
+    if (!impl->workers[d]) {
+      impl->workers[d] = std::make_unique<Impl::Worker>();
+      impl->workers[d]->device = d;
+      impl->workers[d]->torch_device = torch_device_of_op[op];
+      impl->workers[d]->core = exec::WorkerCore(*backend, d, options.pin_threads);
+    }
+    ++impl->workers[d]->num_ops;
+  }
+  for (auto& w : impl->workers)
+    if (w) w->thread = std::thread(&Impl::WorkerMain, impl.get(), w.get());
+  return Executor(std::move(impl));
+}
+
+Expected<ExecResult> Executor::Run() {
+  Impl& m = *impl_;
+  const int32_t n = m.graph.num_ops();
+  const int32_t devices = m.topology.num_devices();
+  ExecResult result;
+  result.backend = m.backend;
+  result.device_ops.assign(devices, 0);
+  std::set<std::string> stand_in_types;
+  for (OpId op = 0; op < n; ++op) {
+    ++result.device_ops[m.device_of_op[op]];
+    if (m.plan.kernels[op]->stand_in()) {
+      ++result.stand_in_ops;
+      stand_in_types.insert(m.graph.op(op).type);
+    }
+  }
+  result.stand_in_types.assign(stand_in_types.begin(), stand_in_types.end());
+
+  std::vector<std::vector<double>> busy(devices), copy(devices), op_times(n);
+  const int32_t total = m.options.warmup_steps + m.options.timed_steps;
+  for (int32_t step = 0; step < total; ++step) {
+    m.check_shapes = step == 0;
+    if (!m.Step()) {
+      Error e{m.error};
+      m.error.clear();
+      return e;
+    }
+    m.plan.CommitUpdates();
+    if (step < m.options.warmup_steps) continue;
+    double first = m.op_start[0], last = m.op_end[0];
+    for (OpId op = 0; op < n; ++op) {
+      first = std::min(first, m.op_start[op]);
+      last = std::max(last, m.op_end[op]);
+      op_times[op].push_back(m.op_kernel[op]);
+    }
+    result.step_seconds.push_back(last - first);
+    for (DeviceId d = 0; d < devices; ++d) {
+      const Impl::Worker* w = m.workers[d].get();
+      busy[d].push_back(w ? w->busy : 0.0);
+      copy[d].push_back(w ? w->copy : 0.0);
+    }
+    result.bytes_copied = 0;
+    result.num_copies = 0;
+    for (const auto& w : m.workers) {
+      if (!w) continue;
+      result.bytes_copied += w->bytes;
+      result.num_copies += w->copies;
+    }
+  }
+  result.median_step = Median(result.step_seconds);
+  result.min_step = *std::min_element(result.step_seconds.begin(), result.step_seconds.end());
+  result.max_step = *std::max_element(result.step_seconds.begin(), result.step_seconds.end());
+  result.spread = result.median_step > 0 ? (result.max_step - result.min_step) / result.median_step : 0.0;
+  for (DeviceId d = 0; d < devices; ++d) {
+    result.device_busy_seconds.push_back(Median(busy[d]));
+    result.device_copy_seconds.push_back(Median(copy[d]));
+  }
+  for (OpId op = 0; op < n; ++op) result.op_seconds.push_back(Median(op_times[op]));
+  if (m.options.record_checksums) result.op_checksums = m.checksums;
+  return result;
+}
+
+Expected<ExecResult> ExecuteStrategy(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                                     const ExecOptions& options) {
+  Expected<Executor> executor = Executor::Create(graph, topology, strategy, options);
+  if (!executor.ok()) return executor.error();
+  return executor->Run();
+}
+
+}  // namespace devplace

@@ -1,0 +1,107 @@
+// The profiler's table is what the simulator's profiled cost model reads, and calibration writes measured links
+// and devices into a topology that reads back.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "apps/profile_table.h"
+#include "core/topology_yaml.h"
+#include "exec/calibration.h"
+#include "exec/profiler.h"
+#include "sim/simulator.h"
+#include "tests/exec/test_graphs.h"
+
+namespace devplace {
+namespace {
+
+ProfileOptions QuickProfile() {
+  ProfileOptions options;
+  options.warmup_runs = 1;
+  options.timed_runs = 3;
+  options.backend = "cpu";
+  return options;
+}
+
+TEST(Profiler, EverySignatureIsTimedOnce) {
+  const Graph g = testing::SequenceTrainingGraph();
+  Expected<ProfileResult> p = ProfileGraph(g, testing::CpuLocal(), QuickProfile());
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->stand_in_signatures, 0);
+  int32_t instances = 0;
+  for (const OpProfile& e : p->entries) {
+    EXPECT_EQ(e.device_kind, "cpu");
+    EXPECT_GT(e.seconds, 0.0);
+    EXPECT_LE(e.min_seconds, e.seconds);
+    EXPECT_GE(e.max_seconds, e.seconds);
+    instances += e.instances;
+  }
+  EXPECT_EQ(instances, g.num_ops());  // one kind, so every op belongs to exactly one entry
+  EXPECT_LT(static_cast<int32_t>(p->entries.size()), g.num_ops());  // the two LSTM steps share signatures
+}
+
+TEST(Profiler, TheSimulatorReadsTheTable) {
+  const Graph g = testing::ConvTrainingGraph();
+  const Topology t = testing::CpuLocal();
+  Expected<ProfileResult> p = ProfileGraph(g, t, QuickProfile());
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  const std::string path = (std::filesystem::temp_directory_path() / "devplace_exec_test_costs.json").string();
+  ASSERT_TRUE(WriteCostTableFile(cli::ProfileToCostTable(*p), path).ok());
+  Expected<CostModel> model = ReadCostModelFile(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  Expected<SimResult> sim = Simulate(g, t, Strategy::AllOn(g.num_ops(), 0), *model);
+  ASSERT_TRUE(sim.ok()) << sim.error().message;
+  EXPECT_EQ(sim->cost_fallbacks, 0);
+  // Each op is priced at exactly the time measured for its signature.
+  double total = 0.0;
+  for (const OpProfile& e : p->entries) total += e.seconds * e.instances;
+  EXPECT_NEAR(sim->devices[0].busy_seconds, total, 1e-9 * total);
+  const OpId fc = g.find("head/fc");
+  const OpConfig config{{0}, {}};
+  for (const OpProfile& e : p->entries) {
+    if (e.example_op != "head/fc") continue;
+    EXPECT_DOUBLE_EQ(model->ComputeTime(g, fc, config, 0, t.device(0)), e.seconds);
+  }
+}
+
+TEST(Calibration, MeasuresLinksAndDevicesIntoATopology) {
+  const Topology t = testing::CpuLocal();
+  CalibrationOptions options;
+  options.max_bytes = int64_t{1} << 20;
+  options.repeats = 3;
+  options.matmul_size = 256;
+  options.backend = "cpu";
+  Expected<CalibrationResult> c = Calibrate(t, options);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_EQ(c->pairs.size(), 2u);  // 0 -> 1 and 1 -> 0
+  for (const PairCalibration& p : c->pairs) {
+    EXPECT_GT(p.latency, 0.0);
+    EXPECT_GT(p.bandwidth, 1e8);   // any machine copies faster than 100 MB/s
+    EXPECT_LT(p.latency, 1e-2);
+    EXPECT_EQ(p.points.size(), 6u);  // 1, 4, 16, 64, 256, 1024 KiB
+  }
+  ASSERT_EQ(c->peak_flops.size(), 2u);
+  EXPECT_GT(c->peak_flops[0], 1e8);
+  EXPECT_GT(c->memory_bandwidth[0], 1e8);
+
+  Expected<Topology> calibrated = ApplyCalibration(t, *c);
+  ASSERT_TRUE(calibrated.ok()) << calibrated.error().message;
+  EXPECT_DOUBLE_EQ(calibrated->device(0).peak_flops_f32, c->peak_flops[0]);
+  // cpu0 -> shared-memory -> cpu1: two hops share the measured latency; each carries twice the bandwidth.
+  const auto route = calibrated->route(0, 1);
+  ASSERT_EQ(route.size(), 2u);
+  double latency = 0.0;
+  for (LinkId l : route) latency += calibrated->link(l).latency;
+  EXPECT_NEAR(latency, c->pairs[0].latency, 1e-12);
+  EXPECT_NEAR(calibrated->link(route[0]).bandwidth, 2.0 * c->pairs[0].bandwidth, 1e-6 * c->pairs[0].bandwidth);
+  Expected<Topology> reread = TopologyFromYaml(TopologyToYaml(*calibrated), "calibrated.yaml");
+  ASSERT_TRUE(reread.ok()) << reread.error().message;
+  EXPECT_EQ(reread->num_links(), t.num_links());
+
+  options.repeats = 0;
+  EXPECT_FALSE(Calibrate(t, options).ok());
+}
+
+}  // namespace
+}  // namespace devplace
