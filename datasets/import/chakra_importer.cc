@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "datasets/import/importers.h"
+#include "datasets/import/one_line.h"
 
 namespace devplace {
 
@@ -345,12 +346,12 @@ Expected<ImportResult> ImportChakraTrace(std::string_view text, const std::strin
                                          const std::string& graph_name, const ImportOptions& /*options*/) {
   TraceReader reader(source);
   try {
-    if (Status s = reader.Parse(text); !s.ok()) return s.error();
-    return reader.Build(graph_name.empty() ? "trace" : graph_name);
+    if (Status s = reader.Parse(text); !s.ok()) return Error{import_detail::OneLine(s.error().message)};
+    return import_detail::OneLineMessages(reader.Build(graph_name.empty() ? "trace" : graph_name));
   } catch (const TraceError& e) {
-    return Error{e.message};
+    return Error{import_detail::OneLine(e.message)};
   } catch (const json::exception& e) {
-    return Error{source + ": " + e.what()};
+    return Error{import_detail::OneLine(source + ": " + e.what())};
   }
 }
 

@@ -11,6 +11,7 @@
 #include <onnx/checker.h>
 
 #include "datasets/import/importers.h"
+#include "datasets/import/one_line.h"
 #include "datasets/import/onnx_internal.h"
 
 namespace devplace {
@@ -18,12 +19,7 @@ namespace devplace {
 namespace {
 
 using namespace onnx_import;  // NOLINT: the importer's own internals
-
-std::string OneLine(std::string text) {
-  for (char& c : text)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  return text;
-}
+using import_detail::OneLine;
 
 // Tensors of the graph and who produces and consumes them.
 struct Tensors {
@@ -439,10 +435,8 @@ int64_t DefaultOpset(const onnx::ModelProto& model) {
   return 0;
 }
 
-}  // namespace
-
-Expected<ImportResult> ImportOnnxModel(std::string_view bytes, const std::string& source,
-                                       const std::string& graph_name, const ImportOptions& options) {
+Expected<ImportResult> Import(std::string_view bytes, const std::string& source, const std::string& graph_name,
+                              const ImportOptions& options) {
   onnx::ModelProto model;
   if (bytes.size() > static_cast<size_t>(INT_MAX) || !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     return Error{source + ": not an ONNX model (the file is not a valid ModelProto protobuf)"};
@@ -493,6 +487,13 @@ Expected<ImportResult> ImportOnnxModel(std::string_view bytes, const std::string
   if (!training.ok()) return Error{source + ": " + training.error().message};
   result.graph = std::move(*training);
   return result;
+}
+
+}  // namespace
+
+Expected<ImportResult> ImportOnnxModel(std::string_view bytes, const std::string& source,
+                                       const std::string& graph_name, const ImportOptions& options) {
+  return import_detail::OneLineMessages(Import(bytes, source, graph_name, options));
 }
 
 }  // namespace devplace

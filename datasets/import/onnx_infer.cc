@@ -5,6 +5,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "datasets/import/one_line.h"
 #include "datasets/import/onnx_internal.h"
 
 namespace devplace::onnx_import {
@@ -13,12 +14,6 @@ namespace {
 
 // Rounds of inference + folding; real models need two or three.
 constexpr int kMaxRounds = 32;
-
-std::string OneLine(std::string text) {
-  for (char& c : text)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  return text;
-}
 
 void Record(const onnx::ValueInfoProto& v, InfoMap* infos) {
   if (!v.type().has_tensor_type()) return;
@@ -83,7 +78,7 @@ Status InferShapes(const onnx::ModelProto& model, const std::vector<int>& order,
       onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/1, /*data_prop=*/false);
       onnx::shape_inference::InferShapes(work, onnx::OpSchemaRegistry::Instance(), options);
     } catch (const std::exception& e) {
-      return Error{source + ": shape inference failed: " + OneLine(e.what())};
+      return Error{source + ": shape inference failed: " + import_detail::OneLine(e.what())};
     }
     infos->clear();
     const onnx::GraphProto& wg = work.graph();
