@@ -115,7 +115,7 @@ class Simulator {
 };
 
 // Incremental simulator. Holds the last simulated state; SetConfig re-times only what a change reaches.
-// `graph` and `topology` must outlive the object. Not thread-safe; copyable state is not shared.
+// `graph` and `topology` must outlive the object. Move-only; not thread-safe.
 class DeltaSimulator {
  public:
   // Validates like Simulate and runs a full simulation.
