@@ -184,6 +184,7 @@ void DeltaSimulator::Impl::Reindex(int32_t from) {
     std::copy(last.begin(), last.end(), snap_last.begin() + static_cast<std::ptrdiff_t>(n / kSnapshotEvery) * r);
   }
   for (int32_t k = 0; k < r; ++k) run.last_end[k] = last[k] >= 0 ? free[k] : -1.0;
+  run.last_task = last;
 }
 
 // Resource state just before order position `position` of the previous run. With old_values, tasks re-timed by
@@ -552,7 +553,7 @@ double DeltaSimulator::step_time() const {
 
 SimResult DeltaSimulator::result() const {
   const Impl& m = *impl_;
-  return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end,
+  return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end, m.run.last_task,
                        m.run.static_bytes, m.dynamic_peak, m.options);
 }
 

@@ -117,7 +117,25 @@ std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing
   std::vector<int64_t> peaks(static_cast<size_t>(d), 0);
   for (int32_t dev = 0; dev < d; ++dev) {
     one_.assign(events_.begin() + offsets_[2 * dev], events_.begin() + offsets_[2 * dev + 2]);
-    RadixSort(&one_, &scratch_, [](const Event& e) { return TimeKey(e.time); });
+    // Sort by a float-rounded key (4 passes instead of 8), then order runs of equal keys by the exact time.
+    RadixSort<4>(&one_, &scratch_, [](const Event& e) { return CoarseTimeKey(e.time); });
+    for (size_t i = 0; i < one_.size();) {
+      size_t j = i + 1;
+      const uint32_t k = CoarseTimeKey(one_[i].time);
+      while (j < one_.size() && CoarseTimeKey(one_[j].time) == k) ++j;
+      if (j - i > 32) {
+        std::stable_sort(one_.begin() + static_cast<std::ptrdiff_t>(i), one_.begin() + static_cast<std::ptrdiff_t>(j),
+                         [](const Event& a, const Event& b) { return a.time < b.time; });
+      } else {
+        for (size_t a = i + 1; a < j; ++a) {  // stable insertion sort
+          const Event e = one_[a];
+          size_t b = a;
+          for (; b > i && e.time < one_[b - 1].time; --b) one_[b] = one_[b - 1];
+          one_[b] = e;
+        }
+      }
+      i = j;
+    }
     int64_t cur = 0, peak = 0;
     for (const Event& e : one_) {
       cur += e.delta;
@@ -161,10 +179,13 @@ std::string FormatBytes(int64_t bytes) {
 
 // Walks back from the last task to the first: through the resource when a task waited for it, else through the
 // predecessor whose arrival made it ready (smallest key on ties).
-void CriticalPath(const TaskGraph& tg, const Timing& timing, SimResult* result) {
+void CriticalPath(const TaskGraph& tg, const Timing& timing, const std::vector<int32_t>& last_task,
+                  SimResult* result) {
+  // The last task to finish is the last one on some resource (ends increase along a resource).
   int32_t t = -1;
   double best = -1;
-  for (int32_t x : timing.order) {
+  for (int32_t x : last_task) {
+    if (x < 0) continue;
     const double finish = timing.end[x] + tg.resource_delay[tg.resource[x]];
     if (finish > best || (finish == best && tg.key[x] < tg.key[t])) {
       best = finish;
@@ -187,7 +208,8 @@ void CriticalPath(const TaskGraph& tg, const Timing& timing, SimResult* result) 
     const int32_t* p = tg.pred_pool.data() + tg.pred_off[t];
     for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) {
       const int32_t x = p[k];
-      if (timing.end[x] + tg.resource_delay[tg.resource[x]] == timing.ready[t] && (next < 0 || tg.key[x] < tg.key[next]))
+      const double arrival = timing.end[x] + tg.resource_delay[tg.resource[x]];
+      if (arrival == timing.ready[t] && (next < 0 || tg.key[x] < tg.key[next]))
         next = x;
     }
     t = next;
@@ -200,7 +222,7 @@ void CriticalPath(const TaskGraph& tg, const Timing& timing, SimResult* result) 
 }  // namespace
 
 SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& timing,
-                   const TaskTotals& totals, const std::vector<double>& last_end,
+                   const TaskTotals& totals, const std::vector<double>& last_end, const std::vector<int32_t>& last_task,
                    const std::vector<int64_t>& static_bytes, const std::vector<int64_t>& dynamic_peak,
                    const SimOptions& options) {
   SimResult result;
@@ -236,7 +258,7 @@ SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& 
   result.num_tasks = totals.num_tasks;
   result.num_compute_tasks = totals.num_compute;
   result.cost_fallbacks = totals.fallbacks;
-  CriticalPath(tg, timing, &result);
+  CriticalPath(tg, timing, last_task, &result);
   if (options.keep_timeline) {
     result.timeline.reserve(timing.order.size());
     for (int32_t t : timing.order) {

@@ -67,20 +67,20 @@ class Engine {
   ReadyHeap heap_;
 };
 
-// Stable LSD radix sort of `items` by the 64-bit `key(item)`, a byte per pass; passes where every key shares the
-// byte are skipped. `scratch` is reused storage.
-template <class T, class Key>
+// Stable LSD radix sort of `items` by the unsigned key(item) of kBytes bytes, a byte per pass; passes where every
+// key shares the byte are skipped. `scratch` is reused storage.
+template <int kBytes = 8, class T, class Key>
 void RadixSort(std::vector<T>* items, std::vector<T>* scratch, Key key) {
   const size_t n = items->size();
   if (n < 2) return;
-  size_t counts[8][256];
+  size_t counts[kBytes][256];
   std::memset(counts, 0, sizeof(counts));
   for (const T& item : *items) {
     const uint64_t k = key(item);
-    for (int b = 0; b < 8; ++b) ++counts[b][(k >> (8 * b)) & 0xff];
+    for (int b = 0; b < kBytes; ++b) ++counts[b][(k >> (8 * b)) & 0xff];
   }
   scratch->resize(n);
-  for (int b = 0; b < 8; ++b) {
+  for (int b = 0; b < kBytes; ++b) {
     size_t* c = counts[b];
     if (c[(key((*items)[0]) >> (8 * b)) & 0xff] == n) continue;
     size_t sum = 0;
@@ -96,6 +96,8 @@ void RadixSort(std::vector<T>* items, std::vector<T>* scratch, Key key) {
 
 // Sort key of a non-negative time: its bit pattern orders like the number.
 inline uint64_t TimeKey(double t) { return std::bit_cast<uint64_t>(t); }
+// A 32-bit key ordered like the time but coarser (equal for times that round to the same float).
+inline uint32_t CoarseTimeKey(double t) { return std::bit_cast<uint32_t>(static_cast<float>(t)); }
 
 // Time a task's buffer is freed: the latest end among the task and its successors.
 double BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task);
@@ -132,9 +134,9 @@ struct TaskTotals {
 int64_t ToFemtoseconds(double seconds);
 
 // Builds the SimResult from the aggregates. `last_end[r]` is the end of the last task on resource r (or -1 when
-// the resource ran nothing); `dynamic_peak[d]` and `static_bytes[d]` are per device.
+// the resource ran nothing) and `last_task[r]` that task; `dynamic_peak[d]` and `static_bytes[d]` are per device.
 SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& timing,
-                   const TaskTotals& totals, const std::vector<double>& last_end,
+                   const TaskTotals& totals, const std::vector<double>& last_end, const std::vector<int32_t>& last_task,
                    const std::vector<int64_t>& static_bytes, const std::vector<int64_t>& dynamic_peak,
                    const SimOptions& options);
 

@@ -24,6 +24,7 @@ struct FullRun {
   Timing timing;
   TaskTotals totals;
   std::vector<double> last_end;       // per resource, -1 when unused
+  std::vector<int32_t> last_task;     // per resource, -1 when unused
   std::vector<int64_t> static_bytes;  // per device
 
   // Builds and runs everything for `strategy`.

@@ -18,7 +18,8 @@ Status CheckConfig(const Graph& graph, const Topology& topology, OpId op, const 
       return err("device " + std::to_string(c.devices[k]) + " is not in topology '" + topology.name() + "' (" +
                  std::to_string(topology.num_devices()) + " devices)");
     for (size_t j = 0; j < k; ++j)
-      if (c.devices[j] == c.devices[k]) return err("device '" + topology.device(c.devices[k]).name + "' is listed twice");
+      if (c.devices[j] == c.devices[k])
+        return err("device '" + topology.device(c.devices[k]).name + "' is listed twice");
   }
   if (c.degrees.empty()) {
     if (c.num_parts() != 1) return err("several devices need partition degrees");
@@ -64,9 +65,11 @@ void FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy
   engine.Run(tg, &timing);
   totals.Reset(tg.num_resources);
   last_end.assign(static_cast<size_t>(tg.num_resources), -1.0);
+  last_task.assign(static_cast<size_t>(tg.num_resources), -1);
   for (int32_t t : timing.order) {
     totals.Add(tg, t, +1);
     last_end[tg.resource[t]] = timing.end[t];
+    last_task[tg.resource[t]] = t;
   }
   static_bytes.assign(static_cast<size_t>(tg.num_devices), 0);
   for (OpId o = 0; o < graph.num_ops(); ++o) builder.AddStaticMemory(o, strategy.configs[o], &static_bytes);
@@ -113,7 +116,7 @@ Expected<SimResult> Simulator::Run(const Strategy& strategy) {
   Impl& m = *impl_;
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy); !s) return s.error();
   m.run.Run(m.builder, m.engine, strategy, m.graph);
-  return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end,
+  return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end, m.run.last_task,
                        m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing), m.options);
 }
 

@@ -324,7 +324,8 @@ void TaskBuilder::BuildAll(const Strategy& strategy, TaskGraph* tg) {
   tg->num_devices = topology_.num_devices();
   tg->num_resources = topology_.num_devices() + topology_.num_links();
   tg->resource_delay.assign(static_cast<size_t>(tg->num_resources), 0.0);
-  for (LinkId l = 0; l < topology_.num_links(); ++l) tg->resource_delay[tg->num_devices + l] = topology_.link(l).latency;
+  for (LinkId l = 0; l < topology_.num_links(); ++l)
+    tg->resource_delay[tg->num_devices + l] = topology_.link(l).latency;
   tg->group_task_begin.assign(static_cast<size_t>(groups), 0);
   tg->group_task_count.assign(static_cast<size_t>(groups), 0);
   tg->group_dep_begin.assign(static_cast<size_t>(groups), 0);

@@ -24,11 +24,13 @@ Expected<std::string> ChromeTraceJson(const SimResult& result, const Graph& grap
   events.push_back(Meta("process_name", kDevicePid, -1, "devices"));
   events.push_back(Meta("process_name", kLinkPid, -1, "links"));
   for (DeviceId d = 0; d < topology.num_devices(); ++d)
-    events.push_back(Meta("thread_name", kDevicePid, d, topology.device(d).name + " (" + topology.device(d).kind + ")"));
+    events.push_back(
+        Meta("thread_name", kDevicePid, d, topology.device(d).name + " (" + topology.device(d).kind + ")"));
   for (LinkId l = 0; l < topology.num_links(); ++l) {
     const Link& link = topology.link(l);
-    events.push_back(Meta("thread_name", kLinkPid, l,
-                          topology.node_name(link.src) + " -> " + topology.node_name(link.dst) + " (" + link.kind + ")"));
+    const std::string name =
+        topology.node_name(link.src) + " -> " + topology.node_name(link.dst) + " (" + link.kind + ")";
+    events.push_back(Meta("thread_name", kLinkPid, l, name));
   }
   const int32_t devices = topology.num_devices();
   for (const TimelineTask& t : result.timeline) {

@@ -82,7 +82,8 @@ Topology TwoHosts(int per_host, double bandwidth, double latency) {
   }
   const NodeId s0 = b.add_switch({"sw0", "h0"});
   const NodeId s1 = b.add_switch({"sw1", "h1"});
-  for (int i = 0; i < 2 * per_host; ++i) b.add_bidirectional_link(i, i < per_host ? s0 : s1, bandwidth, latency, "pcie");
+  for (int i = 0; i < 2 * per_host; ++i)
+    b.add_bidirectional_link(i, i < per_host ? s0 : s1, bandwidth, latency, "pcie");
   b.add_bidirectional_link(s0, s1, bandwidth / 4, latency * 4, "ethernet");
   return Check(std::move(b).Build());
 }
