@@ -75,6 +75,8 @@ Status PlacementGame::Init() {
     if (!t) return t.error();
     single_device_times_[d] = *t;
   }
+  // The simulator has priced every op on every kind of device: keep it for Evaluate.
+  pool_.push_back(std::make_unique<Simulator>(std::move(*sim)));
   reference_device_ = static_cast<DeviceId>(
       std::min_element(single_device_times_.begin(), single_device_times_.end()) - single_device_times_.begin());
   reference_time_ = single_device_times_[reference_device_];
@@ -180,6 +182,34 @@ Strategy PlacementGame::StrategyFromGroups(std::span<const int32_t> device_per_g
     strategy.configs[op].devices.assign(1, d);
   }
   return strategy;
+}
+
+Expected<SimResult> PlacementGame::Evaluate(std::span<const int32_t> device_per_group) const {
+  if (static_cast<int32_t>(device_per_group.size()) != num_groups())
+    return Error{"env: placement has " + std::to_string(device_per_group.size()) + " devices but the graph has " +
+                 std::to_string(num_groups()) + " groups"};
+  for (size_t g = 0; g < device_per_group.size(); ++g)
+    if (device_per_group[g] < 0 || device_per_group[g] >= num_devices())
+      return Error{"env: placement[" + std::to_string(g) + "]: device " + std::to_string(device_per_group[g]) +
+                   " is not in topology '" + topology_->name() + "' (" + std::to_string(num_devices()) +
+                   " devices)"};
+  std::unique_ptr<Simulator> sim;
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (!pool_.empty()) {
+      sim = std::move(pool_.back());
+      pool_.pop_back();
+    }
+  }
+  if (sim == nullptr) {
+    Expected<Simulator> created = Simulator::Create(*graph_, *topology_, cost_, config_.sim);
+    if (!created) return created.error();
+    sim = std::make_unique<Simulator>(std::move(*created));
+  }
+  Expected<SimResult> result = sim->Run(StrategyFromGroups(device_per_group));
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  pool_.push_back(std::move(sim));
+  return result;
 }
 
 }  // namespace devplace

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "env/config.h"
 #include "env/state.h"
 #include "sim/cost_model.h"
+#include "sim/simulator.h"
 
 namespace devplace {
 
@@ -71,6 +73,10 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   double PenalisedTime(double step_time, bool oom) const;
   // The plain placement putting every op on its group's device. Precondition: one device in range per group.
   Strategy StrategyFromGroups(std::span<const int32_t> device_per_group) const;
+  // Simulates that placement (equal to Simulate() of StrategyFromGroups). Thread-safe: it borrows a Simulator
+  // from a pool kept by the game, so repeated evaluations reuse priced ops and buffers. Errors on a wrong size
+  // or a device out of range.
+  Expected<SimResult> Evaluate(std::span<const int32_t> device_per_group) const;
 
   // Static node features, row-major [num_groups x kNodeFeatureDim]; the dynamic columns (is-current,
   // is-placed) are 0. Device features likewise, with the load columns 0.
@@ -95,6 +101,9 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   double reference_time_ = 0.0;
   std::vector<double> single_device_times_;
   std::vector<float> node_features_, device_features_;
+  // Idle simulators for Evaluate (a cache, not observable state).
+  mutable std::mutex pool_mutex_;
+  mutable std::vector<std::unique_ptr<Simulator>> pool_;
 };
 
 }  // namespace devplace

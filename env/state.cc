@@ -94,8 +94,7 @@ void PlacementState::Advance() {
 
 void PlacementState::EvaluateOneShot() {
   const PlacementGame& g = *game_;
-  Expected<SimResult> result = Simulate(g.graph(), g.topology(), g.StrategyFromGroups(placement_), g.cost(),
-                                        g.config().sim);
+  Expected<SimResult> result = g.Evaluate(placement_);
   DEVPLACE_CHECK(result.ok(), result.ok() ? "" : result.error().message);
   step_time_ = result->step_time;
   oom_ = result->oom;
@@ -105,13 +104,15 @@ void PlacementState::EvaluateOneShot() {
 Status PlacementState::ApplyAction(int32_t device) {
   const PlacementGame& g = *game_;
   if (IsTerminal()) return Error{"env: action " + std::to_string(device) + " on a terminal state"};
-  const std::string where = "group " + std::to_string(current_) + " (op '" +
-                            g.graph().op(g.groups().members[current_].front()).name + "')";
+  auto where = [&] {
+    return "env: group " + std::to_string(current_) + " (op '" +
+           g.graph().op(g.groups().members[current_].front()).name + "'): ";
+  };
   if (device < 0 || device >= g.num_devices())
-    return Error{"env: " + where + ": device " + std::to_string(device) + " is not in topology '" +
-                 g.topology().name() + "' (" + std::to_string(g.num_devices()) + " devices)"};
+    return Error{where() + "device " + std::to_string(device) + " is not in topology '" + g.topology().name() +
+                 "' (" + std::to_string(g.num_devices()) + " devices)"};
   if (!mask_[device])
-    return Error{"env: " + where + ": device '" + g.topology().device(device).name +
+    return Error{where() + "device '" + g.topology().device(device).name +
                  "' is not legal (the group's estimated memory does not fit)"};
   double reward = 0.0;
   if (g.kind() == MdpKind::kIterative) {

@@ -288,6 +288,20 @@ TEST_P(Conformance, ObservationsHaveFixedShapesAndBoundedFeatures) {
       EXPECT_EQ(row[kNodeIsCurrent], n == obs.current_node ? 1.0f : 0.0f);
       EXPECT_EQ(row[kNodeIsPlaced], obs.placement[n] >= 0 ? 1.0f : 0.0f);
     }
+    // Device loads follow the placement.
+    std::vector<double> compute(obs.num_devices, 0.0), memory(obs.num_devices, 0.0);
+    for (int32_t n = 0; n < obs.num_nodes; ++n) {
+      const int32_t d = obs.placement[n];
+      if (d < 0) continue;
+      compute[d] += game_->group_seconds(n, d);
+      memory[d] += static_cast<double>(game_->group_memory_bytes(n));
+    }
+    for (int32_t d = 0; d < obs.num_devices; ++d) {
+      const float* row = &obs.device_features[static_cast<size_t>(d) * kDeviceFeatureDim];
+      EXPECT_NEAR(row[kDeviceComputeLoad], std::min(compute[d] / game_->total_reference_seconds(), 4.0), 1e-5);
+      EXPECT_NEAR(row[kDeviceMemoryLoad],
+                  std::min(memory[d] / static_cast<double>(scenario_.topology->device(d).memory_bytes), 4.0), 1e-5);
+    }
     ASSERT_EQ(obs.edge_src.size(), obs.edge_dst.size());
     for (size_t k = 0; k < obs.edge_src.size(); ++k) {
       EXPECT_NE(obs.edge_src[k], obs.edge_dst[k]);

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/colocation.h"
@@ -13,6 +15,7 @@
 #include "env/game.h"
 #include "env/state.h"
 #include "env_test_util.h"
+#include "sim/simulator.h"
 
 namespace devplace::envtest {
 namespace {
@@ -307,6 +310,46 @@ TEST(OneShotMdp, ApplyPlacementEqualsStepByStepAndIsChecked) {
   config.kind = MdpKind::kIterative;
   auto iterative = MakeGame(sc, config);
   EXPECT_FALSE(iterative->NewInitialState(1).ApplyPlacement(devices).ok());
+}
+
+TEST(PlacementGame, EvaluateEqualsSimulateAndIsThreadSafe) {
+  const Scenario sc = Scenarios()[1];
+  auto game = MakeGame(sc, {});
+  ASSERT_NE(game, nullptr);
+  std::vector<std::vector<int32_t>> placements;
+  std::vector<SimResult> expected;
+  std::mt19937_64 rng(17);
+  for (int k = 0; k < 6; ++k) {
+    std::vector<int32_t> p(game->num_groups());
+    for (int32_t& d : p) d = UniformInt(rng, game->num_devices());
+    Expected<SimResult> r = Simulate(*sc.graph, *sc.topology, game->StrategyFromGroups(p), PeakRateCost());
+    ASSERT_TRUE(r.ok());
+    placements.push_back(std::move(p));
+    expected.push_back(std::move(*r));
+  }
+  // Two threads evaluate the placements concurrently, many times, through the game's simulator pool.
+  std::vector<int> mismatches(2, 0);
+  auto work = [&](int t) {
+    for (int rep = 0; rep < 10; ++rep)
+      for (size_t k = 0; k < placements.size(); ++k) {
+        Expected<SimResult> r = game->Evaluate(placements[(k + t) % placements.size()]);
+        const SimResult& want = expected[(k + t) % placements.size()];
+        if (!r.ok() || r->step_time != want.step_time || r->oom != want.oom) ++mismatches[t];
+      }
+  };
+  std::thread other(work, 1);
+  work(0);
+  other.join();
+  EXPECT_EQ(mismatches, (std::vector<int>{0, 0}));
+
+  std::vector<int32_t> bad = placements[0];
+  bad.pop_back();
+  EXPECT_FALSE(game->Evaluate(bad).ok());
+  bad = placements[0];
+  bad[3] = game->num_devices();
+  Expected<SimResult> out = game->Evaluate(bad);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message.find("placement[3]"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,173 @@
+// Placement-environment speed on 8 GPUs (configs/topologies/dgx1-v100.yaml) with "nmt" family training graphs
+// (seed 42) of about 1k and 10k ops (docs/performance.md, docs/environments.md).
+//   IterativeStep/<ops>: one PlacementState::ApplyAction of the iterative (Placeto) MDP, from the single-device
+//     start, random legal actions; includes the delta simulation and the OOM check. items = actions.
+//   DeltaStepTimeOnly/<ops>: the same moves through DeltaSimulator::SetConfigs + step_time() only (no OOM
+//     check): the part of IterativeStep the simulator itself needs.
+//   FullResimStep/<ops>: the same moves re-simulated from scratch with Simulator::Run (what an environment
+//     without delta simulation would pay per step, OOM included).
+//   OneShotEpisode/<ops>: a whole one-shot (GDP) episode: NewInitialState + ApplyPlacement of a random placement
+//     (num_groups checked steps and one full simulation). items = episodes.
+//   Observation/<ops>: PlacementState::FillObservation into a reused Observation.
+//   BatchStepping/<envs>: EnvBatch::Step over 4 one-shot nmt games of about 1k ops (8 GPUs); items = env steps.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/topology_yaml.h"
+#include "datasets/families.h"
+#include "env/batch.h"
+#include "env/game.h"
+#include "sim/simulator.h"
+
+namespace devplace {
+namespace {
+
+template <class T>
+T Check(Expected<T> e) {
+  if (!e) throw std::runtime_error(e.error().message);
+  return std::move(e).value();
+}
+
+std::shared_ptr<const Topology> Dgx1() {
+  static const std::shared_ptr<const Topology> topo = std::make_shared<const Topology>(
+      Check(ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml")));
+  return topo;
+}
+
+std::shared_ptr<const PlacementGame> Game(int32_t ops, MdpKind kind, uint64_t seed = 42) {
+  FamilyOptions options;
+  options.target_ops = ops;
+  auto graph = std::make_shared<const Graph>(Check(GenerateFamilyMember("nmt", seed, options)));
+  EnvConfig config;
+  config.kind = kind;
+  return Check(PlacementGame::Create(graph, Dgx1(), CostModel(), config));
+}
+
+int32_t RandomLegal(const PlacementState& state, std::mt19937_64& rng) {
+  const std::vector<uint8_t>& mask = state.LegalActionsMask();
+  for (;;) {
+    const int32_t d = static_cast<int32_t>(rng() % mask.size());
+    if (mask[d]) return d;
+  }
+}
+
+void IterativeStep(benchmark::State& st) {
+  auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative);
+  std::mt19937_64 rng(1);
+  PlacementState state = game->NewInitialState(0);
+  for (auto _ : st) {
+    if (state.IsTerminal()) {
+      st.PauseTiming();
+      state = game->NewInitialState(0);
+      st.ResumeTiming();
+    }
+    if (!state.ApplyAction(RandomLegal(state, rng)).ok()) throw std::runtime_error("illegal action");
+  }
+  st.SetItemsProcessed(st.iterations());
+  st.counters["groups"] = game->num_groups();
+  st.counters["ops"] = game->graph().num_ops();
+}
+
+void DeltaStepTimeOnly(benchmark::State& st) {
+  auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative);
+  std::mt19937_64 rng(1);
+  const int32_t groups = game->num_groups();
+  std::vector<int32_t> placement(groups, game->reference_device());
+  DeltaSimulator delta = Check(DeltaSimulator::Create(game->graph(), game->topology(),
+                                                      game->StrategyFromGroups(placement), game->cost(),
+                                                      game->config().sim));
+  std::vector<std::pair<OpId, OpConfig>> changes;
+  int32_t g = 0;
+  double sink = 0;
+  for (auto _ : st) {
+    const int32_t d = static_cast<int32_t>(rng() % game->num_devices());
+    changes.clear();
+    for (OpId op : game->groups().members[g]) changes.emplace_back(op, OpConfig{{d}, {}});
+    if (!delta.SetConfigs(changes).ok()) throw std::runtime_error("delta failed");
+    sink += delta.step_time();
+    g = (g + 1) % groups;
+  }
+  benchmark::DoNotOptimize(sink);
+  st.SetItemsProcessed(st.iterations());
+}
+
+void FullResimStep(benchmark::State& st) {
+  auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative);
+  std::mt19937_64 rng(1);
+  const int32_t groups = game->num_groups();
+  Strategy strategy = game->StrategyFromGroups(std::vector<int32_t>(groups, game->reference_device()));
+  Simulator sim = Check(Simulator::Create(game->graph(), game->topology(), game->cost(), game->config().sim));
+  int32_t g = 0;
+  double sink = 0;
+  for (auto _ : st) {
+    const int32_t d = static_cast<int32_t>(rng() % game->num_devices());
+    for (OpId op : game->groups().members[g]) strategy.configs[op].devices[0] = d;
+    SimResult r = Check(sim.Run(strategy));
+    sink += game->PenalisedTime(r.step_time, r.oom);
+    g = (g + 1) % groups;
+  }
+  benchmark::DoNotOptimize(sink);
+  st.SetItemsProcessed(st.iterations());
+}
+
+void OneShotEpisode(benchmark::State& st) {
+  auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kOneShot);
+  std::mt19937_64 rng(1);
+  std::vector<int32_t> placement(game->num_groups());
+  uint64_t seed = 0;
+  for (auto _ : st) {
+    st.PauseTiming();
+    for (int32_t& d : placement) d = static_cast<int32_t>(rng() % game->num_devices());
+    st.ResumeTiming();
+    PlacementState state = game->NewInitialState(seed++);
+    // A random placement may break the memory mask; fall back to stepping with legal actions then.
+    if (!state.ApplyPlacement(placement).ok())
+      while (!state.IsTerminal()) (void)state.ApplyAction(RandomLegal(state, rng));
+    benchmark::DoNotOptimize(state.Return());
+  }
+  st.SetItemsProcessed(st.iterations());
+  st.counters["groups"] = game->num_groups();
+}
+
+void ObservationFill(benchmark::State& st) {
+  auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kOneShot);
+  PlacementState state = game->NewInitialState(0);
+  Observation obs;
+  for (auto _ : st) {
+    state.FillObservation(&obs);
+    benchmark::DoNotOptimize(obs.node_features.data());
+  }
+  st.SetItemsProcessed(st.iterations());
+}
+
+void BatchStepping(benchmark::State& st) {
+  std::vector<std::shared_ptr<const PlacementGame>> games;
+  for (uint64_t s = 0; s < 4; ++s) games.push_back(Game(1000, MdpKind::kOneShot, 42 + s));
+  EnvBatch batch = Check(EnvBatch::Create(games, static_cast<int32_t>(st.range(0)), 7));
+  std::mt19937_64 rng(1);
+  std::vector<int32_t> actions(batch.num_envs());
+  BatchStep out;
+  for (auto _ : st) {
+    for (int32_t i = 0; i < batch.num_envs(); ++i) actions[i] = RandomLegal(batch.state(i), rng);
+    if (!batch.Step(actions, &out).ok()) throw std::runtime_error("batch step failed");
+  }
+  st.SetItemsProcessed(st.iterations() * batch.num_envs());
+}
+
+BENCHMARK(IterativeStep)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(DeltaStepTimeOnly)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(FullResimStep)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(OneShotEpisode)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+BENCHMARK(ObservationFill)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BatchStepping)->Arg(16)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace devplace
+
+BENCHMARK_MAIN();
