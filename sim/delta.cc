@@ -1,214 +1,30 @@
 // DeltaSimulator: rebuilds the task groups a config change touches and re-times only what the change reaches.
 //
-// The full simulation dequeues tasks in increasing (ready, key) order (every task ends strictly after it is
-// ready, so a successor is always ready later than its predecessor). The delta run produces the same order by
-// merging two streams: A, the previous run's order from the first position a change can affect, whose tasks keep
-// their times as long as nothing they depend on changed; and B, a heap of "dirty" tasks (new, or with a changed
-// predecessor or resource) keyed by their new (ready, key). A dirty task blocks its successors until it has been
-// re-timed; a clean task at A's head passes unchanged when its resource is free at the same moment as before.
-// The run stops early once no dirty task is left, every resource is free at the same moment as in the previous
-// run at the same point, and no changed or removed task lies ahead: the rest of the schedule is then unchanged.
+// The full simulation dequeues tasks in increasing (ready, key) order (every task lasts at least one tick, so a
+// successor is always ready later than its predecessor). The delta run produces the same order by merging two
+// streams: A, the previous run's order from the first position a change can affect, whose tasks keep their times
+// as long as nothing they depend on changed; and B, a heap of "dirty" tasks (new, or with a changed predecessor
+// or resource) keyed by their new (ready, key). A dirty task blocks its successors until it has been re-timed; a
+// clean task at A's head passes unchanged when its resource is free at the same moment as before.
+//
+// The run stops early at a point where the rest of the schedule is provably the previous one shifted by a
+// constant delta (0: unchanged): no new task is left, nothing settled lies ahead in the previous order, every
+// resource's next task sees its resource free at the old moment + delta (or earlier than it is ready, in both
+// runs), and every unsettled task's ready time is its old one + delta. Times are integers, so the shifted times
+// are exactly those a full run computes. Memory peaks are computed when a result is asked for.
 #include <algorithm>
-#include <unordered_set>
 
 #include "sim/full_run.h"
-#include "sim/memory_profile.h"
 #include "sim/simulator.h"
 
 namespace devplace {
 namespace {
+using sim::Time;
 constexpr int32_t kSnapshotEvery = 64;
 enum : uint8_t { kClean = 0, kDirty = 1, kDone = 2 };
-}  // namespace
-
-struct DeltaSimulator::Impl {
-  Impl(const Graph& g, const Topology& t, Strategy s, CostModel c, SimOptions o)
-      : graph(g), topology(t), strategy(std::move(s)), cost(std::move(c)), options(o),
-        cache(g.num_ops(), t.num_devices()), builder(graph, topology, cost, options, &cache) {}
-
-  const Graph& graph;
-  const Topology& topology;
-  Strategy strategy;
-  CostModel cost;
-  SimOptions options;
-  sim::PlainCostCache cache;
-  sim::TaskBuilder builder;
-  sim::Engine engine;
-  sim::FullRun run;
-  int64_t retimed = 0;
-
-  // Derived state, rebuilt by Reindex after every run.
-  std::vector<int32_t> pos;                 // position of each task in run.timing.order
-  std::vector<double> snap_free;            // free time of each resource before position k * kSnapshotEvery
-  std::vector<int32_t> snap_last;
-  std::vector<sim::MemoryProfile> memory;   // per device
-  std::vector<int64_t> dynamic_peak;        // per device
-  std::vector<double> mem_alloc, mem_free;  // registered interval of each task's buffer
-  int32_t live_tasks = 0;
-
-  // Scratch, sized to the task count.
-  std::vector<uint8_t> state;
-  std::vector<int32_t> blocked;
-  std::vector<uint32_t> version;
-  std::vector<double> saved_end;
-  std::vector<uint8_t> mark;
-  std::vector<uint8_t> registered;          // the task's buffer is in `memory`
-  std::vector<double> saved_ready, saved_start;
-  std::vector<int32_t> prev_order;
-  uint32_t next_version = 1;
-
-  void FullRebuild();
-  void RebuildMemory();
-  void Reindex(int32_t from);
-  void GrowScratch();
-  void LoadResourceState(const std::vector<int32_t>& order, int32_t position, std::vector<double>* free,
-                         std::vector<int32_t>* last, bool old_values) const;
-  void Apply(const std::vector<std::pair<OpId, OpConfig>>& changes);
-  void RegisterBuffer(int32_t t);
-  void UnregisterBuffer(int32_t t);
-};
-
-void DeltaSimulator::Impl::GrowScratch() {
-  const size_t n = static_cast<size_t>(run.tg.num_tasks());
-  state.resize(n, kClean);
-  blocked.resize(n, 0);
-  version.resize(n, 0);
-  saved_end.resize(n, 0.0);
-  mark.resize(n, 0);
-  registered.resize(n, 0);
-  saved_ready.resize(n, 0.0);
-  saved_start.resize(n, 0.0);
-  pos.resize(n, -1);
-  mem_alloc.resize(n, 0.0);
-  mem_free.resize(n, 0.0);
-}
-
-void DeltaSimulator::Impl::RegisterBuffer(int32_t t) {
-  const sim::TaskGraph& tg = run.tg;
-  mem_alloc[t] = run.timing.start[t];
-  mem_free[t] = sim::BufferFree(tg, run.timing, t);
-  sim::MemoryProfile& m = memory[tg.mem_device[t]];
-  m.Insert({mem_alloc[t], 1, t, tg.mem_bytes[t]});
-  m.Insert({mem_free[t], 0, t, -tg.mem_bytes[t]});
-  registered[t] = 1;
-}
-
-void DeltaSimulator::Impl::UnregisterBuffer(int32_t t) {
-  const sim::TaskGraph& tg = run.tg;
-  sim::MemoryProfile& m = memory[tg.mem_device[t]];
-  m.Erase({mem_alloc[t], 1, t, tg.mem_bytes[t]});
-  m.Erase({mem_free[t], 0, t, -tg.mem_bytes[t]});
-  registered[t] = 0;
-}
-
-// Registers every live buffer afresh: events per device, frees before allocations and each group in task order,
-// then a stable sort by time gives the profile's (time, kind, task) order.
-void DeltaSimulator::Impl::RebuildMemory() {
-  const sim::TaskGraph& tg = run.tg;
-  const int32_t d = tg.num_devices;
-  std::vector<std::vector<sim::MemoryProfile::Event>> frees(static_cast<size_t>(d)), allocs(static_cast<size_t>(d));
-  for (int32_t t = 0; t < tg.num_tasks(); ++t) {
-    registered[t] = 0;
-    if (!tg.alive[t] || tg.mem_bytes[t] == 0) continue;
-    mem_alloc[t] = run.timing.start[t];
-    mem_free[t] = sim::BufferFree(tg, run.timing, t);
-    registered[t] = 1;
-    allocs[tg.mem_device[t]].push_back({mem_alloc[t], 1, t, tg.mem_bytes[t]});
-    frees[tg.mem_device[t]].push_back({mem_free[t], 0, t, -tg.mem_bytes[t]});
-  }
-  memory.resize(static_cast<size_t>(d));
-  dynamic_peak.assign(static_cast<size_t>(d), 0);
-  std::vector<sim::MemoryProfile::Event> scratch;
-  for (int32_t k = 0; k < d; ++k) {
-    std::vector<sim::MemoryProfile::Event>& events = frees[k];
-    events.insert(events.end(), allocs[k].begin(), allocs[k].end());
-    sim::RadixSort(&events, &scratch, [](const sim::MemoryProfile::Event& e) { return sim::TimeKey(e.time); });
-    memory[k].AssignSorted(std::move(events));
-    dynamic_peak[k] = memory[k].Peak();
-  }
-}
-
-void DeltaSimulator::Impl::FullRebuild() {
-  run.Run(builder, engine, strategy, graph);
-  live_tasks = run.tg.num_tasks();
-  state.clear();
-  blocked.clear();
-  version.clear();
-  saved_end.clear();
-  mark.clear();
-  registered.clear();
-  saved_ready.clear();
-  saved_start.clear();
-  pos.clear();
-  mem_alloc.clear();
-  mem_free.clear();
-  GrowScratch();
-  RebuildMemory();
-  Reindex(0);
-}
-
-// Recomputes positions, resource snapshots, resource predecessors and last ends from order position `from` on.
-void DeltaSimulator::Impl::Reindex(int32_t from) {
-  const sim::TaskGraph& tg = run.tg;
-  const int32_t n = static_cast<int32_t>(run.timing.order.size());
-  const int32_t r = tg.num_resources;
-  const int32_t first_snap = from / kSnapshotEvery;
-  const size_t snaps = static_cast<size_t>(n / kSnapshotEvery + 1);
-  snap_free.resize(snaps * r);
-  snap_last.resize(snaps * r);
-  std::vector<double> free;
-  std::vector<int32_t> last;
-  if (first_snap == 0) {
-    free.assign(static_cast<size_t>(r), 0.0);
-    last.assign(static_cast<size_t>(r), -1);
-  } else {
-    free.assign(snap_free.begin() + static_cast<std::ptrdiff_t>(first_snap) * r,
-                snap_free.begin() + static_cast<std::ptrdiff_t>(first_snap + 1) * r);
-    last.assign(snap_last.begin() + static_cast<std::ptrdiff_t>(first_snap) * r,
-                snap_last.begin() + static_cast<std::ptrdiff_t>(first_snap + 1) * r);
-  }
-  for (int32_t i = first_snap * kSnapshotEvery; i < n; ++i) {
-    if (i % kSnapshotEvery == 0) {
-      std::copy(free.begin(), free.end(), snap_free.begin() + static_cast<std::ptrdiff_t>(i / kSnapshotEvery) * r);
-      std::copy(last.begin(), last.end(), snap_last.begin() + static_cast<std::ptrdiff_t>(i / kSnapshotEvery) * r);
-    }
-    const int32_t t = run.timing.order[i];
-    const int32_t res = tg.resource[t];
-    pos[t] = i;
-    if (i >= from) run.timing.res_prev[t] = last[res];
-    free[res] = run.timing.end[t];
-    last[res] = t;
-  }
-  if (n % kSnapshotEvery == 0) {
-    std::copy(free.begin(), free.end(), snap_free.begin() + static_cast<std::ptrdiff_t>(n / kSnapshotEvery) * r);
-    std::copy(last.begin(), last.end(), snap_last.begin() + static_cast<std::ptrdiff_t>(n / kSnapshotEvery) * r);
-  }
-  for (int32_t k = 0; k < r; ++k) run.last_end[k] = last[k] >= 0 ? free[k] : -1.0;
-  run.last_task = last;
-}
-
-// Resource state just before order position `position` of the previous run. With old_values, tasks re-timed by
-// the current delta run contribute the end they had before it.
-void DeltaSimulator::Impl::LoadResourceState(const std::vector<int32_t>& order, int32_t position,
-                                             std::vector<double>* free, std::vector<int32_t>* last,
-                                             bool old_values) const {
-  const int32_t r = run.tg.num_resources;
-  const int32_t s = position / kSnapshotEvery;
-  free->assign(snap_free.begin() + static_cast<std::ptrdiff_t>(s) * r,
-               snap_free.begin() + static_cast<std::ptrdiff_t>(s + 1) * r);
-  last->assign(snap_last.begin() + static_cast<std::ptrdiff_t>(s) * r,
-               snap_last.begin() + static_cast<std::ptrdiff_t>(s + 1) * r);
-  for (int32_t i = s * kSnapshotEvery; i < position; ++i) {
-    const int32_t t = order[i];
-    (*free)[run.tg.resource[t]] = old_values && state[t] == kDone ? saved_end[t] : run.timing.end[t];
-    (*last)[run.tg.resource[t]] = t;
-  }
-}
-
-namespace {
 
 struct DeltaItem {
-  double ready;
+  Time ready;
   uint64_t key;
   int32_t task;
   uint32_t version;
@@ -226,7 +42,134 @@ void SortUnique(std::vector<T>* v) {
 
 }  // namespace
 
-void DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& changes) {
+struct DeltaSimulator::Impl {
+  Impl(const Graph& g, const Topology& t, Strategy s, CostModel c, SimOptions o)
+      : graph(g), topology(t), strategy(std::move(s)), cost(std::move(c)), options(o),
+        cache(g.num_ops(), t.num_devices()), builder(graph, topology, cost, options, &cache) {}
+
+  const Graph& graph;
+  const Topology& topology;
+  Strategy strategy;
+  CostModel cost;
+  SimOptions options;
+  sim::PlainCostCache cache;
+  sim::TaskBuilder builder;
+  sim::Engine engine;
+  sim::FullRun run;
+  mutable sim::PeakScratch peaks;  // memory peaks are computed on demand by result()
+  int64_t retimed = 0;
+  int32_t live_tasks = 0;
+
+  // Derived from the current order by Reindex.
+  std::vector<int32_t> pos;          // position of each task in run.timing.order
+  std::vector<int32_t> res_next;     // the next task on the same resource in that order (-1: none)
+  std::vector<int32_t> res_first;    // per resource, its first task (-1: none)
+  std::vector<Time> snap_free;       // free time of each resource before position k * kSnapshotEvery
+  std::vector<int32_t> snap_last;
+
+  // Scratch, sized to the task count.
+  std::vector<uint8_t> state;
+  std::vector<int32_t> blocked;
+  std::vector<uint32_t> version;
+  std::vector<Time> saved_ready, saved_start, saved_end;
+  std::vector<uint8_t> mark;
+  std::vector<int32_t> prev_order;
+  uint32_t next_version = 1;
+
+  Status FullRebuild();
+  void Reindex(int32_t from);
+  void GrowScratch();
+  void LoadResourceState(const std::vector<int32_t>& order, int32_t position, std::vector<Time>* free,
+                         std::vector<int32_t>* last) const;
+  Status Apply(const std::vector<std::pair<OpId, OpConfig>>& changes);
+};
+
+void DeltaSimulator::Impl::GrowScratch() {
+  const size_t n = static_cast<size_t>(run.tg.num_tasks());
+  state.resize(n, kClean);
+  blocked.resize(n, 0);
+  version.resize(n, 0);
+  saved_ready.resize(n, 0);
+  saved_start.resize(n, 0);
+  saved_end.resize(n, 0);
+  mark.resize(n, 0);
+  pos.resize(n, -1);
+  res_next.resize(n, -1);
+}
+
+Status DeltaSimulator::Impl::FullRebuild() {
+  if (Status s = run.Run(builder, engine, strategy, graph); !s) return s;
+  live_tasks = run.tg.num_tasks();
+  for (auto* v : {&state, &mark}) v->clear();
+  for (auto* v : {&blocked, &pos, &res_next}) v->clear();
+  for (auto* v : {&saved_ready, &saved_start, &saved_end}) v->clear();
+  version.clear();
+  GrowScratch();
+  res_first.assign(static_cast<size_t>(run.tg.num_resources), -1);
+  Reindex(0);
+  return Status::Ok();
+}
+
+// Recomputes positions, resource links and snapshots, resource predecessors and last ends from order position
+// `from` on.
+void DeltaSimulator::Impl::Reindex(int32_t from) {
+  const sim::TaskGraph& tg = run.tg;
+  const int32_t n = static_cast<int32_t>(run.timing.order.size());
+  const int32_t r = tg.num_resources;
+  const int32_t first_snap = from / kSnapshotEvery;
+  const size_t snaps = static_cast<size_t>(n / kSnapshotEvery + 1);
+  snap_free.resize(snaps * r);
+  snap_last.resize(snaps * r);
+  std::vector<Time> free(static_cast<size_t>(r), 0);
+  std::vector<int32_t> last(static_cast<size_t>(r), -1);
+  if (first_snap > 0) {
+    std::copy_n(snap_free.begin() + static_cast<std::ptrdiff_t>(first_snap) * r, r, free.begin());
+    std::copy_n(snap_last.begin() + static_cast<std::ptrdiff_t>(first_snap) * r, r, last.begin());
+  }
+  for (int32_t k = 0; k < r; ++k) {
+    if (last[k] >= 0) res_next[last[k]] = -1;
+    else res_first[k] = -1;
+  }
+  for (int32_t i = first_snap * kSnapshotEvery; i < n; ++i) {
+    if (i % kSnapshotEvery == 0) {
+      std::copy(free.begin(), free.end(), snap_free.begin() + static_cast<std::ptrdiff_t>(i / kSnapshotEvery) * r);
+      std::copy(last.begin(), last.end(), snap_last.begin() + static_cast<std::ptrdiff_t>(i / kSnapshotEvery) * r);
+    }
+    const int32_t t = run.timing.order[i];
+    const int32_t res = tg.resource[t];
+    pos[t] = i;
+    run.timing.res_prev[t] = last[res];
+    if (last[res] >= 0) res_next[last[res]] = t;
+    else res_first[res] = t;
+    res_next[t] = -1;
+    free[res] = run.timing.end[t];
+    last[res] = t;
+  }
+  if (n % kSnapshotEvery == 0) {
+    std::copy(free.begin(), free.end(), snap_free.begin() + static_cast<std::ptrdiff_t>(n / kSnapshotEvery) * r);
+    std::copy(last.begin(), last.end(), snap_last.begin() + static_cast<std::ptrdiff_t>(n / kSnapshotEvery) * r);
+  }
+  for (int32_t k = 0; k < r; ++k) run.last_end[k] = last[k] >= 0 ? free[k] : -1;
+  run.last_task = last;
+}
+
+// Resource state (free time and last task) just before position `position` of `order`, from the snapshots.
+void DeltaSimulator::Impl::LoadResourceState(const std::vector<int32_t>& order, int32_t position,
+                                             std::vector<Time>* free, std::vector<int32_t>* last) const {
+  const int32_t r = run.tg.num_resources;
+  const int32_t s = position / kSnapshotEvery;
+  free->assign(snap_free.begin() + static_cast<std::ptrdiff_t>(s) * r,
+               snap_free.begin() + static_cast<std::ptrdiff_t>(s + 1) * r);
+  last->assign(snap_last.begin() + static_cast<std::ptrdiff_t>(s) * r,
+               snap_last.begin() + static_cast<std::ptrdiff_t>(s + 1) * r);
+  for (int32_t i = s * kSnapshotEvery; i < position; ++i) {
+    const int32_t t = order[i];
+    (*free)[run.tg.resource[t]] = run.timing.end[t];
+    (*last)[run.tg.resource[t]] = t;
+  }
+}
+
+Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& changes) {
   sim::TaskGraph& tg = run.tg;
   sim::Timing& tm = run.timing;
   const int32_t num_ops = graph.num_ops();
@@ -238,8 +181,10 @@ void DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& c
   for (const auto& [op, config] : changes)
     if (!(strategy.configs[op] == config)) ops.push_back(op);
   SortUnique(&ops);
-  if (ops.empty()) return;
+  if (ops.empty()) return Status::Ok();
   for (OpId op : ops) builder.AddStaticMemory(op, strategy.configs[op], &old_static);
+  std::vector<std::pair<OpId, OpConfig>> old_configs;
+  for (OpId op : ops) old_configs.emplace_back(op, strategy.configs[op]);
   for (const auto& [op, config] : changes) strategy.configs[op] = config;
   for (OpId op : ops) builder.AddStaticMemory(op, strategy.configs[op], &new_static);
   for (int32_t d = 0; d < tg.num_devices; ++d) run.static_bytes[d] += new_static[d] - old_static[d];
@@ -268,7 +213,6 @@ void DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& c
       tg.alive[t] = 0;
       removed.push_back(t);
       run.totals.Add(tg, t, -1);
-      if (registered[t]) UnregisterBuffer(t);
     }
   };
   for (OpId op : ops) remove_group(op);
@@ -282,9 +226,15 @@ void DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& c
   const int32_t n = tg.num_tasks();
   for (int32_t t = first_new; t < n; ++t) run.totals.Add(tg, t, +1);
   live_tasks += n - first_new;
-  tm.ready.resize(static_cast<size_t>(n), 0.0);
-  tm.start.resize(static_cast<size_t>(n), 0.0);
-  tm.end.resize(static_cast<size_t>(n), 0.0);
+  if (Status s = sim::CheckHorizon(run.totals); !s) {
+    // Too long to simulate: go back to the previous strategy (a full rebuild) and report.
+    for (const auto& [op, config] : old_configs) strategy.configs[op] = config;
+    if (Status rebuilt = FullRebuild(); !rebuilt) return rebuilt;
+    return s;
+  }
+  tm.ready.resize(static_cast<size_t>(n), 0);
+  tm.start.resize(static_cast<size_t>(n), 0);
+  tm.end.resize(static_cast<size_t>(n), 0);
   tm.res_prev.resize(static_cast<size_t>(n), -1);
   GrowScratch();
 
@@ -341,10 +291,10 @@ void DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& c
   prev_order.swap(tm.order);
   const int32_t old_n = static_cast<int32_t>(prev_order.size());
   int32_t begin = old_n;
-  int32_t max_anomaly = -1;
+  int32_t max_settled = -1;  // largest previous-order position of a removed or re-timed task
   for (int32_t t : removed) {
     begin = std::min(begin, pos[t]);
-    max_anomaly = std::max(max_anomaly, pos[t]);
+    max_settled = std::max(max_settled, pos[t]);
   }
   for (int32_t t : seeds) {
     if (t < first_new) {
@@ -361,20 +311,23 @@ void DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& c
   }
 
   // 7. The merged sweep.
-  std::vector<double> free;
+  std::vector<Time> free;
   std::vector<int32_t> last;
-  LoadResourceState(prev_order, begin, &free, &last, false);
+  LoadResourceState(prev_order, begin, &free, &last);
   tm.order.assign(prev_order.begin(), prev_order.begin() + begin);
   std::vector<DeltaItem> heap;
-  std::vector<int32_t> touched, mem_touched;
-  int32_t dirty_pending = 0;
+  std::vector<int32_t> touched, dirty_list, processed_old;
+  int32_t dirty_pending = 0, new_pending = n - first_new;
+  Time shift = 0;  // end shift of the last re-timed old task whose end moved
   const int32_t* succ = tg.succ_pool.data();
   const int32_t* pred = tg.pred_pool.data();
+  auto old_end = [&](int32_t x) { return x < first_new && state[x] == kDone ? saved_end[x] : tm.end[x]; };
 
   auto mark_dirty = [&](int32_t x) {
     state[x] = kDirty;
     ++dirty_pending;
     touched.push_back(x);
+    dirty_list.push_back(x);
     if (x < first_new) {
       saved_ready[x] = tm.ready[x];
       saved_start[x] = tm.start[x];
@@ -383,7 +336,7 @@ void DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& c
     for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) ++blocked[succ[tg.succ_off[x] + k]];
   };
   auto push = [&](int32_t x) {
-    double ready = 0;
+    Time ready = 0;
     for (int32_t k = 0; k < tg.pred_cnt[x]; ++k) {
       const int32_t p = pred[tg.pred_off[x] + k];
       ready = std::max(ready, tm.end[p] + tg.resource_delay[tg.resource[p]]);
@@ -392,34 +345,88 @@ void DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& c
     heap.push_back({ready, tg.key[x], x, version[x]});
     std::push_heap(heap.begin(), heap.end(), After);
   };
-  auto process = [&](int32_t x, double ready) {
+  auto process = [&](int32_t x, Time ready) {
     const int32_t r = tg.resource[x];
-    const double start = std::max(ready, free[r]);
-    const double end = sim::EndOf(start, tg.duration[x]);
+    const Time start = std::max(ready, free[r]);
+    const Time end = start + tg.duration[x];
     const bool is_new = x >= first_new;
     const bool end_changed = is_new || end != saved_end[x];
-    const bool changed = end_changed || start != saved_start[x] || ready != saved_ready[x];
     tm.ready[x] = ready;
     tm.start[x] = start;
     tm.end[x] = end;
-    tm.res_prev[x] = last[r];
     free[r] = end;
-    last[r] = x;
     tm.order.push_back(x);
     state[x] = kDone;
     --dirty_pending;
     ++retimed;
-    if (changed) {
-      if (!is_new) max_anomaly = std::max(max_anomaly, pos[x]);
-      mem_touched.push_back(x);
+    if (is_new) {
+      --new_pending;
+    } else {
+      max_settled = std::max(max_settled, pos[x]);
+      processed_old.push_back(x);
+      if (end_changed) shift = end - saved_end[x];
     }
-    if (end_changed)
-      for (int32_t k = 0; k < tg.pred_cnt[x]; ++k) mem_touched.push_back(pred[tg.pred_off[x] + k]);
     for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
       const int32_t s = succ[tg.succ_off[x] + k];
       if (end_changed && state[s] == kClean) mark_dirty(s);
       if (--blocked[s] == 0 && state[s] == kDirty) push(s);
     }
+  };
+
+  // Whether every unsettled task (dirty, or clean at previous-order position >= i) will run exactly `delta`
+  // later than in the previous run (see the comment at the top of the file).
+  auto settled = [&](int32_t x, int32_t i) {
+    return state[x] == kDone || (state[x] == kClean && tg.alive[x] && pos[x] < i);
+  };
+  auto ready_matches = [&](int32_t u, int32_t i, Time delta) {
+    Time ready = 0;
+    for (int32_t k = 0; k < tg.pred_cnt[u]; ++k) {
+      const int32_t p = pred[tg.pred_off[u] + k];
+      const Time arrival = tm.end[p] + tg.resource_delay[tg.resource[p]];
+      ready = std::max(ready, settled(p, i) ? arrival : arrival + delta);
+    }
+    return ready == tm.ready[u] + delta;
+  };
+  std::vector<int32_t> first_unsettled(static_cast<size_t>(tg.num_resources));
+  auto shifted_rest = [&](int32_t i, Time delta) {
+    if (new_pending > 0 || max_settled >= i) return false;
+    // The first unsettled task on each resource: the earliest dirty one or the first at position >= i.
+    std::vector<Time> old_free;
+    std::vector<int32_t> old_last;
+    LoadResourceState(prev_order, i, &old_free, &old_last);
+    for (int32_t r = 0; r < tg.num_resources; ++r)
+      first_unsettled[r] = old_last[r] >= 0 ? res_next[old_last[r]] : res_first[r];
+    for (int32_t x : dirty_list) {
+      if (state[x] != kDirty) continue;
+      int32_t& f = first_unsettled[tg.resource[x]];
+      if (f < 0 || pos[x] < pos[f]) f = x;
+      if (!ready_matches(x, i, delta)) return false;
+    }
+    for (int32_t r = 0; r < tg.num_resources; ++r) {
+      const int32_t u = first_unsettled[r];
+      if (u < 0) continue;
+      // Everything after u on r in the previous order must be unsettled too.
+      for (int32_t x = u; x >= 0 && pos[x] < i; x = res_next[x])
+        if (state[x] != kDirty) return false;
+      const int32_t p = tm.res_prev[u];
+      const Time prev_end = p >= 0 ? old_end(p) : 0;
+      const bool same = free[r] == prev_end + delta;
+      const bool idle = prev_end <= tm.ready[u] && free[r] <= tm.ready[u] + delta;
+      if (!same && !idle) return false;
+    }
+    for (int32_t x : processed_old) {
+      const int32_t u = first_unsettled[tg.resource[x]];
+      if (u >= 0 && pos[x] > pos[u]) return false;
+    }
+    if (delta == 0) return true;  // clean tasks' predecessors are unchanged, so their ready times are too
+    for (int32_t k = i; k < old_n; ++k) {
+      const int32_t u = prev_order[k];
+      if (state[u] != kClean) continue;
+      bool boundary = tg.pred_cnt[u] == 0;
+      for (int32_t j = 0; j < tg.pred_cnt[u] && !boundary; ++j) boundary = settled(pred[tg.pred_off[u] + j], i);
+      if (boundary && !ready_matches(u, i, delta)) return false;
+    }
+    return true;
   };
 
   for (int32_t t : seeds)
@@ -428,10 +435,8 @@ void DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& c
     if (blocked[t] == 0) push(t);
 
   int32_t i = begin;
-  int32_t since_check = kSnapshotEvery;
-  bool stopped = false;
-  std::vector<double> old_free;
-  std::vector<int32_t> old_last;
+  int32_t since_check = 0, check_every = 16;
+  bool shifted = false;
   while (true) {
     while (i < old_n && (!tg.alive[prev_order[i]] || state[prev_order[i]] != kClean)) ++i;
     while (!heap.empty()) {
@@ -442,6 +447,14 @@ void DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& c
     }
     const bool has_a = i < old_n;
     if (!has_a && heap.empty()) break;
+    if (++since_check >= check_every && new_pending == 0 && max_settled < i) {
+      since_check = 0;
+      if (shifted_rest(i, shift)) {
+        shifted = true;
+        break;
+      }
+      check_every = std::min(2 * check_every, 1 << 20);
+    }
     if (!heap.empty()) {
       const DeltaItem& top = heap.front();
       const int32_t c = has_a ? prev_order[i] : -1;
@@ -464,39 +477,31 @@ void DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& c
       process(c, tm.ready[c]);
       continue;
     }
-    tm.res_prev[c] = last[r];
     free[r] = tm.end[c];
-    last[r] = c;
     tm.order.push_back(c);
-    if (dirty_pending == 0 && i > max_anomaly && ++since_check >= kSnapshotEvery) {
-      since_check = 0;
-      LoadResourceState(prev_order, i, &old_free, &old_last, true);
-      if (old_free == free) {
-        stopped = true;
-        break;
-      }
-    }
   }
-  if (stopped) tm.order.insert(tm.order.end(), prev_order.begin() + i, prev_order.end());
-
-  // 8. Memory: re-register the buffers whose interval may have moved.
-  for (int32_t t : relisted) mem_touched.push_back(t);
-  size_t buffers = 0;
-  for (int32_t t : mem_touched) {
-    if (mark[t] || !tg.alive[t] || tg.mem_bytes[t] == 0) continue;
-    mark[t] = 1;
-    mem_touched[buffers++] = t;
-  }
-  mem_touched.resize(buffers);
-  for (int32_t t : mem_touched) mark[t] = 0;
-  if (buffers * 16 > static_cast<size_t>(live_tasks)) {
-    RebuildMemory();  // cheaper than moving many events one by one
-  } else {
-    for (int32_t t : mem_touched) {
-      if (registered[t]) UnregisterBuffer(t);
-      RegisterBuffer(t);
+  if (shifted) {
+    // The unsettled tasks keep their previous order and times + shift: the dirty ones behind the cursor first
+    // (by previous position), merged with the clean ones from the cursor on.
+    std::vector<int32_t> behind;
+    for (int32_t x : dirty_list)
+      if (state[x] == kDirty) behind.push_back(x);
+    std::sort(behind.begin(), behind.end(), [&](int32_t a, int32_t b) { return pos[a] < pos[b]; });
+    behind.erase(std::unique(behind.begin(), behind.end()), behind.end());
+    size_t b = 0;
+    auto take = [&](int32_t x) {
+      tm.ready[x] += shift;
+      tm.start[x] += shift;
+      tm.end[x] += shift;
+      tm.order.push_back(x);
+    };
+    for (int32_t k = i; k < old_n; ++k) {
+      const int32_t x = prev_order[k];
+      if (!tg.alive[x] || state[x] == kDone) continue;
+      while (b < behind.size() && pos[behind[b]] < k) take(behind[b++]);
+      if (state[x] == kClean) take(x);
     }
-    for (int32_t d = 0; d < tg.num_devices; ++d) dynamic_peak[d] = memory[d].Peak();
+    while (b < behind.size()) take(behind[b++]);
   }
 
   for (int32_t t : touched) {
@@ -508,7 +513,8 @@ void DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& c
   // Garbage from replaced groups grows with every change; rebuild from scratch once it outweighs the live graph.
   if (tg.num_tasks() > 2 * live_tasks + 4096 ||
       tg.succ_pool.size() > 3 * static_cast<size_t>(live_tasks) + 16384)
-    FullRebuild();
+    return FullRebuild();
+  return Status::Ok();
 }
 
 DeltaSimulator::DeltaSimulator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -522,7 +528,7 @@ Expected<DeltaSimulator> DeltaSimulator::Create(const Graph& graph, const Topolo
   if (Status s = sim::CheckGraph(graph); !s) return s.error();
   if (Status s = sim::CheckStrategy(graph, topology, strategy); !s) return s.error();
   auto impl = std::make_unique<Impl>(graph, topology, std::move(strategy), std::move(cost), options);
-  impl->FullRebuild();
+  if (Status s = impl->FullRebuild(); !s) return s.error();
   return DeltaSimulator(std::move(impl));
 }
 
@@ -537,24 +543,23 @@ Status DeltaSimulator::SetConfigs(std::span<const std::pair<OpId, OpConfig>> cha
       return Error{"op id " + std::to_string(op) + " is not in graph '" + impl_->graph.name() + "'"};
     if (Status s = sim::CheckConfig(impl_->graph, impl_->topology, op, config); !s) return s;
   }
-  impl_->Apply(std::vector<std::pair<OpId, OpConfig>>(changes.begin(), changes.end()));
-  return Status::Ok();
+  return impl_->Apply(std::vector<std::pair<OpId, OpConfig>>(changes.begin(), changes.end()));
 }
 
 const Strategy& DeltaSimulator::strategy() const { return impl_->strategy; }
 
 double DeltaSimulator::step_time() const {
   const sim::TaskGraph& tg = impl_->run.tg;
-  double step = 0;
+  Time step = 0;
   for (int32_t r = 0; r < tg.num_resources; ++r)
     if (impl_->run.last_end[r] >= 0) step = std::max(step, impl_->run.last_end[r] + tg.resource_delay[r]);
-  return step;
+  return static_cast<double>(step) * sim::kSecondsPerTick;
 }
 
 SimResult DeltaSimulator::result() const {
   const Impl& m = *impl_;
   return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end, m.run.last_task,
-                       m.run.static_bytes, m.dynamic_peak, m.options);
+                       m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing), m.options);
 }
 
 int64_t DeltaSimulator::last_retimed_tasks() const { return impl_->retimed; }

@@ -42,42 +42,37 @@ void ReadyHeap::pop() {
   items_[i] = last;
 }
 
-double EndOf(double start, double duration) {
-  const double end = start + duration;
-  return end > start ? end : std::nextafter(start, std::numeric_limits<double>::infinity());
-}
-
 void Engine::Run(const TaskGraph& tg, Timing* timing) {
   const int32_t n = tg.num_tasks();
-  timing->ready.assign(static_cast<size_t>(n), 0.0);
+  timing->ready.assign(static_cast<size_t>(n), 0);
   timing->start.resize(static_cast<size_t>(n));
   timing->end.resize(static_cast<size_t>(n));
   timing->res_prev.resize(static_cast<size_t>(n));
   timing->order.clear();
   timing->order.reserve(static_cast<size_t>(n));
   pending_.assign(tg.pred_cnt.begin(), tg.pred_cnt.end());
-  free_.assign(static_cast<size_t>(tg.num_resources), 0.0);
+  free_.assign(static_cast<size_t>(tg.num_resources), 0);
   last_.assign(static_cast<size_t>(tg.num_resources), -1);
   heap_.clear();
   for (int32_t t = 0; t < n; ++t)
-    if (pending_[t] == 0 && tg.alive[t]) heap_.push({0.0, tg.key[t], t});
+    if (pending_[t] == 0 && tg.alive[t]) heap_.push({0, tg.key[t], t});
 
-  double* ready = timing->ready.data();
+  Time* ready = timing->ready.data();
   const int32_t* succ_pool = tg.succ_pool.data();
   while (!heap_.empty()) {
     const HeapItem item = heap_.top();
     heap_.pop();
     const int32_t t = item.task;
     const int32_t r = tg.resource[t];
-    const double start = std::max(item.ready, free_[r]);
-    const double end = EndOf(start, tg.duration[t]);
+    const Time start = std::max(item.ready, free_[r]);
+    const Time end = start + tg.duration[t];
     timing->start[t] = start;
     timing->end[t] = end;
     timing->res_prev[t] = last_[r];
     free_[r] = end;
     last_[r] = t;
     timing->order.push_back(t);
-    const double arrive = end + tg.resource_delay[r];
+    const Time arrive = end + tg.resource_delay[r];
     const int32_t* s = succ_pool + tg.succ_off[t];
     const int32_t* s_end = s + tg.succ_cnt[t];
     for (; s != s_end; ++s) {
@@ -88,8 +83,8 @@ void Engine::Run(const TaskGraph& tg, Timing* timing) {
   }
 }
 
-double BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task) {
-  double free = timing.end[task];
+Time BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task) {
+  Time free = timing.end[task];
   const int32_t* s = tg.succ_pool.data() + tg.succ_off[task];
   for (int32_t k = 0; k < tg.succ_cnt[task]; ++k) free = std::max(free, timing.end[s[k]]);
   return free;
@@ -117,25 +112,7 @@ std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing
   std::vector<int64_t> peaks(static_cast<size_t>(d), 0);
   for (int32_t dev = 0; dev < d; ++dev) {
     one_.assign(events_.begin() + offsets_[2 * dev], events_.begin() + offsets_[2 * dev + 2]);
-    // Sort by a float-rounded key (4 passes instead of 8), then order runs of equal keys by the exact time.
-    RadixSort<4>(&one_, &scratch_, [](const Event& e) { return CoarseTimeKey(e.time); });
-    for (size_t i = 0; i < one_.size();) {
-      size_t j = i + 1;
-      const uint32_t k = CoarseTimeKey(one_[i].time);
-      while (j < one_.size() && CoarseTimeKey(one_[j].time) == k) ++j;
-      if (j - i > 32) {
-        std::stable_sort(one_.begin() + static_cast<std::ptrdiff_t>(i), one_.begin() + static_cast<std::ptrdiff_t>(j),
-                         [](const Event& a, const Event& b) { return a.time < b.time; });
-      } else {
-        for (size_t a = i + 1; a < j; ++a) {  // stable insertion sort
-          const Event e = one_[a];
-          size_t b = a;
-          for (; b > i && e.time < one_[b - 1].time; --b) one_[b] = one_[b - 1];
-          one_[b] = e;
-        }
-      }
-      i = j;
-    }
+    RadixSort(&one_, &scratch_, [](const Event& e) { return static_cast<uint64_t>(e.time); });
     int64_t cur = 0, peak = 0;
     for (const Event& e : one_) {
       cur += e.delta;
@@ -146,19 +123,26 @@ std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing
   return peaks;
 }
 
-int64_t ToFemtoseconds(double seconds) { return static_cast<int64_t>(seconds * 1e15 + 0.5); }
+Status CheckHorizon(const TaskTotals& totals) {
+  if (totals.horizon_seconds <= kMaxHorizonSeconds) return Status::Ok();
+  return Error{"the tasks of this step add up to " + std::to_string(totals.horizon_seconds) +
+               " s, more than the simulator's limit of " + std::to_string(kMaxHorizonSeconds) +
+               " s (check the graph's FLOPs and the machine's speeds)"};
+}
 
 void TaskTotals::Reset(int32_t num_resources) {
-  busy_fs.assign(static_cast<size_t>(num_resources), 0);
+  busy.assign(static_cast<size_t>(num_resources), 0);
   bytes.assign(static_cast<size_t>(num_resources), 0);
   count.assign(static_cast<size_t>(num_resources), 0);
   bytes_moved = 0;
   num_tasks = num_compute = fallbacks = 0;
+  horizon_seconds = 0;
 }
 
 void TaskTotals::Add(const TaskGraph& tg, int32_t t, int sign) {
   const int32_t r = tg.resource[t];
-  busy_fs[r] += sign * ToFemtoseconds(tg.duration[t]);
+  busy[r] += sign * tg.duration[t];
+  horizon_seconds += sign * static_cast<double>(tg.duration[t] + tg.resource_delay[r]) * kSecondsPerTick;
   bytes[r] += sign * tg.bytes[t];
   count[r] += sign;
   if (tg.first_hop[t]) bytes_moved += sign * tg.bytes[t];
@@ -183,17 +167,17 @@ void CriticalPath(const TaskGraph& tg, const Timing& timing, const std::vector<i
                   SimResult* result) {
   // The last task to finish is the last one on some resource (ends increase along a resource).
   int32_t t = -1;
-  double best = -1;
+  Time best = -1;
   for (int32_t x : last_task) {
     if (x < 0) continue;
-    const double finish = timing.end[x] + tg.resource_delay[tg.resource[x]];
+    const Time finish = timing.end[x] + tg.resource_delay[tg.resource[x]];
     if (finish > best || (finish == best && tg.key[x] < tg.key[t])) {
       best = finish;
       t = x;
     }
   }
   std::vector<OpId> ops;
-  double compute = 0;
+  Time compute = 0;
   while (t >= 0) {
     if (tg.kind[t] == TaskKind::kCompute) {
       ops.push_back(tg.op[t]);
@@ -208,7 +192,7 @@ void CriticalPath(const TaskGraph& tg, const Timing& timing, const std::vector<i
     const int32_t* p = tg.pred_pool.data() + tg.pred_off[t];
     for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) {
       const int32_t x = p[k];
-      const double arrival = timing.end[x] + tg.resource_delay[tg.resource[x]];
+      const Time arrival = timing.end[x] + tg.resource_delay[tg.resource[x]];
       if (arrival == timing.ready[t] && (next < 0 || tg.key[x] < tg.key[next]))
         next = x;
     }
@@ -216,26 +200,26 @@ void CriticalPath(const TaskGraph& tg, const Timing& timing, const std::vector<i
   }
   std::reverse(ops.begin(), ops.end());
   result->critical_path = std::move(ops);
-  result->critical_compute_seconds = compute;
+  result->critical_compute_seconds = static_cast<double>(compute) * kSecondsPerTick;
 }
 
 }  // namespace
 
 SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& timing,
-                   const TaskTotals& totals, const std::vector<double>& last_end, const std::vector<int32_t>& last_task,
+                   const TaskTotals& totals, const std::vector<Time>& last_end, const std::vector<int32_t>& last_task,
                    const std::vector<int64_t>& static_bytes, const std::vector<int64_t>& dynamic_peak,
                    const SimOptions& options) {
   SimResult result;
-  double step = 0;
+  Time step = 0;
   for (int32_t r = 0; r < tg.num_resources; ++r)
     if (last_end[r] >= 0) step = std::max(step, last_end[r] + tg.resource_delay[r]);
-  result.step_time = step;
+  result.step_time = static_cast<double>(step) * kSecondsPerTick;
   const int32_t d = tg.num_devices;
   result.devices.resize(static_cast<size_t>(d));
   for (int32_t i = 0; i < d; ++i) {
     DeviceStats& s = result.devices[i];
-    s.busy_seconds = static_cast<double>(totals.busy_fs[i]) * 1e-15;
-    s.utilisation = step > 0 ? s.busy_seconds / step : 0.0;
+    s.busy_seconds = static_cast<double>(totals.busy[i]) * kSecondsPerTick;
+    s.utilisation = step > 0 ? static_cast<double>(totals.busy[i]) / static_cast<double>(step) : 0.0;
     s.static_bytes = static_bytes[i];
     s.peak_bytes = static_bytes[i] + dynamic_peak[i];
     s.overage_bytes = std::max<int64_t>(0, s.peak_bytes - topology.device(i).memory_bytes);
@@ -250,7 +234,7 @@ SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& 
   result.links.resize(static_cast<size_t>(tg.num_resources - d));
   for (int32_t l = 0; l < tg.num_resources - d; ++l) {
     LinkStats& s = result.links[l];
-    s.busy_seconds = static_cast<double>(totals.busy_fs[d + l]) * 1e-15;
+    s.busy_seconds = static_cast<double>(totals.busy[d + l]) * kSecondsPerTick;
     s.bytes = totals.bytes[d + l];
     s.num_tasks = totals.count[d + l];
   }
@@ -269,8 +253,8 @@ SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& 
       x.part = tg.part[t];
       x.resource = tg.resource[t];
       x.bytes = tg.bytes[t];
-      x.start = timing.start[t];
-      x.end = timing.end[t];
+      x.start = static_cast<double>(timing.start[t]) * kSecondsPerTick;
+      x.end = static_cast<double>(timing.end[t]) * kSecondsPerTick;
       result.timeline.push_back(x);
     }
   }

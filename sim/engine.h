@@ -1,14 +1,14 @@
 // The event loop and result assembly (internal to sim/). FlexFlow's algorithm: a task enters the ready heap when
 // all its predecessors have ended; the heap pops the smallest (ready time, key); start = max(ready, resource
-// free); end = start + duration (always > start); successors see end + the resource's latency.
+// free); end = start + duration (durations are at least one tick); successors see end + the resource's latency.
 #pragma once
 
-#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "core/graph.h"
+#include "core/status.h"
 #include "core/topology.h"
 #include "sim/simulator.h"
 #include "sim/task_graph.h"
@@ -17,14 +17,14 @@ namespace devplace::sim {
 
 // Per-task times and the order tasks were dequeued.
 struct Timing {
-  std::vector<double> ready, start, end;
+  std::vector<Time> ready, start, end;
   std::vector<int32_t> res_prev;  // the task that used the same resource just before (-1: none)
   std::vector<int32_t> order;     // alive tasks in dequeue order
 };
 
 // A heap entry.
 struct HeapItem {
-  double ready;
+  Time ready;
   uint64_t key;
   int32_t task;
 };
@@ -46,10 +46,6 @@ class ReadyHeap {
   std::vector<HeapItem> items_;
 };
 
-// The end of a task that starts at `start` and lasts `duration` (> 0): strictly after start even when the
-// duration is below the resolution of `start`.
-double EndOf(double start, double duration);
-
 // Runs the whole task graph (alive tasks only) and fills `timing` (sized to the task count).
 class Engine {
  public:
@@ -57,12 +53,12 @@ class Engine {
   // Bytes of scratch held between runs.
   int64_t memory_bytes() const {
     return static_cast<int64_t>(pending_.capacity() * sizeof(int32_t) + heap_.capacity() * sizeof(HeapItem) +
-                                free_.capacity() * sizeof(double) + last_.capacity() * sizeof(int32_t));
+                                free_.capacity() * sizeof(Time) + last_.capacity() * sizeof(int32_t));
   }
 
  private:
   std::vector<int32_t> pending_;
-  std::vector<double> free_;
+  std::vector<Time> free_;
   std::vector<int32_t> last_;
   ReadyHeap heap_;
 };
@@ -94,13 +90,8 @@ void RadixSort(std::vector<T>* items, std::vector<T>* scratch, Key key) {
   }
 }
 
-// Sort key of a non-negative time: its bit pattern orders like the number.
-inline uint64_t TimeKey(double t) { return std::bit_cast<uint64_t>(t); }
-// A 32-bit key ordered like the time but coarser (equal for times that round to the same float).
-inline uint32_t CoarseTimeKey(double t) { return std::bit_cast<uint32_t>(static_cast<float>(t)); }
-
 // Time a task's buffer is freed: the latest end among the task and its successors.
-double BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task);
+Time BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task);
 // Peak of the buffers alive at once on each device (frees before allocations at equal times). Keeps its buffers
 // between calls.
 class PeakScratch {
@@ -113,30 +104,33 @@ class PeakScratch {
 
  private:
   struct Event {
-    double time;
+    Time time;
     int64_t delta;
   };
   std::vector<Event> events_, one_, scratch_;
   std::vector<int32_t> offsets_;
 };
 
-// Aggregates that do not depend on timing: per-resource busy time (integer femtoseconds, so that sums are
-// exact and independent of order), bytes and task counts, bytes moved, fallbacks.
+// Aggregates that do not depend on timing: per-resource busy time, bytes and task counts, bytes moved,
+// fallbacks, and the horizon (total seconds of all tasks and their latencies, a bound on any time).
 struct TaskTotals {
-  std::vector<int64_t> busy_fs, bytes;
+  std::vector<Time> busy;
+  std::vector<int64_t> bytes;
   std::vector<int32_t> count;
   int64_t bytes_moved = 0;
   int32_t num_tasks = 0, num_compute = 0, fallbacks = 0;
+  double horizon_seconds = 0;
   // Adds (sign = +1) or removes (sign = -1) task t's contribution.
   void Add(const TaskGraph& tg, int32_t t, int sign);
   void Reset(int32_t num_resources);
 };
-int64_t ToFemtoseconds(double seconds);
+// Error when the horizon is too long to simulate in integer time.
+Status CheckHorizon(const TaskTotals& totals);
 
 // Builds the SimResult from the aggregates. `last_end[r]` is the end of the last task on resource r (or -1 when
 // the resource ran nothing) and `last_task[r]` that task; `dynamic_peak[d]` and `static_bytes[d]` are per device.
 SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& timing,
-                   const TaskTotals& totals, const std::vector<double>& last_end, const std::vector<int32_t>& last_task,
+                   const TaskTotals& totals, const std::vector<Time>& last_end, const std::vector<int32_t>& last_task,
                    const std::vector<int64_t>& static_bytes, const std::vector<int64_t>& dynamic_peak,
                    const SimOptions& options);
 

@@ -23,12 +23,12 @@ struct FullRun {
   TaskGraph tg;
   Timing timing;
   TaskTotals totals;
-  std::vector<double> last_end;       // per resource, -1 when unused
+  std::vector<Time> last_end;         // per resource, -1 when unused
   std::vector<int32_t> last_task;     // per resource, -1 when unused
   std::vector<int64_t> static_bytes;  // per device
 
-  // Builds and runs everything for `strategy`.
-  void Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, const Graph& graph);
+  // Builds and runs everything for `strategy`; an error when the step is too long to simulate (CheckHorizon).
+  Status Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, const Graph& graph);
 };
 
 }  // namespace devplace::sim

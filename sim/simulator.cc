@@ -60,19 +60,21 @@ Status CheckGraph(const Graph& graph) {
   return Status::Ok();
 }
 
-void FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, const Graph& graph) {
+Status FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, const Graph& graph) {
   builder.BuildAll(strategy, &tg);
-  engine.Run(tg, &timing);
   totals.Reset(tg.num_resources);
-  last_end.assign(static_cast<size_t>(tg.num_resources), -1.0);
+  for (int32_t t = 0; t < tg.num_tasks(); ++t) totals.Add(tg, t, +1);
+  if (Status s = CheckHorizon(totals); !s) return s;
+  engine.Run(tg, &timing);
+  last_end.assign(static_cast<size_t>(tg.num_resources), -1);
   last_task.assign(static_cast<size_t>(tg.num_resources), -1);
   for (int32_t t : timing.order) {
-    totals.Add(tg, t, +1);
     last_end[tg.resource[t]] = timing.end[t];
     last_task[tg.resource[t]] = t;
   }
   static_bytes.assign(static_cast<size_t>(tg.num_devices), 0);
   for (OpId o = 0; o < graph.num_ops(); ++o) builder.AddStaticMemory(o, strategy.configs[o], &static_bytes);
+  return Status::Ok();
 }
 
 }  // namespace sim
@@ -115,7 +117,7 @@ Expected<Simulator> Simulator::Create(const Graph& graph, const Topology& topolo
 Expected<SimResult> Simulator::Run(const Strategy& strategy) {
   Impl& m = *impl_;
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy); !s) return s.error();
-  m.run.Run(m.builder, m.engine, strategy, m.graph);
+  if (Status s = m.run.Run(m.builder, m.engine, strategy, m.graph); !s) return s.error();
   return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end, m.run.last_task,
                        m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing), m.options);
 }
@@ -124,11 +126,14 @@ Expected<double> Simulator::RunStepTime(const Strategy& strategy) {
   Impl& m = *impl_;
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy); !s) return s.error();
   m.builder.BuildAll(strategy, &m.run.tg);
+  m.run.totals.Reset(m.run.tg.num_resources);
+  for (int32_t t = 0; t < m.run.tg.num_tasks(); ++t) m.run.totals.Add(m.run.tg, t, +1);
+  if (Status s = sim::CheckHorizon(m.run.totals); !s) return s.error();
   m.engine.Run(m.run.tg, &m.run.timing);
-  double step = 0;
+  sim::Time step = 0;
   for (int32_t t : m.run.timing.order)
     step = std::max(step, m.run.timing.end[t] + m.run.tg.resource_delay[m.run.tg.resource[t]]);
-  return step;
+  return static_cast<double>(step) * sim::kSecondsPerTick;
 }
 
 namespace {

@@ -51,7 +51,7 @@ TaskBuilder::TaskBuilder(const Graph& graph, const Topology& topology, const Cos
   for (OpId o = 0; o < graph.num_ops(); ++o) param_bytes_[o] = ParamBytesOf(graph, o);
 }
 
-int32_t TaskBuilder::NewTask(TaskGraph* tg, int32_t group, int32_t resource, double duration, TaskKind kind,
+int32_t TaskBuilder::NewTask(TaskGraph* tg, int32_t group, int32_t resource, Time duration, TaskKind kind,
                              int32_t op, int32_t part) const {
   const int32_t id = tg->num_tasks();
   const uint32_t local = static_cast<uint32_t>(tg->group_task_count[group]++);
@@ -99,7 +99,7 @@ void TaskBuilder::AppendRoute(TaskGraph* tg, int32_t group, DeviceId src, Device
     for (int64_t h = 0; h < hops; ++h) {
       const Link& link = topology_.link(links[h]);
       const int32_t t = NewTask(tg, group, tg->num_devices + links[h],
-                                static_cast<double>(seg_bytes) / link.bandwidth, kind, op, part);
+                                ToTicks(static_cast<double>(seg_bytes) / link.bandwidth), kind, op, part);
       tg->bytes[t] = seg_bytes;
       tg->consumer[t] = consumer;
       if (h == 0) {
@@ -146,7 +146,7 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
   tg->out_begin[op] = static_cast<int32_t>(tg->out_tasks.size());
   if (parts == 1) {
     const PartCost c = cache_->Get(graph_, topology_, cost_, op, config.devices[0]);
-    const int32_t t = NewTask(tg, group, config.devices[0], c.seconds, TaskKind::kCompute, op, 0);
+    const int32_t t = NewTask(tg, group, config.devices[0], ToTicks(c.seconds), TaskKind::kCompute, op, 0);
     tg->fallback[t] = c.fallback;
     tg->mem_bytes[t] = OutputBytes(o);
     tg->mem_device[t] = config.devices[0];
@@ -165,7 +165,7 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
     const DeviceId device = config.devices[p];
     const PartCost c = cost_.Cost(work, topology_.device(device));
     DEVPLACE_CHECK(c.seconds > 0 && std::isfinite(c.seconds), "cost model returned a non-positive time");
-    const int32_t t = NewTask(tg, group, device, c.seconds, TaskKind::kCompute, op, p);
+    const int32_t t = NewTask(tg, group, device, ToTicks(c.seconds), TaskKind::kCompute, op, p);
     tg->fallback[t] = c.fallback;
     tg->mem_bytes[t] = Scale(OutputBytes(o), Volume(ComputedBox(o, config, p)), volume);
     tg->mem_device[t] = device;
@@ -323,9 +323,9 @@ void TaskBuilder::BuildAll(const Strategy& strategy, TaskGraph* tg) {
   tg->Clear();
   tg->num_devices = topology_.num_devices();
   tg->num_resources = topology_.num_devices() + topology_.num_links();
-  tg->resource_delay.assign(static_cast<size_t>(tg->num_resources), 0.0);
+  tg->resource_delay.assign(static_cast<size_t>(tg->num_resources), 0);
   for (LinkId l = 0; l < topology_.num_links(); ++l)
-    tg->resource_delay[tg->num_devices + l] = topology_.link(l).latency;
+    tg->resource_delay[tg->num_devices + l] = LatencyTicks(topology_.link(l).latency);
   tg->group_task_begin.assign(static_cast<size_t>(groups), 0);
   tg->group_task_count.assign(static_cast<size_t>(groups), 0);
   tg->group_dep_begin.assign(static_cast<size_t>(groups), 0);

@@ -16,16 +16,30 @@
 
 namespace devplace::sim {
 
+// Simulated time in integer picoseconds: sums are exact and associative, so a delta run that shifts part of a
+// schedule reproduces a full run bit for bit. (2^62 ps is about 53 days.)
+using Time = int64_t;
+inline constexpr double kSecondsPerTick = 1e-12;
+// Longest total of task times and latencies a simulation accepts (keeps every time far from overflow).
+inline constexpr double kMaxHorizonSeconds = 4e6;
+// Ticks of a task lasting `seconds`: rounded to the nearest tick, at least one (every task takes time).
+inline Time ToTicks(double seconds) {
+  const double ticks = seconds / kSecondsPerTick + 0.5;
+  if (!(ticks < 4.6e18)) return Time{1} << 62;  // absurd; the horizon check rejects it
+  return ticks < 1 ? 1 : static_cast<Time>(ticks);
+}
+inline Time LatencyTicks(double seconds) { return static_cast<Time>(seconds / kSecondsPerTick + 0.5); }
+
 enum class TaskKind : uint8_t { kCompute = 0, kTransfer = 1, kCollective = 2 };
 
 struct TaskGraph {
   int32_t num_devices = 0;
   int32_t num_resources = 0;            // devices, then one per link
-  std::vector<double> resource_delay;   // latency added after a task on the resource ends (links), 0 for devices
+  std::vector<Time> resource_delay;     // latency added after a task on the resource ends (links), 0 for devices
 
   // Per task.
   std::vector<int32_t> resource;
-  std::vector<double> duration;
+  std::vector<Time> duration;
   std::vector<uint64_t> key;
   std::vector<TaskKind> kind;
   std::vector<uint8_t> first_hop;       // 1 for the first hop of a transfer or collective step
@@ -87,7 +101,7 @@ class TaskBuilder {
   void AddStaticMemory(OpId op, const OpConfig& config, std::vector<int64_t>* per_device) const;
 
  private:
-  int32_t NewTask(TaskGraph* tg, int32_t group, int32_t resource, double duration, TaskKind kind, int32_t op,
+  int32_t NewTask(TaskGraph* tg, int32_t group, int32_t resource, Time duration, TaskKind kind, int32_t op,
                   int32_t part) const;
   // Appends the hop tasks of one transfer of `bytes` from device `src` to `dst` (segments when multi-hop);
   // returns the first-hop and last-hop task ids of each segment.
