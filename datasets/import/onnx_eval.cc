@@ -15,13 +15,21 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
+// Number of elements, or -1 when an extent is negative or the product of the non-zero extents exceeds
+// kMaxFoldElements (so that no partial product of the extents can overflow).
 int64_t Count(const Shape& shape) {
-  int64_t n = 1;
+  int64_t nonzero = 1;
+  bool empty = false;
   for (int64_t d : shape) {
-    if (d < 0 || (d != 0 && n > kMaxFoldElements / d)) return -1;
-    n *= d;
+    if (d < 0) return -1;
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (nonzero > kMaxFoldElements / d) return -1;
+    nonzero *= d;
   }
-  return n;
+  return empty ? 0 : nonzero;
 }
 
 // Row-major strides.
@@ -538,7 +546,7 @@ bool EvaluateNode(const onnx::NodeProto& node, const ValueMap& values, const Inf
   } else {
     return false;
   }
-  if (node.output_size() != 1 || r.size() > kMaxFoldElements) return false;
+  if (node.output_size() != 1 || Count(r.shape) != r.size()) return false;
   outputs->assign(1, std::move(r));
   return true;
 }

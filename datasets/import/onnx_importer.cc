@@ -341,8 +341,8 @@ Expected<Graph> GraphAssembler::Build(std::vector<std::string>* warnings) {
       FoldNode(node);
       continue;
     }
-    if (IsAlias(node)) {
-      if (node.output_size() > 0 && node.input_size() > 0) op_of_[node.output(0)] = op_of_.at(node.input(0));
+    if (IsAlias(node) && node.output_size() > 0 && node.input_size() > 0 && op_of_.count(node.input(0))) {
+      op_of_[node.output(0)] = op_of_.at(node.input(0));
       continue;
     }
     NodeView view;

@@ -11,15 +11,21 @@ namespace {
 
 using onnx::TensorProto_DataType;
 
-// Product of non-negative extents, or -1 when one is negative or the product exceeds `limit`.
+// Product of non-negative extents, or -1 when one is negative or the product of the non-zero extents exceeds
+// `limit` (so that no partial product of the extents can overflow, even in an empty tensor).
 int64_t CheckedCount(const std::vector<int64_t>& dims, int64_t limit) {
-  int64_t n = 1;
+  int64_t nonzero = 1;
+  bool empty = false;
   for (int64_t d : dims) {
     if (d < 0) return -1;
-    if (d != 0 && n > limit / d) return -1;
-    n *= d;
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (nonzero > limit / d) return -1;
+    nonzero *= d;
   }
-  return n;
+  return empty ? 0 : nonzero;
 }
 
 template <class T>
@@ -130,7 +136,7 @@ Expected<bool> ReadTensor(const onnx::TensorProto& t, const std::string& source,
     if (held != count)
       return Error{where + ": holds " + std::to_string(held) + " values, dims need " + std::to_string(count)};
   }
-  if (count > kMaxFoldElements || bytes == 0) return false;
+  if (CheckedCount(dims, kMaxFoldElements) < 0 || bytes == 0) return false;  // too large to fold
   const bool integral = IsIntegralType(type);
   if (!integral && type != onnx::TensorProto_DataType_FLOAT && type != onnx::TensorProto_DataType_DOUBLE)
     return false;  // 16-bit floats: never needed for shapes
