@@ -11,7 +11,11 @@
 //   gradient all-reduce the simulator models). A group none of whose schemes fits a level (no dimension left
 //   that is large enough, or an op without partitionable dimensions) is kept whole on the lower half.
 // - The costs are estimated time (seconds) rather than bytes, priced with the cost model and the bandwidth and
-//   latency of the slowest device pair the level cuts; levels cut the slowest pairs first.
+//   latency of the transfers across the level's cut (layout conversions) or along the ring the simulator's
+//   collectives run on (reduce-scatter, gradient all-reduce), with the links they share. Which devices each level separates is
+//   chosen once per machine (TofuDeviceOrder) so that the rings and the cuts run over fast links.
+// - Each level is costed on its own (Tofu's recursion), with the sizes left by the levels before it; the DP does
+//   not model memory, so it optimises time only (the simulator still reports OOM).
 // - Non-chain coarsened graphs are solved exactly by a DP over a topological order whose state is the scheme of
 //   every group on the frontier; when the frontier's states exceed TofuOptions::max_states the DP keeps the
 //   cheapest ones (a beam) and is no longer exact.
@@ -23,6 +27,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agents/search.h"
@@ -78,6 +83,15 @@ struct TofuLevelSolution {
 std::optional<TofuLevelSolution> SolveTofuLevel(const TofuLevelProblem& problem, int64_t max_states,
                                                 const std::function<bool()>& stop = {});
 
+// The price of transfers that run at the same time on an idle machine: the largest route latency, and the
+// seconds per byte when each transfer moves one byte (the busiest link's summed 1/bandwidth).
+struct TofuTransferPrice {
+  double latency = 0.0;
+  double seconds_per_byte = 0.0;
+};
+TofuTransferPrice TofuConcurrentPrice(const Topology& topology,
+                                      std::span<const std::pair<DeviceId, DeviceId>> transfers);
+
 // The recursive-bisection planner: coarsens the graph into units, then, one level at a time, states the level's
 // labelling problem (NextLevel) and records the chosen schemes (Apply). ToStrategy turns the choices into
 // per-op configs. The problem's graph and topology must outlive the planner.
@@ -87,9 +101,10 @@ class TofuPlanner {
   TofuPlanner(const SearchProblem& problem, const TofuOptions& options);
 
   // Bisection levels: log2 of the number of devices used.
-  int32_t num_levels() const { return static_cast<int32_t>(level_bit_.size()); }
+  int32_t num_levels() const { return static_cast<int32_t>(level_price_.size()); }
   int32_t levels_applied() const { return static_cast<int32_t>(applied_); }
-  // The devices the strategy uses (ascending ids); device i of this list has bit l_bit(level) per level.
+  // The devices the strategy uses, in TofuDeviceOrder; level l halves this list by bit k-1-l of the index
+  // (k = num_levels()): level 0 separates the first half from the second.
   const std::vector<DeviceId>& devices() const { return used_; }
   int32_t num_units() const { return static_cast<int32_t>(units_.size()); }
   // Ops of unit u, in topological order. Units are numbered in topological order of their first op.
@@ -104,10 +119,11 @@ class TofuPlanner {
   Strategy ToStrategy() const;
 
  private:
-  double Seconds(int32_t level, double bytes) const;
+  double Seconds(int32_t level, double bytes) const;  // moving bytes across the level's cut
+  double RingStep(double bytes) const;                // one step of a ring collective
   int32_t DimFor(OpId op, int32_t scheme) const;
   bool Feasible(OpId op, int32_t scheme) const;
-  double OpCost(int32_t level, OpId op, int32_t dim) const;
+  double OpCost(OpId op, int32_t dim) const;  // compute, reduce-scatter and gradient all-reduce
   double EdgeCost(int32_t level, int32_t edge, int32_t src_dim, int32_t dst_dim) const;
   void Coarsen();
 
@@ -118,9 +134,8 @@ class TofuPlanner {
   OpGroups groups_;
   std::vector<DeviceId> used_;
   DeviceId compute_device_ = 0;          // the slowest used device, which prices compute
-  std::vector<int32_t> level_bit_;       // device-index bit each level splits
-  std::vector<double> level_latency_;    // per level: latency of the slowest pair across the cut
-  std::vector<double> level_inv_bw_;     // per level: seconds per byte of the slowest pair across the cut
+  std::vector<TofuTransferPrice> level_price_;  // per level: all pairs across its cut exchanging at once
+  TofuTransferPrice ring_price_;                 // one step of a ring collective through devices()
   std::vector<std::vector<OpId>> units_;
   std::vector<int32_t> unit_of_op_;
   std::vector<uint32_t> unit_mask_;               // per unit: bit a = split axis a, bit 12 = reduce
@@ -135,6 +150,14 @@ class TofuPlanner {
   std::vector<std::vector<int32_t>> level_dims_;  // per op: the dim split at each applied level, -1 = kept
   size_t applied_ = 0;
 };
+
+// The order in which the bisection uses `devices` (a power of two of them): the k-bit index of a device in the
+// order names its half at every level (the most significant bit at the first level). An op split along one
+// dimension into all parts runs part p on order[p], and the simulator's rings (gradient all-reduce,
+// reduce-scatter) visit its parts in that order; so the order minimises the price (TofuConcurrentPrice, per
+// byte) of one step of the ring through it, then the sum over levels of the price of every pair the level
+// separates exchanging at once (exhaustively up to 8 devices, by pairwise swaps beyond). Deterministic.
+std::vector<DeviceId> TofuDeviceOrder(const Topology& topology, std::vector<DeviceId> devices);
 
 // Tofu's DP as a search algorithm ("tofu-dp"). Deterministic (the seed is unused). It runs no simulation
 // while searching; it simulates its final strategy once to report the step time, unless the budget is already

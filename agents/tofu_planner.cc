@@ -90,41 +90,22 @@ TofuPlanner::TofuPlanner(const SearchProblem& problem, const TofuOptions& option
   std::stable_sort(by_speed.begin(), by_speed.end(), [&](DeviceId a, DeviceId b) {
     return topology_.device(a).peak_flops_f32 > topology_.device(b).peak_flops_f32;
   });
-  used_.assign(by_speed.begin(), by_speed.begin() + count);
-  std::sort(used_.begin(), used_.end());
+  used_ = TofuDeviceOrder(topology_, std::vector<DeviceId>(by_speed.begin(), by_speed.begin() + count));
   compute_device_ = used_[0];
   for (DeviceId d : used_)
     if (topology_.device(d).peak_flops_f32 < topology_.device(compute_device_).peak_flops_f32) compute_device_ = d;
 
-  // Levels: one per bit of the index into used_, the slowest cut first (ties: the higher bit).
-  constexpr double kProbe = 1 << 20;
-  std::vector<int32_t> bits;
-  std::vector<double> latency, inv_bw;
-  for (int32_t bit = 0; (1 << bit) < count; ++bit) {
-    double lat = 0.0, inv = 0.0;
-    for (int32_t i = 0; i < count; ++i) {
-      const DeviceId a = used_[i], b = used_[i ^ (1 << bit)];
-      const double t0 = topology_.transfer_time_estimate(a, b, 0);
-      const double t1 = topology_.transfer_time_estimate(a, b, static_cast<int64_t>(kProbe));
-      lat = std::max(lat, t0);
-      inv = std::max(inv, (t1 - t0) / kProbe);
-    }
-    bits.push_back(bit);
-    latency.push_back(lat);
-    inv_bw.push_back(inv);
+  // Level l cuts bit k-1-l of the index into used_: every pair it separates exchanges at once.
+  std::vector<std::pair<DeviceId, DeviceId>> transfers;
+  for (int32_t bit = count / 2; bit >= 1; bit /= 2) {
+    transfers.clear();
+    for (int32_t i = 0; i < count; ++i) transfers.push_back({used_[i], used_[i ^ bit]});
+    level_price_.push_back(TofuConcurrentPrice(topology_, transfers));
   }
-  std::vector<size_t> order(bits.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    if (inv_bw[x] != inv_bw[y]) return inv_bw[x] > inv_bw[y];
-    if (latency[x] != latency[y]) return latency[x] > latency[y];
-    return bits[x] > bits[y];
-  });
-  for (size_t k : order) {
-    level_bit_.push_back(bits[k]);
-    level_latency_.push_back(latency[k]);
-    level_inv_bw_.push_back(inv_bw[k]);
-  }
+  // Ring collectives run along used_: one step sends from every device to the next at once.
+  transfers.clear();
+  for (int32_t i = 0; count > 1 && i < count; ++i) transfers.push_back({used_[i], used_[(i + 1) % count]});
+  ring_price_ = TofuConcurrentPrice(topology_, transfers);
 
   const int32_t n = graph_.num_ops();
   param_bytes_.assign(static_cast<size_t>(n), 0);
@@ -218,7 +199,11 @@ void TofuPlanner::Coarsen() {
 }
 
 double TofuPlanner::Seconds(int32_t level, double bytes) const {
-  return bytes <= 0 ? 0.0 : level_latency_[level] + bytes * level_inv_bw_[level];
+  return bytes <= 0 ? 0.0 : level_price_[level].latency + bytes * level_price_[level].seconds_per_byte;
+}
+
+double TofuPlanner::RingStep(double bytes) const {
+  return bytes <= 0 ? 0.0 : ring_price_.latency + bytes * ring_price_.seconds_per_byte;
 }
 
 int32_t TofuPlanner::DimFor(OpId op, int32_t scheme) const {
@@ -240,7 +225,7 @@ bool TofuPlanner::Feasible(OpId op, int32_t scheme) const {
   return j >= 0 && graph_.op(op).dims[j].size >= 2 * static_cast<int64_t>(degrees_[op][j]);
 }
 
-double TofuPlanner::OpCost(int32_t level, OpId op, int32_t dim) const {
+double TofuPlanner::OpCost(OpId op, int32_t dim) const {
   const Op& o = graph_.op(op);
   OpConfig config;
   config.degrees = degrees_[op];
@@ -255,14 +240,14 @@ double TofuPlanner::OpCost(int32_t level, OpId op, int32_t dim) const {
     double bytes = static_cast<double>(OutputBytes(o));
     for (size_t j = 0; j < o.dims.size(); ++j)
       if (o.dims[j].output_axis >= 0) bytes /= degrees_[op][j];
-    seconds += Seconds(level, bytes / 2);
+    seconds += RingStep(bytes / 2);
   }
   if (o.role == OpRole::kBackward && param_bytes_[op] > 0 && !IsShardKind(d.kind)) {
     // Gradient all-reduce of the current weight shard between two replicas: two ring steps of half a shard.
     double shard = static_cast<double>(param_bytes_[op]);
     for (size_t j = 0; j < o.dims.size(); ++j)
       if (IsShardKind(o.dims[j].kind)) shard /= degrees_[op][j];
-    seconds += 2 * Seconds(level, shard / 2);
+    seconds += 2 * RingStep(shard / 2);
   }
   return seconds;
 }
@@ -318,11 +303,17 @@ double TofuPlanner::EdgeCost(int32_t level, int32_t edge, int32_t src_dim, int32
   } else if (need_axis != held_axis) {
     up = down = bytes / 4;
   }
+  if (weight_gradient) {
+    // Every part of the update op reads the whole gradient, each shard from one replica (the lowest when none
+    // is local): the update parts of a half that will sit below this level all read from one device.
+    up *= static_cast<double>(1 << (num_levels() - 1 - level));
+    down *= static_cast<double>(1 << (num_levels() - 1 - level));
+  }
   return Seconds(level, std::max(up, down));
 }
 
 TofuLevelProblem TofuPlanner::NextLevel() const {
-  DEVPLACE_CHECK(applied_ < level_bit_.size(), "all levels are applied");
+  DEVPLACE_CHECK(static_cast<int32_t>(applied_) < num_levels(), "all levels are applied");
   const int32_t level = static_cast<int32_t>(applied_);
   TofuLevelProblem problem;
   const int32_t num_units = this->num_units();
@@ -345,7 +336,7 @@ TofuLevelProblem TofuPlanner::NextLevel() const {
       for (size_t i = 0; i < schemes.size(); ++i) {
         const int32_t dim = DimFor(o, schemes[i]);
         double& c = op_cost[dim < 0 ? op_cost.size() - 1 : static_cast<size_t>(dim)];
-        if (std::isnan(c)) c = OpCost(level, o, dim);
+        if (std::isnan(c)) c = OpCost(o, dim);
         unary[i] += c;
       }
     }
@@ -374,7 +365,7 @@ TofuLevelProblem TofuPlanner::NextLevel() const {
 }
 
 void TofuPlanner::Apply(const TofuLevelProblem& level, std::span<const int32_t> choice) {
-  DEVPLACE_CHECK(applied_ < level_bit_.size(), "all levels are applied");
+  DEVPLACE_CHECK(static_cast<int32_t>(applied_) < num_levels(), "all levels are applied");
   DEVPLACE_CHECK(level.num_units() == num_units() && static_cast<int32_t>(choice.size()) == num_units(),
                  "one choice per unit");
   for (int32_t u = 0; u < num_units(); ++u) {
@@ -415,7 +406,7 @@ Strategy TofuPlanner::ToStrategy() const {
         if (j < 0) continue;
         const int32_t m = std::countr_zero(static_cast<uint32_t>(degrees[j]));
         const int32_t bit = (digit[j] >> (m - 1 - seen[j]++)) & 1;
-        index |= bit << level_bit_[l];
+        index |= bit << (num_levels() - 1 - static_cast<int32_t>(l));
       }
       devices[p] = used_[index];
     }

@@ -24,4 +24,14 @@ void RegisterTopoCommands(CLI::App& app, CommandContext& ctx);
 // `devplace search --algo A -g G -t T ... -o P.json`.
 void RegisterSearchCommand(CLI::App& app, CommandContext& ctx);
 
+// `devplace compare --suite S.yaml -o DIR`.
+void RegisterCompareCommand(CLI::App& app, CommandContext& ctx);
+
+// The executor (exec/): `devplace run -g G -t T -p P`, `devplace profile -g G -o C.json`,
+// `devplace calibrate -t T -o T-calibrated.yaml` and `devplace validate --suite V.yaml -o DIR`.
+void RegisterRunCommand(CLI::App& app, CommandContext& ctx);
+void RegisterProfileCommand(CLI::App& app, CommandContext& ctx);
+void RegisterCalibrateCommand(CLI::App& app, CommandContext& ctx);
+void RegisterValidateCommand(CLI::App& app, CommandContext& ctx);
+
 }  // namespace devplace::cli

@@ -17,6 +17,12 @@ int main(int argc, char** argv) {
   CLI::App* graph = devplace::cli::RegisterGraphCommands(app, ctx);
   devplace::cli::RegisterGraphGenCommands(*graph, ctx);
   devplace::cli::RegisterTopoCommands(app, ctx);
+  devplace::cli::RegisterSearchCommand(app, ctx);
+  devplace::cli::RegisterCompareCommand(app, ctx);
+  devplace::cli::RegisterRunCommand(app, ctx);
+  devplace::cli::RegisterProfileCommand(app, ctx);
+  devplace::cli::RegisterCalibrateCommand(app, ctx);
+  devplace::cli::RegisterValidateCommand(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

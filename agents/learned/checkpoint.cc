@@ -1,0 +1,89 @@
+#include "agents/learned/checkpoint.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "core/atomic_file.h"
+
+namespace devplace {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Saves an archive to `path` via a temporary beside it and a rename.
+Status SaveArchiveAtomic(torch::serialize::OutputArchive& archive, const fs::path& path) {
+  const fs::path tmp = path.string() + ".tmp";
+  try {
+    archive.save_to(tmp.string());
+  } catch (const c10::Error& e) {
+    return Error{tmp.string() + ": cannot write: " + e.what_without_backtrace()};
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Error{path.string() + ": cannot rename: " + ec.message()};
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status SaveCheckpoint(const std::string& dir, PolicyNet& net, torch::optim::Optimizer* optimizer,
+                      CheckpointMeta meta) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Error{dir + ": cannot create directory: " + ec.message()};
+  const std::string suffix = std::to_string(meta.iteration) + ".pt";
+  meta.model_file = "model-" + suffix;
+  meta.optimizer_file = optimizer != nullptr ? "optim-" + suffix : "";
+  {
+    torch::serialize::OutputArchive archive;
+    net.module().save(archive);
+    if (Status s = SaveArchiveAtomic(archive, fs::path(dir) / meta.model_file); !s) return s;
+  }
+  if (optimizer != nullptr) {
+    torch::serialize::OutputArchive archive;
+    optimizer->save(archive);
+    if (Status s = SaveArchiveAtomic(archive, fs::path(dir) / meta.optimizer_file); !s) return s;
+  }
+  if (Status s = WriteFileAtomic((fs::path(dir) / "state.json").string(), CheckpointMetaToJson(meta)); !s) return s;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool ours = (name.rfind("model-", 0) == 0 || name.rfind("optim-", 0) == 0) && name.size() > 3 &&
+                      name.compare(name.size() - 3, 3, ".pt") == 0;
+    if (ours && name != meta.model_file && name != meta.optimizer_file) fs::remove(entry.path(), ec);
+  }
+  return Status::Ok();
+}
+
+Expected<CheckpointMeta> ReadCheckpointMeta(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "state.json").string();
+  Expected<std::string> text = ReadFile(path);
+  if (!text.ok()) return Error{text.error().message + " (is '" + dir + "' a checkpoint directory?)"};
+  return CheckpointMetaFromJson(*text, path);
+}
+
+Status LoadCheckpointTensors(const std::string& dir, const CheckpointMeta& meta, PolicyNet& net,
+                             torch::optim::Optimizer* optimizer) {
+  const std::string model = (fs::path(dir) / meta.model_file).string();
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(model);
+    net.module().load(archive);
+  } catch (const c10::Error& e) {
+    return Error{model + ": cannot load the policy parameters: " + e.what_without_backtrace()};
+  }
+  if (optimizer != nullptr) {
+    if (meta.optimizer_file.empty()) return Error{dir + "/state.json: optimizer_file: missing (cannot resume)"};
+    const std::string path = (fs::path(dir) / meta.optimizer_file).string();
+    try {
+      torch::serialize::InputArchive archive;
+      archive.load_from(path);
+      optimizer->load(archive);
+    } catch (const c10::Error& e) {
+      return Error{path + ": cannot load the optimizer state: " + e.what_without_backtrace()};
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace devplace

@@ -1,0 +1,26 @@
+// Training checkpoints: a directory with the policy parameters (model-<iteration>.pt), the optimizer state
+// (optim-<iteration>.pt, optional) and state.json (core/experiment_config.h CheckpointMeta) naming them. Files
+// are written to temporaries and renamed; state.json is renamed last, so a checkpoint is always whole.
+// Internal to devplace_learn.
+#pragma once
+
+#include <string>
+
+#include <torch/torch.h>
+
+#include "agents/learned/policy.h"
+#include "core/experiment_config.h"
+#include "core/status.h"
+
+namespace devplace {
+
+// Writes the checkpoint; meta's model_file/optimizer_file are set here. `optimizer` may be null (no optimizer
+// file). Files of older checkpoints in `dir` are removed afterwards.
+Status SaveCheckpoint(const std::string& dir, PolicyNet& net, torch::optim::Optimizer* optimizer, CheckpointMeta meta);
+// Reads dir/state.json.
+Expected<CheckpointMeta> ReadCheckpointMeta(const std::string& dir);
+// Loads the parameters (and, when `optimizer` is non-null, the optimizer state) named by `meta`.
+Status LoadCheckpointTensors(const std::string& dir, const CheckpointMeta& meta, PolicyNet& net,
+                             torch::optim::Optimizer* optimizer);
+
+}  // namespace devplace

@@ -1,0 +1,223 @@
+#include "agents/learned/learner.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "agents/learned/ppo.h"
+#include "core/check.h"
+
+namespace devplace {
+
+namespace {
+
+torch::Tensor DoubleTensor(const std::vector<double>& values) {
+  return torch::tensor(values, torch::kFloat64).to(torch::kFloat32);
+}
+
+// Fisher-Yates with our own generator (std::shuffle's algorithm differs between standard libraries).
+void Shuffle(std::vector<size_t>* order, std::mt19937_64& rng) {
+  for (size_t i = order->size(); i > 1; --i) std::swap((*order)[i - 1], (*order)[rng() % i]);
+}
+
+}  // namespace
+
+GameEntry MakeGameEntry(std::shared_ptr<const PlacementGame> game, std::string label) {
+  GameEntry e;
+  e.tensors = MakeGameTensors(*game);
+  e.game = std::move(game);
+  e.label = std::move(label);
+  return e;
+}
+
+PpoLearner::PpoLearner(PolicyNet* net, const PpoConfig& config, int64_t total_iterations)
+    : net_(net), config_(config), total_iterations_(std::max<int64_t>(1, total_iterations)) {
+  optimizer_ = std::make_unique<torch::optim::Adam>(net_->module().parameters(),
+                                                    torch::optim::AdamOptions(config.lr));
+}
+
+double PpoLearner::LearningRate(int64_t iteration) const {
+  const double progress =
+      total_iterations_ <= 1 ? 0.0 : std::min(1.0, static_cast<double>(iteration) / (total_iterations_ - 1));
+  return config_.lr + (config_.lr_final - config_.lr) * progress;
+}
+
+GameRollout PpoLearner::Collect(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng) {
+  DEVPLACE_CHECK(samples >= 1, "at least one episode");
+  DEVPLACE_CHECK(entry.game->kind() == (net_->is_transformer() ? MdpKind::kOneShot : MdpKind::kIterative),
+                 "policy and environment MDP differ");
+  return net_->is_transformer() ? CollectOneShot(entry, samples, greedy, rng)
+                                : CollectIterative(entry, samples, greedy, rng);
+}
+
+GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng) {
+  const PlacementGame& game = *entry.game;
+  const int64_t n = game.num_groups(), d = game.num_devices(), s_count = greedy ? 1 : samples;
+  torch::NoGradGuard no_grad;
+  OneShotOutput out = net_->transformer()->forward(entry.tensors);
+  torch::Tensor logits = out.logits.contiguous();
+  const float* lp = logits.data_ptr<float>();
+  GameRollout r;
+  r.entry = &entry;
+  r.actions = torch::empty({s_count, n}, torch::kInt64);
+  r.masks = torch::empty({s_count, n, d}, torch::kBool);
+  int64_t* act = r.actions.data_ptr<int64_t>();
+  bool* msk = r.masks.data_ptr<bool>();
+  std::vector<double> rewards;
+  for (int64_t s = 0; s < s_count; ++s) {
+    PlacementState state = game.NewInitialState(rng());
+    while (!state.IsTerminal()) {
+      const int64_t node = state.current_node();
+      const std::vector<uint8_t>& mask = state.LegalActionsMask();
+      for (int64_t k = 0; k < d; ++k) msk[(s * n + node) * d + k] = mask[k] != 0;
+      const int32_t a = ChooseDevice(lp + node * d, mask.data(), static_cast<int32_t>(d), greedy, UniformUnit(rng));
+      act[s * n + node] = a;
+      Status applied = state.ApplyAction(a);
+      DEVPLACE_CHECK(applied.ok(), applied.ok() ? "" : applied.error().message);
+    }
+    r.episodes.push_back({state.placement(), state.penalised_time(), state.step_time(), state.oom(), state.Return()});
+    rewards.push_back(state.Return());
+  }
+  r.evaluations = s_count;
+  r.old_logp = MaskedLogProbs(logits.unsqueeze(0).expand({s_count, n, d}), r.masks)
+                   .gather(2, r.actions.unsqueeze(2))
+                   .squeeze(2);
+  r.values.assign(s_count, out.value.item<double>());
+  GaeResult gae = ComputeGae(rewards, r.values, std::vector<uint8_t>(s_count, 1), 0.0, config_.gamma,
+                             config_.gae_lambda);
+  r.advantages = std::move(gae.advantages);
+  r.returns = std::move(gae.returns);
+  return r;
+}
+
+GameRollout PpoLearner::CollectIterative(const GameEntry& entry, int32_t samples, bool greedy,
+                                         std::mt19937_64& rng) {
+  const PlacementGame& game = *entry.game;
+  const int64_t n = game.num_groups(), d = game.num_devices(), s_count = greedy ? 1 : samples;
+  torch::NoGradGuard no_grad;
+  GameRollout r;
+  r.entry = &entry;
+  std::vector<PlacementState> states;
+  r.episodes.resize(s_count);
+  for (int64_t s = 0; s < s_count; ++s) {
+    states.push_back(game.NewInitialState(rng()));
+    r.episodes[s] = {states[s].placement(), states[s].penalised_time(), states[s].step_time(), states[s].oom(), 0.0};
+  }
+  r.evaluations = s_count;
+  const int64_t t_count = s_count * n;  // episode-major: index s * n + step
+  std::vector<Observation> observations(t_count);
+  r.masks = torch::empty({t_count, d}, torch::kBool);
+  r.actions = torch::empty({t_count}, torch::kInt64);
+  bool* msk = r.masks.data_ptr<bool>();
+  int64_t* act = r.actions.data_ptr<int64_t>();
+  torch::Tensor all_logits = torch::empty({t_count, d}, torch::kFloat32);
+  std::vector<double> rewards(t_count), values(t_count);
+  std::vector<uint8_t> dones(t_count, 0);
+  for (int64_t step = 0; step < n; ++step) {
+    std::vector<const Observation*> batch;
+    for (int64_t s = 0; s < s_count; ++s) {
+      states[s].FillObservation(&observations[s * n + step]);
+      batch.push_back(&observations[s * n + step]);
+    }
+    IterativeOutput out = net_->placeto()->forward(StackObservations(batch), entry.tensors.graph.src,
+                                                   entry.tensors.graph.dst);
+    torch::Tensor logits = out.logits.contiguous();
+    const float* lp = logits.data_ptr<float>();
+    for (int64_t s = 0; s < s_count; ++s) {
+      const int64_t t = s * n + step;
+      all_logits[t].copy_(logits[s]);
+      values[t] = out.values[s].item<double>();
+      const std::vector<uint8_t>& mask = states[s].LegalActionsMask();
+      for (int64_t k = 0; k < d; ++k) msk[t * d + k] = mask[k] != 0;
+      const int32_t a = ChooseDevice(lp + s * d, mask.data(), static_cast<int32_t>(d), greedy, UniformUnit(rng));
+      act[t] = a;
+      Status applied = states[s].ApplyAction(a);
+      DEVPLACE_CHECK(applied.ok(), applied.ok() ? "" : applied.error().message);
+      rewards[t] = states[s].last_reward();
+      dones[t] = states[s].IsTerminal() ? 1 : 0;
+      EpisodeResult& e = r.episodes[s];
+      e.episode_return = states[s].Return();
+      if (states[s].penalised_time() < e.penalised_time)
+        e = {states[s].placement(), states[s].penalised_time(), states[s].step_time(), states[s].oom(),
+             e.episode_return};
+    }
+    r.evaluations += s_count;
+  }
+  std::vector<const Observation*> all;
+  for (const Observation& o : observations) all.push_back(&o);
+  r.observations = StackObservations(all);
+  r.old_logp = MaskedLogProbs(all_logits, r.masks).gather(1, r.actions.unsqueeze(1)).squeeze(1);
+  GaeResult gae = ComputeGae(rewards, values, dones, 0.0, config_.gamma, config_.gae_lambda);
+  r.values = std::move(values);
+  r.advantages = std::move(gae.advantages);
+  r.returns = std::move(gae.returns);
+  return r;
+}
+
+PpoLoss PpoLearner::Loss(const GameRollout& r) {
+  torch::Tensor advantages = DoubleTensor(r.advantages), returns = DoubleTensor(r.returns);
+  if (net_->is_transformer()) {
+    OneShotOutput out = net_->transformer()->forward(r.entry->tensors);
+    const int64_t s = r.actions.size(0), n = r.actions.size(1), d = out.logits.size(1);
+    torch::Tensor logp_all = MaskedLogProbs(out.logits.unsqueeze(0).expand({s, n, d}), r.masks);
+    torch::Tensor new_logp = logp_all.gather(2, r.actions.unsqueeze(2)).squeeze(2);
+    torch::Tensor entropy = MaskedEntropy(logp_all);
+    return ComputePpoLoss(new_logp.reshape({-1}), r.old_logp.reshape({-1}),
+                          advantages.unsqueeze(1).expand({s, n}).reshape({-1}), entropy.reshape({-1}),
+                          out.value.expand({s}), returns, config_);
+  }
+  IterativeOutput out = net_->placeto()->forward(r.observations, r.entry->tensors.graph.src,
+                                                 r.entry->tensors.graph.dst);
+  torch::Tensor logp_all = MaskedLogProbs(out.logits, r.masks);
+  torch::Tensor new_logp = logp_all.gather(1, r.actions.unsqueeze(1)).squeeze(1);
+  return ComputePpoLoss(new_logp, r.old_logp, advantages, MaskedEntropy(logp_all), out.values, returns, config_);
+}
+
+UpdateStats PpoLearner::Update(std::vector<GameRollout>& rollouts, int64_t iteration, std::mt19937_64& rng) {
+  UpdateStats stats;
+  if (rollouts.empty()) return stats;
+  for (auto& group : optimizer_->param_groups())
+    static_cast<torch::optim::AdamOptions&>(group.options()).lr(LearningRate(iteration));
+  std::vector<double> all;
+  for (const GameRollout& r : rollouts) all.insert(all.end(), r.advantages.begin(), r.advantages.end());
+  NormaliseAdvantages(&all);
+  size_t next = 0;
+  for (GameRollout& r : rollouts)
+    for (double& a : r.advantages) a = all[next++];
+
+  std::vector<size_t> order(rollouts.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const size_t minibatches = std::min<size_t>(std::max(1, config_.minibatches), rollouts.size());
+  int64_t updates = 0;
+  for (int32_t epoch = 0; epoch < config_.epochs; ++epoch) {
+    Shuffle(&order, rng);
+    for (size_t m = 0; m < minibatches; ++m) {
+      const size_t begin = m * order.size() / minibatches, end = (m + 1) * order.size() / minibatches;
+      optimizer_->zero_grad();
+      const double weight = 1.0 / static_cast<double>(end - begin);
+      for (size_t i = begin; i < end; ++i) {
+        PpoLoss loss = Loss(rollouts[order[i]]);
+        (loss.total * weight).backward();
+        stats.policy_loss += loss.policy.item<double>() * weight;
+        stats.value_loss += loss.value.item<double>() * weight;
+        stats.entropy += loss.entropy.item<double>() * weight;
+        stats.clip_fraction += loss.clip_fraction * weight;
+        stats.approx_kl += loss.approx_kl * weight;
+      }
+      // max_grad_norm 0 disables clipping (the norm is still reported).
+      stats.grad_norm += torch::nn::utils::clip_grad_norm_(
+          net_->module().parameters(), config_.max_grad_norm > 0 ? config_.max_grad_norm : 1e30);
+      optimizer_->step();
+      ++updates;
+    }
+  }
+  const double scale = 1.0 / static_cast<double>(updates);
+  stats.policy_loss *= scale;
+  stats.value_loss *= scale;
+  stats.entropy *= scale;
+  stats.clip_fraction *= scale;
+  stats.approx_kl *= scale;
+  stats.grad_norm *= scale;
+  return stats;
+}
+
+}  // namespace devplace

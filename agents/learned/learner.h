@@ -1,0 +1,89 @@
+// PpoLearner: collects episodes of placement games with a PolicyNet and improves it with PPO (clipped surrogate,
+// GAE, value and entropy terms, minibatch epochs, gradient clipping, Adam with a linear learning-rate schedule).
+// Used by training (many games) and fine-tuning (one game). Internal to devplace_learn.
+//
+// One-shot MDP (TransformerPlacer): one forward pass gives logits for every group; an episode walks the groups
+// in order, reads the state's legal mask, picks a device from the masked distribution and applies it. Each
+// group's choice is one PPO token; an episode is one MDP step whose reward is -sqrt(T / T_ref), so GAE gives
+// every token of the episode the advantage R - V.
+// Iterative MDP (PlacetoPolicy): the episodes of one game run in lockstep, one batched forward per step; GAE
+// runs over each episode's per-step improvements.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "agents/learned/policy.h"
+#include "agents/learned/ppo.h"
+#include "core/experiment_config.h"
+#include "env/game.h"
+
+namespace devplace {
+
+// A game with its static tensors.
+struct GameEntry {
+  std::shared_ptr<const PlacementGame> game;
+  GameTensors tensors;
+  std::string label;
+};
+GameEntry MakeGameEntry(std::shared_ptr<const PlacementGame> game, std::string label);
+
+// The outcome of one episode.
+struct EpisodeResult {
+  std::vector<int32_t> placement;  // device per group: the final one (one-shot) or the best visited (iterative)
+  double penalised_time = 0.0;     // of `placement`
+  double step_time = 0.0;
+  bool oom = false;
+  double episode_return = 0.0;
+};
+
+// Episodes of one game plus what PPO needs to learn from them.
+struct GameRollout {
+  const GameEntry* entry = nullptr;
+  std::vector<EpisodeResult> episodes;
+  int64_t evaluations = 0;  // simulations the episodes ran
+  // Training data. One-shot: actions [S, N], masks [S, N, D], old_logp [S, N]; values/returns/advantages per
+  // episode. Iterative: observations of the S * N steps (episode-major), masks [T, D], actions/old_logp [T];
+  // values/returns/advantages per step.
+  torch::Tensor actions, masks, old_logp;
+  IterativeBatch observations;
+  std::vector<double> values, returns, advantages;
+};
+
+// Averages over the minibatch updates of one Update call.
+struct UpdateStats {
+  double policy_loss = 0.0, value_loss = 0.0, entropy = 0.0, clip_fraction = 0.0, approx_kl = 0.0;
+  double grad_norm = 0.0;
+};
+
+class PpoLearner {
+ public:
+  // `net` must outlive the learner. `total_iterations` sets the learning-rate schedule.
+  PpoLearner(PolicyNet* net, const PpoConfig& config, int64_t total_iterations);
+
+  // Runs `samples` episodes of `entry` (greedy: the most likely legal device everywhere, one episode suffices).
+  // Draws episode seeds and sampling uniforms from `rng`.
+  GameRollout Collect(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng);
+  // PPO epochs over `rollouts` (advantages normalised across them) at the learning rate of `iteration`.
+  UpdateStats Update(std::vector<GameRollout>& rollouts, int64_t iteration, std::mt19937_64& rng);
+
+  torch::optim::Adam& optimizer() { return *optimizer_; }
+  double LearningRate(int64_t iteration) const;
+
+ private:
+  GameRollout CollectOneShot(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng);
+  GameRollout CollectIterative(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng);
+  PpoLoss Loss(const GameRollout& rollout);
+
+  PolicyNet* net_;
+  PpoConfig config_;
+  int64_t total_iterations_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+};
+
+}  // namespace devplace

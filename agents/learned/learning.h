@@ -1,0 +1,112 @@
+// The public, LibTorch-free face of devplace_learn: train a placement policy from an experiment config, and
+// place graphs with a trained policy (zero-shot, or after fine-tuning within a budget of simulator
+// evaluations). Formats, the MDPs and the architecture are described in docs/learning.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/experiment_config.h"
+#include "core/graph.h"
+#include "core/status.h"
+#include "core/strategy.h"
+#include "core/topology.h"
+#include "sim/cost_model.h"
+#include "sim/simulator.h"
+
+namespace devplace {
+
+// One training iteration, as logged to RUN/log.csv (one row each).
+struct TrainIteration {
+  int64_t iteration = 0;             // 1-based
+  double mean_reward = 0.0;          // mean episode return of the iteration's episodes
+  double mean_relative_time = 0.0;   // geometric mean of T / T_ref over the iteration's episodes
+  double best_relative_time = 0.0;   // geometric mean over the training games sampled so far of their best T / T_ref
+  double entropy = 0.0;              // mean per-action policy entropy (nats)
+  double policy_loss = 0.0, value_loss = 0.0, clip_fraction = 0.0, approx_kl = 0.0;
+  double learning_rate = 0.0;
+  int64_t evaluations = 0;           // simulator evaluations so far (whole run)
+  double heldout_relative_time = 0.0;  // geometric mean of the zero-shot T / T_ref on the eval graphs; 0 when not
+                                       // evaluated this iteration
+  double wall_seconds = 0.0;         // training wall time so far (whole run)
+};
+
+// Header and row of RUN/log.csv.
+std::string TrainLogHeader();
+std::string TrainLogRow(const TrainIteration& it);
+
+struct TrainOptions {
+  std::string config_path;  // experiment YAML (ignored with resume: the checkpoint's copy is used)
+  std::string run_dir;      // created if missing; holds config.yaml, log.csv, ckpt/
+  bool resume = false;      // continue from run_dir/ckpt exactly where it stopped
+  std::function<void(const TrainIteration&)> on_iteration;  // may be empty
+  std::function<void(const std::string&)> on_message;       // setup messages (may be empty)
+  int64_t max_iterations = 0;  // > 0: stop after this many iterations of this call (the run can be resumed)
+};
+
+struct TrainSummary {
+  int64_t iterations = 0;        // completed, whole run
+  int64_t evaluations = 0;
+  std::string checkpoint_dir;    // run_dir/ckpt
+  std::string log_path;          // run_dir/log.csv
+  double heldout_relative_time = 0.0;  // last held-out evaluation (0 without eval graphs)
+};
+
+// Trains (or resumes) a policy; writes log.csv each iteration and checkpoints atomically (model and optimizer
+// files, then state.json naming them: a crash leaves the previous checkpoint intact). Errors name the file.
+Expected<TrainSummary> TrainPolicy(const TrainOptions& options);
+
+// Builds the graph an experiment names (family member, zoo model or file).
+Expected<Graph> BuildGraphSource(const GraphSource& source);
+
+// Placement with a trained policy.
+struct PlaceOptions {
+  int64_t finetune_evaluations = 0;  // > 0: fine-tune with PPO within this many simulator evaluations
+  double max_seconds = 0.0;          // > 0: also stop fine-tuning after this wall time
+  uint64_t seed = 0;                 // fine-tuning randomness
+  int32_t finetune_samples = 0;      // episodes per fine-tuning iteration (0: the experiment's samples_per_graph)
+  double finetune_lr = 0.0;          // (0: the experiment's ppo.lr_final)
+  // Called after each fine-tuning iteration with (evaluations used, best step time so far).
+  std::function<void(int64_t, double)> progress;
+};
+
+struct PlaceResult {
+  Strategy strategy;              // the best placement found (respects colocation groups)
+  double step_time = 0.0;         // simulated step time of `strategy`
+  bool oom = false;
+  double zero_shot_step_time = 0.0;
+  bool zero_shot_oom = false;
+  int64_t evaluations = 0;        // simulator evaluations used
+  double seconds = 0.0;
+  int32_t num_groups = 0;         // colocation groups placed
+};
+
+// A trained policy loaded from a checkpoint directory (RUN/ckpt or models/<name>). Not thread-safe.
+class LearnedPolicy {
+ public:
+  // Errors: missing or malformed state.json or parameter file (named).
+  static Expected<std::unique_ptr<LearnedPolicy>> Load(const std::string& checkpoint_dir);
+  ~LearnedPolicy();
+
+  // Places `graph` on `topology`: zero-shot (the most likely legal device for each group) and, when asked,
+  // fine-tunes a copy of the policy on this graph and returns the best placement seen. Errors: a topology with
+  // more devices than the policy addresses.
+  Expected<PlaceResult> Place(const Graph& graph, const Topology& topology, const CostModel& cost,
+                              const SimOptions& sim, const PlaceOptions& options);
+
+  const ExperimentConfig& experiment() const;
+  int64_t trained_iterations() const;
+
+ private:
+  struct Impl;
+  explicit LearnedPolicy(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The shipped general policy (models/general in the source tree).
+std::string DefaultPolicyDir();
+
+}  // namespace devplace

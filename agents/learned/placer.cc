@@ -1,0 +1,100 @@
+// LearnedPolicy: zero-shot placement and budgeted fine-tuning with a trained policy.
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "agents/learned/checkpoint.h"
+#include "agents/learned/learner.h"
+#include "agents/learned/learning.h"
+#include "agents/learned/setup.h"
+
+namespace devplace {
+
+struct LearnedPolicy::Impl {
+  ExperimentConfig experiment;
+  CheckpointMeta meta;
+  std::unique_ptr<PolicyNet> net;
+};
+
+LearnedPolicy::LearnedPolicy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LearnedPolicy::~LearnedPolicy() = default;
+
+const ExperimentConfig& LearnedPolicy::experiment() const { return impl_->experiment; }
+int64_t LearnedPolicy::trained_iterations() const { return impl_->meta.iteration; }
+
+std::string DefaultPolicyDir() { return DEVPLACE_MODELS_DIR "/general"; }
+
+Expected<std::unique_ptr<LearnedPolicy>> LearnedPolicy::Load(const std::string& checkpoint_dir) {
+  auto impl = std::make_unique<Impl>();
+  Expected<CheckpointMeta> meta = ReadCheckpointMeta(checkpoint_dir);
+  if (!meta) return meta.error();
+  impl->meta = std::move(meta).value();
+  Expected<ExperimentConfig> config =
+      ExperimentConfigFromYaml(impl->meta.config_yaml, checkpoint_dir + "/state.json:config_yaml", impl->meta.base_dir);
+  if (!config) return config.error();
+  impl->experiment = std::move(config).value();
+  impl->net = std::make_unique<PolicyNet>(impl->experiment.policy, impl->experiment.seed);
+  if (Status s = LoadCheckpointTensors(checkpoint_dir, impl->meta, *impl->net, nullptr); !s) return s.error();
+  return std::unique_ptr<LearnedPolicy>(new LearnedPolicy(std::move(impl)));
+}
+
+Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& topology, const CostModel& cost,
+                                           const SimOptions& sim, const PlaceOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  const ExperimentConfig& exp = impl_->experiment;
+  if (topology.num_devices() > exp.policy.max_devices)
+    return Error{"topology '" + topology.name() + "' has " + std::to_string(topology.num_devices()) +
+                 " devices; this policy places on at most " + std::to_string(exp.policy.max_devices)};
+  Expected<EnvConfig> env = EnvConfigFromExperiment(exp.env);
+  if (!env) return env.error();
+  env->sim = sim;
+  // Non-owning handles: the game lives only inside this call.
+  std::shared_ptr<const Graph> g(std::shared_ptr<const Graph>{}, &graph);
+  std::shared_ptr<const Topology> t(std::shared_ptr<const Topology>{}, &topology);
+  Expected<std::shared_ptr<const PlacementGame>> game = PlacementGame::Create(g, t, cost, *env);
+  if (!game) return game.error();
+  at::set_num_threads(exp.threads);
+  GameEntry entry = MakeGameEntry(std::move(game).value(), graph.name());
+
+  PlaceResult result;
+  result.num_groups = entry.game->num_groups();
+  std::mt19937_64 rng(options.seed);
+  EpisodeResult best;
+  {
+    PpoLearner zero_shot(impl_->net.get(), exp.ppo, 1);
+    GameRollout r = zero_shot.Collect(entry, 1, /*greedy=*/true, rng);
+    best = r.episodes[0];
+    result.evaluations += r.evaluations;
+    result.zero_shot_step_time = best.step_time;
+    result.zero_shot_oom = best.oom;
+  }
+  if (options.finetune_evaluations > 0) {
+    std::unique_ptr<PolicyNet> net = impl_->net->Clone();
+    PpoConfig ppo = exp.ppo;
+    ppo.lr = ppo.lr_final = options.finetune_lr > 0 ? options.finetune_lr : exp.ppo.lr_final;
+    const int32_t samples = options.finetune_samples > 0 ? options.finetune_samples : exp.ppo.samples_per_graph;
+    const int64_t per_episode = net->is_transformer() ? 1 : entry.game->num_groups() + 1;
+    PpoLearner learner(net.get(), ppo, 1);
+    for (int64_t iteration = 0;; ++iteration) {
+      const int64_t left = options.finetune_evaluations - result.evaluations;
+      const int64_t episodes = std::min<int64_t>(samples, left / per_episode);
+      if (episodes < 2) break;  // one episode gives no advantage signal
+      if (options.max_seconds > 0 && seconds() >= options.max_seconds) break;
+      std::vector<GameRollout> rollouts;
+      rollouts.push_back(learner.Collect(entry, static_cast<int32_t>(episodes), false, rng));
+      result.evaluations += rollouts[0].evaluations;
+      for (const EpisodeResult& e : rollouts[0].episodes)
+        if (e.penalised_time < best.penalised_time) best = e;
+      learner.Update(rollouts, iteration, rng);
+      if (options.progress) options.progress(result.evaluations, best.step_time);
+    }
+  }
+  result.strategy = entry.game->StrategyFromGroups(best.placement);
+  result.step_time = best.step_time;
+  result.oom = best.oom;
+  result.seconds = seconds();
+  return result;
+}
+
+}  // namespace devplace

@@ -1,0 +1,206 @@
+#include "agents/learned/policy.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "core/check.h"
+
+namespace devplace {
+
+namespace {
+
+// Extra scalar context of the FiLM layer: log-size of the graph and the machine's device count.
+constexpr int64_t kContextScalars = 2;
+
+torch::Tensor FloatTensor(const std::vector<float>& values, int64_t rows, int64_t cols) {
+  return torch::from_blob(const_cast<float*>(values.data()), {rows, cols}, torch::kFloat32).clone();
+}
+
+}  // namespace
+
+GameTensors MakeGameTensors(const PlacementGame& game) {
+  GameTensors t;
+  t.graph = MakeSageGraph(game.static_node_features(), game.num_groups(), kNodeFeatureDim, game.edge_src(),
+                          game.edge_dst());
+  t.device_x = FloatTensor(game.static_device_features(), game.num_devices(), kDeviceFeatureDim);
+  t.num_devices = game.num_devices();
+  return t;
+}
+
+XlLayerImpl::XlLayerImpl(int64_t hidden, int64_t heads, int64_t feedforward) {
+  norm1_ = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
+  norm2_ = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
+  attention_ = register_module(
+      "attention", torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(hidden, heads).dropout(0.0)));
+  ff1_ = register_module("ff1", torch::nn::Linear(hidden, feedforward));
+  ff2_ = register_module("ff2", torch::nn::Linear(feedforward, hidden));
+}
+
+torch::Tensor XlLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& memory) {
+  torch::Tensor q = norm1_(x);
+  torch::Tensor kv = memory.defined() ? torch::cat({norm1_(memory), q}, 0) : q;
+  torch::Tensor attended = std::get<0>(attention_->forward(q, kv, kv, /*key_padding_mask=*/{}, /*need_weights=*/false));
+  torch::Tensor h = x + attended;
+  return h + ff2_(torch::relu(ff1_(norm2_(h))));
+}
+
+TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : config_(config) {
+  const int64_t h = config.hidden;
+  sage_ = register_module("sage", GraphSage(kNodeFeatureDim, h, config.sage_layers));
+  film_ = register_module("film", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, 2 * h));
+  for (int32_t i = 0; i < config.transformer_layers; ++i)
+    layers_.push_back(register_module("xl" + std::to_string(i), XlLayer(h, config.heads, config.feedforward)));
+  out_norm_ = register_module("out_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({h})));
+  device_head_ = register_module("device_head", torch::nn::Linear(h, config.max_devices));
+  query_ = register_module("query", torch::nn::Linear(h, h));
+  device_key_ = register_module("device_key", torch::nn::Linear(kDeviceFeatureDim, h));
+  value1_ = register_module("value1", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, h));
+  value2_ = register_module("value2", torch::nn::Linear(h, 1));
+}
+
+OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
+  DEVPLACE_CHECK(game.num_devices <= config_.max_devices, "more devices than the policy addresses");
+  const int64_t n = game.graph.num_nodes();
+  torch::Tensor h = sage_(game.graph);  // [N, H]
+  torch::Tensor scalars = torch::tensor({static_cast<float>(std::log1p(static_cast<double>(n)) / 10.0),
+                                         static_cast<float>(game.num_devices) / config_.max_devices});
+  torch::Tensor context = torch::cat({h.mean(0), std::get<0>(h.max(0)), game.device_x.mean(0), scalars});
+  torch::Tensor film = film_(context);
+  torch::Tensor gamma = film.slice(0, 0, config_.hidden), beta = film.slice(0, config_.hidden);
+  h = h * (1 + gamma) + beta;
+
+  // Segment-level recurrence: each layer attends over (its input on the previous segment, this segment).
+  if (!layers_.empty()) {
+    std::vector<torch::Tensor> memory(layers_.size());
+    std::vector<torch::Tensor> outputs;
+    for (int64_t start = 0; start < n; start += config_.segment) {
+      torch::Tensor x = h.slice(0, start, std::min(n, start + config_.segment)).unsqueeze(1);  // [L, 1, H]
+      for (size_t l = 0; l < layers_.size(); ++l) {
+        torch::Tensor input = x;
+        x = layers_[l]->forward(x, memory[l]);
+        memory[l] = input.detach();
+      }
+      outputs.push_back(x.squeeze(1));
+    }
+    h = torch::cat(outputs, 0);
+  }
+  h = out_norm_(h);
+  torch::Tensor keys = device_key_(game.device_x);  // [D, H]
+  torch::Tensor logits = device_head_(h).slice(1, 0, game.num_devices) +
+                         torch::matmul(query_(h), keys.t()) / std::sqrt(static_cast<double>(config_.hidden));
+  torch::Tensor summary = torch::cat({h.mean(0), std::get<0>(h.max(0)), game.device_x.mean(0), scalars});
+  torch::Tensor value = value2_(torch::relu(value1_(summary))).squeeze(0);
+  return {logits, value};
+}
+
+IterativeBatch StackObservations(const std::vector<const Observation*>& observations) {
+  DEVPLACE_CHECK(!observations.empty(), "no observations");
+  const Observation& first = *observations.front();
+  const int64_t t = static_cast<int64_t>(observations.size()), n = first.num_nodes, d = first.num_devices;
+  IterativeBatch b;
+  b.node_x = torch::empty({t, n, kNodeFeatureDim}, torch::kFloat32);
+  b.placement = torch::empty({t, n}, torch::kInt64);
+  b.device_x = torch::empty({t, d, kDeviceFeatureDim}, torch::kFloat32);
+  b.current = torch::empty({t}, torch::kInt64);
+  float* nx = b.node_x.data_ptr<float>();
+  int64_t* pl = b.placement.data_ptr<int64_t>();
+  float* dx = b.device_x.data_ptr<float>();
+  int64_t* cur = b.current.data_ptr<int64_t>();
+  for (int64_t i = 0; i < t; ++i) {
+    const Observation& o = *observations[i];
+    DEVPLACE_CHECK(o.num_nodes == n && o.num_devices == d, "observations of different games");
+    std::copy(o.node_features.begin(), o.node_features.end(), nx + i * n * kNodeFeatureDim);
+    for (int64_t k = 0; k < n; ++k) pl[i * n + k] = o.placement[k];
+    std::copy(o.device_features.begin(), o.device_features.end(), dx + i * d * kDeviceFeatureDim);
+    cur[i] = o.current_node;
+  }
+  return b;
+}
+
+PlacetoPolicyImpl::PlacetoPolicyImpl(const PolicyConfig& config) : config_(config) {
+  const int64_t h = config.hidden;
+  sage_ = register_module("sage", GraphSage(kNodeFeatureDim + config.max_devices + 1, h, config.sage_layers));
+  hidden_ = register_module("hidden", torch::nn::Linear(2 * h, h));
+  device_head_ = register_module("device_head", torch::nn::Linear(h, config.max_devices));
+  query_ = register_module("query", torch::nn::Linear(h, h));
+  device_key_ = register_module("device_key", torch::nn::Linear(kDeviceFeatureDim, h));
+  value1_ = register_module("value1", torch::nn::Linear(2 * h, h));
+  value2_ = register_module("value2", torch::nn::Linear(h, 1));
+}
+
+IterativeOutput PlacetoPolicyImpl::forward(const IterativeBatch& batch, const torch::Tensor& edge_src,
+                                           const torch::Tensor& edge_dst) {
+  const int64_t t = batch.node_x.size(0), n = batch.node_x.size(1), d = batch.device_x.size(1);
+  DEVPLACE_CHECK(d <= config_.max_devices, "more devices than the policy addresses");
+  // Placement as a one-hot over max_devices plus an "unplaced" column.
+  torch::Tensor slot = torch::where(batch.placement < 0, torch::full_like(batch.placement, config_.max_devices),
+                                    batch.placement);
+  torch::Tensor onehot = torch::one_hot(slot, config_.max_devices + 1).to(torch::kFloat32);
+  torch::Tensor x = torch::cat({batch.node_x, onehot}, 2).reshape({t * n, -1});
+  torch::Tensor h = sage_(RepeatEdges(x, edge_src, edge_dst, t, n)).reshape({t, n, -1});
+  torch::Tensor current = h.gather(1, batch.current.view({t, 1, 1}).expand({t, 1, h.size(2)})).squeeze(1);
+  torch::Tensor both = torch::cat({current, h.mean(1)}, 1);  // [T, 2H]
+  torch::Tensor z = torch::relu(hidden_(both));
+  torch::Tensor keys = device_key_(batch.device_x);  // [T, D, H]
+  torch::Tensor logits = device_head_(z).slice(1, 0, d) +
+                         torch::bmm(keys, query_(z).unsqueeze(2)).squeeze(2) /
+                             std::sqrt(static_cast<double>(config_.hidden));
+  torch::Tensor values = value2_(torch::relu(value1_(both))).squeeze(1);
+  return {logits, values};
+}
+
+PolicyNet::PolicyNet(const PolicyConfig& config, uint64_t seed) : config_(config) {
+  std::mt19937_64 rng(seed);
+  if (is_transformer())
+    transformer_ = TransformerPlacer(config);
+  else
+    placeto_ = PlacetoPolicy(config);
+  InitParameters(module(), rng);
+}
+
+torch::nn::Module& PolicyNet::module() {
+  return is_transformer() ? static_cast<torch::nn::Module&>(*transformer_) : static_cast<torch::nn::Module&>(*placeto_);
+}
+
+std::unique_ptr<PolicyNet> PolicyNet::Clone() {
+  auto copy = std::make_unique<PolicyNet>(config_, 0);
+  torch::NoGradGuard no_grad;
+  auto from = module().named_parameters(true);
+  auto to = copy->module().named_parameters(true);
+  for (const auto& item : from) to[item.key()].copy_(item.value());
+  return copy;
+}
+
+torch::Tensor MaskedLogProbs(const torch::Tensor& logits, const torch::Tensor& mask) {
+  return torch::log_softmax(logits.masked_fill(mask.logical_not(), -1e9), -1);
+}
+
+torch::Tensor MaskedEntropy(const torch::Tensor& log_probs) { return -(log_probs.exp() * log_probs).sum(-1); }
+
+int32_t ChooseDevice(const float* logits, const uint8_t* mask, int32_t num_devices, bool greedy, double u) {
+  int32_t best = -1;
+  for (int32_t d = 0; d < num_devices; ++d)
+    if (mask[d] && (best < 0 || logits[d] > logits[best])) best = d;
+  DEVPLACE_CHECK(best >= 0, "no legal device");
+  if (greedy) return best;
+  double total = 0.0;
+  double weights[1024];
+  DEVPLACE_CHECK(num_devices <= 1024, "too many devices");
+  for (int32_t d = 0; d < num_devices; ++d) {
+    weights[d] = mask[d] ? std::exp(static_cast<double>(logits[d]) - logits[best]) : 0.0;
+    total += weights[d];
+  }
+  double target = u * total, cumulative = 0.0;
+  int32_t last = best;
+  for (int32_t d = 0; d < num_devices; ++d) {
+    if (!mask[d]) continue;
+    cumulative += weights[d];
+    last = d;
+    if (target < cumulative) return d;
+  }
+  return last;
+}
+
+}  // namespace devplace

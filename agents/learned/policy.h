@@ -1,0 +1,127 @@
+// The learned placement policies (LibTorch; internal to devplace_learn):
+// - TransformerPlacer (GDP-style, one-shot MDP): GraphSAGE embeddings of the colocation groups, a
+//   feature-conditioning (FiLM) layer driven by a graph/machine summary so one policy serves many graphs, a
+//   Transformer encoder run segment by segment with the previous segment's states as memory (Transformer-XL
+//   recurrence, so graphs far longer than a segment are placed), and per-group device logits (a learned
+//   per-device-index output plus a device-feature term); a value head on the pooled states.
+// - PlacetoPolicy (Placeto-style, iterative MDP): GraphSAGE over group features plus the current placement,
+//   logits for the current group from its embedding and the pooled graph embedding, and a value head.
+// Logits cover the topology's devices; masking (MaskedLogProbs) removes illegal ones.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/experiment_config.h"
+#include "env/game.h"
+#include "env/observation.h"
+#include "gnn/graphsage.h"
+
+namespace devplace {
+
+// The static tensors of a game: group features [N, kNodeFeatureDim], group edges, device features [D, Fd].
+struct GameTensors {
+  SageGraph graph;
+  torch::Tensor device_x;
+  int64_t num_devices = 0;
+};
+GameTensors MakeGameTensors(const PlacementGame& game);
+
+// Per-group logits [N, D] and the value of the initial state (scalar).
+struct OneShotOutput {
+  torch::Tensor logits;
+  torch::Tensor value;
+};
+
+class XlLayerImpl : public torch::nn::Module {
+ public:
+  XlLayerImpl(int64_t hidden, int64_t heads, int64_t feedforward);
+  // x [L, 1, H]; memory [M, 1, H] or undefined. Pre-norm attention over (memory, x), then a feed-forward block.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory);
+
+ private:
+  torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
+  torch::nn::MultiheadAttention attention_{nullptr};
+  torch::nn::Linear ff1_{nullptr}, ff2_{nullptr};
+};
+TORCH_MODULE(XlLayer);
+
+class TransformerPlacerImpl : public torch::nn::Module {
+ public:
+  explicit TransformerPlacerImpl(const PolicyConfig& config);
+  // Precondition: game.num_devices <= config.max_devices.
+  OneShotOutput forward(const GameTensors& game);
+
+ private:
+  PolicyConfig config_;
+  GraphSage sage_{nullptr};
+  torch::nn::Linear film_{nullptr};
+  std::vector<XlLayer> layers_;
+  torch::nn::LayerNorm out_norm_{nullptr};
+  torch::nn::Linear device_head_{nullptr}, query_{nullptr}, device_key_{nullptr};
+  torch::nn::Linear value1_{nullptr}, value2_{nullptr};
+};
+TORCH_MODULE(TransformerPlacer);
+
+// A batch of T iterative-MDP observations of one game.
+struct IterativeBatch {
+  torch::Tensor node_x;      // [T, N, kNodeFeatureDim] (dynamic columns included)
+  torch::Tensor placement;   // [T, N] int64, device per group
+  torch::Tensor device_x;    // [T, D, kDeviceFeatureDim]
+  torch::Tensor current;     // [T] int64, the group each observation moves
+};
+// Stacks observations (all of the same game).
+IterativeBatch StackObservations(const std::vector<const Observation*>& observations);
+
+// Logits [T, D] for the current groups and values [T].
+struct IterativeOutput {
+  torch::Tensor logits;
+  torch::Tensor values;
+};
+
+class PlacetoPolicyImpl : public torch::nn::Module {
+ public:
+  explicit PlacetoPolicyImpl(const PolicyConfig& config);
+  IterativeOutput forward(const IterativeBatch& batch, const torch::Tensor& edge_src, const torch::Tensor& edge_dst);
+
+ private:
+  PolicyConfig config_;
+  GraphSage sage_{nullptr};
+  torch::nn::Linear hidden_{nullptr}, device_head_{nullptr}, query_{nullptr}, device_key_{nullptr};
+  torch::nn::Linear value1_{nullptr}, value2_{nullptr};
+};
+TORCH_MODULE(PlacetoPolicy);
+
+// One of the two policies, chosen by config.kind, with deterministic initialisation from `seed`.
+class PolicyNet {
+ public:
+  PolicyNet(const PolicyConfig& config, uint64_t seed);
+  const PolicyConfig& config() const { return config_; }
+  bool is_transformer() const { return config_.kind == "transformer"; }
+  torch::nn::Module& module();
+  TransformerPlacer& transformer() { return transformer_; }
+  PlacetoPolicy& placeto() { return placeto_; }
+  // A deep copy (parameters copied, no shared storage).
+  std::unique_ptr<PolicyNet> Clone();
+
+ private:
+  PolicyConfig config_;
+  TransformerPlacer transformer_{nullptr};
+  PlacetoPolicy placeto_{nullptr};
+};
+
+// Log-probabilities [..., D] of `logits` restricted to `mask` (bool, same shape; true = legal). Illegal entries
+// get a log-probability of about -1e9 (probability exactly 0 after exp), so entropies stay finite.
+torch::Tensor MaskedLogProbs(const torch::Tensor& logits, const torch::Tensor& mask);
+// Entropy of each masked distribution: -sum p log p over the last dimension.
+torch::Tensor MaskedEntropy(const torch::Tensor& log_probs);
+
+// Picks a device for one group from its logits over `num_devices` devices and its legal mask (1 = legal, at
+// least one legal): sampled from the masked softmax with a uniform u in [0, 1), or the most likely legal device
+// (lowest id on ties) when `greedy`. Never returns an illegal device.
+int32_t ChooseDevice(const float* logits, const uint8_t* mask, int32_t num_devices, bool greedy, double u);
+
+}  // namespace devplace

@@ -1,0 +1,40 @@
+// FlexFlow's MCMC search (Jia, Zaharia, Aiken, "Beyond Data and Model Parallelism for Deep Neural Networks",
+// SysML 2019, section 6): Metropolis-Hastings over per-op configs, one colocation group changed per proposal,
+// each proposal priced by delta simulation.
+#pragma once
+
+#include "agents/search.h"
+
+namespace devplace {
+
+// Settings of the MCMC search.
+struct McmcOptions {
+  // Acceptance of a worse proposal: min(1, exp(beta * (cost(S) - cost(S*)) / cost(S0))), with costs relative to the
+  // initial strategy's cost S0 so that beta does not depend on the graph's scale (a 1% worse step is accepted
+  // with probability exp(-beta / 100)).
+  double beta = 200.0;
+  // Probability that a proposal splits the group data-parallel (sample dimension, where every member can be
+  // split) over a random set of devices, instead of moving it whole to one random device.
+  double partition_probability = 0.1;
+  // After this many proposals without a new best, the chain restarts from the best strategy found.
+  int64_t reset_interval = 2000;
+  // Evaluations used when the request sets no budget at all.
+  int64_t default_evaluations = 10000;
+  // Added to the cost of a strategy that runs out of memory, relative to the initial cost (OOM is allowed during
+  // the walk but never preferred to a strategy that fits).
+  double oom_penalty = 10.0;
+};
+
+// Starts from request.initial when given, otherwise from the human-expert strategy (whose evaluations count
+// against the budget). Never returns a strategy worse than its start.
+class McmcSearch : public SearchAlgorithm {
+ public:
+  explicit McmcSearch(McmcOptions options = {}) : options_(options) {}
+  std::string name() const override { return "mcmc"; }
+  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+
+ private:
+  McmcOptions options_;
+};
+
+}  // namespace devplace

@@ -1,0 +1,29 @@
+// Graph-partitioning baselines, as Placeto and GDP compare against: the graph of colocation groups (vertex
+// weight = compute time, edge weight = bytes exchanged) is cut into one part per device.
+#pragma once
+
+#include "agents/search.h"
+
+namespace devplace {
+
+// Scotch static mapping (Pellegrini; Debian's libscotch 7): the target architecture is built from the topology
+// (a complete graph of the devices, edge weights = time to move 1 MiB over the route, vertex weights = relative
+// device speed) and SCOTCH_graphMap maps the group graph onto it, minimising communication x distance under
+// load balance. Runs in a Scotch context of its own (deterministic option, RNG seeded from the search seed).
+// No simulations.
+class ScotchPlacer : public SearchAlgorithm {
+ public:
+  std::string name() const override { return "scotch"; }
+  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+};
+
+// METIS k-way partitioning (Karypis & Kumar; Debian's libmetis 5): METIS_PartGraphKway over the group graph
+// with target part weights proportional to device speed; part i goes to device i. Seeded through
+// METIS_OPTION_SEED. No simulations.
+class MetisPlacer : public SearchAlgorithm {
+ public:
+  std::string name() const override { return "metis"; }
+  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+};
+
+}  // namespace devplace

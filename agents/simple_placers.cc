@@ -1,0 +1,59 @@
+#include "agents/simple_placers.h"
+
+#include <limits>
+#include <random>
+
+#include "agents/group_graph.h"
+#include "agents/search_budget.h"
+#include "core/colocation.h"
+
+namespace devplace {
+
+Expected<SearchResult> SingleDevicePlacer::Search(const SearchProblem& problem, const SearchRequest& request) const {
+  BudgetTracker clock(request);
+  const Topology& t = *problem.topology;
+  DeviceId best = 0;
+  for (DeviceId d = 1; d < t.num_devices(); ++d)
+    if (t.device(d).peak_flops_f32 > t.device(best).peak_flops_f32) best = d;
+  return SearchResult{Strategy::AllOn(problem.graph->num_ops(), best), 0, clock.seconds()};
+}
+
+Expected<SearchResult> RoundRobinPlacer::Search(const SearchProblem& problem, const SearchRequest& request) const {
+  BudgetTracker clock(request);
+  OpGroups groups = ColocationGroups(*problem.graph);
+  std::vector<DeviceId> device_of_group(groups.num_groups());
+  for (int32_t g = 0; g < groups.num_groups(); ++g) device_of_group[g] = g % problem.topology->num_devices();
+  return SearchResult{PlacementFromGroups(groups, device_of_group), 0, clock.seconds()};
+}
+
+Expected<SearchResult> RandomPlacer::Search(const SearchProblem& problem, const SearchRequest& request) const {
+  BudgetTracker budget(request);
+  OpGroups groups = ColocationGroups(*problem.graph);
+  std::mt19937_64 rng(request.seed);
+  const auto devices = static_cast<uint64_t>(problem.topology->num_devices());
+  auto draw = [&]() {
+    std::vector<DeviceId> device_of_group(groups.num_groups());
+    for (DeviceId& d : device_of_group) d = static_cast<DeviceId>(rng() % devices);
+    return PlacementFromGroups(groups, device_of_group);
+  };
+  Strategy best = draw();
+  if (!budget.limited()) return SearchResult{std::move(best), 0, budget.seconds()};
+
+  double best_time = std::numeric_limits<double>::infinity();
+  for (bool first = true; first || !budget.exhausted(); first = false) {
+    Strategy candidate = first ? best : draw();
+    Expected<SimResult> sim = Simulate(*problem.graph, *problem.topology, candidate, problem.cost, problem.sim);
+    if (!sim.ok()) return sim.error();
+    // An OOM placement only wins when nothing that fits was found.
+    double score = sim->step_time + (sim->oom ? 1e6 : 0.0);
+    if (score < best_time) {
+      best_time = score;
+      best = std::move(candidate);
+    }
+    budget.RecordEvaluation(best_time);
+  }
+  budget.ReportFinal(best_time);
+  return SearchResult{std::move(best), budget.evaluations(), budget.seconds()};
+}
+
+}  // namespace devplace
