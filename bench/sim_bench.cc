@@ -12,7 +12,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
+#include <ctime>
 #include <random>
 #include <stdexcept>
 #include <unordered_map>
@@ -160,9 +160,19 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+// CPU time of the calling thread (robust to other processes sharing the machine).
+struct ThreadCpuClock {
+  using time_point = double;
+  static double now() {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+};
+
 void Delta(benchmark::State& state, bool random) {
-  using Clock = std::chrono::steady_clock;
-  auto seconds = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  using Clock = ThreadCpuClock;
+  auto seconds = [](double a, double b) { return b - a; };
   const Fixture& f = Get(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
   const int devices = f.topology.num_devices();
   const Strategy base = Placement(f.graph, devices, random, 7);

@@ -64,6 +64,7 @@ struct DeltaSimulator::Impl {
   std::vector<int32_t> pos;          // position of each task in run.timing.order
   std::vector<int32_t> res_next;     // the next task on the same resource in that order (-1: none)
   std::vector<int32_t> res_first;    // per resource, its first task (-1: none)
+  std::vector<int32_t> min_pred_at;  // per position: the earliest position of that task's predecessors (-1: none)
   std::vector<Time> snap_free;       // free time of each resource before position k * kSnapshotEvery
   std::vector<int32_t> snap_last;
 
@@ -120,6 +121,7 @@ void DeltaSimulator::Impl::Reindex(int32_t from) {
   const size_t snaps = static_cast<size_t>(n / kSnapshotEvery + 1);
   snap_free.resize(snaps * r);
   snap_last.resize(snaps * r);
+  min_pred_at.resize(static_cast<size_t>(n));
   std::vector<Time> free(static_cast<size_t>(r), 0);
   std::vector<int32_t> last(static_cast<size_t>(r), -1);
   if (first_snap > 0) {
@@ -138,6 +140,9 @@ void DeltaSimulator::Impl::Reindex(int32_t from) {
     const int32_t t = run.timing.order[i];
     const int32_t res = tg.resource[t];
     pos[t] = i;
+    int32_t earliest = tg.pred_cnt[t] == 0 ? -1 : i;
+    for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) earliest = std::min(earliest, pos[tg.pred_pool[tg.pred_off[t] + k]]);
+    min_pred_at[i] = earliest;
     run.timing.res_prev[t] = last[res];
     if (last[res] >= 0) res_next[last[res]] = t;
     else res_first[res] = t;
@@ -419,13 +424,10 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       if (u >= 0 && pos[x] > pos[u]) return false;
     }
     if (delta == 0) return true;  // clean tasks' predecessors are unchanged, so their ready times are too
-    for (int32_t k = i; k < old_n; ++k) {
-      const int32_t u = prev_order[k];
-      if (state[u] != kClean) continue;
-      bool boundary = tg.pred_cnt[u] == 0;
-      for (int32_t j = 0; j < tg.pred_cnt[u] && !boundary; ++j) boundary = settled(pred[tg.pred_off[u] + j], i);
-      if (boundary && !ready_matches(u, i, delta)) return false;
-    }
+    // Tasks from i on with a predecessor before i (or none): their ready time must move by delta too. (Every
+    // task from i on is clean or dirty here; dirty ones were checked above, checking them again is harmless.)
+    for (int32_t k = i; k < old_n; ++k)
+      if (min_pred_at[k] < i && !ready_matches(prev_order[k], i, delta)) return false;
     return true;
   };
 
