@@ -25,8 +25,10 @@ struct McmcOptions {
   double oom_penalty = 10.0;
 };
 
-// Starts from request.initial when given, otherwise from the human-expert strategy (whose evaluations count
-// against the budget). Never returns a strategy worse than its start.
+// Starts from request.initial when given, otherwise from the better of the human-expert and m-ETF strategies
+// (their evaluations count against the budget). Proposals are priced by delta simulation with memory checked
+// against per-device estimates (agents/op_estimates.h); a proposal that would become the best is checked with the
+// simulator's exact memory model. Never returns a strategy worse than its start.
 class McmcSearch : public SearchAlgorithm {
  public:
   explicit McmcSearch(McmcOptions options = {}) : options_(options) {}
