@@ -1,0 +1,96 @@
+// `devplace run -g G -t T -p P [--costs C] [--warmup N] [--repeats N] [--backend B] [--seed S] [--json]`: executes one
+// training step of a strategy for real (warm-ups, then timed repeats) and prints the measured step time next to
+// the simulated one.
+#include <cmath>
+#include <iostream>
+
+#include "apps/cli_util.h"
+#include "apps/commands.h"
+#include "apps/inputs.h"
+#include "exec/executor.h"
+#include "sim/simulator.h"
+
+namespace devplace::cli {
+
+void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
+  struct Options {
+    std::string graph, topology, strategy, costs, backend = "auto";
+    int32_t warmup = 2, repeats = 5;
+    uint64_t seed = 0;
+    bool json = false;
+  };
+  auto opts = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("run", "Execute a strategy for real and compare with the simulator");
+  cmd->add_option("-g,--graph", opts->graph, "Graph JSON file")->required();
+  cmd->add_option("-t,--topology", opts->topology, "Topology YAML file (cpu-local.yaml for this machine's cores)")
+      ->required();
+  cmd->add_option("-p,--strategy", opts->strategy, "Strategy JSON file (a plain placement)")->required();
+  cmd->add_option("--costs", opts->costs, "Profiled cost table for the simulation (default: analytic model)");
+  cmd->add_option("--warmup", opts->warmup, "Untimed steps first (default 2)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeats", opts->repeats, "Timed steps (default 5)")->check(CLI::PositiveNumber);
+  cmd->add_option("--backend", opts->backend, "auto, cpu or cuda (default auto)");
+  cmd->add_option("--seed", opts->seed, "Seed of the inputs and weights (default 0)");
+  cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
+  cmd->callback([opts, &ctx]() {
+    Graph graph = LoadGraph(opts->graph);
+    Topology topology = LoadTopology(opts->topology);
+    Strategy strategy = LoadStrategy(opts->strategy, graph, topology);
+    CostModel cost = LoadCostModel(opts->costs);
+    SimResult sim = Unwrap(Simulate(graph, topology, strategy, cost));
+    ExecOptions options;
+    options.warmup_steps = opts->warmup;
+    options.timed_steps = opts->repeats;
+    options.backend = opts->backend;
+    options.seed = opts->seed;
+    ExecResult run = Unwrap(ExecuteStrategy(graph, topology, strategy, options));
+    const double error = (sim.step_time - run.median_step) / run.median_step;
+    if (opts->json) {
+      nlohmann::json devices = nlohmann::json::array();
+      for (DeviceId d = 0; d < topology.num_devices(); ++d)
+        devices.push_back({{"name", topology.device(d).name},
+                           {"ops", run.device_ops[d]},
+                           {"busy_ms", run.device_busy_seconds[d] * 1e3},
+                           {"copy_ms", run.device_copy_seconds[d] * 1e3},
+                           {"simulated_busy_ms", sim.devices[d].busy_seconds * 1e3}});
+      std::vector<double> steps_ms;
+      for (double s : run.step_seconds) steps_ms.push_back(s * 1e3);
+      PrintJson({{"graph", graph.name()},
+                 {"topology", topology.name()},
+                 {"backend", run.backend.name},
+                 {"backend_note", run.backend.note},
+                 {"measured_ms", {{"median", run.median_step * 1e3}, {"min", run.min_step * 1e3},
+                                  {"max", run.max_step * 1e3}, {"spread", run.spread}, {"steps", steps_ms}}},
+                 {"simulated_ms", sim.step_time * 1e3},
+                 {"error_pct", error * 100},
+                 {"cost_model", cost.Describe()},
+                 {"cost_fallbacks", sim.cost_fallbacks},
+                 {"devices", devices},
+                 {"copies", run.num_copies},
+                 {"bytes_copied", run.bytes_copied},
+                 {"stand_in_ops", run.stand_in_ops},
+                 {"stand_in_types", run.stand_in_types}});
+    } else {
+      if (!run.backend.note.empty()) std::cerr << "devplace: " << run.backend.note << "\n";
+      std::cout << "executed " << graph.name() << " on " << topology.name() << " (" << run.backend.name
+                << " backend): step " << FormatSeconds(run.median_step) << " median (min "
+                << FormatSeconds(run.min_step) << ", max " << FormatSeconds(run.max_step) << ") over "
+                << run.step_seconds.size() << " steps after " << opts->warmup << " warm-ups\n";
+      for (DeviceId d = 0; d < topology.num_devices(); ++d)
+        std::cout << "  " << topology.device(d).name << ": " << run.device_ops[d] << " ops, busy "
+                  << FormatSeconds(run.device_busy_seconds[d]) << " (simulated "
+                  << FormatSeconds(sim.devices[d].busy_seconds) << "), copying out "
+                  << FormatSeconds(run.device_copy_seconds[d]) << "\n";
+      std::cout << "  " << run.num_copies << " tensors (" << FormatBytes(static_cast<double>(run.bytes_copied))
+                << ") copied between devices per step; " << run.stand_in_ops << " ops ran a stand-in kernel";
+      for (size_t i = 0; i < run.stand_in_types.size(); ++i)
+        std::cout << (i ? ", " : " (") << run.stand_in_types[i] << (i + 1 == run.stand_in_types.size() ? ")" : "");
+      std::cout << "\nsimulated: " << FormatSeconds(sim.step_time) << " (" << (error >= 0 ? "+" : "")
+                << std::round(error * 1000) / 10 << "% vs measured; " << cost.Describe() << ")\n";
+      if (sim.cost_fallbacks > 0)
+        std::cout << "  " << sim.cost_fallbacks << " ops had no profiled entry and were priced analytically\n";
+    }
+    ctx.exit_code = 0;
+  });
+}
+
+}  // namespace devplace::cli

@@ -1,0 +1,85 @@
+#include "core/validate_suite.h"
+
+#include <filesystem>
+
+#include "core/atomic_file.h"
+#include "core/json_reader.h"
+
+namespace devplace {
+
+namespace {
+
+std::string Resolve(const std::string& path, const std::string& suite_dir) {
+  std::filesystem::path p(path);
+  if (p.is_absolute() || std::filesystem::exists(p) || suite_dir.empty()) return path;
+  return (std::filesystem::path(suite_dir) / p).string();
+}
+
+}  // namespace
+
+Expected<ValidateSuite> ValidateSuiteFromYaml(const std::string& text, const std::string& source,
+                                              const std::string& suite_dir) {
+  return CatchInputErrors<ValidateSuite>([&]() {
+    nlohmann::json doc = ParseYamlAsJson(text, source);
+    JsonObject root(doc, source, "");
+    ValidateSuite suite;
+    suite.name = root.string("name");
+    suite.seed = static_cast<uint64_t>(root.integer_or("seed", 0, 0));
+    suite.topology = Resolve(root.string("topology"), suite_dir);
+    suite.calibrate = root.boolean_or("calibrate", true);
+    if (const nlohmann::json* exec = root.optional("exec")) {
+      JsonObject e(*exec, source, "exec");
+      suite.warmup_steps = static_cast<int32_t>(e.integer_or("warmup_steps", suite.warmup_steps, 0, 1000));
+      suite.timed_steps = static_cast<int32_t>(e.integer_or("timed_steps", suite.timed_steps, 1, 1000));
+      e.finish();
+    }
+    if (const nlohmann::json* profile = root.optional("profile")) {
+      JsonObject p(*profile, source, "profile");
+      suite.profile_warmup_runs = static_cast<int32_t>(p.integer_or("warmup_runs", suite.profile_warmup_runs, 0, 1000));
+      suite.profile_timed_runs = static_cast<int32_t>(p.integer_or("timed_runs", suite.profile_timed_runs, 1, 1000));
+      p.finish();
+    }
+    if (const nlohmann::json* budget = root.optional("budget")) {
+      JsonObject b(*budget, source, "budget");
+      suite.budget_evaluations = b.integer_or("evaluations", 0, 0);
+      suite.budget_seconds = b.number_or("seconds", 0.0, 0.0);
+      b.finish();
+    }
+    const nlohmann::json& models = RequireArray(root.required("models"), source, "models");
+    if (models.empty()) root.fail("models", "must not be empty");
+    for (size_t i = 0; i < models.size(); ++i) {
+      JsonObject m(models[i], source, "models[" + std::to_string(i) + "]");
+      SuiteModel model;
+      model.zoo = m.string_or("zoo", "");
+      model.batch = m.integer_or("batch", 0, 0);
+      model.family = m.string_or("family", "");
+      model.seed = static_cast<uint64_t>(m.integer_or("seed", 0, 0));
+      model.target_ops = static_cast<int32_t>(m.integer_or("target_ops", 0, 0, 10'000'000));
+      model.file = m.string_or("file", "");
+      if (!model.file.empty()) model.file = Resolve(model.file, suite_dir);
+      if (model.zoo.empty() + model.family.empty() + model.file.empty() != 2)
+        m.fail("zoo", "give exactly one of zoo, family or file");
+      m.finish();
+      suite.models.push_back(std::move(model));
+    }
+    if (const nlohmann::json* algorithms = root.optional("algorithms")) {
+      const nlohmann::json& list = RequireArray(*algorithms, source, "algorithms");
+      for (size_t i = 0; i < list.size(); ++i)
+        suite.algorithms.push_back(ReadString(list[i], source, "algorithms[" + std::to_string(i) + "]"));
+    }
+    suite.random_placements = static_cast<int32_t>(root.integer_or("random_placements", 0, 0, 10'000));
+    if (suite.algorithms.empty() && suite.random_placements == 0)
+      root.fail("algorithms", "give at least one algorithm or random_placements > 0");
+    root.finish();
+    suite.base_dir = suite_dir;
+    return suite;
+  });
+}
+
+Expected<ValidateSuite> ReadValidateSuite(const std::string& path) {
+  Expected<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.error();
+  return ValidateSuiteFromYaml(*text, path, std::filesystem::path(path).parent_path().string());
+}
+
+}  // namespace devplace

@@ -1,0 +1,37 @@
+// A validation suite (configs/suites/validate*.yaml): which models, machine and placement algorithms
+// `devplace validate` runs to compare the simulator's step times with the executor's measured ones.
+// Format in docs/executor.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/compare_suite.h"
+#include "core/status.h"
+
+namespace devplace {
+
+struct ValidateSuite {
+  std::string name;
+  uint64_t seed = 0;
+  std::string topology;              // topology YAML path (resolved like CompareSuite paths)
+  bool calibrate = true;             // measure links and devices first and simulate on the calibrated machine
+  int32_t warmup_steps = 2;          // executor: untimed and timed steps per strategy
+  int32_t timed_steps = 5;
+  int32_t profile_warmup_runs = 2;   // profiler: untimed and timed runs per op signature
+  int32_t profile_timed_runs = 7;
+  int64_t budget_evaluations = 0;    // per search (<= 0: the algorithm's default)
+  double budget_seconds = 0.0;
+  std::vector<SuiteModel> models;
+  std::vector<std::string> algorithms;  // placement algorithms (plain placements; see agents/search.h)
+  int32_t random_placements = 0;        // plus this many random placements per model (seeds seed, seed + 1, ...)
+  std::string base_dir;
+};
+
+// Reads a suite; errors read "<file>: <field>: <reason>", unknown keys are rejected.
+Expected<ValidateSuite> ReadValidateSuite(const std::string& path);
+Expected<ValidateSuite> ValidateSuiteFromYaml(const std::string& text, const std::string& source,
+                                              const std::string& suite_dir);
+
+}  // namespace devplace
