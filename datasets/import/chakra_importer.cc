@@ -3,7 +3,7 @@
 // every node to an op with its recorded runtime. The mapping is documented in docs/importers.md.
 #include <cctype>
 #include <cmath>
-#include <limits>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>

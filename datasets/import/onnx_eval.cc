@@ -4,7 +4,6 @@
 // Every operation checks its inputs and gives up (returns false) rather than guess.
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 
 #include "datasets/import/onnx_internal.h"

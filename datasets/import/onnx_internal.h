@@ -102,7 +102,6 @@ Expected<OpRule> MapNode(const NodeView& view, const std::string& source);
 
 // Attribute helpers (defaults when the attribute is absent or of another type).
 int64_t AttrInt(const onnx::NodeProto& node, const std::string& name, int64_t fallback);
-float AttrFloat(const onnx::NodeProto& node, const std::string& name, float fallback);
 std::string AttrString(const onnx::NodeProto& node, const std::string& name, const std::string& fallback);
 std::vector<int64_t> AttrInts(const onnx::NodeProto& node, const std::string& name);
 bool HasAttr(const onnx::NodeProto& node, const std::string& name);

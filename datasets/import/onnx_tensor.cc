@@ -230,11 +230,6 @@ int64_t AttrInt(const onnx::NodeProto& node, const std::string& name, int64_t fa
   return a && a->type() == onnx::AttributeProto_AttributeType_INT ? a->i() : fallback;
 }
 
-float AttrFloat(const onnx::NodeProto& node, const std::string& name, float fallback) {
-  const onnx::AttributeProto* a = FindAttr(node, name);
-  return a && a->type() == onnx::AttributeProto_AttributeType_FLOAT ? a->f() : fallback;
-}
-
 std::string AttrString(const onnx::NodeProto& node, const std::string& name, const std::string& fallback) {
   const onnx::AttributeProto* a = FindAttr(node, name);
   return a && a->type() == onnx::AttributeProto_AttributeType_STRING ? a->s() : fallback;
