@@ -7,6 +7,7 @@
 #include "agents/mcmc_search.h"
 #include "agents/partitioner_placers.h"
 #include "agents/simple_placers.h"
+#include "agents/tofu_dp.h"
 
 namespace devplace {
 
@@ -25,6 +26,7 @@ const std::vector<std::pair<std::string, Factory>>& Registry() {
       {"m-topo", [] { return std::make_unique<MTopoPlacer>(); }},
       {"m-etf", [] { return std::make_unique<MEtfPlacer>(); }},
       {"mcmc", [] { return std::make_unique<McmcSearch>(); }},
+      {"tofu-dp", [] { return std::make_unique<TofuDpSearch>(); }},
   };
   return registry;
 }

@@ -29,26 +29,40 @@ Expected<SearchResult> TofuDpSearch::Search(const SearchProblem& problem, const 
   std::function<bool()> out_of_time;
   if (max_seconds > 0) out_of_time = [&] { return budget.seconds() >= max_seconds; };
 
+  // candidates[j]: the strategy after j levels (j = 0: everything on one device).
   TofuPlanner planner(problem, options_);
+  std::vector<Strategy> candidates;
+  if (options_.try_fewer_levels) candidates.push_back(planner.ToStrategy());
   for (int32_t level = 0; level < planner.num_levels(); ++level) {
     const TofuLevelProblem next = planner.NextLevel();
     std::optional<TofuLevelSolution> solution;
     if (!out_of_time || !out_of_time()) solution = SolveTofuLevel(next, options_.max_states, out_of_time);
     planner.Apply(next, solution ? solution->choice : CheapestAlone(next));
+    if (options_.try_fewer_levels || level + 1 == planner.num_levels()) candidates.push_back(planner.ToStrategy());
   }
-  Strategy strategy = planner.ToStrategy();
-  const Status valid = ValidateStrategy(strategy, *problem.graph, *problem.topology);
-  DEVPLACE_CHECK(valid.ok(), "tofu-dp made an invalid strategy: " + (valid.ok() ? "" : valid.error().message));
+  if (candidates.empty()) candidates.push_back(planner.ToStrategy());  // no levels: one device
 
-  double step_time = 0.0;
-  if (!budget.exhausted()) {
-    Expected<SimResult> sim = Simulate(*problem.graph, *problem.topology, strategy, problem.cost, problem.sim);
+  // Simulate the candidates from the most split down, while the budget lasts; keep the fastest that fits in
+  // memory (ties: the more split), or the most split one when nothing was simulated.
+  size_t best = candidates.size() - 1;
+  double best_time = 0.0;
+  bool best_oom = true, any = false;
+  for (size_t j = candidates.size(); j-- > 0;) {
+    const Status valid = ValidateStrategy(candidates[j], *problem.graph, *problem.topology);
+    DEVPLACE_CHECK(valid.ok(), "tofu-dp made an invalid strategy: " + (valid.ok() ? "" : valid.error().message));
+    if (budget.exhausted()) break;
+    Expected<SimResult> sim = Simulate(*problem.graph, *problem.topology, candidates[j], problem.cost, problem.sim);
     if (!sim.ok()) return sim.error();
-    step_time = sim->step_time;
-    budget.RecordEvaluation(step_time);
+    if (!any || (best_oom && !sim->oom) || (best_oom == sim->oom && sim->step_time < best_time)) {
+      best = j;
+      best_time = sim->step_time;
+      best_oom = sim->oom;
+      any = true;
+    }
+    budget.RecordEvaluation(best_time);
   }
-  budget.ReportFinal(step_time);
-  return SearchResult{std::move(strategy), budget.evaluations(), budget.seconds()};
+  budget.ReportFinal(best_time);
+  return SearchResult{std::move(candidates[best]), budget.evaluations(), budget.seconds()};
 }
 
 }  // namespace devplace

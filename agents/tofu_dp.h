@@ -42,6 +42,9 @@ struct TofuOptions {
   bool merge_elementwise = true;  // an element-wise op with a single producer group joins that group
   // Largest number of frontier states the DP keeps per step (exact below it, a beam above it).
   int64_t max_states = 4096;
+  // Also simulate the strategies the bisection had after fewer levels (on 1, 2, 4, ... devices) and return the
+  // fastest: splitting everything across every device does not pay on slow networks.
+  bool try_fewer_levels = true;
 };
 
 // Scheme ids of one bisection level: a value >= 0 splits that axis of every member's output (each member uses
@@ -120,7 +123,6 @@ class TofuPlanner {
 
  private:
   double Seconds(int32_t level, double bytes) const;  // moving bytes across the level's cut
-  double RingStep(double bytes) const;                // one step of a ring collective
   int32_t DimFor(OpId op, int32_t scheme) const;
   bool Feasible(OpId op, int32_t scheme) const;
   double OpCost(OpId op, int32_t dim) const;  // compute, reduce-scatter and gradient all-reduce
@@ -159,10 +161,12 @@ class TofuPlanner {
 // separates exchanging at once (exhaustively up to 8 devices, by pairwise swaps beyond). Deterministic.
 std::vector<DeviceId> TofuDeviceOrder(const Topology& topology, std::vector<DeviceId> devices);
 
-// Tofu's DP as a search algorithm ("tofu-dp"). Deterministic (the seed is unused). It runs no simulation
-// while searching; it simulates its final strategy once to report the step time, unless the budget is already
-// spent. With budget.max_seconds set, a level whose DP cannot finish in time takes each unit's cheapest scheme
-// on its own instead.
+// Tofu's DP as a search algorithm ("tofu-dp"). Deterministic (the seed is unused). The DP itself runs no
+// simulation. Afterwards it simulates, from the most split down and while the budget lasts, the strategy after
+// all levels and (with try_fewer_levels) after fewer levels, and returns the fastest one that fits in memory
+// (ties go to the more split one); with no budget left it returns the strategy after all levels unsimulated.
+// With budget.max_seconds set, a level whose DP cannot finish in time takes each unit's cheapest scheme on its
+// own instead.
 class TofuDpSearch : public SearchAlgorithm {
  public:
   explicit TofuDpSearch(TofuOptions options = {}) : options_(options) {}

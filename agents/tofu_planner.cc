@@ -202,10 +202,6 @@ double TofuPlanner::Seconds(int32_t level, double bytes) const {
   return bytes <= 0 ? 0.0 : level_price_[level].latency + bytes * level_price_[level].seconds_per_byte;
 }
 
-double TofuPlanner::RingStep(double bytes) const {
-  return bytes <= 0 ? 0.0 : ring_price_.latency + bytes * ring_price_.seconds_per_byte;
-}
-
 int32_t TofuPlanner::DimFor(OpId op, int32_t scheme) const {
   const Op& o = graph_.op(op);
   if (scheme == kTofuKeep || o.dims.empty()) return -1;
@@ -235,19 +231,28 @@ double TofuPlanner::OpCost(OpId op, int32_t dim) const {
   double seconds = cost_.ComputeTime(graph_, op, config, 0, topology_.device(compute_device_));
   if (dim < 0) return seconds;
   const PartitionDim& d = o.dims[dim];
+  // A ring collective among r members runs r-1 steps sending (r-1)/r of a box per member (reduce-scatter), or
+  // 2(r-1) steps sending 2(r-1)/r (all-reduce); doubling r to 2r adds r steps and box/(2r), respectively 2r
+  // steps and box/r: that increment is this level's share.
   if (d.kind == DimKind::kReduction) {
-    // Reduce-scatter of the partial sums between the halves: each sends half of its (current) output box.
-    double bytes = static_cast<double>(OutputBytes(o));
-    for (size_t j = 0; j < o.dims.size(); ++j)
-      if (o.dims[j].output_axis >= 0) bytes /= degrees_[op][j];
-    seconds += RingStep(bytes / 2);
+    // Reduce-scatter of the partial sums of the current output box (sliced by the output splits so far).
+    double box = static_cast<double>(OutputBytes(o));
+    int32_t ring = 1;
+    for (size_t j = 0; j < o.dims.size(); ++j) {
+      if (o.dims[j].output_axis >= 0) box /= degrees_[op][j];
+      if (o.dims[j].kind == DimKind::kReduction) ring *= degrees_[op][j];
+    }
+    seconds += ring * ring_price_.latency + box / (2 * ring) * ring_price_.seconds_per_byte;
   }
   if (o.role == OpRole::kBackward && param_bytes_[op] > 0 && !IsShardKind(d.kind)) {
-    // Gradient all-reduce of the current weight shard between two replicas: two ring steps of half a shard.
+    // All-reduce of the current weight shard's gradient among its replicas: two ring steps per doubling.
     double shard = static_cast<double>(param_bytes_[op]);
-    for (size_t j = 0; j < o.dims.size(); ++j)
+    int32_t replicas = 1;
+    for (size_t j = 0; j < o.dims.size(); ++j) {
       if (IsShardKind(o.dims[j].kind)) shard /= degrees_[op][j];
-    seconds += 2 * RingStep(shard / 2);
+      else replicas *= degrees_[op][j];
+    }
+    seconds += 2 * replicas * ring_price_.latency + shard / replicas * ring_price_.seconds_per_byte;
   }
   return seconds;
 }
@@ -303,11 +308,20 @@ double TofuPlanner::EdgeCost(int32_t level, int32_t edge, int32_t src_dim, int32
   } else if (need_axis != held_axis) {
     up = down = bytes / 4;
   }
-  if (weight_gradient) {
+  if (weight_gradient && (up > 0 || down > 0)) {
     // Every part of the update op reads the whole gradient, each shard from one replica (the lowest when none
-    // is local): the update parts of a half that will sit below this level all read from one device.
-    up *= static_cast<double>(1 << (num_levels() - 1 - level));
-    down *= static_cast<double>(1 << (num_levels() - 1 - level));
+    // is local): the update parts of a half that will sit below this level all read from one device, and that
+    // replica sits in the lower half of every earlier level that replicated the gradient, so the reads cross
+    // the slowest of those cuts too.
+    const double readers = static_cast<double>(1 << (num_levels() - 1 - level));
+    TofuTransferPrice price = level_price_[level];
+    for (int32_t l = 0; l < level; ++l) {
+      const int32_t d = level_dims_[e.src][l];
+      if (d < 0 || IsShardKind(p.dims[d].kind)) continue;
+      price.latency = std::max(price.latency, level_price_[l].latency);
+      price.seconds_per_byte = std::max(price.seconds_per_byte, level_price_[l].seconds_per_byte);
+    }
+    return price.latency + std::max(up, down) * readers * price.seconds_per_byte;
   }
   return Seconds(level, std::max(up, down));
 }

@@ -94,7 +94,7 @@ TEST(SimplePlacers, RandomIsSeededAndRandomSearchKeepsTheBest) {
 TEST(SimplePlacers, UnknownAlgorithmListsTheKnownOnes) {
   Expected<std::unique_ptr<SearchAlgorithm>> a = MakeSearchAlgorithm("annealing");
   ASSERT_FALSE(a.ok());
-  EXPECT_EQ(a.error().message, "unknown algorithm 'annealing' (known: single, round-robin, random, expert, scotch, metis, m-topo, m-etf, mcmc)");
+  EXPECT_EQ(a.error().message, "unknown algorithm 'annealing' (known: single, round-robin, random, expert, scotch, metis, m-topo, m-etf, mcmc, tofu-dp)");
 }
 
 }  // namespace

@@ -123,6 +123,13 @@ Expected<SearchResult> RunTofu(const Graph& g, const Topology& t, TofuOptions op
   return TofuDpSearch(options).Search(Problem(g, t), request);
 }
 
+// Options that return the strategy after all levels (no comparison with fewer levels).
+TofuOptions AllLevels() {
+  TofuOptions options;
+  options.try_fewer_levels = false;
+  return options;
+}
+
 bool IsPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
 TEST(TofuDp, TwoDevicesEqualsExhaustiveSearchOnATinyGraph) {
@@ -142,7 +149,7 @@ TEST(TofuDp, TwoDevicesEqualsExhaustiveSearchOnATinyGraph) {
 
     // The search returns the strategy of the exhaustive optimum.
     planner.Apply(level, best_choice);
-    const Expected<SearchResult> r = RunTofu(g, t);
+    const Expected<SearchResult> r = RunTofu(g, t, AllLevels());
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_EQ(r->strategy, planner.ToStrategy()) << "batch " << batch;
     EXPECT_EQ(r->evaluations, 1);
@@ -168,7 +175,7 @@ TEST(TofuDp, ExhaustiveOnUncoarsenedGroupsToo) {
 TEST(TofuDp, PicksModelParallelForBigWeightsAndDataParallelForBigActivations) {
   const Topology t = testing::Gpus(2);
   auto split_of = [&](const Graph& g) {
-    const Expected<SearchResult> r = RunTofu(g, t);
+    const Expected<SearchResult> r = RunTofu(g, t, AllLevels());
     EXPECT_TRUE(r.ok());
     const OpId b = g.find("b");
     return r->strategy.configs[b].degrees;
@@ -186,7 +193,7 @@ TEST(TofuDp, StrategyValidatesSimulatesAndUsesPowersOfTwo) {
   const Graph g = testing::IndependentChains(2, 4, 512);
   for (int devices : {1, 2, 4, 6, 8}) {
     const Topology t = testing::Gpus(devices);
-    const Expected<SearchResult> r = RunTofu(g, t);
+    const Expected<SearchResult> r = RunTofu(g, t, AllLevels());
     ASSERT_TRUE(r.ok()) << r.error().message;
     ASSERT_TRUE(ValidateStrategy(r->strategy, g, t).ok());
     const Expected<SimResult> sim = Simulate(g, t, r->strategy, MakeAnalyticCostModel());
@@ -220,7 +227,7 @@ TEST(TofuDp, OpsThatCannotBeSplitStayWhole) {
   b.add_edge(f, l);
   const Graph g = DeriveTrainingGraph(std::move(b).Build().value()).value();
   const Topology t = testing::Gpus(8);
-  const Expected<SearchResult> r = RunTofu(g, t);
+  const Expected<SearchResult> r = RunTofu(g, t, AllLevels());
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_TRUE(ValidateStrategy(r->strategy, g, t).ok());
   EXPECT_EQ(r->strategy.configs[l].num_parts(), 1);
@@ -246,6 +253,66 @@ TEST(TofuDp, DeterministicAndWithinBudget) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->evaluations, 0);
   EXPECT_TRUE(ValidateStrategy(c->strategy, g, t).ok());
+}
+
+// Four GPUs with fast links only in the ring 0-2-1-3-0, and a slow switch joining all of them.
+Topology CrossedRing() {
+  TopologyBuilder b("crossed");
+  for (int d = 0; d < 4; ++d)
+    b.add_device(Device{.name = "gpu" + std::to_string(d), .kind = "v100", .peak_flops_f32 = 15.7e12,
+                        .memory_bandwidth = 900e9, .memory_bytes = int64_t{16} << 30});
+  const NodeId sw = b.add_switch(Switch{"pcie", "h"});
+  for (int d = 0; d < 4; ++d) b.add_bidirectional_link(d, sw, 2e9, 5e-6, "pcie");
+  for (auto [x, y] : {std::pair{0, 2}, {2, 1}, {1, 3}, {3, 0}}) b.add_bidirectional_link(x, y, 50e9, 2e-6, "nvlink");
+  return std::move(b).Build().value();
+}
+
+TEST(TofuDp, DeviceOrderFollowsTheFastRing) {
+  const Topology t = CrossedRing();
+  const std::vector<DeviceId> order = TofuDeviceOrder(t, {3, 2, 1, 0});
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(std::set<DeviceId>(order.begin(), order.end()), (std::set<DeviceId>{0, 1, 2, 3}));
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(t.route(order[i], order[(i + 1) % 4]).size(), 1u) << i;  // direct links
+  EXPECT_EQ(TofuDeviceOrder(t, {0, 1, 2, 3}), order);
+  // On a uniform machine the ascending order already is best.
+  EXPECT_EQ(TofuDeviceOrder(testing::Gpus(8), {7, 6, 5, 4, 3, 2, 1, 0}), (std::vector<DeviceId>{0, 1, 2, 3, 4, 5, 6, 7}));
+
+  // A data-parallel op's parts then sit along that ring.
+  const Graph g = SkipGraph(16384, 128);
+  const Expected<SearchResult> r = RunTofu(g, t, AllLevels());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->strategy.configs[g.find("b")].devices, order);
+}
+
+TEST(TofuDp, FewerLevelsWinOnASlowNetwork) {
+  // 64 MiB of weights per layer and little compute, on GPUs joined by 1 GB/s: splitting costs more than it saves.
+  const Graph g = SkipGraph(8, 4096);
+  TopologyBuilder b("slow");
+  for (int d = 0; d < 8; ++d)
+    b.add_device(Device{.name = "gpu" + std::to_string(d), .kind = "v100", .peak_flops_f32 = 15.7e12,
+                        .memory_bandwidth = 900e9, .memory_bytes = int64_t{16} << 30});
+  const NodeId sw = b.add_switch(Switch{"eth", "h"});
+  for (int d = 0; d < 8; ++d) b.add_bidirectional_link(d, sw, 1e9, 20e-6, "ethernet");
+  const Topology t = std::move(b).Build().value();
+
+  const Expected<SearchResult> all = RunTofu(g, t, AllLevels());
+  const Expected<SearchResult> best = RunTofu(g, t);
+  ASSERT_TRUE(all.ok() && best.ok());
+  EXPECT_EQ(all->evaluations, 1);
+  EXPECT_EQ(best->evaluations, 4);  // after 3, 2, 1 and 0 levels
+  const OpId b_op = g.find("b");
+  EXPECT_EQ(all->strategy.configs[b_op].num_parts(), 8);
+  EXPECT_LT(best->strategy.configs[b_op].num_parts(), 8);
+  const CostModel cost = MakeAnalyticCostModel();
+  EXPECT_LT(Simulate(g, t, best->strategy, cost)->step_time, Simulate(g, t, all->strategy, cost)->step_time);
+
+  // With one evaluation allowed, only the most split strategy is simulated, and returned.
+  SearchBudget one;
+  one.max_evaluations = 1;
+  const Expected<SearchResult> first = RunTofu(g, t, {}, one);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->evaluations, 1);
+  EXPECT_EQ(first->strategy, all->strategy);
 }
 
 TEST(TofuDp, RegisteredAsTofuDp) {
