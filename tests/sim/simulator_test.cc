@@ -227,3 +227,37 @@ TEST(Trace, HasATrackPerDeviceAndLinkAndAnEventPerTask) {
 
 }  // namespace
 }  // namespace devplace
+
+namespace devplace {
+namespace {
+
+// A step longer than the simulator's integer-time horizon is an error, not an overflow; a delta change that
+// would cause one is rejected and leaves the previous strategy in place.
+TEST(Simulator, RejectsStepsBeyondTheTimeHorizon) {
+  GraphBuilder b("huge");
+  b.add_op(testing::MakeOp("small", 1e6));
+  b.add_op(testing::MakeOp("huge", 1e17));
+  const Graph g = *std::move(b).Build();
+  TopologyBuilder tb("slow");
+  tb.add_device(testing::MakeDevice("fast"));
+  Device slow = testing::MakeDevice("slow");
+  slow.peak_flops_f32 = slow.peak_flops_f16 = 1e6;
+  tb.add_device(slow);
+  tb.add_bidirectional_link(0, 1, 1e9, 1e-6, "pcie");
+  const Topology t = *std::move(tb).Build();
+  const CostModel cost = MakeAnalyticCostModel();
+  Expected<SimResult> r = Simulate(g, t, Strategy::FromPlacement({0, 1}), cost);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("limit"), std::string::npos) << r.error().message;
+  Expected<DeltaSimulator> delta = DeltaSimulator::Create(g, t, Strategy::AllOn(2, 0), cost);
+  ASSERT_TRUE(delta.ok());
+  const double before = delta->step_time();
+  EXPECT_FALSE(delta->SetConfig(1, OpConfig{{1}, {}}).ok());
+  EXPECT_EQ(delta->strategy().configs[1].devices[0], 0);
+  EXPECT_EQ(delta->step_time(), before);
+  EXPECT_TRUE(delta->SetConfig(0, OpConfig{{1}, {}}).ok());  // still usable
+  EXPECT_EQ(delta->step_time(), Simulate(g, t, delta->strategy(), cost)->step_time);
+}
+
+}  // namespace
+}  // namespace devplace
