@@ -1,6 +1,7 @@
-// `devplace profile -g G [-t T] -o C.json [--warmup N] [--runs N] [--backend B] [--json]`: times every distinct op
-// signature of a graph once per device kind with the executor's kernels and writes the cost table the simulator's
-// profiled cost model reads (--costs C.json).
+// `devplace profile -g G [-t T] -o C.json [--isolated] [--warmup N] [--runs N] [--backend B] [--json]`: times every
+// distinct op signature of a graph once per device kind with the executor's kernels (within single-device training
+// steps, or alone with --isolated) and writes the cost table the simulator's profiled cost model reads
+// (--costs C.json).
 #include <iostream>
 
 #include "apps/cli_util.h"
@@ -27,7 +28,7 @@ void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
     std::string graph, topology, output, backend = "auto";
     int32_t warmup = 2, runs = 7;
     uint64_t seed = 0;
-    bool json = false;
+    bool isolated = false, json = false;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("profile", "Time every distinct op of a graph and write a cost table");
@@ -35,8 +36,11 @@ void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("-t,--topology", opts->topology,
                   "Topology whose device kinds to profile (default: this machine's CPU, kind 'cpu')");
   cmd->add_option("-o,--output", opts->output, "Output cost table JSON file")->required();
-  cmd->add_option("--warmup", opts->warmup, "Untimed runs per op (default 2)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--runs", opts->runs, "Timed runs per op; the median is kept (default 7)")
+  cmd->add_flag("--isolated", opts->isolated,
+                "Time each op signature alone on synthetic inputs (default: within single-device training steps)");
+  cmd->add_option("--warmup", opts->warmup, "Untimed steps (--isolated: runs per op) (default 2)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--runs", opts->runs, "Timed steps (--isolated: runs per op); medians are kept (default 7)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--backend", opts->backend, "auto, cpu or cuda (default auto)");
   cmd->add_option("--seed", opts->seed, "Seed of the inputs and weights (default 0)");
@@ -45,6 +49,7 @@ void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
     Graph graph = LoadGraph(opts->graph);
     Topology topology = opts->topology.empty() ? ThisCpu() : LoadTopology(opts->topology);
     ProfileOptions options;
+    options.mode = opts->isolated ? ProfileMode::kIsolated : ProfileMode::kInGraph;
     options.warmup_runs = opts->warmup;
     options.timed_runs = opts->runs;
     options.backend = opts->backend;

@@ -1,12 +1,14 @@
 // `devplace run -g G -t T -p P [--costs C] [--warmup N] [--repeats N] [--backend B] [--seed S] [--json]`: executes one
 // training step of a strategy for real (warm-ups, then timed repeats) and prints the measured step time next to
-// the simulated one.
+// the simulated one. --op-csv FILE writes every op's measured kernel time next to the cost model's price.
 #include <cmath>
 #include <iostream>
+#include <sstream>
 
 #include "apps/cli_util.h"
 #include "apps/commands.h"
 #include "apps/inputs.h"
+#include "core/atomic_file.h"
 #include "exec/executor.h"
 #include "sim/simulator.h"
 
@@ -14,7 +16,7 @@ namespace devplace::cli {
 
 void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   struct Options {
-    std::string graph, topology, strategy, costs, backend = "auto";
+    std::string graph, topology, strategy, costs, op_csv, backend = "auto";
     int32_t warmup = 2, repeats = 5;
     uint64_t seed = 0;
     bool json = false;
@@ -30,6 +32,7 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--repeats", opts->repeats, "Timed steps (default 5)")->check(CLI::PositiveNumber);
   cmd->add_option("--backend", opts->backend, "auto, cpu or cuda (default auto)");
   cmd->add_option("--seed", opts->seed, "Seed of the inputs and weights (default 0)");
+  cmd->add_option("--op-csv", opts->op_csv, "Write each op's measured and simulated time to this CSV file");
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
   cmd->callback([opts, &ctx]() {
     Graph graph = LoadGraph(opts->graph);
@@ -44,6 +47,18 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
     options.seed = opts->seed;
     ExecResult run = Unwrap(ExecuteStrategy(graph, topology, strategy, options));
     const double error = (sim.step_time - run.median_step) / run.median_step;
+    if (!opts->op_csv.empty()) {
+      std::ostringstream csv;
+      csv << "op,type,role,device,measured_us,simulated_us\n";
+      for (OpId op = 0; op < graph.num_ops(); ++op) {
+        const OpConfig& config = strategy.configs[op];
+        const Device& device = topology.device(config.devices[0]);
+        csv << graph.op(op).name << "," << graph.op(op).type << "," << ToString(graph.op(op).role) << ","
+            << device.name << "," << run.op_seconds[op] * 1e6 << ","
+            << cost.ComputeTime(graph, op, config, 0, device) * 1e6 << "\n";
+      }
+      Check(WriteFileAtomic(opts->op_csv, csv.str()));
+    }
     if (opts->json) {
       nlohmann::json devices = nlohmann::json::array();
       for (DeviceId d = 0; d < topology.num_devices(); ++d)

@@ -129,6 +129,7 @@ void RegisterValidateCommand(CLI::App& app, CommandContext& ctx) {
       models.push_back(label);
       if (progress) std::fprintf(stderr, "%s: profiling %d ops ...\n", label.c_str(), graph.num_ops());
       ProfileOptions profile_options;
+      profile_options.mode = suite.profile_isolated ? ProfileMode::kIsolated : ProfileMode::kInGraph;
       profile_options.warmup_runs = suite.profile_warmup_runs;
       profile_options.timed_runs = suite.profile_timed_runs;
       profile_options.seed = suite.seed;

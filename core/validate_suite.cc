@@ -35,6 +35,9 @@ Expected<ValidateSuite> ValidateSuiteFromYaml(const std::string& text, const std
     }
     if (const nlohmann::json* profile = root.optional("profile")) {
       JsonObject p(*profile, source, "profile");
+      const std::string mode = p.string_or("mode", "in-graph");
+      if (mode != "in-graph" && mode != "isolated") p.fail("mode", "must be in-graph or isolated, not '" + mode + "'");
+      suite.profile_isolated = mode == "isolated";
       suite.profile_warmup_runs = static_cast<int32_t>(p.integer_or("warmup_runs", suite.profile_warmup_runs, 0, 1000));
       suite.profile_timed_runs = static_cast<int32_t>(p.integer_or("timed_runs", suite.profile_timed_runs, 1, 1000));
       p.finish();

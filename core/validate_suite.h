@@ -19,7 +19,8 @@ struct ValidateSuite {
   bool calibrate = true;             // measure links and devices first and simulate on the calibrated machine
   int32_t warmup_steps = 2;          // executor: untimed and timed steps per strategy
   int32_t timed_steps = 5;
-  int32_t profile_warmup_runs = 2;   // profiler: untimed and timed runs per op signature
+  bool profile_isolated = false;     // profiler: time each op alone (else within single-device steps)
+  int32_t profile_warmup_runs = 2;   // profiler: untimed and timed steps (isolated: runs per op signature)
   int32_t profile_timed_runs = 7;
   int64_t budget_evaluations = 0;    // per search (<= 0: the algorithm's default)
   double budget_seconds = 0.0;

@@ -1,6 +1,7 @@
 #include "exec/backend.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -71,6 +72,11 @@ namespace exec {
 
 void ConfigureTorch() {
   at::set_num_threads(1);
+  // Keep freed memory for reuse instead of returning it to the kernel, as a caching allocator does: otherwise every
+  // large tensor of every step is a fresh mmap whose pages fault in on first touch (milliseconds for a few MiB),
+  // and how often that happens depends on glibc's adaptive thresholds rather than on the op.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   // OpenBLAS (Debian's pthread build) keeps its own pool; ATen's setting does not reach it.
   using SetThreads = void (*)(int);
   if (void* f = dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) reinterpret_cast<SetThreads>(f)(1);

@@ -10,7 +10,8 @@
 namespace devplace::exec {
 
 // Process-wide LibTorch settings every executor, profiler and calibration needs before running kernels:
-// one intra-op thread and single-threaded OpenBLAS (each worker owns one core). Idempotent and cheap.
+// one intra-op thread and single-threaded OpenBLAS (each worker owns one core), and freed memory kept for reuse
+// (glibc's malloc tuned like a caching allocator). Idempotent and cheap.
 void ConfigureTorch();
 
 // Prepares the calling thread to run kernels on `device`: one intra-op thread, denormals flushed to zero (they

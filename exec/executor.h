@@ -65,8 +65,12 @@ struct ExecResult {
   int32_t num_copies = 0;             // per step
   int32_t stand_in_ops = 0;           // ops that ran a stand-in kernel
   std::vector<std::string> stand_in_types;  // their distinct types, sorted
-  // Per op (indexed by OpId), medians over the timed steps: the op's kernel time.
+  // Per op (indexed by OpId), medians over the timed steps: the op's kernel time, and the time its worker then
+  // spends handing the outputs to consumers on the same device and releasing the inputs (copies to other devices
+  // are not included: they are device_copy_seconds).
   std::vector<double> op_seconds;
+  std::vector<double> op_handoff_seconds;
+  std::vector<char> op_stand_in;      // per op: 1 when it ran a stand-in kernel
   // Per op, when ExecOptions::record_checksums: the sum of every tensor the op produced in the last step
   // (forward output, input and weight gradients, updated weights), in double precision.
   std::vector<double> op_checksums;

@@ -20,12 +20,10 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
-// Profiles every signature of `graph` on `device` (a device of kind `kind`), appending to `out`.
-Status ProfileOnDevice(const Graph& graph, const std::string& kind, const at::Device& device,
-                       const ProfileOptions& options, std::vector<OpProfile>* out) {
+// One entry per signature of `graph` for device kind `kind`, appended to `out`; returns the entry of every op.
+std::vector<size_t> IndexSignatures(const Graph& graph, const std::string& kind, std::vector<OpProfile>* out) {
   std::map<Signature, size_t> index;
-  std::vector<OpId> representative;
-  const size_t first = out->size();
+  std::vector<size_t> entry_of_op;
   for (OpId op = 0; op < graph.num_ops(); ++op) {
     const Op& o = graph.op(op);
     Signature key{o.type, o.role, o.dtype, o.shape, o.flops};
@@ -39,11 +37,46 @@ Status ProfileOnDevice(const Graph& graph, const std::string& kind, const at::De
       p.shape = o.shape;
       p.flops = o.flops;
       p.example_op = o.name;
+      p.min_seconds = 1e30;
       out->push_back(std::move(p));
-      representative.push_back(op);
     }
     ++(*out)[it->second].instances;
+    entry_of_op.push_back(it->second);
   }
+  return entry_of_op;
+}
+
+// In-graph: whole steps with every op on device `d`.
+Status ProfileInGraph(const Graph& graph, const Topology& topology, DeviceId d, const ProfileOptions& options,
+                      std::vector<OpProfile>* out) {
+  const std::vector<size_t> entry_of_op = IndexSignatures(graph, topology.device(d).kind, out);
+  ExecOptions exec;
+  exec.warmup_steps = options.warmup_runs;
+  exec.timed_steps = options.timed_runs;
+  exec.backend = options.backend;
+  exec.seed = options.seed;
+  exec.pin_threads = options.pin_threads;
+  Expected<ExecResult> run = ExecuteStrategy(graph, topology, Strategy::AllOn(graph.num_ops(), d), exec);
+  if (!run.ok()) return run.error();
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    OpProfile& p = (*out)[entry_of_op[op]];
+    const double seconds = run->op_seconds[op] + run->op_handoff_seconds[op];
+    p.seconds += seconds / p.instances;
+    p.min_seconds = std::min(p.min_seconds, seconds);
+    p.max_seconds = std::max(p.max_seconds, seconds);
+    p.stand_in = p.stand_in || run->op_stand_in[op];
+  }
+  return Status::Ok();
+}
+
+// Isolated: each signature's kernel alone on `device`, on synthetic inputs. Runs on the calling thread.
+Status ProfileIsolated(const Graph& graph, const std::string& kind, const at::Device& device,
+                       const ProfileOptions& options, std::vector<OpProfile>* out) {
+  const size_t first = out->size();
+  const std::vector<size_t> entry_of_op = IndexSignatures(graph, kind, out);
+  std::vector<OpId> representative(out->size() - first, -1);
+  for (OpId op = 0; op < graph.num_ops(); ++op)
+    if (representative[entry_of_op[op] - first] < 0) representative[entry_of_op[op] - first] = op;
   Expected<exec::Plan> plan = exec::BuildPlan(graph, std::vector<at::Device>(graph.num_ops(), device), options.seed);
   if (!plan.ok()) return plan.error();
   for (size_t i = 0; i < representative.size(); ++i) {
@@ -69,7 +102,7 @@ Status ProfileOnDevice(const Graph& graph, const std::string& kind, const at::De
       const double seconds = exec::NowSeconds() - t0;
       if (run >= options.warmup_runs) times.push_back(seconds);
     }
-    p.seconds = std::max(1e-9, Median(times));
+    p.seconds = Median(times);
     p.min_seconds = *std::min_element(times.begin(), times.end());
     p.max_seconds = *std::max_element(times.begin(), times.end());
   }
@@ -99,22 +132,27 @@ Expected<ProfileResult> ProfileGraph(const Graph& graph, const Topology& topolog
     const std::string& kind = topology.device(d).kind;
     if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) continue;
     kinds.push_back(kind);
-    const at::Device device = exec::TorchDevice(*backend, d);
-    const int core = exec::WorkerCore(*backend, d, options.pin_threads);
     Status status;
-    // A thread set up like the executor's worker for device d, so the kernels run as they do in a step.
-    std::thread worker([&] {
-      exec::SetUpWorkerThread(device, core);
-      try {
-        status = ProfileOnDevice(graph, kind, device, options, &result.entries);
-      } catch (const c10::Error& e) {
-        std::string what = e.what();
-        status = Error{"graph '" + graph.name() + "': profiling failed: " + what.substr(0, what.find('\n'))};
-      }
-    });
-    worker.join();
+    if (options.mode == ProfileMode::kInGraph) {
+      status = ProfileInGraph(graph, topology, d, options, &result.entries);
+    } else {
+      const at::Device device = exec::TorchDevice(*backend, d);
+      const int core = exec::WorkerCore(*backend, d, options.pin_threads);
+      // A thread set up like the executor's worker for device d, so the kernels run as they do in a step.
+      std::thread worker([&] {
+        exec::SetUpWorkerThread(device, core);
+        try {
+          status = ProfileIsolated(graph, kind, device, options, &result.entries);
+        } catch (const c10::Error& e) {
+          std::string what = e.what();
+          status = Error{"graph '" + graph.name() + "': profiling failed: " + what.substr(0, what.find('\n'))};
+        }
+      });
+      worker.join();
+    }
     if (!status.ok()) return status.error();
   }
+  for (OpProfile& p : result.entries) p.seconds = std::max(p.seconds, 1e-9);
   for (const OpProfile& p : result.entries) result.stand_in_signatures += p.stand_in ? 1 : 0;
   result.seconds = exec::NowSeconds() - start;
   return result;

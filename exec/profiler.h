@@ -1,7 +1,13 @@
-// The op profiler: times every distinct op signature of a graph once per device kind, running the executor's own
-// kernel for the op on a device of that kind (warm-up runs, then timed runs; the median is kept). The result is
-// the measurement table the simulator's profiled cost model reads (apps/ converts it to sim's CostTable, which
-// exec/ does not depend on). LibTorch-free header.
+// The op profiler: times every distinct op signature of a graph once per device kind with the executor's own
+// kernels, and returns the measurement table the simulator's profiled cost model reads (apps/ converts it to
+// sim's CostTable, which exec/ does not depend on). Two modes:
+// - in-graph (default): the executor runs whole training steps with every op on one device of the kind (warm-up
+//   steps, then timed steps); an op's time is its median kernel time plus the time its worker takes to hand the
+//   outputs on, as in a real step (caches and memory as the step leaves them), and a signature's time is the mean
+//   over the ops that share it.
+// - isolated (FlexFlow's way): each signature's kernel alone on synthetic inputs (warm-up runs, then timed runs,
+//   median), with its inputs hot in cache.
+// LibTorch-free header.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +21,12 @@
 
 namespace devplace {
 
+enum class ProfileMode : uint8_t { kInGraph, kIsolated };
+
 struct ProfileOptions {
-  int32_t warmup_runs = 2;
-  int32_t timed_runs = 7;
+  ProfileMode mode = ProfileMode::kInGraph;
+  int32_t warmup_runs = 2;   // in-graph: warm-up steps; isolated: warm-up runs per signature
+  int32_t timed_runs = 7;    // in-graph: timed steps; isolated: timed runs per signature
   std::string backend = "auto";  // as ExecOptions::backend
   uint64_t seed = 0;
   bool pin_threads = true;
@@ -34,8 +43,8 @@ struct OpProfile {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
   double flops = 0.0;
-  double seconds = 0.0;      // median of the timed runs (> 0)
-  double min_seconds = 0.0;  // fastest and slowest timed run
+  double seconds = 0.0;      // the signature's time (> 0; see the modes above)
+  double min_seconds = 0.0;  // in-graph: fastest and slowest op of the signature; isolated: of the timed runs
   double max_seconds = 0.0;
   int32_t instances = 0;     // ops of the graph with this signature
   bool stand_in = false;     // the op ran a stand-in kernel

@@ -61,7 +61,7 @@ struct Executor::Impl {
   std::vector<std::unique_ptr<Worker>> workers;  // by DeviceId (null for devices without ops)
   std::vector<at::Tensor> slots;                 // by edge: the tensor waiting for its consumer
   std::unique_ptr<std::atomic<int32_t>[]> remaining;  // by op: in-edges not yet delivered
-  std::vector<double> op_start, op_end, op_kernel, checksums;
+  std::vector<double> op_start, op_end, op_kernel, op_handoff, checksums;
   bool check_shapes = false;
 
   std::mutex mu;
@@ -154,6 +154,7 @@ struct Executor::Impl {
           if (t.defined()) sum += t.sum(at::kDouble).item<double>();
         checksums[op] = sum;
       }
+      double copying = 0.0;
       for (size_t j = 0; j < out.size(); ++j) {
         const OpId dst = graph.edge(out[j]).dst;
         Worker* to = workers[device_of_op[dst]].get();
@@ -162,7 +163,7 @@ struct Executor::Impl {
           const double c0 = exec::NowSeconds();
           t = CopyTo(t, to->torch_device);
           exec::SyncDevice(to->torch_device);
-          w->copy += exec::NowSeconds() - c0;
+          copying += exec::NowSeconds() - c0;
           w->bytes += static_cast<int64_t>(t.nbytes());
           ++w->copies;
         }
@@ -173,7 +174,9 @@ struct Executor::Impl {
       op_start[op] = t0;
       op_kernel[op] = t1 - t0;
       op_end[op] = exec::NowSeconds();
+      op_handoff[op] = op_end[op] - t1 - copying;
       w->busy += t1 - t0;
+      w->copy += copying;
     }
   }
 
@@ -247,6 +250,7 @@ Expected<Executor> Executor::Create(const Graph& graph, const Topology& topology
   impl->op_start.assign(n, 0.0);
   impl->op_end.assign(n, 0.0);
   impl->op_kernel.assign(n, 0.0);
+  impl->op_handoff.assign(n, 0.0);
   impl->checksums.assign(n, 0.0);
   impl->workers.resize(topology.num_devices());
   for (OpId op = 0; op < n; ++op) {
@@ -274,6 +278,7 @@ Expected<ExecResult> Executor::Run() {
   std::set<std::string> stand_in_types;
   for (OpId op = 0; op < n; ++op) {
     ++result.device_ops[m.device_of_op[op]];
+    result.op_stand_in.push_back(m.plan.kernels[op]->stand_in() ? 1 : 0);
     if (m.plan.kernels[op]->stand_in()) {
       ++result.stand_in_ops;
       stand_in_types.insert(m.graph.op(op).type);
@@ -281,7 +286,7 @@ Expected<ExecResult> Executor::Run() {
   }
   result.stand_in_types.assign(stand_in_types.begin(), stand_in_types.end());
 
-  std::vector<std::vector<double>> busy(devices), copy(devices), op_times(n);
+  std::vector<std::vector<double>> busy(devices), copy(devices), op_times(n), op_handoffs(n);
   const int32_t total = m.options.warmup_steps + m.options.timed_steps;
   for (int32_t step = 0; step < total; ++step) {
     m.check_shapes = step == 0;
@@ -297,6 +302,7 @@ Expected<ExecResult> Executor::Run() {
       first = std::min(first, m.op_start[op]);
       last = std::max(last, m.op_end[op]);
       op_times[op].push_back(m.op_kernel[op]);
+      op_handoffs[op].push_back(m.op_handoff[op]);
     }
     result.step_seconds.push_back(last - first);
     for (DeviceId d = 0; d < devices; ++d) {
@@ -320,7 +326,10 @@ Expected<ExecResult> Executor::Run() {
     result.device_busy_seconds.push_back(Median(busy[d]));
     result.device_copy_seconds.push_back(Median(copy[d]));
   }
-  for (OpId op = 0; op < n; ++op) result.op_seconds.push_back(Median(op_times[op]));
+  for (OpId op = 0; op < n; ++op) {
+    result.op_seconds.push_back(Median(op_times[op]));
+    result.op_handoff_seconds.push_back(Median(op_handoffs[op]));
+  }
   if (m.options.record_checksums) result.op_checksums = m.checksums;
   return result;
 }
