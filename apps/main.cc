@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   devplace::cli::CommandContext ctx;
   CLI::App* graph = devplace::cli::RegisterGraphCommands(app, ctx);
   devplace::cli::RegisterGraphGenCommands(*graph, ctx);
+  devplace::cli::RegisterGraphImportCommand(*graph, ctx);
   devplace::cli::RegisterTopoCommands(app, ctx);
   devplace::cli::RegisterSearchCommand(app, ctx);
   devplace::cli::RegisterCompareCommand(app, ctx);
