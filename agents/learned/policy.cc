@@ -158,6 +158,11 @@ PolicyNet::PolicyNet(const PolicyConfig& config, uint64_t seed) : config_(config
   else
     placeto_ = PlacetoPolicy(config);
   InitParameters(module(), rng);
+  // Output layers start 100x smaller, so the first policy is close to uniform over the legal devices and
+  // explores (as PPO implementations initialise their policy heads).
+  torch::NoGradGuard no_grad;
+  for (auto& item : module().named_parameters(true))
+    if (item.key().rfind("device_head.", 0) == 0 || item.key().rfind("query.", 0) == 0) item.value().mul_(0.01);
 }
 
 torch::nn::Module& PolicyNet::module() {

@@ -1,0 +1,79 @@
+// `devplace place [--policy DIR] -g G -t T [--finetune-evals N] [--seed S] [--costs C] -o P.json [--json]`:
+// places a graph with a trained policy (the shipped models/general when --policy is not given), zero-shot or
+// after fine-tuning within a budget of simulator evaluations.
+#include <cstdio>
+#include <iostream>
+
+#include "agents/learned/learning.h"
+#include "apps/cli_util.h"
+#include "apps/commands.h"
+#include "apps/inputs.h"
+#include "core/strategy_json.h"
+
+namespace devplace::cli {
+
+void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
+  struct Options {
+    std::string policy, graph, topology, costs, output;
+    int64_t finetune_evals = 0;
+    double finetune_seconds = 0;
+    uint64_t seed = 0;
+    bool json = false;
+  };
+  auto opts = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("place", "Place a graph with a trained policy (zero-shot or fine-tuned)");
+  cmd->add_option("--policy", opts->policy, "Checkpoint directory (RUN/ckpt; default: the shipped models/general)");
+  cmd->add_option("-g,--graph", opts->graph, "Graph JSON file")->required();
+  cmd->add_option("-t,--topology", opts->topology, "Topology YAML file")->required();
+  cmd->add_option("--finetune-evals", opts->finetune_evals, "Fine-tune with at most this many simulations (0: zero-shot)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--finetune-seconds", opts->finetune_seconds, "Also stop fine-tuning after this many seconds")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", opts->seed, "Seed for fine-tuning (default 0)");
+  cmd->add_option("--costs", opts->costs, "Profiled cost table (default: the analytic cost model)");
+  cmd->add_option("-o,--output", opts->output, "Output strategy JSON file")->required();
+  cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
+  cmd->callback([opts, &ctx]() {
+    const std::string policy_dir = opts->policy.empty() ? DefaultPolicyDir() : opts->policy;
+    std::unique_ptr<LearnedPolicy> policy = Unwrap(LearnedPolicy::Load(policy_dir));
+    Graph graph = LoadGraph(opts->graph);
+    Topology topology = LoadTopology(opts->topology);
+    CostModel cost = LoadCostModel(opts->costs);
+    PlaceOptions options;
+    options.finetune_evaluations = opts->finetune_evals;
+    options.max_seconds = opts->finetune_seconds;
+    options.seed = opts->seed;
+    const bool draw_progress = !opts->json && StderrIsTerminal() && opts->finetune_evals > 0;
+    if (draw_progress) {
+      options.progress = [](int64_t evaluations, double best) {
+        std::fprintf(stderr, "\r  fine-tuning: %lld evaluations, best step %.3f ms   ",
+                     static_cast<long long>(evaluations), best * 1e3);
+      };
+    }
+    PlaceResult result = Unwrap(policy->Place(graph, topology, cost, SimOptions{}, options));
+    if (draw_progress) std::fprintf(stderr, "\n");
+    Check(WriteStrategyFile(result.strategy, graph, topology, opts->output));
+    if (opts->json) {
+      PrintJson({{"policy", policy_dir},
+                 {"graph", graph.name()},
+                 {"topology", topology.name()},
+                 {"groups", result.num_groups},
+                 {"step_time", result.step_time},
+                 {"oom", result.oom},
+                 {"zero_shot_step_time", result.zero_shot_step_time},
+                 {"zero_shot_oom", result.zero_shot_oom},
+                 {"evaluations", result.evaluations},
+                 {"seconds", result.seconds},
+                 {"output", opts->output}});
+    } else {
+      std::cout << "placed " << graph.name() << " (" << result.num_groups << " groups) on " << topology.name()
+                << ": step time " << FormatSeconds(result.step_time) << (result.oom ? " (OUT OF MEMORY)" : "");
+      if (opts->finetune_evals > 0) std::cout << ", zero-shot " << FormatSeconds(result.zero_shot_step_time);
+      std::cout << "; " << result.evaluations << " evaluations, " << FormatSeconds(result.seconds) << "; wrote "
+                << opts->output << std::endl;
+    }
+    ctx.exit_code = 0;
+  });
+}
+
+}  // namespace devplace::cli

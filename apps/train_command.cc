@@ -1,0 +1,94 @@
+// `devplace train --config E.yaml -o RUN [--resume] [--iterations N] [--json]`: trains a placement policy with
+// PPO (agents/learned/learning.h), showing progress on a terminal, logging RUN/log.csv each iteration,
+// checkpointing to RUN/ckpt and drawing RUN/curve.png with gnuplot at the end.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "agents/learned/learning.h"
+#include "apps/cli_util.h"
+#include "apps/commands.h"
+#include "apps/inputs.h"
+#include "core/atomic_file.h"
+
+namespace devplace::cli {
+
+namespace {
+
+// Writes RUN/curve.gp and runs gnuplot on it; returns false when gnuplot is missing or fails.
+bool DrawCurve(const std::string& run_dir) {
+  namespace fs = std::filesystem;
+  const std::string script = (fs::path(run_dir) / "curve.gp").string();
+  const std::string log = (fs::path(run_dir) / "log.csv").string();
+  const std::string png = (fs::path(run_dir) / "curve.png").string();
+  const std::string text =
+      "set terminal pngcairo size 900,500\nset output '" + png + "'\nset datafile separator ','\n"
+      "set key autotitle columnhead top right\nset xlabel 'iteration'\n"
+      "set ylabel 'step time / best single device (lower is better)'\nset grid\n"
+      "plot '" + log + "' using 1:3 with lines title 'sampled (geo. mean)', "
+      "'' using 1:4 with lines title 'best so far (train)', "
+      "'' using 1:($12 > 0 ? $12 : 1/0) with linespoints title 'held-out zero-shot'\n";
+  if (!WriteFileAtomic(script, text).ok()) return false;
+  const std::string command = "gnuplot '" + script + "' 2>/dev/null";
+  return std::system(command.c_str()) == 0;
+}
+
+}  // namespace
+
+void RegisterTrainCommand(CLI::App& app, CommandContext& ctx) {
+  struct Options {
+    std::string config, run_dir;
+    bool resume = false, json = false;
+    int64_t iterations = 0;
+  };
+  auto opts = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("train", "Train a placement policy with PPO (docs/learning.md)");
+  cmd->add_option("--config", opts->config, "Experiment YAML (configs/experiments/*.yaml)");
+  cmd->add_option("-o,--output", opts->run_dir, "Run directory (log.csv, curve.png, ckpt/)")->required();
+  cmd->add_flag("--resume", opts->resume, "Continue the run in the output directory from its checkpoint");
+  cmd->add_option("--iterations", opts->iterations, "Stop after this many iterations (resumable later)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
+  cmd->callback([opts, &ctx]() {
+    if (opts->config.empty() && !opts->resume) throw CliError("train: --config is required (unless --resume)");
+    const bool terminal = !opts->json && StderrIsTerminal();
+    TrainOptions options;
+    options.config_path = opts->config;
+    options.run_dir = opts->run_dir;
+    options.resume = opts->resume;
+    options.max_iterations = opts->iterations;
+    if (!opts->json) options.on_message = [](const std::string& m) { std::cerr << m << std::endl; };
+    if (terminal) {
+      options.on_iteration = [](const TrainIteration& it) {
+        std::fprintf(stderr, "\r  iteration %lld  reward %.4f  time/T_ref %.3f (best %.3f)  entropy %.3f",
+                     static_cast<long long>(it.iteration), it.mean_reward, it.mean_relative_time,
+                     it.best_relative_time, it.entropy);
+        if (it.heldout_relative_time > 0) std::fprintf(stderr, "  held-out %.3f", it.heldout_relative_time);
+        std::fprintf(stderr, "  %lld evals  %.0f s   ", static_cast<long long>(it.evaluations), it.wall_seconds);
+        if (it.heldout_relative_time > 0) std::fprintf(stderr, "\n");
+      };
+    }
+    TrainSummary summary = Unwrap(TrainPolicy(options));
+    if (terminal) std::fprintf(stderr, "\n");
+    const bool curve = DrawCurve(opts->run_dir);
+    if (opts->json) {
+      PrintJson({{"iterations", summary.iterations},
+                 {"evaluations", summary.evaluations},
+                 {"checkpoint", summary.checkpoint_dir},
+                 {"log", summary.log_path},
+                 {"curve", curve ? opts->run_dir + "/curve.png" : ""},
+                 {"heldout_relative_time", summary.heldout_relative_time}});
+    } else {
+      std::cout << "trained " << summary.iterations << " iterations (" << summary.evaluations
+                << " simulator evaluations); checkpoint " << summary.checkpoint_dir << ", log " << summary.log_path;
+      if (summary.heldout_relative_time > 0)
+        std::cout << "; held-out zero-shot step time / best single device: " << summary.heldout_relative_time;
+      std::cout << std::endl;
+      if (!curve) std::cerr << "devplace: gnuplot unavailable or failed; no curve.png drawn" << std::endl;
+    }
+    ctx.exit_code = 0;
+  });
+}
+
+}  // namespace devplace::cli

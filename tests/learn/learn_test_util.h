@@ -1,0 +1,26 @@
+// Small graphs, machines and experiments for the learning tests.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/graph.h"
+#include "core/topology.h"
+#include "env/config.h"
+#include "env/game.h"
+
+namespace devplace::learntest {
+
+// Training graph of an MLP with `layers` (matmul with parameters, then relu) after an input.
+Graph MlpTrainingGraph(int layers);
+// Two devices joined both ways; device 1 is `speedup` times faster than device 0; `memory_bytes` each.
+Topology TwoDevices(double speedup, int64_t memory_bytes = int64_t{1} << 34);
+// The game of `graph` on `topology` (analytic cost model) under `kind`; fails the test on error.
+std::shared_ptr<const PlacementGame> MakeGame(Graph graph, Topology topology, MdpKind kind,
+                                              bool memory_aware_mask = true);
+// Writes a tiny experiment (2 ptb members on dgx1-v100, one held out) to `dir`/exp.yaml and returns its path.
+std::string WriteTinyExperiment(const std::string& dir, int iterations);
+// A fresh empty temporary directory for `name`.
+std::string TempDir(const std::string& name);
+
+}  // namespace devplace::learntest
