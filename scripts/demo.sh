@@ -18,3 +18,14 @@ step "A model of the zoo: Inception-v3 at batch 32" \
   $devplace graph model inception_v3 -o $out/inception_v3.json
 step "What is in it" \
   $devplace graph info $out/inception_v3.json
+
+step "Import a real model: torchvision's ResNet-18 exported to ONNX (training graph at batch 32)" \
+  $devplace graph import datasets/onnx/resnet18.onnx --batch 32 -o $out/resnet18.json
+step "Place Inception-v3 on the DGX-1 the way Baechi's m-ETF does" \
+  $devplace search --algo m-etf -g $out/inception_v3.json -t configs/topologies/dgx1-v100.yaml -o $out/inception_metf.json
+step "Refine it with FlexFlow's MCMC (delta simulation, 2,000 proposals)" \
+  $devplace search --algo mcmc --init $out/inception_metf.json --budget-evals 2000 --seed 1 \
+    -g $out/inception_v3.json -t configs/topologies/dgx1-v100.yaml -o $out/inception_mcmc.json
+step "Compare the baselines on two models (writes results.md, results.csv, chart.png)" \
+  $devplace compare --suite configs/suites/quick.yaml -o $out/quick
+cat $out/quick/results.md
