@@ -148,7 +148,7 @@ Status WriteCompareChart(const std::vector<CompareCell>& cells, const std::vecto
   data << "\n";
   auto rows = Rows(cells);
   for (const auto& [model, topology] : rows) {
-    data << Quote(model + "@" + topology);
+    data << Quote(model + " on " + topology);
     for (const std::string& a : algorithms) {
       const CompareCell* c = Find(cells, model, topology, a);
       double s = c ? SpeedupOverBaseline(cells, *c, baseline) : 0.0;
@@ -160,7 +160,7 @@ Status WriteCompareChart(const std::vector<CompareCell>& cells, const std::vecto
   if (Status s = WriteFileAtomic(data_path, data.str()); !s.ok()) return s;
   std::ostringstream gp;
   int width = std::max(900, 60 + static_cast<int>(rows.size() * (algorithms.size() + 1) * 9));
-  gp << "set terminal pngcairo size " << width << ",600 font 'sans,9'\n"
+  gp << "set terminal pngcairo noenhanced size " << width << ",600 font 'sans,9'\n"
      << "set output '" << dir << "/chart.png.tmp'\n"
      << "set title 'Simulated speed-up over " << baseline << " (higher is better; missing bar = OOM or failure)'\n"
      << "set style data histogram\nset style histogram cluster gap 1\nset style fill solid 0.8 border -1\n"
