@@ -2,6 +2,7 @@
 // ops: layered random graphs made here (src=0) and, when built with devplace_datasets, members of the "nmt"
 // (src=1) and "transformer" (src=2) families (seed 42, target_ops = the size).
 //   Full/<ops>/<placement>: Simulator::Run (the reusable simulator a search uses); items = tasks simulated.
+//   Counters run_Mtasks_s and steptime_Mtasks_s: Run and RunStepTime measured side by side (thread CPU time).
 //   Simulate/<ops>/contiguous: the one-shot Simulate() (also builds the simulator and prices every op).
 //   Delta/<ops>/<placement>: DeltaSimulator::SetConfig moving one random op to another random device, plus
 //   step_time() (then back, untimed). Counters, medians over the first 100 changes, each measured next to the
@@ -122,6 +123,21 @@ const Fixture& Get(int ops, int source = 0) {
   return it->second;
 }
 
+// CPU time of the calling thread (robust to other processes sharing the machine).
+struct ThreadCpuClock {
+  using time_point = double;
+  static double now() {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  }
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
 void Full(benchmark::State& state, bool random) {
   const Fixture& f = Get(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
   const Strategy s = Placement(f.graph, f.topology.num_devices(), random, 7);
@@ -129,21 +145,23 @@ void Full(benchmark::State& state, bool random) {
   const SimResult first = Check(sim.Run(s));
   for (auto _ : state) benchmark::DoNotOptimize(Check(sim.Run(s)).step_time);
   state.SetItemsProcessed(state.iterations() * first.num_tasks);
+  // Side by side (thread CPU time, medians of 15 each): the full result and the step time only.
+  std::vector<double> run_s, step_s;
+  for (int k = 0; k < 15; ++k) {
+    const double t0 = ThreadCpuClock::now();
+    benchmark::DoNotOptimize(Check(sim.Run(s)).step_time);
+    const double t1 = ThreadCpuClock::now();
+    benchmark::DoNotOptimize(Check(sim.RunStepTime(s)));
+    const double t2 = ThreadCpuClock::now();
+    run_s.push_back(t1 - t0);
+    step_s.push_back(t2 - t1);
+  }
+  state.counters["run_Mtasks_s"] = first.num_tasks / Median(run_s) * 1e-6;
+  state.counters["steptime_Mtasks_s"] = first.num_tasks / Median(step_s) * 1e-6;
   state.counters["ops"] = f.graph.num_ops();
   state.counters["tasks"] = first.num_tasks;
   state.counters["bytes_per_task"] = static_cast<double>(sim.memory_bytes()) / first.num_tasks;
   state.counters["step_ms"] = first.step_time * 1e3;
-}
-
-// Step time only (Simulator::RunStepTime: no memory or critical-path analysis).
-void StepTime(benchmark::State& state, bool random) {
-  const Fixture& f = Get(static_cast<int>(state.range(0)));
-  const Strategy s = Placement(f.graph, f.topology.num_devices(), random, 7);
-  Simulator sim = Check(Simulator::Create(f.graph, f.topology, MakeAnalyticCostModel()));
-  const int32_t tasks = Check(sim.Run(s)).num_tasks;
-  for (auto _ : state) benchmark::DoNotOptimize(Check(sim.RunStepTime(s)));
-  state.SetItemsProcessed(state.iterations() * tasks);
-  state.counters["tasks"] = tasks;
 }
 
 void OneShot(benchmark::State& state) {
@@ -156,20 +174,6 @@ void OneShot(benchmark::State& state) {
   state.counters["tasks"] = tasks;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-// CPU time of the calling thread (robust to other processes sharing the machine).
-struct ThreadCpuClock {
-  using time_point = double;
-  static double now() {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  }
-};
 
 void Delta(benchmark::State& state, bool random) {
   using Clock = ThreadCpuClock;
@@ -238,8 +242,6 @@ void Sizes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(Full, contiguous, false)->Apply(Sizes);
 BENCHMARK_CAPTURE(Full, random, true)->Apply(Sizes);
-BENCHMARK_CAPTURE(StepTime, contiguous, false)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(StepTime, random, true)->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(OneShot)->Name("Simulate/contiguous")->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(Delta, contiguous, false)->Apply(Sizes);
 BENCHMARK_CAPTURE(Delta, random, true)->Apply(Sizes);
