@@ -49,12 +49,12 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
     const double error = (sim.step_time - run.median_step) / run.median_step;
     if (!opts->op_csv.empty()) {
       std::ostringstream csv;
-      csv << "op,type,role,device,measured_us,simulated_us\n";
+      csv << "op,type,role,device,measured_us,handoff_us,simulated_us\n";
       for (OpId op = 0; op < graph.num_ops(); ++op) {
         const OpConfig& config = strategy.configs[op];
         const Device& device = topology.device(config.devices[0]);
         csv << graph.op(op).name << "," << graph.op(op).type << "," << ToString(graph.op(op).role) << ","
-            << device.name << "," << run.op_seconds[op] * 1e6 << ","
+            << device.name << "," << run.op_seconds[op] * 1e6 << "," << run.op_handoff_seconds[op] * 1e6 << ","
             << cost.ComputeTime(graph, op, config, 0, device) * 1e6 << "\n";
       }
       Check(WriteFileAtomic(opts->op_csv, csv.str()));

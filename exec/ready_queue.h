@@ -51,7 +51,7 @@ class ReadyQueue {
   }
 
  private:
-  static constexpr int kSpinMicros = 200;
+  static constexpr int kSpinMicros = 2000;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<int32_t> items_;
