@@ -78,7 +78,7 @@ struct DeltaSimulator::Impl {
   uint32_t next_version = 1;
 
   Status FullRebuild();
-  void Reindex(int32_t from);
+  void Reindex(int32_t from, int32_t block_new = -1, int32_t block_old = -1);
   void GrowScratch();
   void LoadResourceState(const std::vector<int32_t>& order, int32_t position, std::vector<Time>* free,
                          std::vector<int32_t>* last) const;
@@ -112,8 +112,9 @@ Status DeltaSimulator::Impl::FullRebuild() {
 }
 
 // Recomputes positions, resource links and snapshots, resource predecessors and last ends from order position
-// `from` on.
-void DeltaSimulator::Impl::Reindex(int32_t from) {
+// `from` on. When block_new >= 0, the order from block_new on is the previous order from block_old on, unchanged
+// (a shifted rest): its resource links stay, and its earliest-predecessor entries move with it.
+void DeltaSimulator::Impl::Reindex(int32_t from, int32_t block_new, int32_t block_old) {
   const sim::TaskGraph& tg = run.tg;
   const int32_t n = static_cast<int32_t>(run.timing.order.size());
   const int32_t r = tg.num_resources;
@@ -121,7 +122,6 @@ void DeltaSimulator::Impl::Reindex(int32_t from) {
   const size_t snaps = static_cast<size_t>(n / kSnapshotEvery + 1);
   snap_free.resize(snaps * r);
   snap_last.resize(snaps * r);
-  min_pred_at.resize(static_cast<size_t>(n));
   std::vector<Time> free(static_cast<size_t>(r), 0);
   std::vector<int32_t> last(static_cast<size_t>(r), -1);
   if (first_snap > 0) {
@@ -132,6 +132,17 @@ void DeltaSimulator::Impl::Reindex(int32_t from) {
     if (last[k] >= 0) res_next[last[k]] = -1;
     else res_first[k] = -1;
   }
+  const int32_t shift = block_new - block_old;
+  std::vector<int32_t> old_min;  // the block's earliest-predecessor entries in the previous order
+  if (block_new >= 0) old_min.assign(min_pred_at.begin() + block_old, min_pred_at.begin() + block_old + (n - block_new));
+  min_pred_at.resize(static_cast<size_t>(n));
+  std::vector<uint8_t> linked(static_cast<size_t>(r), 0);  // the block's first task on the resource is linked
+  auto earliest_pred = [&](int32_t t, int32_t i) {
+    int32_t earliest = tg.pred_cnt[t] == 0 ? -1 : i;
+    for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) earliest = std::min(earliest, pos[tg.pred_pool[tg.pred_off[t] + k]]);
+    return earliest;
+  };
+  const int32_t stop = block_new >= 0 ? block_new : n;
   for (int32_t i = first_snap * kSnapshotEvery; i < n; ++i) {
     if (i % kSnapshotEvery == 0) {
       std::copy(free.begin(), free.end(), snap_free.begin() + static_cast<std::ptrdiff_t>(i / kSnapshotEvery) * r);
@@ -140,16 +151,28 @@ void DeltaSimulator::Impl::Reindex(int32_t from) {
     const int32_t t = run.timing.order[i];
     const int32_t res = tg.resource[t];
     pos[t] = i;
-    int32_t earliest = tg.pred_cnt[t] == 0 ? -1 : i;
-    for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) earliest = std::min(earliest, pos[tg.pred_pool[tg.pred_off[t] + k]]);
-    min_pred_at[i] = earliest;
-    run.timing.res_prev[t] = last[res];
-    if (last[res] >= 0) res_next[last[res]] = t;
-    else res_first[res] = t;
-    res_next[t] = -1;
+    if (i < stop) {
+      min_pred_at[i] = earliest_pred(t, i);
+      run.timing.res_prev[t] = last[res];
+      if (last[res] >= 0) res_next[last[res]] = t;
+      else res_first[res] = t;
+      res_next[t] = -1;
+    } else {
+      if (!linked[res]) {
+        linked[res] = 1;
+        run.timing.res_prev[t] = last[res];
+        if (last[res] >= 0) res_next[last[res]] = t;
+        else res_first[res] = t;
+      }
+      const int32_t v = old_min[i - block_new];
+      min_pred_at[i] = v >= block_old ? v + shift : v < from ? v : -2;  // -2: recompute below
+    }
     free[res] = run.timing.end[t];
     last[res] = t;
   }
+  // Block entries whose earliest predecessor was in the re-simulated part: recompute (every position is known).
+  for (int32_t i = stop; i < n; ++i)
+    if (min_pred_at[i] == -2) min_pred_at[i] = earliest_pred(run.timing.order[i], i);
   if (n % kSnapshotEvery == 0) {
     std::copy(free.begin(), free.end(), snap_free.begin() + static_cast<std::ptrdiff_t>(n / kSnapshotEvery) * r);
     std::copy(last.begin(), last.end(), snap_last.begin() + static_cast<std::ptrdiff_t>(n / kSnapshotEvery) * r);
@@ -482,35 +505,30 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     free[r] = tm.end[c];
     tm.order.push_back(c);
   }
+  int32_t block_new = -1;
   if (shifted) {
     // The unsettled tasks keep their previous order and times + shift: the dirty ones behind the cursor first
-    // (by previous position), merged with the clean ones from the cursor on.
+    // (by previous position), then the previous order from the cursor on (nothing there is settled).
     std::vector<int32_t> behind;
     for (int32_t x : dirty_list)
-      if (state[x] == kDirty) behind.push_back(x);
+      if (state[x] == kDirty && pos[x] < i) behind.push_back(x);
     std::sort(behind.begin(), behind.end(), [&](int32_t a, int32_t b) { return pos[a] < pos[b]; });
-    behind.erase(std::unique(behind.begin(), behind.end()), behind.end());
-    size_t b = 0;
     auto take = [&](int32_t x) {
       tm.ready[x] += shift;
       tm.start[x] += shift;
       tm.end[x] += shift;
       tm.order.push_back(x);
     };
-    for (int32_t k = i; k < old_n; ++k) {
-      const int32_t x = prev_order[k];
-      if (!tg.alive[x] || state[x] == kDone) continue;
-      while (b < behind.size() && pos[behind[b]] < k) take(behind[b++]);
-      if (state[x] == kClean) take(x);
-    }
-    while (b < behind.size()) take(behind[b++]);
+    for (int32_t x : behind) take(x);
+    block_new = static_cast<int32_t>(tm.order.size());
+    for (int32_t k = i; k < old_n; ++k) take(prev_order[k]);
   }
 
   for (int32_t t : touched) {
     state[t] = kClean;
     for (int32_t k = 0; k < tg.succ_cnt[t]; ++k) blocked[succ[tg.succ_off[t] + k]] = 0;
   }
-  Reindex(begin);
+  Reindex(begin, block_new, shifted ? i : -1);
 
   // Garbage from replaced groups grows with every change; rebuild from scratch once it outweighs the live graph.
   if (tg.num_tasks() > 2 * live_tasks + 4096 ||
