@@ -5,21 +5,28 @@
 // time of the level: compute of the parts plus the communication that converts tensor layouts between
 // neighbouring groups, reduce-scatters of partial sums and gradient all-reduces.
 //
-// Where this deviates from the paper (docs and the tests rely on these):
+// Coarsening (Tofu's): the colocation groups (a forward op with its backward and update ops) share a scheme;
+// an element-wise op whose inputs all come from one group joins it; then the ops of one layer (Op::layer) share
+// a scheme, which makes most zoo models a chain. Groups merge only when they have a scheme in common.
+//
+// Where this deviates from the paper:
 // - Whole-op replication is not expressible in an OpConfig (each part computes its own region), so Tofu's
 //   "replicate" appears only as the replication of weights under sample/attribute splits (paid for by the
 //   gradient all-reduce the simulator models). A group none of whose schemes fits a level (no dimension left
 //   that is large enough, or an op without partitionable dimensions) is kept whole on the lower half.
 // - The costs are estimated time (seconds) rather than bytes, priced with the cost model and the bandwidth and
 //   latency of the transfers across the level's cut (layout conversions) or along the ring the simulator's
-//   collectives run on (reduce-scatter, gradient all-reduce), with the links they share. Which devices each level separates is
-//   chosen once per machine (TofuDeviceOrder) so that the rings and the cuts run over fast links.
+//   collectives run on (reduce-scatter, gradient all-reduce), with the links they share. Which devices each
+//   level separates is chosen once per machine (TofuDeviceOrder) so that the rings and the cuts run over fast
+//   links. Weight-gradient reads follow the simulator: every update part reads the whole gradient, each shard
+//   from its lowest replica.
 // - Each level is costed on its own (Tofu's recursion), with the sizes left by the levels before it; the DP does
 //   not model memory, so it optimises time only (the simulator still reports OOM).
 // - Non-chain coarsened graphs are solved exactly by a DP over a topological order whose state is the scheme of
 //   every group on the frontier; when the frontier's states exceed TofuOptions::max_states the DP keeps the
 //   cheapest ones (a beam) and is no longer exact.
-// - With D devices not a power of two, the largest power of two <= D of the fastest devices are used.
+// - With D devices not a power of two, the largest power of two <= D of the fastest devices are used; and the
+//   search may return the bisection's strategy after fewer levels when it simulates faster (try_fewer_levels).
 #pragma once
 
 #include <cstdint>
