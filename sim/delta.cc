@@ -65,6 +65,8 @@ struct DeltaSimulator::Impl {
   std::vector<int32_t> res_next;     // the next task on the same resource in that order (-1: none)
   std::vector<int32_t> res_first;    // per resource, its first task (-1: none)
   std::vector<int32_t> min_pred_at;  // per position: the earliest position of that task's predecessors (-1: none)
+  std::vector<int32_t> bind_at;      // per position: the position of the predecessor whose arrival made the task
+                                     // ready (the latest position on ties; -1: none)
   std::vector<Time> snap_free;       // free time of each resource before position k * kSnapshotEvery
   std::vector<int32_t> snap_last;
 
@@ -113,7 +115,8 @@ Status DeltaSimulator::Impl::FullRebuild() {
 
 // Recomputes positions, resource links and snapshots, resource predecessors and last ends from order position
 // `from` on. When block_new >= 0, the order from block_new on is the previous order from block_old on, unchanged
-// (a shifted rest): its resource links stay, and its earliest-predecessor entries move with it.
+// (a shifted rest): its resource links stay, and its predecessor entries move with it (tasks marked in `mark`,
+// whose predecessors changed, are indexed afresh).
 void DeltaSimulator::Impl::Reindex(int32_t from, int32_t block_new, int32_t block_old) {
   const sim::TaskGraph& tg = run.tg;
   const int32_t n = static_cast<int32_t>(run.timing.order.size());
@@ -133,14 +136,29 @@ void DeltaSimulator::Impl::Reindex(int32_t from, int32_t block_new, int32_t bloc
     else res_first[k] = -1;
   }
   const int32_t shift = block_new - block_old;
-  std::vector<int32_t> old_min;  // the block's earliest-predecessor entries in the previous order
-  if (block_new >= 0) old_min.assign(min_pred_at.begin() + block_old, min_pred_at.begin() + block_old + (n - block_new));
+  std::vector<int32_t> old_min, old_bind;  // the block's entries in the previous order
+  if (block_new >= 0) {
+    old_min.assign(min_pred_at.begin() + block_old, min_pred_at.begin() + block_old + (n - block_new));
+    old_bind.assign(bind_at.begin() + block_old, bind_at.begin() + block_old + (n - block_new));
+  }
   min_pred_at.resize(static_cast<size_t>(n));
+  bind_at.resize(static_cast<size_t>(n));
   std::vector<uint8_t> linked(static_cast<size_t>(r), 0);  // the block's first task on the resource is linked
-  auto earliest_pred = [&](int32_t t, int32_t i) {
-    int32_t earliest = tg.pred_cnt[t] == 0 ? -1 : i;
-    for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) earliest = std::min(earliest, pos[tg.pred_pool[tg.pred_off[t] + k]]);
-    return earliest;
+  // Earliest predecessor position and binding predecessor position of the task at position i.
+  auto index_preds = [&](int32_t t, int32_t i) {
+    int32_t earliest = tg.pred_cnt[t] == 0 ? -1 : i, bind = -1;
+    Time best = -1;
+    for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) {
+      const int32_t p = tg.pred_pool[tg.pred_off[t] + k];
+      earliest = std::min(earliest, pos[p]);
+      const Time arrival = run.timing.end[p] + tg.resource_delay[tg.resource[p]];
+      if (arrival > best || (arrival == best && pos[p] > bind)) {
+        best = arrival;
+        bind = pos[p];
+      }
+    }
+    min_pred_at[i] = earliest;
+    bind_at[i] = bind;
   };
   const int32_t stop = block_new >= 0 ? block_new : n;
   for (int32_t i = first_snap * kSnapshotEvery; i < n; ++i) {
@@ -152,7 +170,7 @@ void DeltaSimulator::Impl::Reindex(int32_t from, int32_t block_new, int32_t bloc
     const int32_t res = tg.resource[t];
     pos[t] = i;
     if (i < stop) {
-      min_pred_at[i] = earliest_pred(t, i);
+      index_preds(t, i);
       run.timing.res_prev[t] = last[res];
       if (last[res] >= 0) res_next[last[res]] = t;
       else res_first[res] = t;
@@ -164,15 +182,18 @@ void DeltaSimulator::Impl::Reindex(int32_t from, int32_t block_new, int32_t bloc
         if (last[res] >= 0) res_next[last[res]] = t;
         else res_first[res] = t;
       }
-      const int32_t v = old_min[i - block_new];
-      min_pred_at[i] = v >= block_old ? v + shift : v < from ? v : -2;  // -2: recompute below
+      // Predecessors in the block moved with it, those before `from` stayed; others: recompute below (-2).
+      const int32_t v = old_min[i - block_new], b = old_bind[i - block_new];
+      const bool recompute = mark[t] || (v >= from && v < block_old) || (b >= from && b < block_old);
+      min_pred_at[i] = recompute ? -2 : v >= block_old ? v + shift : v;
+      bind_at[i] = b >= block_old ? b + shift : b;
     }
     free[res] = run.timing.end[t];
     last[res] = t;
   }
   // Block entries whose earliest predecessor was in the re-simulated part: recompute (every position is known).
   for (int32_t i = stop; i < n; ++i)
-    if (min_pred_at[i] == -2) min_pred_at[i] = earliest_pred(run.timing.order[i], i);
+    if (min_pred_at[i] == -2) index_preds(run.timing.order[i], i);
   if (n % kSnapshotEvery == 0) {
     std::copy(free.begin(), free.end(), snap_free.begin() + static_cast<std::ptrdiff_t>(n / kSnapshotEvery) * r);
     std::copy(last.begin(), last.end(), snap_last.begin() + static_cast<std::ptrdiff_t>(n / kSnapshotEvery) * r);
@@ -447,10 +468,12 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       if (u >= 0 && pos[x] > pos[u]) return false;
     }
     if (delta == 0) return true;  // clean tasks' predecessors are unchanged, so their ready times are too
-    // Tasks from i on with a predecessor before i (or none): their ready time must move by delta too. (Every
-    // task from i on is clean or dirty here; dirty ones were checked above, checking them again is harmless.)
-    for (int32_t k = i; k < old_n; ++k)
-      if (min_pred_at[k] < i && !ready_matches(prev_order[k], i, delta)) return false;
+    // Clean tasks from i on with a predecessor before i (or none): their ready time must move by delta too. When
+    // delta > 0 that holds exactly when their binding predecessor is unsettled (ties bind to the later one).
+    for (int32_t k = i; k < old_n; ++k) {
+      if (min_pred_at[k] >= i || state[prev_order[k]] != kClean) continue;
+      if (delta > 0 ? bind_at[k] < i : !ready_matches(prev_order[k], i, delta)) return false;
+    }
     return true;
   };
 
@@ -521,6 +544,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     };
     for (int32_t x : behind) take(x);
     block_new = static_cast<int32_t>(tm.order.size());
+    for (int32_t x : dirty_list)
+      if (state[x] == kDirty && pos[x] >= i) mark[x] = 1;  // re-index their predecessors
     for (int32_t k = i; k < old_n; ++k) take(prev_order[k]);
   }
 
@@ -529,6 +554,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     for (int32_t k = 0; k < tg.succ_cnt[t]; ++k) blocked[succ[tg.succ_off[t] + k]] = 0;
   }
   Reindex(begin, block_new, shifted ? i : -1);
+  for (int32_t x : dirty_list) mark[x] = 0;
 
   // Garbage from replaced groups grows with every change; rebuild from scratch once it outweighs the live graph.
   if (tg.num_tasks() > 2 * live_tasks + 4096 ||
