@@ -1,5 +1,7 @@
 #include "agents/learned/learner.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -20,6 +22,13 @@ void Shuffle(std::vector<size_t>* order, std::mt19937_64& rng) {
 }
 
 }  // namespace
+
+void SetPolicyThreads(int32_t threads) {
+  at::set_num_threads(threads);
+  // Looked up at run time: the BLAS library is LibTorch's dependency, not ours, and may not be OpenBLAS.
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(threads);
+}
 
 GameEntry MakeGameEntry(std::shared_ptr<const PlacementGame> game, std::string label) {
   GameEntry e;

@@ -61,6 +61,10 @@ struct UpdateStats {
   double grad_norm = 0.0;
 };
 
+// Sets the intra-op threads of LibTorch and of the BLAS library under it (OpenBLAS keeps its own pool, whose
+// idle threads spin and steal the CPU from the simulator on small machines).
+void SetPolicyThreads(int32_t threads);
+
 class PpoLearner {
  public:
   // `net` must outlive the learner. `total_iterations` sets the learning-rate schedule.

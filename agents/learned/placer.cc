@@ -54,7 +54,7 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
   std::shared_ptr<const Topology> t(std::shared_ptr<const Topology>{}, &topology);
   Expected<std::shared_ptr<const PlacementGame>> game = PlacementGame::Create(g, t, cost, *env);
   if (!game) return game.error();
-  at::set_num_threads(exp.threads);
+  SetPolicyThreads(exp.threads);
   GameEntry entry = MakeGameEntry(std::move(game).value(), graph.name());
 
   PlaceResult result;

@@ -96,7 +96,7 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
   Expected<ExperimentConfig> parsed = ExperimentConfigFromYaml(meta.config_yaml, meta.config_source, meta.base_dir);
   if (!parsed) return parsed.error();
   const ExperimentConfig& config = *parsed;
-  at::set_num_threads(config.threads);
+  SetPolicyThreads(config.threads);
 
   say("building " + std::to_string(config.train.size() * config.topologies.size()) + " training and " +
       std::to_string(config.eval.size() * config.topologies.size()) + " held-out games");
