@@ -469,10 +469,10 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     }
     if (delta == 0) return true;  // clean tasks' predecessors are unchanged, so their ready times are too
     // Clean tasks from i on with a predecessor before i (or none): their ready time must move by delta too. When
-    // delta > 0 that holds exactly when their binding predecessor is unsettled (ties bind to the later one).
+    // delta > 0 it does if their binding predecessor is after i (ties bind to the later one); else check exactly.
     for (int32_t k = i; k < old_n; ++k) {
-      if (min_pred_at[k] >= i || state[prev_order[k]] != kClean) continue;
-      if (delta > 0 ? bind_at[k] < i : !ready_matches(prev_order[k], i, delta)) return false;
+      if (min_pred_at[k] >= i || (delta > 0 && bind_at[k] >= i) || state[prev_order[k]] != kClean) continue;
+      if (!ready_matches(prev_order[k], i, delta)) return false;
     }
     return true;
   };
