@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   devplace::cli::RegisterGraphGenCommands(*graph, ctx);
   devplace::cli::RegisterGraphImportCommand(*graph, ctx);
   devplace::cli::RegisterTopoCommands(app, ctx);
+  devplace::cli::RegisterSimulateCommand(app, ctx);
   devplace::cli::RegisterSearchCommand(app, ctx);
   devplace::cli::RegisterCompareCommand(app, ctx);
   devplace::cli::RegisterRunCommand(app, ctx);

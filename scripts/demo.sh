@@ -26,6 +26,9 @@ step "Place Inception-v3 on the DGX-1 the way Baechi's m-ETF does" \
 step "Refine it with FlexFlow's MCMC (delta simulation, 2,000 proposals)" \
   $devplace search --algo mcmc --init $out/inception_metf.json --budget-evals 2000 --seed 1 \
     -g $out/inception_v3.json -t configs/topologies/dgx1-v100.yaml -o $out/inception_mcmc.json
+step "Simulate the refined placement and write a Chrome trace (open out/demo/inception_trace.json in Perfetto)" \
+  $devplace simulate -g $out/inception_v3.json -t configs/topologies/dgx1-v100.yaml -p $out/inception_mcmc.json \
+    --trace $out/inception_trace.json
 step "Compare the baselines on two models (writes results.md, results.csv, chart.png)" \
   $devplace compare --suite configs/suites/quick.yaml -o $out/quick
 cat $out/quick/results.md
