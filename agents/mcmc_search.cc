@@ -162,7 +162,7 @@ Expected<SearchResult> McmcSearch::Search(const SearchProblem& problem, const Se
   const double penalty = options_.oom_penalty * scale;
   // The walk prices memory with the ledger's estimate; a candidate for the best is checked exactly.
   auto walk_cost = [&]() { return sim->step_time() + (ledger.over_capacity() ? penalty : 0.0); };
-  auto exact_cost = [&]() { return sim->step_time() + (sim->result().oom ? penalty : 0.0); };
+  auto exact_cost = [&]() { return sim->step_time() + (sim->oom() ? penalty : 0.0); };
   double current = walk_cost(), best = exact_cost();
   Strategy best_strategy = start;
   Chain chain(problem, options_, request.seed);

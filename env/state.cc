@@ -50,7 +50,7 @@ void PlacementState::InitIterative() {
 
 void PlacementState::RefreshTimeFromDelta() {
   step_time_ = delta_->step_time();
-  oom_ = delta_->result().oom;
+  oom_ = delta_->oom();
   evaluated_ = true;
 }
 

@@ -432,6 +432,14 @@ SimResult DeltaSimulator::result() const {
                        m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing), m.options);
 }
 
+bool DeltaSimulator::oom() const {
+  const Impl& m = *impl_;
+  std::vector<int64_t> dynamic = m.peaks.DynamicPeaks(m.run.tg, m.run.timing);
+  for (DeviceId d = 0; d < m.topology.num_devices(); ++d)
+    if (m.run.static_bytes[d] + dynamic[d] > m.topology.device(d).memory_bytes) return true;
+  return false;
+}
+
 int64_t DeltaSimulator::last_retimed_tasks() const { return impl_->retimed; }
 
 }  // namespace devplace

@@ -135,6 +135,9 @@ class DeltaSimulator {
   double step_time() const;
   // Full result of the current strategy, equal to Simulate(graph, topology, strategy(), cost, options).
   SimResult result() const;
+  // Whether the current strategy runs out of memory, equal to result().oom: one pass over the timeline for the
+  // memory peaks, without the statistics and critical path that result() assembles.
+  bool oom() const;
   // Tasks re-timed by the last SetConfig/SetConfigs call (a measure of how far the change reached).
   int64_t last_retimed_tasks() const;
 

@@ -70,6 +70,7 @@ TEST(DeltaSimulator, EqualsFullSimulationOnRandomChanges) {
       ASSERT_TRUE(full.ok()) << full.error().message;
       ExpectSameResult(delta->result(), *full, std::string(c.name) + " change " + std::to_string(k));
       ASSERT_EQ(delta->step_time(), full->step_time);
+      ASSERT_EQ(delta->oom(), full->oom);
       if (::testing::Test::HasFailure()) return;
       ++total;
     }
@@ -77,6 +78,29 @@ TEST(DeltaSimulator, EqualsFullSimulationOnRandomChanges) {
     EXPECT_LT(retimed, static_cast<int64_t>(c.changes) * delta->result().num_tasks) << c.name;
   }
   EXPECT_GE(total, 1000);
+}
+
+// oom() follows the memory model: a graph that only fits when spread out is OOM on one small device.
+TEST(DeltaSimulator, OomMatchesTheFullMemoryModel) {
+  const Graph graph = RandomTrainingGraph(5, 60);
+  const CostModel cost = MakeAnalyticCostModel();
+  int64_t total = 0;
+  const Strategy all_on_0 = Strategy::AllOn(graph.num_ops(), 0);
+  const Topology roomy = testing::FullyConnected(2, 50e9, 2e-6);
+  total = Simulate(graph, roomy, all_on_0, cost)->devices[0].peak_bytes;
+  TopologyBuilder b("small");
+  b.add_device(testing::MakeDevice("d0", total * 3 / 4));
+  b.add_device(testing::MakeDevice("d1", total * 3 / 4));
+  b.add_bidirectional_link(0, 1, 50e9, 2e-6, "nvlink");
+  const Topology small = std::move(b).Build().value();
+  Expected<DeltaSimulator> delta = DeltaSimulator::Create(graph, small, all_on_0, cost);
+  ASSERT_TRUE(delta.ok());
+  EXPECT_TRUE(delta->oom());
+  EXPECT_EQ(delta->oom(), delta->result().oom);
+  std::vector<std::pair<OpId, OpConfig>> half;
+  for (OpId op = 0; op < graph.num_ops(); op += 2) half.emplace_back(op, OpConfig{{1}, {}});
+  ASSERT_TRUE(delta->SetConfigs(half).ok());
+  EXPECT_EQ(delta->oom(), Simulate(graph, small, delta->strategy(), cost)->oom);
 }
 
 TEST(DeltaSimulator, MultiOpChangesAndNoOpChanges) {
