@@ -104,6 +104,8 @@ Expected<SearchResult> ExpertPlacer::Search(const SearchProblem& problem, const 
   std::vector<double> speed(t.num_devices());
   for (DeviceId d = 0; d < t.num_devices(); ++d) speed[d] = t.device(d).peak_flops_f32 / t.device(0).peak_flops_f32;
 
+  Expected<Simulator> simulator = Simulator::Create(graph, t, problem.cost, problem.sim);
+  if (!simulator.ok()) return simulator.error();
   Strategy best;
   double best_score = std::numeric_limits<double>::infinity();
   for (int k = 1; k <= t.num_devices(); ++k) {
@@ -120,7 +122,7 @@ Expected<SearchResult> ExpertPlacer::Search(const SearchProblem& problem, const 
     for (OpId op = 0; op < graph.num_ops(); ++op)
       device_of_op[op] = device_of_layer[layers.layer_of_group[groups.group_of_op[op]]];
     Strategy candidate = Strategy::FromPlacement(device_of_op);
-    Expected<SimResult> sim = Simulate(graph, t, candidate, problem.cost, problem.sim);
+    Expected<SimResult> sim = simulator->Run(candidate);
     if (!sim.ok()) return sim.error();
     double score = sim->step_time + (sim->oom ? 1e6 : 0.0);
     if (score < best_score) {

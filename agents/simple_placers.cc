@@ -39,10 +39,12 @@ Expected<SearchResult> RandomPlacer::Search(const SearchProblem& problem, const 
   Strategy best = draw();
   if (!budget.limited()) return SearchResult{std::move(best), 0, budget.seconds()};
 
+  Expected<Simulator> simulator = Simulator::Create(*problem.graph, *problem.topology, problem.cost, problem.sim);
+  if (!simulator.ok()) return simulator.error();
   double best_time = std::numeric_limits<double>::infinity();
   for (bool first = true; first || !budget.exhausted(); first = false) {
     Strategy candidate = first ? best : draw();
-    Expected<SimResult> sim = Simulate(*problem.graph, *problem.topology, candidate, problem.cost, problem.sim);
+    Expected<SimResult> sim = simulator->Run(candidate);
     if (!sim.ok()) return sim.error();
     // An OOM placement only wins when nothing that fits was found.
     double score = sim->step_time + (sim->oom ? 1e6 : 0.0);
