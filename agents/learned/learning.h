@@ -68,7 +68,7 @@ struct PlaceOptions {
   double max_seconds = 0.0;          // > 0: also stop fine-tuning after this wall time
   uint64_t seed = 0;                 // fine-tuning randomness
   int32_t finetune_samples = 0;      // episodes per fine-tuning iteration (0: the experiment's samples_per_graph)
-  double finetune_lr = 0.0;          // (0: the experiment's ppo.lr_final)
+  double finetune_lr = 0.0;          // (0: the experiment's ppo.lr)
   // Called after each fine-tuning iteration with (evaluations used, best step time so far).
   std::function<void(int64_t, double)> progress;
 };

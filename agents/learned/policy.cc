@@ -24,6 +24,10 @@ GameTensors MakeGameTensors(const PlacementGame& game) {
   GameTensors t;
   t.graph = MakeSageGraph(game.static_node_features(), game.num_groups(), kNodeFeatureDim, game.edge_src(),
                           game.edge_dst());
+  // Cumulative compute share in topological order: the coordinate a compute-balanced contiguous split cuts.
+  torch::Tensor share = t.graph.x.select(1, kNodeComputeShare);
+  torch::Tensor cumulative = (share.cumsum(0) - 0.5 * share).clamp(0.0, 1.0);
+  t.graph.x = torch::cat({t.graph.x, cumulative.unsqueeze(1)}, 1);
   t.device_x = FloatTensor(game.static_device_features(), game.num_devices(), kDeviceFeatureDim);
   t.num_devices = game.num_devices();
   return t;
@@ -48,12 +52,13 @@ torch::Tensor XlLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& 
 
 TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : config_(config) {
   const int64_t h = config.hidden;
-  sage_ = register_module("sage", GraphSage(kNodeFeatureDim, h, config.sage_layers));
+  sage_ = register_module("sage", GraphSage(kTransformerNodeFeatures, h, config.sage_layers));
   film_ = register_module("film", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, 2 * h));
   for (int32_t i = 0; i < config.transformer_layers; ++i)
     layers_.push_back(register_module("xl" + std::to_string(i), XlLayer(h, config.heads, config.feedforward)));
   out_norm_ = register_module("out_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({h})));
   device_head_ = register_module("device_head", torch::nn::Linear(h, config.max_devices));
+  split_head_ = register_module("split_head", torch::nn::Linear(1, config.max_devices));
   query_ = register_module("query", torch::nn::Linear(h, h));
   device_key_ = register_module("device_key", torch::nn::Linear(kDeviceFeatureDim, h));
   value1_ = register_module("value1", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, h));
@@ -88,7 +93,10 @@ OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
   }
   h = out_norm_(h);
   torch::Tensor keys = device_key_(game.device_x);  // [D, H]
-  torch::Tensor logits = device_head_(h).slice(1, 0, game.num_devices) +
+  // Split head: per-device lines in the cumulative compute share; their upper envelope is a contiguous,
+  // compute-balanced split, so the policy can move whole ranges of groups with a few parameters.
+  torch::Tensor cumulative = game.graph.x.slice(1, kNodeFeatureDim, kNodeFeatureDim + 1);
+  torch::Tensor logits = (device_head_(h) + split_head_(cumulative)).slice(1, 0, game.num_devices) +
                          torch::matmul(query_(h), keys.t()) / std::sqrt(static_cast<double>(config_.hidden));
   torch::Tensor summary = torch::cat({h.mean(0), std::get<0>(h.max(0)), game.device_x.mean(0), scalars});
   torch::Tensor value = value2_(torch::relu(value1_(summary))).squeeze(0);
@@ -162,7 +170,9 @@ PolicyNet::PolicyNet(const PolicyConfig& config, uint64_t seed) : config_(config
   // explores (as PPO implementations initialise their policy heads).
   torch::NoGradGuard no_grad;
   for (auto& item : module().named_parameters(true))
-    if (item.key().rfind("device_head.", 0) == 0 || item.key().rfind("query.", 0) == 0) item.value().mul_(0.01);
+    if (item.key().rfind("device_head.", 0) == 0 || item.key().rfind("query.", 0) == 0 ||
+        item.key().rfind("split_head.", 0) == 0)
+      item.value().mul_(0.01);
 }
 
 torch::nn::Module& PolicyNet::module() {

@@ -22,7 +22,10 @@
 
 namespace devplace {
 
-// The static tensors of a game: group features [N, kNodeFeatureDim], group edges, device features [D, Fd].
+// The static tensors of a game: group features [N, kTransformerNodeFeatures] (the environment's
+// kNodeFeatureDim columns plus the cumulative compute share in topological order), group edges, device
+// features [D, Fd].
+inline constexpr int64_t kTransformerNodeFeatures = kNodeFeatureDim + 1;
 struct GameTensors {
   SageGraph graph;
   torch::Tensor device_x;
@@ -61,7 +64,7 @@ class TransformerPlacerImpl : public torch::nn::Module {
   torch::nn::Linear film_{nullptr};
   std::vector<XlLayer> layers_;
   torch::nn::LayerNorm out_norm_{nullptr};
-  torch::nn::Linear device_head_{nullptr}, query_{nullptr}, device_key_{nullptr};
+  torch::nn::Linear device_head_{nullptr}, split_head_{nullptr}, query_{nullptr}, device_key_{nullptr};
   torch::nn::Linear value1_{nullptr}, value2_{nullptr};
 };
 TORCH_MODULE(TransformerPlacer);
