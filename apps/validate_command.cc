@@ -1,7 +1,9 @@
 // `devplace validate --suite V.yaml -o DIR [--json]`: for every model of a validation suite, profiles its ops,
 // places it with the suite's algorithms and random placements, simulates each strategy with the profiled costs on
-// the (calibrated) machine, executes it for real, and writes DIR/results.csv, DIR/summary.md (MAPE, max error,
-// Kendall tau) and DIR/scatter.png, plus the calibrated topology and the cost tables it used.
+// the (calibrated) machine, executes it for real (the strategies of a model in turn, for the suite's rounds), and
+// writes DIR/results.csv, DIR/summary.md (MAPE, max error, Kendall tau) and DIR/scatter.png, plus the calibrated
+// topology and the cost tables it used.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -134,42 +136,100 @@ void RegisterValidateCommand(CLI::App& app, CommandContext& ctx) {
       profile_options.timed_runs = suite.profile_timed_runs;
       profile_options.seed = suite.seed;
       const ProfileResult profile = Unwrap(ProfileGraph(graph, topology, profile_options));
-      const CostTable table = ProfileToCostTable(profile);
-      Check(WriteCostTableFile(table, opts->output + "/costs-" + label + ".json"));
-      const CostModel cost = MakeProfiledCostModel(table);
-      for (NamedStrategy& s : Strategies(suite, graph, topology, cost)) {
-        ValidateRow row{label, s.name};
-        row.error = s.error;
+      const CostModel search_cost = MakeProfiledCostModel(ProfileToCostTable(profile));
+      std::vector<NamedStrategy> strategies = Strategies(suite, graph, topology, search_cost);
+      const size_t first_row = rows.size();
+      ExecOptions options;
+      options.warmup_steps = suite.warmup_steps;
+      options.timed_steps = suite.timed_steps;
+      options.seed = suite.seed;
+      std::vector<std::unique_ptr<Executor>> executors(strategies.size());
+      for (size_t i = 0; i < strategies.size(); ++i) {
+        ValidateRow row{label, strategies[i].name};
+        row.error = strategies[i].error;
         if (row.error.empty()) {
-          Expected<SimResult> sim = Simulate(graph, topology, s.strategy, cost);
-          ExecOptions options;
-          options.warmup_steps = suite.warmup_steps;
-          options.timed_steps = suite.timed_steps;
-          options.seed = suite.seed;
-          Expected<ExecResult> run = sim.ok() ? ExecuteStrategy(graph, topology, s.strategy, options)
-                                              : Expected<ExecResult>(sim.error());
-          if (run.ok()) {
-            row.ok = true;
-            row.measured = run->median_step;
-            row.measured_min = run->min_step;
-            row.measured_max = run->max_step;
-            row.simulated = sim->step_time;
-            row.copies = run->num_copies;
-            row.bytes_copied = run->bytes_copied;
-            row.stand_in_ops = run->stand_in_ops;
-            row.device_ops = OpsPerDevice(s.strategy, topology.num_devices());
+          Expected<Executor> executor = Executor::Create(graph, topology, strategies[i].strategy, options);
+          if (executor.ok()) {
+            executors[i] = std::make_unique<Executor>(std::move(*executor));
+            row.device_ops = OpsPerDevice(strategies[i].strategy, topology.num_devices());
           } else {
-            row.error = run.error().message;
+            row.error = executor.error().message;
           }
         }
-        if (progress) {
-          if (row.ok)
-            std::fprintf(stderr, "  %-14s measured %8.2f ms  simulated %8.2f ms  (%+.1f%%)\n", row.strategy.c_str(),
-                         row.measured * 1e3, row.simulated * 1e3, 100 * (row.simulated - row.measured) / row.measured);
-          else
-            std::fprintf(stderr, "  %-14s failed: %s\n", row.strategy.c_str(), row.error.c_str());
-        }
         rows.push_back(std::move(row));
+      }
+      // In-graph profiling runs every op on the first device of each kind; repeating it in every round, next to the
+      // strategies, gives the simulation op costs measured under the same conditions as the executions.
+      std::vector<std::string> kinds;
+      std::vector<std::unique_ptr<Executor>> profilers;
+      std::vector<std::vector<ExecResult>> profile_runs;
+      if (!suite.profile_isolated) {
+        ExecOptions profile_exec = options;
+        profile_exec.warmup_steps = suite.profile_warmup_runs;
+        profile_exec.timed_steps = suite.profile_timed_runs;
+        for (DeviceId d = 0; d < topology.num_devices(); ++d) {
+          if (std::find(kinds.begin(), kinds.end(), topology.device(d).kind) != kinds.end()) continue;
+          kinds.push_back(topology.device(d).kind);
+          profilers.push_back(std::make_unique<Executor>(
+              Unwrap(Executor::Create(graph, topology, Strategy::AllOn(graph.num_ops(), d), profile_exec))));
+        }
+        profile_runs.resize(kinds.size());
+      }
+      // Every round runs each strategy in turn, so that a change in the machine's load affects them all alike.
+      std::vector<std::vector<double>> steps(strategies.size());
+      for (int32_t round = 0; round < suite.rounds; ++round) {
+        for (size_t k = 0; k < profilers.size(); ++k) profile_runs[k].push_back(Unwrap(profilers[k]->Run()));
+        for (size_t i = 0; i < strategies.size(); ++i) {
+          ValidateRow& row = rows[first_row + i];
+          if (!executors[i]) continue;
+          Expected<ExecResult> run = executors[i]->Run();
+          if (!run.ok()) {
+            row.error = run.error().message;
+            executors[i].reset();
+            continue;
+          }
+          steps[i].insert(steps[i].end(), run->step_seconds.begin(), run->step_seconds.end());
+          row.copies = run->num_copies;
+          row.bytes_copied = run->bytes_copied;
+          row.stand_in_ops = run->stand_in_ops;
+        }
+      }
+      profilers.clear();
+      CostTable table = ProfileToCostTable(profile);
+      if (!suite.profile_isolated) {
+        ProfileResult measured;
+        for (size_t k = 0; k < kinds.size(); ++k) {
+          std::vector<OpProfile> entries = InGraphProfile(graph, kinds[k], profile_runs[k]);
+          measured.entries.insert(measured.entries.end(), entries.begin(), entries.end());
+        }
+        table = ProfileToCostTable(measured);
+      }
+      Check(WriteCostTableFile(table, opts->output + "/costs-" + label + ".json"));
+      const CostModel cost = MakeProfiledCostModel(table);
+      for (size_t i = 0; i < strategies.size(); ++i) {
+        ValidateRow& row = rows[first_row + i];
+        executors[i].reset();
+        if (!row.error.empty() || steps[i].empty()) continue;
+        Expected<SimResult> sim = Simulate(graph, topology, strategies[i].strategy, cost);
+        if (!sim.ok()) {
+          row.error = sim.error().message;
+          continue;
+        }
+        row.simulated = sim->step_time;
+        std::sort(steps[i].begin(), steps[i].end());
+        const size_t m = steps[i].size() / 2;
+        row.ok = true;
+        row.measured = steps[i].size() % 2 ? steps[i][m] : 0.5 * (steps[i][m - 1] + steps[i][m]);
+        row.measured_min = steps[i].front();
+        row.measured_max = steps[i].back();
+        if (progress)
+          std::fprintf(stderr, "  %-14s measured %8.2f ms  simulated %8.2f ms  (%+.1f%%)\n", row.strategy.c_str(),
+                       row.measured * 1e3, row.simulated * 1e3, 100 * (row.simulated - row.measured) / row.measured);
+      }
+      for (size_t i = 0; i < strategies.size(); ++i) {
+        const ValidateRow& row = rows[first_row + i];
+        if (progress && !row.error.empty())
+          std::fprintf(stderr, "  %-14s failed: %s\n", row.strategy.c_str(), row.error.c_str());
       }
     }
     machine << "\nHost load average (1, 5, 15 min) before: " << load_before << "; after: " << LoadAverage() << ".\n";

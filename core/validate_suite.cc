@@ -31,6 +31,7 @@ Expected<ValidateSuite> ValidateSuiteFromYaml(const std::string& text, const std
       JsonObject e(*exec, source, "exec");
       suite.warmup_steps = static_cast<int32_t>(e.integer_or("warmup_steps", suite.warmup_steps, 0, 1000));
       suite.timed_steps = static_cast<int32_t>(e.integer_or("timed_steps", suite.timed_steps, 1, 1000));
+      suite.rounds = static_cast<int32_t>(e.integer_or("rounds", suite.rounds, 1, 100));
       e.finish();
     }
     if (const nlohmann::json* profile = root.optional("profile")) {

@@ -17,8 +17,10 @@ struct ValidateSuite {
   uint64_t seed = 0;
   std::string topology;              // topology YAML path (resolved like CompareSuite paths)
   bool calibrate = true;             // measure links and devices first and simulate on the calibrated machine
-  int32_t warmup_steps = 2;          // executor: untimed and timed steps per strategy
+  int32_t warmup_steps = 2;          // executor: untimed and timed steps per strategy and round
   int32_t timed_steps = 5;
+  int32_t rounds = 1;                // the strategies of a model are executed in turn this many times (so that a
+                                     // change in the machine's load affects them all alike); medians over all
   bool profile_isolated = false;     // profiler: time each op alone (else within single-device steps)
   int32_t profile_warmup_runs = 2;   // profiler: untimed and timed steps (isolated: runs per op signature)
   int32_t profile_timed_runs = 7;

@@ -24,7 +24,7 @@ at::Tensor Floats(int64_t bytes, const at::Device& device) {
   return exec::SeededTensor({std::max<int64_t>(1, bytes / 4)}, at::kFloat, device, static_cast<uint64_t>(bytes), 1.0, 1);
 }
 
-// A copy into fresh memory of `device`, exactly as the executor moves a tensor to another worker.
+// A copy into fresh memory of `device`, exactly as a worker takes in a tensor from another device.
 at::Tensor CopyTo(const at::Tensor& t, const at::Device& device) {
   at::Tensor out = at::empty(t.sizes(), t.options().device(device));
   out.copy_(t);
@@ -32,8 +32,9 @@ at::Tensor CopyTo(const at::Tensor& t, const at::Device& device) {
   return out;
 }
 
-// Round trips between a worker for `a` and one for `b`: a copies `bytes` to b and hands it over through b's ready
-// queue; b answers with a 4-byte tensor the same way. Returns the median round-trip time per size.
+// Round trips between a worker for `a` and one for `b`, moving tensors exactly as the executor does: a hands a
+// tensor of `bytes` over through b's ready queue and b copies it into its own memory; b answers with a 4-byte tensor
+// the same way. Returns the median round-trip time per size.
 std::vector<double> RoundTrips(const std::vector<int64_t>& sizes, const at::Device& a, int core_a, const at::Device& b,
                                int core_b, int32_t repeats) {
   exec::ReadyQueue to_a, to_b;
@@ -43,8 +44,9 @@ std::vector<double> RoundTrips(const std::vector<int64_t>& sizes, const at::Devi
     exec::SetUpWorkerThread(b, core_b);
     const at::Tensor token = Floats(4, b);
     while (to_b.Pop(never) >= 0) {
-      handed_to_b = at::Tensor();  // the consumer takes the tensor
-      handed_to_a = CopyTo(token, a);
+      at::Tensor received = CopyTo(handed_to_b, b);
+      handed_to_b = at::Tensor();
+      handed_to_a = token;
       to_a.Push(0);
     }
   });
@@ -56,11 +58,11 @@ std::vector<double> RoundTrips(const std::vector<int64_t>& sizes, const at::Devi
       std::vector<double> times;
       for (int32_t r = 0; r < kWarmup + repeats; ++r) {
         const double t0 = exec::NowSeconds();
-        handed_to_b = CopyTo(source, b);
+        handed_to_b = source;
         to_b.Push(0);
         to_a.Pop(never);
+        at::Tensor answer = CopyTo(handed_to_a, a);
         const double t1 = exec::NowSeconds();
-        handed_to_a = at::Tensor();
         if (r >= kWarmup) times.push_back(t1 - t0);
       }
       medians.push_back(Median(times));

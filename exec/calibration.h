@@ -25,7 +25,7 @@ struct CalibrationOptions {
 // Checks option values; errors name the field.
 Status ValidateCalibrationOptions(const CalibrationOptions& options);
 
-// One copy size and its measured one-way time (producer starts copying -> consumer holds the tensor).
+// One copy size and its measured one-way time (producer hands the tensor over -> consumer holds its own copy).
 struct CopyPoint {
   int64_t bytes = 0;
   double seconds = 0.0;

@@ -3,8 +3,8 @@
 // normalisation, element-wise ops, concatenation, softmax and losses, their backward ops, and Adam updates);
 // an op whose computation cannot be reconstructed runs a stand-in kernel with the same FLOPs and output size,
 // and the result counts them. One worker thread per device runs its ops as soon as their inputs have arrived;
-// a tensor crossing devices is really copied (CPU: by the producing worker into a fresh buffer for the
-// destination worker; CUDA: a peer copy between the devices' tensors).
+// a tensor crossing devices is really copied (the consuming worker copies it into its own memory before running
+// the op: a fresh buffer on the CPU, a peer copy between GPUs on CUDA).
 // This header is LibTorch-free; see docs/executor.md for the model, the CUDA build and the limits.
 #pragma once
 
@@ -57,7 +57,7 @@ struct ExecResult {
   double max_step = 0.0;
   double spread = 0.0;                // (max - min) / median of the timed steps
   // Per device (indexed by DeviceId), medians over the timed steps: time computing ops, and time spent
-  // copying tensors to other devices (done by the producing worker).
+  // copying in tensors from other devices (done by the consuming worker).
   std::vector<double> device_busy_seconds;
   std::vector<double> device_copy_seconds;
   std::vector<int32_t> device_ops;    // ops placed on each device
@@ -66,8 +66,8 @@ struct ExecResult {
   int32_t stand_in_ops = 0;           // ops that ran a stand-in kernel
   std::vector<std::string> stand_in_types;  // their distinct types, sorted
   // Per op (indexed by OpId), medians over the timed steps: the op's kernel time, and the time its worker then
-  // spends handing the outputs to consumers on the same device and releasing the inputs (copies to other devices
-  // are not included: they are device_copy_seconds).
+  // spends handing the outputs on and releasing the inputs (copying in inputs from other devices is not included:
+  // it is device_copy_seconds).
   std::vector<double> op_seconds;
   std::vector<double> op_handoff_seconds;
   std::vector<char> op_stand_in;      // per op: 1 when it ran a stand-in kernel

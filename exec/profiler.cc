@@ -49,7 +49,6 @@ std::vector<size_t> IndexSignatures(const Graph& graph, const std::string& kind,
 // In-graph: whole steps with every op on device `d`.
 Status ProfileInGraph(const Graph& graph, const Topology& topology, DeviceId d, const ProfileOptions& options,
                       std::vector<OpProfile>* out) {
-  const std::vector<size_t> entry_of_op = IndexSignatures(graph, topology.device(d).kind, out);
   ExecOptions exec;
   exec.warmup_steps = options.warmup_runs;
   exec.timed_steps = options.timed_runs;
@@ -58,14 +57,8 @@ Status ProfileInGraph(const Graph& graph, const Topology& topology, DeviceId d, 
   exec.pin_threads = options.pin_threads;
   Expected<ExecResult> run = ExecuteStrategy(graph, topology, Strategy::AllOn(graph.num_ops(), d), exec);
   if (!run.ok()) return run.error();
-  for (OpId op = 0; op < graph.num_ops(); ++op) {
-    OpProfile& p = (*out)[entry_of_op[op]];
-    const double seconds = run->op_seconds[op] + run->op_handoff_seconds[op];
-    p.seconds += seconds / p.instances;
-    p.min_seconds = std::min(p.min_seconds, seconds);
-    p.max_seconds = std::max(p.max_seconds, seconds);
-    p.stand_in = p.stand_in || run->op_stand_in[op];
-  }
+  std::vector<OpProfile> entries = InGraphProfile(graph, topology.device(d).kind, {*run});
+  out->insert(out->end(), entries.begin(), entries.end());
   return Status::Ok();
 }
 
@@ -110,6 +103,26 @@ Status ProfileIsolated(const Graph& graph, const std::string& kind, const at::De
 }
 
 }  // namespace
+
+std::vector<OpProfile> InGraphProfile(const Graph& graph, const std::string& kind,
+                                      const std::vector<ExecResult>& runs) {
+  std::vector<OpProfile> entries;
+  const std::vector<size_t> entry_of_op = IndexSignatures(graph, kind, &entries);
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    OpProfile& p = entries[entry_of_op[op]];
+    std::vector<double> samples;
+    for (const ExecResult& run : runs) {
+      samples.push_back(run.op_seconds.at(op) + run.op_handoff_seconds.at(op));
+      p.stand_in = p.stand_in || run.op_stand_in.at(op);
+    }
+    const double seconds = Median(samples);
+    p.seconds += seconds / p.instances;
+    p.min_seconds = std::min(p.min_seconds, seconds);
+    p.max_seconds = std::max(p.max_seconds, seconds);
+  }
+  for (OpProfile& p : entries) p.seconds = std::max(p.seconds, 1e-9);
+  return entries;
+}
 
 Status ValidateProfileOptions(const ProfileOptions& options) {
   if (options.warmup_runs < 0) return Error{"profile options: warmup_runs must be >= 0"};

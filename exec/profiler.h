@@ -58,6 +58,12 @@ struct ProfileResult {
   double seconds = 0.0;            // wall time of the profiling
 };
 
+// In-graph profile entries for device kind `kind` from runs of `graph` with every op on one device of that kind
+// (e.g. runs spread over time): an op's time is the median over the runs of its median kernel plus handoff time, and
+// a signature's time the mean over its ops. Precondition: every run is of `graph` (one entry per op).
+std::vector<OpProfile> InGraphProfile(const Graph& graph, const std::string& kind,
+                                      const std::vector<ExecResult>& runs);
+
 // Profiles `graph` on one device of every kind in `topology` (on the CPU backend every device is a core of this
 // machine, so one kind "cpu" means one pass). Errors name the op whose kernel failed.
 Expected<ProfileResult> ProfileGraph(const Graph& graph, const Topology& topology, const ProfileOptions& options = {});

@@ -27,8 +27,13 @@ class ReadyQueue {
   int32_t Pop(const std::atomic<bool>& abort) {
     const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
     while (size_.load(std::memory_order_acquire) == 0 && !abort.load(std::memory_order_relaxed) &&
-           std::chrono::steady_clock::now() < spin_until)
+           std::chrono::steady_clock::now() < spin_until) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();  // busy-poll: the worker owns its core (yielding would hand it to other processes)
+#else
       std::this_thread::yield();
+#endif
+    }
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return !items_.empty() || abort.load(std::memory_order_relaxed); });
     if (items_.empty()) return -1;

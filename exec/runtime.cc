@@ -1,5 +1,5 @@
 // The executor's runtime: one worker thread per device, each running its ops as soon as their inputs arrive,
-// copying tensors to the devices of their consumers, and timing every op and step.
+// copying tensors from other devices into its own memory, and timing every op and step.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -29,7 +29,7 @@ std::string ShapeText(at::IntArrayRef shape) {
   return s + "]";
 }
 
-// A copy of `t` in fresh memory of `device` (on the CPU: a buffer for the destination worker).
+// A copy of `t` in fresh memory of `device` (on the CPU: a buffer the consuming worker allocates and fills).
 at::Tensor CopyTo(const at::Tensor& t, const at::Device& device) {
   at::Tensor out = at::empty(t.sizes(), t.options().device(device));
   out.copy_(t);
@@ -134,7 +134,20 @@ struct Executor::Impl {
       const auto in = graph.in_edges(op);
       const auto out = graph.out_edges(op);
       io.inputs.resize(in.size());
-      for (size_t i = 0; i < in.size(); ++i) io.inputs[i] = std::move(slots[in[i]]);
+      double copying = 0.0;
+      for (size_t i = 0; i < in.size(); ++i) {
+        at::Tensor t = std::move(slots[in[i]]);
+        if (device_of_op[graph.edge(in[i]).src] != w->device) {
+          // A tensor from another device: this worker copies it into its own memory.
+          const double c0 = exec::NowSeconds();
+          t = CopyTo(t, w->torch_device);
+          exec::SyncDevice(w->torch_device);
+          copying += exec::NowSeconds() - c0;
+          w->bytes += static_cast<int64_t>(t.nbytes());
+          ++w->copies;
+        }
+        io.inputs[i] = std::move(t);
+      }
       io.outputs.assign(out.size(), at::Tensor());
       io.produced.clear();
       const double t0 = exec::NowSeconds();
@@ -154,27 +167,17 @@ struct Executor::Impl {
           if (t.defined()) sum += t.sum(at::kDouble).item<double>();
         checksums[op] = sum;
       }
-      double copying = 0.0;
       for (size_t j = 0; j < out.size(); ++j) {
         const OpId dst = graph.edge(out[j]).dst;
-        Worker* to = workers[device_of_op[dst]].get();
-        at::Tensor t = std::move(io.outputs[j]);
-        if (to != w) {
-          const double c0 = exec::NowSeconds();
-          t = CopyTo(t, to->torch_device);
-          exec::SyncDevice(to->torch_device);
-          copying += exec::NowSeconds() - c0;
-          w->bytes += static_cast<int64_t>(t.nbytes());
-          ++w->copies;
-        }
-        slots[out[j]] = std::move(t);
-        if (remaining[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) to->queue.Push(dst);
+        slots[out[j]] = std::move(io.outputs[j]);
+        if (remaining[dst].fetch_sub(1, std::memory_order_acq_rel) == 1)
+          workers[device_of_op[dst]]->queue.Push(dst);
       }
       io.inputs.clear();
       op_start[op] = t0;
       op_kernel[op] = t1 - t0;
       op_end[op] = exec::NowSeconds();
-      op_handoff[op] = op_end[op] - t1 - copying;
+      op_handoff[op] = op_end[op] - t1;
       w->busy += t1 - t0;
       w->copy += copying;
     }
