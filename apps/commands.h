@@ -27,6 +27,10 @@ void RegisterSearchCommand(CLI::App& app, CommandContext& ctx);
 // `devplace simulate -g G -t T -p P [--costs C] [--trace X.json]`.
 void RegisterSimulateCommand(CLI::App& app, CommandContext& ctx);
 
+// `devplace train --config E.yaml -o RUN [--resume]` and `devplace place [--policy DIR] -g G -t T -o P.json`.
+void RegisterTrainCommand(CLI::App& app, CommandContext& ctx);
+void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx);
+
 // `devplace compare --suite S.yaml -o DIR`.
 void RegisterCompareCommand(CLI::App& app, CommandContext& ctx);
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "agents/learned/learned_search.h"
 #include "agents/search.h"
 #include "apps/cli_util.h"
 #include "apps/commands.h"
@@ -60,7 +61,7 @@ void RegisterCompareCommand(CLI::App& app, CommandContext& ctx) {
   cmd->callback([opts, &ctx]() {
     CompareSuite suite = Unwrap(ReadCompareSuite(opts->suite));
     std::vector<std::unique_ptr<SearchAlgorithm>> algorithms;
-    for (const std::string& name : suite.algorithms) algorithms.push_back(Unwrap(MakeSearchAlgorithm(name)));
+    for (const std::string& name : suite.algorithms) algorithms.push_back(Unwrap(MakeAnySearchAlgorithm(name)));
     std::vector<Topology> topologies;
     for (const std::string& path : suite.topologies) topologies.push_back(LoadTopology(path));
     std::error_code ec;

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   devplace::cli::RegisterSimulateCommand(app, ctx);
   devplace::cli::RegisterSearchCommand(app, ctx);
   devplace::cli::RegisterCompareCommand(app, ctx);
+  devplace::cli::RegisterTrainCommand(app, ctx);
+  devplace::cli::RegisterPlaceCommand(app, ctx);
   devplace::cli::RegisterRunCommand(app, ctx);
   devplace::cli::RegisterProfileCommand(app, ctx);
   devplace::cli::RegisterCalibrateCommand(app, ctx);

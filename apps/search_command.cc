@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "agents/learned/learned_search.h"
 #include "agents/search.h"
 #include "apps/cli_util.h"
 #include "apps/commands.h"
@@ -23,6 +24,7 @@ void RegisterSearchCommand(CLI::App& app, CommandContext& ctx) {
   auto opts = std::make_shared<Options>();
   std::string names;
   for (const std::string& n : SearchAlgorithmNames()) names += (names.empty() ? "" : ", ") + n;
+  for (const std::string& n : LearnedSearchAlgorithmNames()) names += ", " + n;
   CLI::App* cmd = app.add_subcommand("search", "Place a graph on a machine with a search algorithm");
   cmd->add_option("--algo", opts->algo, "Algorithm: " + names)->required();
   cmd->add_option("-g,--graph", opts->graph, "Graph JSON file")->required();
@@ -37,7 +39,7 @@ void RegisterSearchCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("-o,--output", opts->output, "Output strategy JSON file")->required();
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
   cmd->callback([opts, &ctx]() {
-    std::unique_ptr<SearchAlgorithm> algo = Unwrap(MakeSearchAlgorithm(opts->algo));
+    std::unique_ptr<SearchAlgorithm> algo = Unwrap(MakeAnySearchAlgorithm(opts->algo));
     Graph graph = LoadGraph(opts->graph);
     Topology topology = LoadTopology(opts->topology);
     Strategy initial;
