@@ -143,49 +143,41 @@ void RegisterValidateCommand(CLI::App& app, CommandContext& ctx) {
       options.warmup_steps = suite.warmup_steps;
       options.timed_steps = suite.timed_steps;
       options.seed = suite.seed;
-      std::vector<std::unique_ptr<Executor>> executors(strategies.size());
       for (size_t i = 0; i < strategies.size(); ++i) {
         ValidateRow row{label, strategies[i].name};
         row.error = strategies[i].error;
-        if (row.error.empty()) {
-          Expected<Executor> executor = Executor::Create(graph, topology, strategies[i].strategy, options);
-          if (executor.ok()) {
-            executors[i] = std::make_unique<Executor>(std::move(*executor));
-            row.device_ops = OpsPerDevice(strategies[i].strategy, topology.num_devices());
-          } else {
-            row.error = executor.error().message;
-          }
-        }
+        if (row.error.empty()) row.device_ops = OpsPerDevice(strategies[i].strategy, topology.num_devices());
         rows.push_back(std::move(row));
       }
       // In-graph profiling runs every op on the first device of each kind; repeating it in every round, next to the
       // strategies, gives the simulation op costs measured under the same conditions as the executions.
       std::vector<std::string> kinds;
-      std::vector<std::unique_ptr<Executor>> profilers;
+      std::vector<DeviceId> profile_devices;
       std::vector<std::vector<ExecResult>> profile_runs;
+      ExecOptions profile_exec = options;
+      profile_exec.warmup_steps = suite.profile_warmup_runs;
+      profile_exec.timed_steps = suite.profile_timed_runs;
       if (!suite.profile_isolated) {
-        ExecOptions profile_exec = options;
-        profile_exec.warmup_steps = suite.profile_warmup_runs;
-        profile_exec.timed_steps = suite.profile_timed_runs;
         for (DeviceId d = 0; d < topology.num_devices(); ++d) {
           if (std::find(kinds.begin(), kinds.end(), topology.device(d).kind) != kinds.end()) continue;
           kinds.push_back(topology.device(d).kind);
-          profilers.push_back(std::make_unique<Executor>(
-              Unwrap(Executor::Create(graph, topology, Strategy::AllOn(graph.num_ops(), d), profile_exec))));
+          profile_devices.push_back(d);
         }
         profile_runs.resize(kinds.size());
       }
       // Every round runs each strategy in turn, so that a change in the machine's load affects them all alike.
       std::vector<std::vector<double>> steps(strategies.size());
+      // An executor lives for one run, so that one strategy's threads and memory are gone before the next starts.
       for (int32_t round = 0; round < suite.rounds; ++round) {
-        for (size_t k = 0; k < profilers.size(); ++k) profile_runs[k].push_back(Unwrap(profilers[k]->Run()));
+        for (size_t k = 0; k < profile_devices.size(); ++k)
+          profile_runs[k].push_back(Unwrap(ExecuteStrategy(
+              graph, topology, Strategy::AllOn(graph.num_ops(), profile_devices[k]), profile_exec)));
         for (size_t i = 0; i < strategies.size(); ++i) {
           ValidateRow& row = rows[first_row + i];
-          if (!executors[i]) continue;
-          Expected<ExecResult> run = executors[i]->Run();
+          if (!row.error.empty()) continue;
+          Expected<ExecResult> run = ExecuteStrategy(graph, topology, strategies[i].strategy, options);
           if (!run.ok()) {
             row.error = run.error().message;
-            executors[i].reset();
             continue;
           }
           steps[i].insert(steps[i].end(), run->step_seconds.begin(), run->step_seconds.end());
@@ -194,7 +186,6 @@ void RegisterValidateCommand(CLI::App& app, CommandContext& ctx) {
           row.stand_in_ops = run->stand_in_ops;
         }
       }
-      profilers.clear();
       CostTable table = ProfileToCostTable(profile);
       if (!suite.profile_isolated) {
         ProfileResult measured;
@@ -208,7 +199,6 @@ void RegisterValidateCommand(CLI::App& app, CommandContext& ctx) {
       const CostModel cost = MakeProfiledCostModel(table);
       for (size_t i = 0; i < strategies.size(); ++i) {
         ValidateRow& row = rows[first_row + i];
-        executors[i].reset();
         if (!row.error.empty() || steps[i].empty()) continue;
         Expected<SimResult> sim = Simulate(graph, topology, strategies[i].strategy, cost);
         if (!sim.ok()) {
