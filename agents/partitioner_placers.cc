@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include <unistd.h>
+
 extern "C" {
 #include <metis.h>
 #include <scotch/scotch.h>
@@ -19,6 +21,27 @@ namespace {
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+// While alive, the process's standard output goes to standard error. METIS prints its diagnostics ("***Cannot
+// bisect a graph with 0 vertices!") with printf, which would corrupt the JSON that `--json` commands print.
+class StdoutToStderr {
+ public:
+  StdoutToStderr() : saved_(dup(STDOUT_FILENO)) {
+    std::fflush(stdout);
+    if (saved_ >= 0) dup2(STDERR_FILENO, STDOUT_FILENO);
+  }
+  ~StdoutToStderr() {
+    std::fflush(stdout);
+    if (saved_ < 0) return;
+    dup2(saved_, STDOUT_FILENO);
+    close(saved_);
+  }
+  StdoutToStderr(const StdoutToStderr&) = delete;
+  StdoutToStderr& operator=(const StdoutToStderr&) = delete;
+
+ private:
+  int saved_;
+};
 
 // Relative device speeds as positive integers (f32 peak relative to the slowest device, x100).
 std::vector<int32_t> SpeedWeights(const Topology& t) {
@@ -129,6 +152,7 @@ Expected<SearchResult> MetisPlacer::Search(const SearchProblem& problem, const S
     METIS_SetDefaultOptions(options);
     options[METIS_OPTION_SEED] = static_cast<idx_t>(request.seed & 0x7fffffff);
     real_t imbalance = 1.05f;
+    StdoutToStderr quiet_stdout;
     int status = METIS_PartGraphKway(&vertices, &constraints, gg.offsets.data(), gg.adjacency.data(),
                                      gg.vertex_weights.data(), nullptr, gg.edge_weights.data(), &parts,
                                      target_weights.data(), &imbalance, options, &cut, device_of_group.data());
