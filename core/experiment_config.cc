@@ -130,6 +130,12 @@ void ReadPpo(const nlohmann::json& value, const std::string& source, PpoConfig* 
   if (p->gamma > 1.0) o.fail("gamma", "must be in [0, 1]");
   p->gae_lambda = o.number_or("gae_lambda", p->gae_lambda, 0.0);
   if (p->gae_lambda > 1.0) o.fail("gae_lambda", "must be in [0, 1]");
+  if (const nlohmann::json* names = o.optional("demonstrations")) {
+    const std::string path = o.path_of("demonstrations");
+    RequireArray(*names, source, path);
+    for (size_t i = 0; i < names->size(); ++i)
+      p->demonstrations.push_back(ReadString((*names)[i], source, path + "[" + std::to_string(i) + "]"));
+  }
   o.finish();
 }
 

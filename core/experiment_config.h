@@ -64,6 +64,9 @@ struct PpoConfig {
   double max_grad_norm = 1.0;
   double gamma = 1.0;
   double gae_lambda = 0.95;
+  // One-shot MDP only: search algorithms (registry names, plain placements) whose best placement of each training
+  // game is replayed as one of its sampled episodes (agents/learned/demonstration.h); empty: none.
+  std::vector<std::string> demonstrations;
 };
 
 struct ExperimentConfig {

@@ -1,0 +1,32 @@
+// Demonstrations: heuristic placements of a game, for policies to learn from (LibTorch-free part of devplace_learn).
+//
+// A demonstration is the placement, in the game's colocation groups, that the best of a few search algorithms
+// (for example the human expert and m-ETF) finds. During PPO training on the one-shot MDP it is replayed as one
+// of a game's sampled episodes (with the policy's own log-probabilities), so that it is reinforced exactly when
+// it beats the policy's samples (advantage > 0) and pushed away when the samples have overtaken it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "env/game.h"
+
+namespace devplace {
+
+// A game's demonstration: the device of every group and the time it is charged.
+struct Demonstration {
+  std::vector<int32_t> device_per_group;
+  double penalised_time = 0.0;
+  std::string algorithm;  // which of the algorithms found it
+};
+
+// Runs each of `algorithms` (names in the search registry; each must return plain placements) on the game's graph
+// and machine with the game's cost model, seed `seed`, and returns the placement with the lowest penalised time
+// (ties: the earlier algorithm). Each group takes the device of its first member op. Errors name the algorithm;
+// an empty list is an error.
+Expected<Demonstration> MakeDemonstration(const PlacementGame& game, const std::vector<std::string>& algorithms,
+                                          uint64_t seed);
+
+}  // namespace devplace
