@@ -419,22 +419,19 @@ Status DeltaSimulator::SetConfigs(std::span<const std::pair<OpId, OpConfig>> cha
 const Strategy& DeltaSimulator::strategy() const { return impl_->strategy; }
 
 double DeltaSimulator::step_time() const {
-  const sim::TaskGraph& tg = impl_->run.tg;
-  Time step = 0;
-  for (int32_t r = 0; r < tg.num_resources; ++r)
-    if (impl_->run.last_end[r] >= 0) step = std::max(step, impl_->run.last_end[r] + tg.resource_delay[r]);
-  return static_cast<double>(step) * sim::kSecondsPerTick;
+  return static_cast<double>(sim::StepTicks(impl_->run.tg, impl_->run.last_end)) * sim::kSecondsPerTick;
 }
 
 SimResult DeltaSimulator::result() const {
   const Impl& m = *impl_;
   return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end, m.run.last_task,
-                       m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing), m.options);
+                       m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing, sim::MaxEnd(m.run.last_end)),
+                       m.options);
 }
 
 bool DeltaSimulator::oom() const {
   const Impl& m = *impl_;
-  std::vector<int64_t> dynamic = m.peaks.DynamicPeaks(m.run.tg, m.run.timing);
+  std::vector<int64_t> dynamic = m.peaks.DynamicPeaks(m.run.tg, m.run.timing, sim::MaxEnd(m.run.last_end));
   for (DeviceId d = 0; d < m.topology.num_devices(); ++d)
     if (m.run.static_bytes[d] + dynamic[d] > m.topology.device(d).memory_bytes) return true;
   return false;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/full_run.h"
+#include "sim/memory.h"
 #include "sim/simulator.h"
 
 namespace devplace {

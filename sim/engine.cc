@@ -1,6 +1,7 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -9,123 +10,84 @@
 
 namespace devplace::sim {
 
-// A 4-ary heap: half the depth of a binary heap, and the four children share a cache line or two.
-void ReadyHeap::push(const HeapItem& item) {
-  size_t i = items_.size();
-  items_.push_back(item);
-  while (i > 0) {
-    const size_t parent = (i - 1) / 4;
-    if (!Less(item, items_[parent])) break;
-    items_[i] = items_[parent];
-    i = parent;
-  }
-  items_[i] = item;
-}
-
-void ReadyHeap::pop() {
-  const HeapItem last = items_.back();
-  items_.pop_back();
-  const size_t n = items_.size();
-  if (n == 0) return;
-  size_t i = 0;
-  while (true) {
-    const size_t first = 4 * i + 1;
-    if (first >= n) break;
-    size_t best = first;
-    const size_t stop = std::min(first + 4, n);
-    for (size_t c = first + 1; c < stop; ++c)
-      if (Less(items_[c], items_[best])) best = c;
-    if (!Less(items_[best], last)) break;
-    items_[i] = items_[best];
-    i = best;
-  }
-  items_[i] = last;
-}
-
-void Engine::Run(const TaskGraph& tg, Timing* timing) {
+template <class Item, class Pack, class Unpack>
+void Engine::Loop(const TaskGraph& tg, Timing* timing, QuadHeap<Item>& heap, Pack pack, Unpack task_of) {
   const int32_t n = tg.num_tasks();
+  heap.clear();
+  for (int32_t t = 0; t < n; ++t)
+    if (pending_[t] == 0 && tg.alive[t]) heap.push(pack(0, t));
+  Time* ready = timing->ready.data();
+  Time* start_of = timing->start.data();
+  Time* end_of = timing->end.data();
+  int32_t* res_prev = timing->res_prev.data();
+  int32_t* order = timing->order.data();
+  int32_t done = 0;
+  const int32_t* succ_pool = tg.succ_pool.data();
+  const int32_t* succ_off = tg.succ_off.data();
+  const int32_t* succ_cnt = tg.succ_cnt.data();
+  const int32_t* resource = tg.resource.data();
+  const Time* duration = tg.duration.data();
+  const Time* delay = tg.resource_delay.data();
+  int32_t* pending = pending_.data();
+  Time* free = free_.data();
+  int32_t* last = last_.data();
+  while (!heap.empty()) {
+    const int32_t t = task_of(heap.top());
+    heap.pop();
+    const int32_t r = resource[t];
+    const Time start = std::max(ready[t], free[r]);
+    const Time end = start + duration[t];
+    start_of[t] = start;
+    end_of[t] = end;
+    res_prev[t] = last[r];
+    free[r] = end;
+    last[r] = t;
+    order[done++] = t;
+    const Time arrive = end + delay[r];
+    const int32_t* s = succ_pool + succ_off[t];
+    const int32_t* s_end = s + succ_cnt[t];
+    for (; s != s_end; ++s) {
+      const int32_t x = *s;
+      if (arrive > ready[x]) ready[x] = arrive;
+      if (--pending[x] == 0) heap.push(pack(ready[x], x));
+    }
+  }
+  timing->order.resize(static_cast<size_t>(done));
+}
+
+void Engine::Run(const TaskGraph& tg, Time horizon, Timing* timing) {
+  const int32_t n = tg.num_tasks();
+  const size_t r = static_cast<size_t>(tg.num_resources);
   timing->ready.assign(static_cast<size_t>(n), 0);
   timing->start.resize(static_cast<size_t>(n));
   timing->end.resize(static_cast<size_t>(n));
   timing->res_prev.resize(static_cast<size_t>(n));
-  timing->order.clear();
-  timing->order.reserve(static_cast<size_t>(n));
+  timing->order.resize(static_cast<size_t>(n));
   pending_.assign(tg.pred_cnt.begin(), tg.pred_cnt.end());
-  free_.assign(static_cast<size_t>(tg.num_resources), 0);
-  last_.assign(static_cast<size_t>(tg.num_resources), -1);
-  heap_.clear();
-  for (int32_t t = 0; t < n; ++t)
-    if (pending_[t] == 0 && tg.alive[t]) heap_.push({0, tg.key[t], t});
-
-  Time* ready = timing->ready.data();
-  const int32_t* succ_pool = tg.succ_pool.data();
-  while (!heap_.empty()) {
-    const HeapItem item = heap_.top();
-    heap_.pop();
-    const int32_t t = item.task;
-    const int32_t r = tg.resource[t];
-    const Time start = std::max(item.ready, free_[r]);
-    const Time end = start + tg.duration[t];
-    timing->start[t] = start;
-    timing->end[t] = end;
-    timing->res_prev[t] = last_[r];
-    free_[r] = end;
-    last_[r] = t;
-    timing->order.push_back(t);
-    const Time arrive = end + tg.resource_delay[r];
-    const int32_t* s = succ_pool + tg.succ_off[t];
-    const int32_t* s_end = s + tg.succ_cnt[t];
-    for (; s != s_end; ++s) {
-      const int32_t x = *s;
-      if (arrive > ready[x]) ready[x] = arrive;
-      if (--pending_[x] == 0) heap_.push({ready[x], tg.key[x], x});
-    }
+  free_.assign(r, 0);
+  last_.assign(r, -1);
+  // Ties break by task id. Every time is at most `horizon`, so (ready, id) packs into one word when it fits.
+  const int bits = static_cast<int>(std::bit_width(static_cast<uint32_t>(n)));
+  if (static_cast<int>(std::bit_width(static_cast<uint64_t>(horizon))) + bits <= 64) {
+    const uint64_t mask = (uint64_t{1} << bits) - 1;
+    Loop(
+        tg, timing, packed_,
+        [bits](Time ready, int32_t t) { return (static_cast<uint64_t>(ready) << bits) | static_cast<uint64_t>(t); },
+        [mask](uint64_t item) { return static_cast<int32_t>(item & mask); });
+  } else {
+    Loop(
+        tg, timing, wide_, [](Time ready, int32_t t) { return WideItem{ready, t}; },
+        [](const WideItem& item) { return item.task; });
   }
-}
-
-Time BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task) {
-  Time free = timing.end[task];
-  const int32_t* s = tg.succ_pool.data() + tg.succ_off[task];
-  for (int32_t k = 0; k < tg.succ_cnt[task]; ++k) free = std::max(free, timing.end[s[k]]);
-  return free;
-}
-
-std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing& timing) {
-  const int32_t d = tg.num_devices;
-  // Events grouped by device; within a device all frees come before all allocations, so that the stable sort
-  // by time leaves frees first at equal times.
-  offsets_.assign(static_cast<size_t>(2 * d + 1), 0);
-  for (int32_t t : timing.order)
-    if (tg.mem_bytes[t] != 0) {
-      ++offsets_[2 * tg.mem_device[t] + 1];
-      ++offsets_[2 * tg.mem_device[t] + 2];
-    }
-  for (size_t k = 1; k < offsets_.size(); ++k) offsets_[k] += offsets_[k - 1];
-  events_.resize(static_cast<size_t>(offsets_.back()));
-  std::vector<int32_t> fill(offsets_.begin(), offsets_.end() - 1);
-  for (int32_t t : timing.order) {
-    if (tg.mem_bytes[t] == 0) continue;
-    const int32_t dev = tg.mem_device[t];
-    events_[fill[2 * dev]++] = {BufferFree(tg, timing, t), -tg.mem_bytes[t]};
-    events_[fill[2 * dev + 1]++] = {timing.start[t], tg.mem_bytes[t]};
-  }
-  std::vector<int64_t> peaks(static_cast<size_t>(d), 0);
-  for (int32_t dev = 0; dev < d; ++dev) {
-    one_.assign(events_.begin() + offsets_[2 * dev], events_.begin() + offsets_[2 * dev + 2]);
-    RadixSort(&one_, &scratch_, [](const Event& e) { return static_cast<uint64_t>(e.time); });
-    int64_t cur = 0, peak = 0;
-    for (const Event& e : one_) {
-      cur += e.delta;
-      peak = std::max(peak, cur);
-    }
-    peaks[dev] = peak;
-  }
-  return peaks;
+  last_end_.assign(r, -1);
+  for (size_t k = 0; k < r; ++k)
+    if (last_[k] >= 0) last_end_[k] = free_[k];
 }
 
 Status CheckHorizon(const TaskTotals& totals) {
-  if (totals.horizon_seconds <= kMaxHorizonSeconds) return Status::Ok();
-  return Error{"the tasks of this step add up to " + std::to_string(totals.horizon_seconds) +
+  if (static_cast<double>(totals.horizon) * kSecondsPerTick <= kMaxHorizonSeconds) return Status::Ok();
+  return Error{"the tasks of this step add up to " +
+               std::to_string(static_cast<double>(totals.horizon) * kSecondsPerTick) +
                " s, more than the simulator's limit of " + std::to_string(kMaxHorizonSeconds) +
                " s (check the graph's FLOPs and the machine's speeds)"};
 }
@@ -136,13 +98,15 @@ void TaskTotals::Reset(int32_t num_resources) {
   count.assign(static_cast<size_t>(num_resources), 0);
   bytes_moved = 0;
   num_tasks = num_compute = fallbacks = 0;
-  horizon_seconds = 0;
+  horizon = 0;
 }
 
 void TaskTotals::Add(const TaskGraph& tg, int32_t t, int sign) {
   const int32_t r = tg.resource[t];
   busy[r] += sign * tg.duration[t];
-  horizon_seconds += sign * static_cast<double>(tg.duration[t] + tg.resource_delay[r]) * kSecondsPerTick;
+  const Time ticks = tg.duration[t] + tg.resource_delay[r];
+  if (sign > 0) horizon = ticks >= kHorizonCap - horizon ? kHorizonCap : horizon + ticks;
+  else horizon -= ticks;
   bytes[r] += sign * tg.bytes[t];
   count[r] += sign;
   if (tg.first_hop[t]) bytes_moved += sign * tg.bytes[t];
@@ -205,14 +169,25 @@ void CriticalPath(const TaskGraph& tg, const Timing& timing, const std::vector<i
 
 }  // namespace
 
+Time StepTicks(const TaskGraph& tg, const std::vector<Time>& last_end) {
+  Time step = 0;
+  for (int32_t r = 0; r < tg.num_resources; ++r)
+    if (last_end[r] >= 0) step = std::max(step, last_end[r] + tg.resource_delay[r]);
+  return step;
+}
+
+Time MaxEnd(const std::vector<Time>& last_end) {
+  Time end = 0;
+  for (Time e : last_end) end = std::max(end, e);
+  return end;
+}
+
 SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& timing,
                    const TaskTotals& totals, const std::vector<Time>& last_end, const std::vector<int32_t>& last_task,
                    const std::vector<int64_t>& static_bytes, const std::vector<int64_t>& dynamic_peak,
                    const SimOptions& options) {
   SimResult result;
-  Time step = 0;
-  for (int32_t r = 0; r < tg.num_resources; ++r)
-    if (last_end[r] >= 0) step = std::max(step, last_end[r] + tg.resource_delay[r]);
+  const Time step = StepTicks(tg, last_end);
   result.step_time = static_cast<double>(step) * kSecondsPerTick;
   const int32_t d = tg.num_devices;
   result.devices.resize(static_cast<size_t>(d));

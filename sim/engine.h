@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "core/graph.h"
@@ -22,110 +21,104 @@ struct Timing {
   std::vector<int32_t> order;     // alive tasks in dequeue order
 };
 
-// A heap entry.
-struct HeapItem {
-  Time ready;
-  uint64_t key;
-  int32_t task;
-};
-
-// Min-heap on (ready, key); reusable without reallocation.
-class ReadyHeap {
+// A min-heap with four children per node (half the depth of a binary heap; the children share a cache line),
+// reusable without reallocation. `Item` needs operator<.
+template <class Item>
+class QuadHeap {
  public:
   void clear() { items_.clear(); }
   bool empty() const { return items_.empty(); }
-  const HeapItem& top() const { return items_.front(); }
-  void push(const HeapItem& item);
-  void pop();
+  const Item& top() const { return items_.front(); }
   size_t capacity() const { return items_.capacity(); }
+  void push(Item item) {
+    size_t i = items_.size();
+    items_.push_back(item);
+    while (i > 0) {
+      const size_t parent = (i - 1) / 4;
+      if (!(item < items_[parent])) break;
+      items_[i] = items_[parent];
+      i = parent;
+    }
+    items_[i] = item;
+  }
+  void pop() {
+    const Item last = items_.back();
+    items_.pop_back();
+    const size_t n = items_.size();
+    if (n == 0) return;
+    size_t i = 0;
+    while (true) {
+      const size_t first = 4 * i + 1;
+      if (first >= n) break;
+      size_t best = first;
+      const size_t stop = first + 4 < n ? first + 4 : n;
+      for (size_t c = first + 1; c < stop; ++c)
+        if (items_[c] < items_[best]) best = c;
+      if (!(items_[best] < last)) break;
+      items_[i] = items_[best];
+      i = best;
+    }
+    items_[i] = last;
+  }
 
  private:
-  static bool Less(const HeapItem& a, const HeapItem& b) {
-    return a.ready < b.ready || (a.ready == b.ready && a.key < b.key);
-  }
-  std::vector<HeapItem> items_;
+  std::vector<Item> items_;
 };
 
-// Runs the whole task graph (alive tasks only) and fills `timing` (sized to the task count).
+// A ready-heap entry when (ready, task) does not fit one 64-bit word.
+struct WideItem {
+  Time ready;
+  int32_t task;
+  bool operator<(const WideItem& o) const { return ready < o.ready || (ready == o.ready && task < o.task); }
+};
+
+// Runs the whole task graph (alive tasks only) and fills `timing` (sized to the task count). The graph must be
+// freshly built (TaskBuilder::BuildAll): its task ids then increase with the tie-break keys, so ties break by id.
+// `horizon` bounds every time (TaskTotals::horizon). Afterwards last_end()/last_task() give, per resource, the
+// end of its last task (-1 when it ran nothing) and that task.
 class Engine {
  public:
-  void Run(const TaskGraph& tg, Timing* timing);
+  void Run(const TaskGraph& tg, Time horizon, Timing* timing);
+  const std::vector<Time>& last_end() const { return last_end_; }
+  const std::vector<int32_t>& last_task() const { return last_; }
   // Bytes of scratch held between runs.
   int64_t memory_bytes() const {
-    return static_cast<int64_t>(pending_.capacity() * sizeof(int32_t) + heap_.capacity() * sizeof(HeapItem) +
-                                free_.capacity() * sizeof(Time) + last_.capacity() * sizeof(int32_t));
+    return static_cast<int64_t>(pending_.capacity() * sizeof(int32_t) + packed_.capacity() * sizeof(uint64_t) +
+                                wide_.capacity() * sizeof(WideItem) + free_.capacity() * sizeof(Time) +
+                                last_end_.capacity() * sizeof(Time) + last_.capacity() * sizeof(int32_t));
   }
 
  private:
+  template <class Item, class Pack, class Unpack>
+  void Loop(const TaskGraph& tg, Timing* timing, QuadHeap<Item>& heap, Pack pack, Unpack task_of);
   std::vector<int32_t> pending_;
-  std::vector<Time> free_;
+  std::vector<Time> free_, last_end_;
   std::vector<int32_t> last_;
-  ReadyHeap heap_;
-};
-
-// Stable LSD radix sort of `items` by the unsigned key(item) of kBytes bytes, a byte per pass; passes where every
-// key shares the byte are skipped. `scratch` is reused storage.
-template <int kBytes = 8, class T, class Key>
-void RadixSort(std::vector<T>* items, std::vector<T>* scratch, Key key) {
-  const size_t n = items->size();
-  if (n < 2) return;
-  size_t counts[kBytes][256];
-  std::memset(counts, 0, sizeof(counts));
-  for (const T& item : *items) {
-    const uint64_t k = key(item);
-    for (int b = 0; b < kBytes; ++b) ++counts[b][(k >> (8 * b)) & 0xff];
-  }
-  scratch->resize(n);
-  for (int b = 0; b < kBytes; ++b) {
-    size_t* c = counts[b];
-    if (c[(key((*items)[0]) >> (8 * b)) & 0xff] == n) continue;
-    size_t sum = 0;
-    for (int v = 0; v < 256; ++v) {
-      const size_t x = c[v];
-      c[v] = sum;
-      sum += x;
-    }
-    for (const T& item : *items) (*scratch)[c[(key(item) >> (8 * b)) & 0xff]++] = item;
-    items->swap(*scratch);
-  }
-}
-
-// Time a task's buffer is freed: the latest end among the task and its successors.
-Time BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task);
-// Peak of the buffers alive at once on each device (frees before allocations at equal times). Keeps its buffers
-// between calls.
-class PeakScratch {
- public:
-  std::vector<int64_t> DynamicPeaks(const TaskGraph& tg, const Timing& timing);
-  int64_t memory_bytes() const {
-    return static_cast<int64_t>((events_.capacity() + one_.capacity() + scratch_.capacity()) * sizeof(Event) +
-                                offsets_.capacity() * sizeof(int32_t));
-  }
-
- private:
-  struct Event {
-    Time time;
-    int64_t delta;
-  };
-  std::vector<Event> events_, one_, scratch_;
-  std::vector<int32_t> offsets_;
+  QuadHeap<uint64_t> packed_;  // (ready << bits | task) when it fits in 64 bits
+  QuadHeap<WideItem> wide_;
 };
 
 // Aggregates that do not depend on timing: per-resource busy time, bytes and task counts, bytes moved,
-// fallbacks, and the horizon (total seconds of all tasks and their latencies, a bound on any time).
+// fallbacks, and the horizon (total ticks of all tasks and their latencies, a bound on any time; it saturates at
+// kHorizonCap, far beyond what CheckHorizon accepts).
 struct TaskTotals {
   std::vector<Time> busy;
   std::vector<int64_t> bytes;
   std::vector<int32_t> count;
   int64_t bytes_moved = 0;
   int32_t num_tasks = 0, num_compute = 0, fallbacks = 0;
-  double horizon_seconds = 0;
+  Time horizon = 0;
   // Adds (sign = +1) or removes (sign = -1) task t's contribution.
   void Add(const TaskGraph& tg, int32_t t, int sign);
   void Reset(int32_t num_resources);
 };
 // Error when the horizon is too long to simulate in integer time.
 Status CheckHorizon(const TaskTotals& totals);
+
+// The step in ticks: the latest end plus its resource's latency, from the per-resource last ends (-1: unused).
+Time StepTicks(const TaskGraph& tg, const std::vector<Time>& last_end);
+// The latest of the per-resource last ends (0 when none ran).
+Time MaxEnd(const std::vector<Time>& last_end);
 
 // Builds the SimResult from the aggregates. `last_end[r]` is the end of the last task on resource r (or -1 when
 // the resource ran nothing) and `last_task[r]` that task; `dynamic_peak[d]` and `static_bytes[d]` are per device.

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/full_run.h"
+#include "sim/memory.h"
 #include "sim/partition.h"
 
 namespace devplace {
@@ -65,13 +66,9 @@ Status FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strate
   totals.Reset(tg.num_resources);
   for (int32_t t = 0; t < tg.num_tasks(); ++t) totals.Add(tg, t, +1);
   if (Status s = CheckHorizon(totals); !s) return s;
-  engine.Run(tg, &timing);
-  last_end.assign(static_cast<size_t>(tg.num_resources), -1);
-  last_task.assign(static_cast<size_t>(tg.num_resources), -1);
-  for (int32_t t : timing.order) {
-    last_end[tg.resource[t]] = timing.end[t];
-    last_task[tg.resource[t]] = t;
-  }
+  engine.Run(tg, totals.horizon, &timing);
+  last_end = engine.last_end();
+  last_task = engine.last_task();
   static_bytes.assign(static_cast<size_t>(tg.num_devices), 0);
   for (OpId o = 0; o < graph.num_ops(); ++o) builder.AddStaticMemory(o, strategy.configs[o], &static_bytes);
   return Status::Ok();
@@ -119,7 +116,8 @@ Expected<SimResult> Simulator::Run(const Strategy& strategy) {
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy); !s) return s.error();
   if (Status s = m.run.Run(m.builder, m.engine, strategy, m.graph); !s) return s.error();
   return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end, m.run.last_task,
-                       m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing), m.options);
+                       m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing, sim::MaxEnd(m.run.last_end)),
+                       m.options);
 }
 
 Expected<double> Simulator::RunStepTime(const Strategy& strategy) {
@@ -129,11 +127,8 @@ Expected<double> Simulator::RunStepTime(const Strategy& strategy) {
   m.run.totals.Reset(m.run.tg.num_resources);
   for (int32_t t = 0; t < m.run.tg.num_tasks(); ++t) m.run.totals.Add(m.run.tg, t, +1);
   if (Status s = sim::CheckHorizon(m.run.totals); !s) return s.error();
-  m.engine.Run(m.run.tg, &m.run.timing);
-  sim::Time step = 0;
-  for (int32_t t : m.run.timing.order)
-    step = std::max(step, m.run.timing.end[t] + m.run.tg.resource_delay[m.run.tg.resource[t]]);
-  return static_cast<double>(step) * sim::kSecondsPerTick;
+  m.engine.Run(m.run.tg, m.run.totals.horizon, &m.run.timing);
+  return static_cast<double>(sim::StepTicks(m.run.tg, m.engine.last_end())) * sim::kSecondsPerTick;
 }
 
 namespace {

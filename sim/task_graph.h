@@ -22,6 +22,8 @@ using Time = int64_t;
 inline constexpr double kSecondsPerTick = 1e-12;
 // Longest total of task times and latencies a simulation accepts (keeps every time far from overflow).
 inline constexpr double kMaxHorizonSeconds = 4e6;
+// Where sums of ticks saturate (beyond kMaxHorizonSeconds, so a saturated sum is always rejected).
+inline constexpr Time kHorizonCap = Time{1} << 62;
 // Ticks of a task lasting `seconds`: rounded to the nearest tick, at least one (every task takes time).
 inline Time ToTicks(double seconds) {
   const double ticks = seconds / kSecondsPerTick + 0.5;
