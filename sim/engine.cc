@@ -92,31 +92,6 @@ Status CheckHorizon(const TaskTotals& totals) {
                " s (check the graph's FLOPs and the machine's speeds)"};
 }
 
-void TaskTotals::Reset(int32_t num_resources) {
-  busy.assign(static_cast<size_t>(num_resources), 0);
-  bytes.assign(static_cast<size_t>(num_resources), 0);
-  count.assign(static_cast<size_t>(num_resources), 0);
-  bytes_moved = 0;
-  num_tasks = num_compute = fallbacks = 0;
-  horizon = 0;
-}
-
-void TaskTotals::Add(const TaskGraph& tg, int32_t t, int sign) {
-  const int32_t r = tg.resource[t];
-  busy[r] += sign * tg.duration[t];
-  const Time ticks = tg.duration[t] + tg.resource_delay[r];
-  if (sign > 0) horizon = ticks >= kHorizonCap - horizon ? kHorizonCap : horizon + ticks;
-  else horizon -= ticks;
-  bytes[r] += sign * tg.bytes[t];
-  count[r] += sign;
-  if (tg.first_hop[t]) bytes_moved += sign * tg.bytes[t];
-  num_tasks += sign;
-  if (tg.kind[t] == TaskKind::kCompute) {
-    num_compute += sign;
-    fallbacks += sign * tg.fallback[t];
-  }
-}
-
 namespace {
 
 std::string FormatBytes(int64_t bytes) {

@@ -98,20 +98,6 @@ class Engine {
   QuadHeap<WideItem> wide_;
 };
 
-// Aggregates that do not depend on timing: per-resource busy time, bytes and task counts, bytes moved,
-// fallbacks, and the horizon (total ticks of all tasks and their latencies, a bound on any time; it saturates at
-// kHorizonCap, far beyond what CheckHorizon accepts).
-struct TaskTotals {
-  std::vector<Time> busy;
-  std::vector<int64_t> bytes;
-  std::vector<int32_t> count;
-  int64_t bytes_moved = 0;
-  int32_t num_tasks = 0, num_compute = 0, fallbacks = 0;
-  Time horizon = 0;
-  // Adds (sign = +1) or removes (sign = -1) task t's contribution.
-  void Add(const TaskGraph& tg, int32_t t, int sign);
-  void Reset(int32_t num_resources);
-};
 // Error when the horizon is too long to simulate in integer time.
 Status CheckHorizon(const TaskTotals& totals);
 

@@ -28,7 +28,8 @@ struct FullRun {
   std::vector<int64_t> static_bytes;  // per device
 
   // Builds and runs everything for `strategy`; an error when the step is too long to simulate (CheckHorizon).
-  Status Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, const Graph& graph);
+  // `with_groups`: keep the group lists a delta simulator needs (TaskBuilder::BuildAll).
+  Status Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, const Graph& graph, bool with_groups);
 };
 
 }  // namespace devplace::sim

@@ -61,10 +61,9 @@ Status CheckGraph(const Graph& graph) {
   return Status::Ok();
 }
 
-Status FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, const Graph& graph) {
-  builder.BuildAll(strategy, &tg);
-  totals.Reset(tg.num_resources);
-  for (int32_t t = 0; t < tg.num_tasks(); ++t) totals.Add(tg, t, +1);
+Status FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, const Graph& graph,
+                    bool with_groups) {
+  builder.BuildAll(strategy, with_groups, &tg, &totals);
   if (Status s = CheckHorizon(totals); !s) return s;
   engine.Run(tg, totals.horizon, &timing);
   last_end = engine.last_end();
@@ -114,7 +113,7 @@ Expected<Simulator> Simulator::Create(const Graph& graph, const Topology& topolo
 Expected<SimResult> Simulator::Run(const Strategy& strategy) {
   Impl& m = *impl_;
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy); !s) return s.error();
-  if (Status s = m.run.Run(m.builder, m.engine, strategy, m.graph); !s) return s.error();
+  if (Status s = m.run.Run(m.builder, m.engine, strategy, m.graph, false); !s) return s.error();
   return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end, m.run.last_task,
                        m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing, sim::MaxEnd(m.run.last_end)),
                        m.options);
@@ -123,9 +122,7 @@ Expected<SimResult> Simulator::Run(const Strategy& strategy) {
 Expected<double> Simulator::RunStepTime(const Strategy& strategy) {
   Impl& m = *impl_;
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy); !s) return s.error();
-  m.builder.BuildAll(strategy, &m.run.tg);
-  m.run.totals.Reset(m.run.tg.num_resources);
-  for (int32_t t = 0; t < m.run.tg.num_tasks(); ++t) m.run.totals.Add(m.run.tg, t, +1);
+  m.builder.BuildAll(strategy, false, &m.run.tg, &m.run.totals);
   if (Status s = sim::CheckHorizon(m.run.totals); !s) return s.error();
   m.engine.Run(m.run.tg, m.run.totals.horizon, &m.run.timing);
   return static_cast<double>(sim::StepTicks(m.run.tg, m.engine.last_end())) * sim::kSecondsPerTick;

@@ -47,8 +47,26 @@ PartCost PlainCostCache::Get(const Graph& graph, const Topology& topology, const
 TaskBuilder::TaskBuilder(const Graph& graph, const Topology& topology, const CostModel& cost,
                          const SimOptions& options, PlainCostCache* cache)
     : graph_(graph), topology_(topology), cost_(cost), options_(options), cache_(cache) {
-  param_bytes_.resize(static_cast<size_t>(graph.num_ops()));
-  for (OpId o = 0; o < graph.num_ops(); ++o) param_bytes_[o] = ParamBytesOf(graph, o);
+  const size_t n = static_cast<size_t>(graph.num_ops());
+  param_bytes_.resize(n);
+  output_bytes_.resize(n);
+  plain_static_.resize(n);
+  for (OpId o = 0; o < graph.num_ops(); ++o) {
+    const int64_t param = param_bytes_[o] = ParamBytesOf(graph, o);
+    output_bytes_[o] = OutputBytes(graph.op(o));
+    plain_static_[o] = graph.op(o).role == OpRole::kUpdate
+                           ? static_cast<int64_t>(static_cast<double>(param) * options_.optimizer_state_factor)
+                           : param;
+  }
+  resource_delay_.assign(static_cast<size_t>(topology.num_devices() + topology.num_links()), 0);
+  for (LinkId l = 0; l < topology.num_links(); ++l)
+    resource_delay_[topology.num_devices() + l] = LatencyTicks(topology.link(l).latency);
+}
+
+int64_t TaskBuilder::Segments(int64_t bytes, int64_t hops, bool segmented) const {
+  if (!segmented || hops < 2) return 1;
+  const int64_t segments = (bytes + options_.segment_bytes - 1) / options_.segment_bytes;
+  return std::clamp<int64_t>(segments, 1, std::min<int64_t>(options_.max_segments, bytes));
 }
 
 int32_t TaskBuilder::NewTask(TaskGraph* tg, int32_t group, int32_t resource, Time duration, TaskKind kind,
@@ -88,11 +106,7 @@ void TaskBuilder::AppendRoute(TaskGraph* tg, int32_t group, DeviceId src, Device
   const std::span<const LinkId> links = topology_.route(src, dst);
   DEVPLACE_CHECK(!links.empty(), "transfer between a device and itself");
   const int64_t hops = static_cast<int64_t>(links.size());
-  int64_t segments = 1;
-  if (segmented && hops >= 2) {
-    segments = (bytes + options_.segment_bytes - 1) / options_.segment_bytes;
-    segments = std::clamp<int64_t>(segments, 1, std::min<int64_t>(options_.max_segments, bytes));
-  }
+  const int64_t segments = Segments(bytes, hops, segmented);
   for (int64_t s = 0; s < segments; ++s) {
     const int64_t seg_bytes = Scale(bytes, s + 1, segments) - Scale(bytes, s, segments);
     int32_t prev = -1;
@@ -148,7 +162,7 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
     const PartCost c = cache_->Get(graph_, topology_, cost_, op, config.devices[0]);
     const int32_t t = NewTask(tg, group, config.devices[0], ToTicks(c.seconds), TaskKind::kCompute, op, 0);
     tg->fallback[t] = c.fallback;
-    tg->mem_bytes[t] = OutputBytes(o);
+    tg->mem_bytes[t] = output_bytes_[op];
     tg->mem_device[t] = config.devices[0];
     tg->out_tasks.insert(tg->out_tasks.end(), {t, -1, -1});
     tg->group_dep_count[group] = 0;
@@ -286,15 +300,13 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
 }
 
 void TaskBuilder::AddStaticMemory(OpId op, const OpConfig& config, std::vector<int64_t>* per_device) const {
+  if (config.num_parts() == 1) {
+    (*per_device)[config.devices[0]] += plain_static_[op];
+    return;
+  }
   const int64_t param = param_bytes_[op];
   if (param == 0) return;
   const Op& o = graph_.op(op);
-  if (config.num_parts() == 1) {
-    (*per_device)[config.devices[0]] +=
-        o.role == OpRole::kUpdate ? static_cast<int64_t>(static_cast<double>(param) * options_.optimizer_state_factor)
-                                  : param;
-    return;
-  }
   const PartLayout layout = Layout(o, config);
   for (int32_t p = 0; p < config.num_parts(); ++p) {
     const int32_t shard = ShardIndex(o, config, p);
@@ -317,15 +329,29 @@ void TaskGraph::Clear() {
   kind.clear();
 }
 
-void TaskBuilder::BuildAll(const Strategy& strategy, TaskGraph* tg) {
-  const int32_t n = graph_.num_ops();
-  const int32_t groups = n + graph_.num_edges();
+void TaskBuilder::Reset(TaskGraph* tg) const {
   tg->Clear();
   tg->num_devices = topology_.num_devices();
   tg->num_resources = topology_.num_devices() + topology_.num_links();
-  tg->resource_delay.assign(static_cast<size_t>(tg->num_resources), 0);
-  for (LinkId l = 0; l < topology_.num_links(); ++l)
-    tg->resource_delay[tg->num_devices + l] = LatencyTicks(topology_.link(l).latency);
+  tg->resource_delay = resource_delay_;
+}
+
+void TaskBuilder::BuildAll(const Strategy& strategy, bool with_groups, TaskGraph* tg, TaskTotals* totals) {
+  bool plain = !with_groups;
+  for (size_t o = 0; plain && o < strategy.configs.size(); ++o) plain = strategy.configs[o].devices.size() == 1;
+  if (plain) {
+    BuildPlain(strategy, tg);
+  } else {
+    BuildGroups(strategy, tg);
+  }
+  totals->Reset(tg->num_resources);
+  for (int32_t t = 0; t < tg->num_tasks(); ++t) totals->Add(*tg, t, +1);
+}
+
+void TaskBuilder::BuildGroups(const Strategy& strategy, TaskGraph* tg) {
+  const int32_t n = graph_.num_ops();
+  const int32_t groups = n + graph_.num_edges();
+  Reset(tg);
   tg->group_task_begin.assign(static_cast<size_t>(groups), 0);
   tg->group_task_count.assign(static_cast<size_t>(groups), 0);
   tg->group_dep_begin.assign(static_cast<size_t>(groups), 0);
@@ -334,6 +360,31 @@ void TaskBuilder::BuildAll(const Strategy& strategy, TaskGraph* tg) {
   for (OpId o = 0; o < n; ++o) AppendOpGroup(o, strategy.configs[o], tg);
   for (int32_t e = 0; e < graph_.num_edges(); ++e) AppendEdgeGroup(e, strategy, tg);
   BuildAdjacency(tg);
+}
+
+void TaskTotals::Reset(int32_t num_resources) {
+  busy.assign(static_cast<size_t>(num_resources), 0);
+  bytes.assign(static_cast<size_t>(num_resources), 0);
+  count.assign(static_cast<size_t>(num_resources), 0);
+  bytes_moved = 0;
+  num_tasks = num_compute = fallbacks = 0;
+  horizon = 0;
+}
+
+void TaskTotals::Add(const TaskGraph& tg, int32_t t, int sign) {
+  const int32_t r = tg.resource[t];
+  busy[r] += sign * tg.duration[t];
+  const Time ticks = tg.duration[t] + tg.resource_delay[r];
+  if (sign > 0) horizon = ticks >= kHorizonCap - horizon ? kHorizonCap : horizon + ticks;
+  else horizon -= ticks;
+  bytes[r] += sign * tg.bytes[t];
+  count[r] += sign;
+  if (tg.first_hop[t]) bytes_moved += sign * tg.bytes[t];
+  num_tasks += sign;
+  if (tg.kind[t] == TaskKind::kCompute) {
+    num_compute += sign;
+    fallbacks += sign * tg.fallback[t];
+  }
 }
 
 void BuildAdjacency(TaskGraph* tg) {

@@ -85,14 +85,31 @@ class PlainCostCache {
   std::vector<uint8_t> fallback_;
 };
 
+// Aggregates that do not depend on timing: per-resource busy time, bytes and task counts, bytes moved,
+// fallbacks, and the horizon (total ticks of all tasks and their latencies, a bound on any time; it saturates at
+// kHorizonCap, far beyond what CheckHorizon accepts).
+struct TaskTotals {
+  std::vector<Time> busy;
+  std::vector<int64_t> bytes;
+  std::vector<int32_t> count;
+  int64_t bytes_moved = 0;
+  int32_t num_tasks = 0, num_compute = 0, fallbacks = 0;
+  Time horizon = 0;
+  // Adds (sign = +1) or removes (sign = -1) task t's contribution.
+  void Add(const TaskGraph& tg, int32_t t, int sign);
+  void Reset(int32_t num_resources);
+};
+
 // Builds task groups into a TaskGraph.
 class TaskBuilder {
  public:
   TaskBuilder(const Graph& graph, const Topology& topology, const CostModel& cost, const SimOptions& options,
               PlainCostCache* cache);
 
-  // Builds the whole task graph of `strategy` (all groups, then adjacency).
-  void BuildAll(const Strategy& strategy, TaskGraph* tg);
+  // Builds the whole task graph of `strategy` and its totals. With `with_groups`, the graph also lists each
+  // group's tasks and dependencies, which the delta simulator patches; without, a strategy whose ops all run
+  // whole on one device is built directly (the same tasks, ids, keys and dependencies, without the group lists).
+  void BuildAll(const Strategy& strategy, bool with_groups, TaskGraph* tg, TaskTotals* totals);
   // Appends group `op`'s tasks for `config` (compute parts, reduce-scatter rings, gradient all-reduce rings)
   // and records the op's output tasks.
   void AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg);
@@ -103,6 +120,14 @@ class TaskBuilder {
   void AddStaticMemory(OpId op, const OpConfig& config, std::vector<int64_t>* per_device) const;
 
  private:
+  // Sets the graph's resources and clears everything else.
+  void Reset(TaskGraph* tg) const;
+  // BuildAll with the group lists.
+  void BuildGroups(const Strategy& strategy, TaskGraph* tg);
+  // BuildAll for a strategy whose every op runs whole on one device (sim/plain_build.cc).
+  void BuildPlain(const Strategy& strategy, TaskGraph* tg);
+  // Segments a transfer of `bytes` over `hops` links is cut into.
+  int64_t Segments(int64_t bytes, int64_t hops, bool segmented) const;
   int32_t NewTask(TaskGraph* tg, int32_t group, int32_t resource, Time duration, TaskKind kind, int32_t op,
                   int32_t part) const;
   // Appends the hop tasks of one transfer of `bytes` from device `src` to `dst` (segments when multi-hop);
@@ -119,7 +144,11 @@ class TaskBuilder {
   const CostModel& cost_;
   const SimOptions& options_;
   PlainCostCache* cache_;
-  std::vector<int64_t> param_bytes_;  // ParamBytesOf per op
+  std::vector<int64_t> param_bytes_;   // ParamBytesOf per op
+  std::vector<int64_t> output_bytes_;  // OutputBytes per op
+  std::vector<int64_t> plain_static_;  // static bytes of each op run whole on one device
+  std::vector<Time> resource_delay_;   // per resource
+  std::vector<int32_t> edge_first_;    // BuildPlain: first route task of each edge (-1: none)
   std::vector<int32_t> firsts_, lasts_;
   std::vector<int64_t> shape_scratch_;
 };
