@@ -24,7 +24,7 @@ void DeltaSimulator::Impl::GrowScratch() {
 }
 
 Status DeltaSimulator::Impl::FullRebuild() {
-  if (Status s = run.Run(builder, engine, strategy, graph, true); !s) return s;
+  if (Status s = run.Run(builder, engine, strategy, {}); !s) return s;
   live_tasks = run.tg.num_tasks();
   for (auto* v : {&state, &mark}) v->clear();
   for (auto* v : {&blocked, &pos, &res_next}) v->clear();

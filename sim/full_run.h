@@ -1,6 +1,7 @@
 // A whole simulation's state (internal to sim/): shared by Simulator, Simulate and DeltaSimulator.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "core/graph.h"
@@ -14,8 +15,10 @@ namespace devplace::sim {
 
 // Checks that `config` can run op `op` on `topology`; errors name the op.
 Status CheckConfig(const Graph& graph, const Topology& topology, OpId op, const OpConfig& config);
-// Checks the strategy's shape and every config (colocation is not required).
-Status CheckStrategy(const Graph& graph, const Topology& topology, const Strategy& strategy);
+// Checks the strategy's shape and every config (colocation is not required). When `plain` is given, it receives
+// each op's device if every op runs whole on one device, and is left empty otherwise.
+Status CheckStrategy(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                     std::vector<DeviceId>* plain = nullptr);
 // Checks what the simulator needs of a graph beyond core's validation (tensor rank).
 Status CheckGraph(const Graph& graph);
 
@@ -28,8 +31,8 @@ struct FullRun {
   std::vector<int64_t> static_bytes;  // per device
 
   // Builds and runs everything for `strategy`; an error when the step is too long to simulate (CheckHorizon).
-  // `with_groups`: keep the group lists a delta simulator needs (TaskBuilder::BuildAll).
-  Status Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, const Graph& graph, bool with_groups);
+  // `plain`: see TaskBuilder::BuildAll.
+  Status Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, std::span<const DeviceId> plain);
 };
 
 }  // namespace devplace::sim

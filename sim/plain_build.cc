@@ -9,13 +9,12 @@
 
 namespace devplace::sim {
 
-void TaskBuilder::BuildPlain(const Strategy& strategy, TaskGraph* tg) {
+void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg) {
   const int32_t n = graph_.num_ops();
   const int32_t num_edges = graph_.num_edges();
   const int32_t devices = topology_.num_devices();
   Reset(tg);
-  const std::vector<OpConfig>& configs = strategy.configs;
-  auto device_of = [&](OpId o) { return configs[o].devices[0]; };
+  auto device_of = [&](OpId o) { return device[o]; };
 
   // Pass 1: per edge, direct (same device or nothing to move) or the first of its hop tasks.
   tg->succ_cnt.assign(static_cast<size_t>(n), 0);

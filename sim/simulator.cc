@@ -42,14 +42,26 @@ Status CheckConfig(const Graph& graph, const Topology& topology, OpId op, const 
   return Status::Ok();
 }
 
-Status CheckStrategy(const Graph& graph, const Topology& topology, const Strategy& strategy) {
+Status CheckStrategy(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                     std::vector<DeviceId>* plain) {
   if (static_cast<int32_t>(strategy.configs.size()) != graph.num_ops())
     return Error{"strategy has " + std::to_string(strategy.configs.size()) + " op configs but graph '" +
                  graph.name() + "' has " + std::to_string(graph.num_ops()) + " ops"};
+  if (plain) plain->resize(static_cast<size_t>(graph.num_ops()));
+  bool all_plain = true;
+  const DeviceId devices = topology.num_devices();
   for (OpId i = 0; i < graph.num_ops(); ++i) {
-    Status s = CheckConfig(graph, topology, i, strategy.configs[i]);
+    const OpConfig& c = strategy.configs[i];
+    if (c.devices.size() == 1 && c.degrees.empty() && c.devices[0] >= 0 && c.devices[0] < devices) {
+      if (plain) (*plain)[i] = c.devices[0];
+      continue;
+    }
+    Status s = CheckConfig(graph, topology, i, c);
     if (!s) return s;
+    all_plain = all_plain && c.num_parts() == 1;
+    if (plain) (*plain)[i] = c.devices[0];
   }
+  if (plain && !all_plain) plain->clear();
   return Status::Ok();
 }
 
@@ -61,15 +73,14 @@ Status CheckGraph(const Graph& graph) {
   return Status::Ok();
 }
 
-Status FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, const Graph& graph,
-                    bool with_groups) {
-  builder.BuildAll(strategy, with_groups, &tg, &totals);
+Status FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy,
+                    std::span<const DeviceId> plain) {
+  builder.BuildAll(strategy, plain, &tg, &totals);
   if (Status s = CheckHorizon(totals); !s) return s;
   engine.Run(tg, totals.horizon, &timing);
   last_end = engine.last_end();
   last_task = engine.last_task();
-  static_bytes.assign(static_cast<size_t>(tg.num_devices), 0);
-  for (OpId o = 0; o < graph.num_ops(); ++o) builder.AddStaticMemory(o, strategy.configs[o], &static_bytes);
+  builder.StaticMemory(strategy, plain, &static_bytes);
   return Status::Ok();
 }
 
@@ -96,6 +107,7 @@ struct Simulator::Impl {
   sim::Engine engine;
   sim::PeakScratch peaks;
   sim::FullRun run;
+  std::vector<DeviceId> plain;  // each op's device when the strategy is plain (else empty)
 };
 
 Simulator::Simulator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -112,8 +124,8 @@ Expected<Simulator> Simulator::Create(const Graph& graph, const Topology& topolo
 
 Expected<SimResult> Simulator::Run(const Strategy& strategy) {
   Impl& m = *impl_;
-  if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy); !s) return s.error();
-  if (Status s = m.run.Run(m.builder, m.engine, strategy, m.graph, false); !s) return s.error();
+  if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy, &m.plain); !s) return s.error();
+  if (Status s = m.run.Run(m.builder, m.engine, strategy, m.plain); !s) return s.error();
   return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end, m.run.last_task,
                        m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing, sim::MaxEnd(m.run.last_end)),
                        m.options);
@@ -121,8 +133,8 @@ Expected<SimResult> Simulator::Run(const Strategy& strategy) {
 
 Expected<double> Simulator::RunStepTime(const Strategy& strategy) {
   Impl& m = *impl_;
-  if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy); !s) return s.error();
-  m.builder.BuildAll(strategy, false, &m.run.tg, &m.run.totals);
+  if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy, &m.plain); !s) return s.error();
+  m.builder.BuildAll(strategy, m.plain, &m.run.tg, &m.run.totals);
   if (Status s = sim::CheckHorizon(m.run.totals); !s) return s.error();
   m.engine.Run(m.run.tg, m.run.totals.horizon, &m.run.timing);
   return static_cast<double>(sim::StepTicks(m.run.tg, m.engine.last_end())) * sim::kSecondsPerTick;

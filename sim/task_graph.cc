@@ -317,6 +317,16 @@ void TaskBuilder::AddStaticMemory(OpId op, const OpConfig& config, std::vector<i
   }
 }
 
+void TaskBuilder::StaticMemory(const Strategy& strategy, std::span<const DeviceId> plain,
+                               std::vector<int64_t>* per_device) const {
+  per_device->assign(static_cast<size_t>(topology_.num_devices()), 0);
+  if (!plain.empty()) {
+    for (OpId o = 0; o < graph_.num_ops(); ++o) (*per_device)[plain[o]] += plain_static_[o];
+    return;
+  }
+  for (OpId o = 0; o < graph_.num_ops(); ++o) AddStaticMemory(o, strategy.configs[o], per_device);
+}
+
 void TaskGraph::Clear() {
   for (auto* v : {&resource, &op, &part, &consumer, &mem_device, &succ_off, &succ_cnt, &pred_off, &pred_cnt,
                   &succ_pool, &pred_pool, &group_task_begin, &group_task_count, &group_dep_begin, &group_dep_count,
@@ -336,11 +346,10 @@ void TaskBuilder::Reset(TaskGraph* tg) const {
   tg->resource_delay = resource_delay_;
 }
 
-void TaskBuilder::BuildAll(const Strategy& strategy, bool with_groups, TaskGraph* tg, TaskTotals* totals) {
-  bool plain = !with_groups;
-  for (size_t o = 0; plain && o < strategy.configs.size(); ++o) plain = strategy.configs[o].devices.size() == 1;
-  if (plain) {
-    BuildPlain(strategy, tg);
+void TaskBuilder::BuildAll(const Strategy& strategy, std::span<const DeviceId> plain, TaskGraph* tg,
+                           TaskTotals* totals) {
+  if (!plain.empty()) {
+    BuildPlain(plain, tg);
   } else {
     BuildGroups(strategy, tg);
   }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/graph.h"
@@ -106,10 +107,11 @@ class TaskBuilder {
   TaskBuilder(const Graph& graph, const Topology& topology, const CostModel& cost, const SimOptions& options,
               PlainCostCache* cache);
 
-  // Builds the whole task graph of `strategy` and its totals. With `with_groups`, the graph also lists each
-  // group's tasks and dependencies, which the delta simulator patches; without, a strategy whose ops all run
-  // whole on one device is built directly (the same tasks, ids, keys and dependencies, without the group lists).
-  void BuildAll(const Strategy& strategy, bool with_groups, TaskGraph* tg, TaskTotals* totals);
+  // Builds the whole task graph of `strategy` and its totals. When `plain` is empty, the graph also lists each
+  // group's tasks and dependencies (which the delta simulator patches). A non-empty `plain` gives each op's
+  // device of a strategy whose ops all run whole on one device (CheckStrategy): the graph is then built directly,
+  // with the same tasks, ids, keys and dependencies but without the group lists.
+  void BuildAll(const Strategy& strategy, std::span<const DeviceId> plain, TaskGraph* tg, TaskTotals* totals);
   // Appends group `op`'s tasks for `config` (compute parts, reduce-scatter rings, gradient all-reduce rings)
   // and records the op's output tasks.
   void AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg);
@@ -118,6 +120,8 @@ class TaskBuilder {
   // Static bytes (weights, gradients, optimizer state) op `op` places on each of its devices under `config`;
   // adds them to (*per_device)[device].
   void AddStaticMemory(OpId op, const OpConfig& config, std::vector<int64_t>* per_device) const;
+  // Static bytes of the whole strategy per device (`plain` as in BuildAll).
+  void StaticMemory(const Strategy& strategy, std::span<const DeviceId> plain, std::vector<int64_t>* per_device) const;
 
  private:
   // Sets the graph's resources and clears everything else.
@@ -125,7 +129,7 @@ class TaskBuilder {
   // BuildAll with the group lists.
   void BuildGroups(const Strategy& strategy, TaskGraph* tg);
   // BuildAll for a strategy whose every op runs whole on one device (sim/plain_build.cc).
-  void BuildPlain(const Strategy& strategy, TaskGraph* tg);
+  void BuildPlain(std::span<const DeviceId> device, TaskGraph* tg);
   // Segments a transfer of `bytes` over `hops` links is cut into.
   int64_t Segments(int64_t bytes, int64_t hops, bool segmented) const;
   int32_t NewTask(TaskGraph* tg, int32_t group, int32_t resource, Time duration, TaskKind kind, int32_t op,
