@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 namespace devplace::sim {
 
@@ -12,64 +13,112 @@ Time BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task) {
   return free;
 }
 
-// Events are distributed into buckets by (device, time >> shift), about four per bucket, so that each bucket is
-// sorted by a few steps of insertion sort; the device's buckets in a row are then its events in time order.
-std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing& timing, Time max_end) {
+// Sorts e[0, n) by key: insertion sort when short, else distributed into about n/4 buckets over the keys' range
+// (each then sorted the same way, so that clustered keys are split again at a finer scale).
+void PeakScratch::Sort(Event* e, int32_t n) {
+  if (n <= 32) {
+    for (int32_t i = 1; i < n; ++i) {
+      const Event x = e[i];
+      int32_t j = i;
+      for (; j > 0 && e[j - 1].key > x.key; --j) e[j] = e[j - 1];
+      e[j] = x;
+    }
+    return;
+  }
+  uint64_t lo = e[0].key, hi = e[0].key;
+  for (int32_t i = 1; i < n; ++i) {
+    lo = std::min(lo, e[i].key);
+    hi = std::max(hi, e[i].key);
+  }
+  if (lo == hi) return;
+  const int bits = static_cast<int>(std::bit_width(static_cast<uint32_t>(n))) - 2;
+  const int shift = std::max(0, static_cast<int>(std::bit_width(hi - lo)) - bits);
+  const size_t buckets = (size_t{1} << bits) + 1;
+  const size_t base = nested_.size();
+  nested_.resize(base + buckets + 1, 0);
+  int32_t* count = nested_.data() + base + 1;
+  for (int32_t i = 0; i < n; ++i) ++count[(e[i].key - lo) >> shift];
+  int32_t* cursor = nested_.data() + base;  // cursor[b]: start of bucket b, then its fill position
+  for (size_t b = 1; b <= buckets; ++b) cursor[b] += cursor[b - 1];
+  Event* out = nested_scratch_.data();
+  for (int32_t i = 0; i < n; ++i) out[cursor[(e[i].key - lo) >> shift]++] = e[i];
+  std::copy(out, out + n, e);
+  int32_t begin = 0;
+  for (size_t b = 0; b < buckets; ++b) {
+    const int32_t end = nested_[base + b];  // the fill position of bucket b is now its end
+    if (end - begin > 1) Sort(e + begin, end - begin);
+    begin = end;
+  }
+  nested_.resize(base);
+}
+
+// Each device's events are distributed into about as many buckets as it has events, over its own time range, and
+// each bucket is sorted (Sort); the device's buckets in a row are then its events in time order.
+std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing& timing) {
   const int32_t devices = tg.num_devices;
   const int32_t n = tg.num_tasks();
   std::vector<int64_t> peaks(static_cast<size_t>(devices), 0);
-  const uint64_t per_device = std::max<uint64_t>(1, 2 * static_cast<uint64_t>(n) / static_cast<uint64_t>(devices));
-  const int bucket_bits = std::max(0, static_cast<int>(std::bit_width(per_device)) - 3);
-  const int shift = std::max(0, static_cast<int>(std::bit_width(static_cast<uint64_t>(max_end))) - bucket_bits);
-  const int32_t per_dev_buckets = int32_t{1} << bucket_bits;
-  offsets_.assign(static_cast<size_t>(devices) * per_dev_buckets + 1, 0);
-  events_.clear();
-  bucket_.clear();
-  int32_t* counts = offsets_.data() + 1;
+  // Pass 1: the events, each device's time range and event count.
+  events_.resize(2 * static_cast<size_t>(n));
+  bucket_.resize(2 * static_cast<size_t>(n));
+  lo_.assign(static_cast<size_t>(devices), std::numeric_limits<Time>::max());
+  hi_.assign(static_cast<size_t>(devices), 0);
+  device_base_.assign(static_cast<size_t>(devices) + 1, 0);
+  int32_t k = 0;
   for (int32_t t = 0; t < n; ++t) {
     const int64_t bytes = tg.mem_bytes[t];
     if (bytes == 0 || !tg.alive[t]) continue;
     const Time free = BufferFree(tg, timing, t), start = timing.start[t];
-    const int32_t base = tg.mem_device[t] * per_dev_buckets;
-    const int32_t bf = base + static_cast<int32_t>(free >> shift), ba = base + static_cast<int32_t>(start >> shift);
-    events_.push_back({static_cast<uint64_t>(free) << 1, -bytes});
-    events_.push_back({(static_cast<uint64_t>(start) << 1) | 1, bytes});
-    bucket_.push_back(bf);
-    bucket_.push_back(ba);
-    ++counts[bf];
-    ++counts[ba];
+    const int32_t d = tg.mem_device[t];
+    events_[k] = {static_cast<uint64_t>(free) << 1, -bytes};
+    events_[k + 1] = {(static_cast<uint64_t>(start) << 1) | 1, bytes};
+    bucket_[k] = bucket_[k + 1] = d;
+    k += 2;
+    lo_[d] = std::min(lo_[d], start);
+    hi_[d] = std::max(hi_[d], free);
+    device_base_[d + 1] += 2;
   }
-  const size_t buckets = offsets_.size() - 1;
-  for (size_t b = 0; b < buckets; ++b) offsets_[b + 1] += offsets_[b];
-  sorted_.resize(events_.size());
+  // Pass 2: bucket of every event, and the bucket counts.
+  shift_.resize(static_cast<size_t>(devices));
+  int32_t buckets = 0;
+  for (int32_t d = 0; d < devices; ++d) {
+    const int32_t count = device_base_[d + 1];
+    device_base_[d] = buckets;
+    if (count == 0) continue;
+    const int bits = static_cast<int>(std::bit_width(static_cast<uint32_t>(count))) - 1;
+    shift_[d] = std::max(0, static_cast<int>(std::bit_width(static_cast<uint64_t>(hi_[d] - lo_[d]))) - bits);
+    buckets += int32_t{1} << bits;
+  }
+  device_base_[devices] = buckets;
+  offsets_.assign(static_cast<size_t>(buckets) + 1, 0);
+  int32_t* counts = offsets_.data() + 1;
+  for (int32_t i = 0; i < k; ++i) {
+    const int32_t d = bucket_[i];
+    const int32_t b = device_base_[d] + static_cast<int32_t>((static_cast<Time>(events_[i].key >> 1) - lo_[d]) >> shift_[d]);
+    bucket_[i] = b;
+    ++counts[b];
+  }
+  for (int32_t b = 0; b < buckets; ++b) offsets_[b + 1] += offsets_[b];
+  sorted_.resize(static_cast<size_t>(k));
+  nested_scratch_.resize(static_cast<size_t>(k));
   // Scatter with offsets_[b] as the fill cursor of bucket b; afterwards offsets_[b] is bucket b's end.
-  for (size_t k = 0; k < events_.size(); ++k) sorted_[offsets_[bucket_[k]]++] = events_[k];
+  for (int32_t i = 0; i < k; ++i) sorted_[offsets_[bucket_[i]]++] = events_[i];
   int32_t begin = 0;
-  for (size_t b = 0; b < buckets; ++b) {
+  for (int32_t b = 0; b < buckets; ++b) {
     const int32_t end = offsets_[b];
-    Event* e = sorted_.data();
-    if (end - begin > 32) {
-      std::sort(e + begin, e + end, [](const Event& x, const Event& y) { return x.key < y.key; });
-    } else {
-      for (int32_t i = begin + 1; i < end; ++i) {
-        const Event x = e[i];
-        int32_t j = i;
-        for (; j > begin && e[j - 1].key > x.key; --j) e[j] = e[j - 1];
-        e[j] = x;
-      }
-    }
+    if (end - begin > 1) Sort(sorted_.data() + begin, end - begin);
     begin = end;
   }
   begin = 0;
   for (int32_t d = 0; d < devices; ++d) {
-    const int32_t end = offsets_[static_cast<size_t>(d + 1) * per_dev_buckets - 1];
+    const int32_t end = device_base_[d + 1] > 0 ? offsets_[device_base_[d + 1] - 1] : 0;
     int64_t cur = 0, peak = 0;
-    for (int32_t k = begin; k < end; ++k) {
-      cur += sorted_[k].delta;
+    for (int32_t i = begin; i < end; ++i) {
+      cur += sorted_[i].delta;
       peak = std::max(peak, cur);
     }
     peaks[d] = peak;
-    begin = end;
+    begin = std::max(begin, end);
   }
   return peaks;
 }
