@@ -1,6 +1,8 @@
-// `devplace train --config E.yaml -o RUN [--resume] [--iterations N] [--json]`: trains a placement policy with
-// PPO (agents/learned/learning.h), showing progress on a terminal, logging RUN/log.csv each iteration,
-// checkpointing to RUN/ckpt and drawing RUN/curve.png with gnuplot at the end.
+// `devplace train --config E.yaml -o RUN [--resume] [--iterations N] [--dist-timeout S] [--json]`: trains a
+// placement policy with PPO (agents/learned/learning.h), showing progress on a terminal, logging RUN/log.csv each
+// iteration, checkpointing to RUN/ckpt and drawing RUN/curve.png with gnuplot at the end. With torchrun's or
+// mpirun's environment variables set (agents/learned/distributed.h) the process is one rank of a data-parallel
+// group; only rank 0 writes RUN and reports (scripts/launch-train.sh starts a group on one machine).
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -41,6 +43,7 @@ void RegisterTrainCommand(CLI::App& app, CommandContext& ctx) {
     std::string config, run_dir;
     bool resume = false, json = false;
     int64_t iterations = 0;
+    double dist_timeout = 60.0;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("train", "Train a placement policy with PPO (docs/learning.md)");
@@ -49,11 +52,17 @@ void RegisterTrainCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--resume", opts->resume, "Continue the run in the output directory from its checkpoint");
   cmd->add_option("--iterations", opts->iterations, "Stop after this many iterations (resumable later)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--dist-timeout", opts->dist_timeout,
+                  "Distributed runs: seconds to wait for the other ranks (joining, each collective) before failing")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
   cmd->callback([opts, &ctx]() {
     if (opts->config.empty() && !opts->resume) throw CliError("train: --config is required (unless --resume)");
-    const bool terminal = !opts->json && StderrIsTerminal();
     TrainOptions options;
+    options.distributed = Unwrap(DistributedConfigFromEnv(
+        [](const char* name) -> const char* { return std::getenv(name); }, opts->dist_timeout));
+    const bool lead = !options.distributed || options.distributed->rank == 0;  // rank 0 reports
+    const bool terminal = lead && !opts->json && StderrIsTerminal();
     options.config_path = opts->config;
     options.run_dir = opts->run_dir;
     options.resume = opts->resume;
@@ -69,8 +78,18 @@ void RegisterTrainCommand(CLI::App& app, CommandContext& ctx) {
         if (it.heldout_relative_time > 0) std::fprintf(stderr, "\n");
       };
     }
-    TrainSummary summary = Unwrap(TrainPolicy(options));
+    Expected<TrainSummary> trained = TrainPolicy(options);
     if (terminal) std::fprintf(stderr, "\n");
+    TrainSummary summary = Unwrap(std::move(trained));
+    if (!lead) {  // the other ranks of a group: RUN is rank 0's
+      if (opts->json)
+        PrintJson({{"rank", summary.rank}, {"world_size", summary.world_size}, {"iterations", summary.iterations}});
+      else
+        std::cerr << "rank " << summary.rank << " of " << summary.world_size << ": done after "
+                  << summary.iterations << " iterations" << std::endl;
+      ctx.exit_code = 0;
+      return;
+    }
     const bool curve = DrawCurve(opts->run_dir);
     if (opts->json) {
       PrintJson({{"iterations", summary.iterations},
@@ -78,7 +97,8 @@ void RegisterTrainCommand(CLI::App& app, CommandContext& ctx) {
                  {"checkpoint", summary.checkpoint_dir},
                  {"log", summary.log_path},
                  {"curve", curve ? opts->run_dir + "/curve.png" : ""},
-                 {"heldout_relative_time", summary.heldout_relative_time}});
+                 {"heldout_relative_time", summary.heldout_relative_time},
+                 {"world_size", summary.world_size}});
     } else {
       std::cout << "trained " << summary.iterations << " iterations (" << summary.evaluations
                 << " simulator evaluations); checkpoint " << summary.checkpoint_dir << ", log " << summary.log_path;

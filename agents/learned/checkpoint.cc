@@ -86,4 +86,39 @@ Status LoadCheckpointTensors(const std::string& dir, const CheckpointMeta& meta,
   return Status::Ok();
 }
 
+Expected<CheckpointBlobs> ReadCheckpointBlobs(const std::string& dir, const CheckpointMeta& meta) {
+  CheckpointBlobs blobs;
+  Expected<std::string> model = ReadFile((fs::path(dir) / meta.model_file).string());
+  if (!model) return model.error();
+  blobs.model = std::move(model).value();
+  if (!meta.optimizer_file.empty()) {
+    Expected<std::string> optimizer = ReadFile((fs::path(dir) / meta.optimizer_file).string());
+    if (!optimizer) return optimizer.error();
+    blobs.optimizer = std::move(optimizer).value();
+  }
+  return blobs;
+}
+
+Status LoadCheckpointBlobs(const CheckpointBlobs& blobs, const std::string& dir, PolicyNet& net,
+                           torch::optim::Optimizer* optimizer) {
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(blobs.model.data(), blobs.model.size());
+    net.module().load(archive);
+  } catch (const c10::Error& e) {
+    return Error{dir + ": cannot load the policy parameters: " + e.what_without_backtrace()};
+  }
+  if (optimizer != nullptr) {
+    if (blobs.optimizer.empty()) return Error{dir + "/state.json: optimizer_file: missing (cannot resume)"};
+    try {
+      torch::serialize::InputArchive archive;
+      archive.load_from(blobs.optimizer.data(), blobs.optimizer.size());
+      optimizer->load(archive);
+    } catch (const c10::Error& e) {
+      return Error{dir + ": cannot load the optimizer state: " + e.what_without_backtrace()};
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace devplace

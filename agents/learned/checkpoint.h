@@ -23,4 +23,16 @@ Expected<CheckpointMeta> ReadCheckpointMeta(const std::string& dir);
 Status LoadCheckpointTensors(const std::string& dir, const CheckpointMeta& meta, PolicyNet& net,
                              torch::optim::Optimizer* optimizer);
 
+// The tensor files of a checkpoint as bytes (what rank 0 of a training group sends the others on resume).
+struct CheckpointBlobs {
+  std::string model;      // the parameter file
+  std::string optimizer;  // the optimizer file (empty when the checkpoint has none)
+};
+// Reads the files `meta` names. Errors name the file.
+Expected<CheckpointBlobs> ReadCheckpointBlobs(const std::string& dir, const CheckpointMeta& meta);
+// Loads parameters and, when `optimizer` is non-null, the optimizer state from `blobs`; `dir` names the
+// checkpoint in errors.
+Status LoadCheckpointBlobs(const CheckpointBlobs& blobs, const std::string& dir, PolicyNet& net,
+                           torch::optim::Optimizer* optimizer);
+
 }  // namespace devplace

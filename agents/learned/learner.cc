@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "agents/learned/ppo.h"
+#include "agents/learned/process_group.h"
 #include "core/check.h"
 
 namespace devplace {
@@ -19,6 +20,66 @@ torch::Tensor DoubleTensor(const std::vector<double>& values) {
 // Fisher-Yates with our own generator (std::shuffle's algorithm differs between standard libraries).
 void Shuffle(std::vector<size_t>* order, std::mt19937_64& rng) {
   for (size_t i = order->size(); i > 1; --i) std::swap((*order)[i - 1], (*order)[rng() % i]);
+}
+
+// The advantages of every rollout of an update, concatenated in list order, and each rollout's count. In a group
+// each rank contributes its own rollouts' at their place and zeros elsewhere, so the sums are exact copies.
+struct Advantages {
+  std::vector<double> values;
+  std::vector<size_t> sizes;
+};
+
+Expected<Advantages> AllAdvantages(const std::vector<GameRollout>& rollouts, ProcessGroup* group) {
+  Advantages all;
+  for (const GameRollout& r : rollouts) all.sizes.push_back(r.advantages.size());
+  if (group != nullptr) {
+    torch::Tensor sizes = torch::zeros({static_cast<int64_t>(rollouts.size())}, torch::kFloat64);
+    for (size_t k = 0; k < rollouts.size(); ++k) sizes[k] = static_cast<double>(all.sizes[k]);
+    if (Status s = group->AllReduceSum(sizes, "advantage count all-reduce"); !s) return s.error();
+    for (size_t k = 0; k < rollouts.size(); ++k) all.sizes[k] = static_cast<size_t>(sizes[k].item<double>());
+  }
+  size_t total = 0;
+  for (size_t n : all.sizes) total += n;
+  all.values.assign(total, 0.0);
+  size_t offset = 0;
+  for (size_t k = 0; k < rollouts.size(); ++k) {
+    std::copy(rollouts[k].advantages.begin(), rollouts[k].advantages.end(), all.values.begin() + offset);
+    offset += all.sizes[k];
+  }
+  if (group != nullptr && total > 0) {
+    torch::Tensor values = torch::from_blob(all.values.data(), {static_cast<int64_t>(total)}, torch::kFloat64);
+    if (Status s = group->AllReduceSum(values, "advantage all-reduce"); !s) return s.error();
+  }
+  return all;
+}
+
+// Sums the parameters' gradients over the group (one flat all-reduce). A gradient that is undefined on every
+// rank (no rollout reached the parameter) stays undefined, as it would in one process.
+Status SumGradients(const std::vector<torch::Tensor>& parameters, ProcessGroup& group) {
+  int64_t total = 0;
+  for (const torch::Tensor& p : parameters) total += p.numel();
+  const int64_t count = static_cast<int64_t>(parameters.size());
+  torch::Tensor flat = torch::zeros({total + count}, torch::kFloat32);  // gradients, then one "defined" flag each
+  int64_t offset = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const torch::Tensor& p = parameters[i];
+    if (p.grad().defined()) {
+      flat.narrow(0, offset, p.numel()).copy_(p.grad().reshape({-1}));
+      flat[total + i] = 1.0f;
+    }
+    offset += p.numel();
+  }
+  if (Status s = group.AllReduceSum(flat, "gradient all-reduce"); !s) return s;
+  offset = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    torch::Tensor p = parameters[i];
+    if (flat[total + i].item<float>() > 0) {
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      p.mutable_grad().copy_(flat.narrow(0, offset, p.numel()).view_as(p));
+    }
+    offset += p.numel();
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -182,21 +243,37 @@ PpoLoss PpoLearner::Loss(const GameRollout& r) {
 }
 
 UpdateStats PpoLearner::Update(std::vector<GameRollout>& rollouts, int64_t iteration, std::mt19937_64& rng) {
+  Expected<UpdateStats> stats = RunUpdate(rollouts, iteration, rng, nullptr);
+  DEVPLACE_CHECK(stats.ok(), "a single-process update cannot fail");
+  return *stats;
+}
+
+Expected<UpdateStats> PpoLearner::UpdateInGroup(std::vector<GameRollout>& rollouts, int64_t iteration,
+                                                std::mt19937_64& rng, ProcessGroup& group) {
+  return RunUpdate(rollouts, iteration, rng, &group);
+}
+
+Expected<UpdateStats> PpoLearner::RunUpdate(std::vector<GameRollout>& rollouts, int64_t iteration,
+                                            std::mt19937_64& rng, ProcessGroup* group) {
   UpdateStats stats;
   if (rollouts.empty()) return stats;
-  for (auto& group : optimizer_->param_groups())
-    static_cast<torch::optim::AdamOptions&>(group.options()).lr(LearningRate(iteration));
-  std::vector<double> all;
-  for (const GameRollout& r : rollouts) all.insert(all.end(), r.advantages.begin(), r.advantages.end());
-  NormaliseAdvantages(&all);
-  size_t next = 0;
-  for (GameRollout& r : rollouts)
-    for (double& a : r.advantages) a = all[next++];
+  for (auto& group_options : optimizer_->param_groups())
+    static_cast<torch::optim::AdamOptions&>(group_options.options()).lr(LearningRate(iteration));
+  Expected<Advantages> all = AllAdvantages(rollouts, group);
+  if (!all) return all.error();
+  NormaliseAdvantages(&all->values);
+  size_t offset = 0;
+  for (size_t k = 0; k < rollouts.size(); ++k) {
+    std::vector<double>& mine = rollouts[k].advantages;  // empty when another rank holds rollout k
+    std::copy(all->values.begin() + offset, all->values.begin() + offset + mine.size(), mine.begin());
+    offset += all->sizes[k];
+  }
 
   std::vector<size_t> order(rollouts.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   const size_t minibatches = std::min<size_t>(std::max(1, config_.minibatches), rollouts.size());
   int64_t updates = 0;
+  double sums[5] = {0, 0, 0, 0, 0};  // policy, value, entropy, clip fraction, approx KL
   for (int32_t epoch = 0; epoch < config_.epochs; ++epoch) {
     Shuffle(&order, rng);
     for (size_t m = 0; m < minibatches; ++m) {
@@ -204,14 +281,18 @@ UpdateStats PpoLearner::Update(std::vector<GameRollout>& rollouts, int64_t itera
       optimizer_->zero_grad();
       const double weight = 1.0 / static_cast<double>(end - begin);
       for (size_t i = begin; i < end; ++i) {
-        PpoLoss loss = Loss(rollouts[order[i]]);
+        const GameRollout& r = rollouts[order[i]];
+        if (r.entry == nullptr) continue;
+        PpoLoss loss = Loss(r);
         (loss.total * weight).backward();
-        stats.policy_loss += loss.policy.item<double>() * weight;
-        stats.value_loss += loss.value.item<double>() * weight;
-        stats.entropy += loss.entropy.item<double>() * weight;
-        stats.clip_fraction += loss.clip_fraction * weight;
-        stats.approx_kl += loss.approx_kl * weight;
+        sums[0] += loss.policy.item<double>() * weight;
+        sums[1] += loss.value.item<double>() * weight;
+        sums[2] += loss.entropy.item<double>() * weight;
+        sums[3] += loss.clip_fraction * weight;
+        sums[4] += loss.approx_kl * weight;
       }
+      if (group != nullptr)
+        if (Status s = SumGradients(net_->module().parameters(), *group); !s) return s.error();
       // max_grad_norm 0 disables clipping (the norm is still reported).
       stats.grad_norm += torch::nn::utils::clip_grad_norm_(
           net_->module().parameters(), config_.max_grad_norm > 0 ? config_.max_grad_norm : 1e30);
@@ -219,12 +300,17 @@ UpdateStats PpoLearner::Update(std::vector<GameRollout>& rollouts, int64_t itera
       ++updates;
     }
   }
+  if (group != nullptr) {
+    torch::Tensor t = torch::tensor(std::vector<double>(sums, sums + 5), torch::kFloat64);
+    if (Status s = group->AllReduceSum(t, "loss statistics all-reduce"); !s) return s.error();
+    for (int k = 0; k < 5; ++k) sums[k] = t[k].item<double>();
+  }
   const double scale = 1.0 / static_cast<double>(updates);
-  stats.policy_loss *= scale;
-  stats.value_loss *= scale;
-  stats.entropy *= scale;
-  stats.clip_fraction *= scale;
-  stats.approx_kl *= scale;
+  stats.policy_loss = sums[0] * scale;
+  stats.value_loss = sums[1] * scale;
+  stats.entropy = sums[2] * scale;
+  stats.clip_fraction = sums[3] * scale;
+  stats.approx_kl = sums[4] * scale;
   stats.grad_norm *= scale;
   return stats;
 }

@@ -21,6 +21,7 @@
 #include "agents/learned/policy.h"
 #include "agents/learned/ppo.h"
 #include "core/experiment_config.h"
+#include "core/status.h"
 #include "env/game.h"
 
 namespace devplace {
@@ -42,9 +43,11 @@ struct EpisodeResult {
   double episode_return = 0.0;
 };
 
+class ProcessGroup;
+
 // Episodes of one game plus what PPO needs to learn from them.
 struct GameRollout {
-  const GameEntry* entry = nullptr;
+  const GameEntry* entry = nullptr;  // nullptr: collected by another rank of a process group (UpdateInGroup)
   std::vector<EpisodeResult> episodes;
   int64_t evaluations = 0;  // simulations the episodes ran
   // Training data. One-shot: actions [S, N], masks [S, N, D], old_logp [S, N]; values/returns/advantages per
@@ -75,6 +78,15 @@ class PpoLearner {
   GameRollout Collect(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng);
   // PPO epochs over `rollouts` (advantages normalised across them) at the learning rate of `iteration`.
   UpdateStats Update(std::vector<GameRollout>& rollouts, int64_t iteration, std::mt19937_64& rng);
+  // The same update taken by the ranks of `group` together (data parallel). `rollouts` is the iteration's whole
+  // list, in the same order on every rank: this rank's entries collected, the others' left empty (entry ==
+  // nullptr); `rng` is in the same state on every rank. Advantages are normalised over the whole list, the
+  // minibatches partition the whole list as Update's do, and each minibatch's gradient is summed over the ranks
+  // before clipping and the Adam step, so every rank takes the step one process holding all the rollouts would
+  // take (up to the order of floating-point sums) and the parameters stay identical across ranks. The returned
+  // statistics are the group's. Errors: the group lost a rank.
+  Expected<UpdateStats> UpdateInGroup(std::vector<GameRollout>& rollouts, int64_t iteration, std::mt19937_64& rng,
+                                      ProcessGroup& group);
 
   torch::optim::Adam& optimizer() { return *optimizer_; }
   double LearningRate(int64_t iteration) const;
@@ -83,6 +95,9 @@ class PpoLearner {
   GameRollout CollectOneShot(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng);
   GameRollout CollectIterative(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng);
   PpoLoss Loss(const GameRollout& rollout);
+  // Update's body; `group` may be null (one process).
+  Expected<UpdateStats> RunUpdate(std::vector<GameRollout>& rollouts, int64_t iteration, std::mt19937_64& rng,
+                                  ProcessGroup* group);
 
   PolicyNet* net_;
   PpoConfig config_;

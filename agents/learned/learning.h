@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "agents/learned/distributed.h"
 #include "core/experiment_config.h"
 #include "core/graph.h"
 #include "core/status.h"
@@ -32,6 +34,8 @@ struct TrainIteration {
   double heldout_relative_time = 0.0;  // geometric mean of the zero-shot T / T_ref on the eval graphs; 0 when not
                                        // evaluated this iteration
   double wall_seconds = 0.0;         // training wall time so far (whole run)
+  double rollout_seconds = 0.0;      // wall time of this iteration's rollouts (all ranks done); not logged
+  int64_t rollout_placements = 0;    // placements (episodes) sampled in them, over all ranks; not logged
 };
 
 // Header and row of RUN/log.csv.
@@ -45,6 +49,12 @@ struct TrainOptions {
   std::function<void(const TrainIteration&)> on_iteration;  // may be empty
   std::function<void(const std::string&)> on_message;       // setup messages (may be empty)
   int64_t max_iterations = 0;  // > 0: stop after this many iterations of this call (the run can be resumed)
+  // Set with world_size >= 2: this process is one rank of a data-parallel training group (distributed.h). Every
+  // rank runs TrainPolicy with the same options; each collects its share of every iteration's games, gradients
+  // are summed over the ranks each minibatch, rank 0 alone writes run_dir (the others never touch it) and reads
+  // the config or, with resume, the checkpoint, which it sends to the others. Callbacks run on rank 0 only.
+  // A rank that dies or stalls longer than the timeout makes the others return an Error naming the step.
+  std::optional<DistributedConfig> distributed;
 };
 
 struct TrainSummary {
@@ -53,10 +63,14 @@ struct TrainSummary {
   std::string checkpoint_dir;    // run_dir/ckpt
   std::string log_path;          // run_dir/log.csv
   double heldout_relative_time = 0.0;  // last held-out evaluation (0 without eval graphs)
+  int32_t rank = 0, world_size = 1;    // this process's place in its training group
 };
 
 // Trains (or resumes) a policy; writes log.csv each iteration and checkpoints atomically (model and optimizer
 // files, then state.json naming them: a crash leaves the previous checkpoint intact). Errors name the file.
+// Each iteration's games and each game's episode seed are drawn from the trainer's RNG whatever the number of
+// ranks, so a group of N ranks trains what one process trains (up to the order of floating-point sums), and a
+// checkpoint resumes with any number of ranks.
 Expected<TrainSummary> TrainPolicy(const TrainOptions& options);
 
 // Builds the graph an experiment names (family member, zoo model or file).

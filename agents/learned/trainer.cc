@@ -1,5 +1,5 @@
 // TrainPolicy: the training loop over an experiment's games (PPO), with logging, held-out evaluation and
-// exactly resumable checkpoints.
+// exactly resumable checkpoints, in one process or as one rank of a data-parallel group (process_group.h).
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -11,8 +11,10 @@
 #include "agents/learned/checkpoint.h"
 #include "agents/learned/learner.h"
 #include "agents/learned/learning.h"
+#include "agents/learned/process_group.h"
 #include "agents/learned/setup.h"
 #include "core/atomic_file.h"
+#include "core/check.h"
 
 namespace devplace {
 
@@ -37,16 +39,87 @@ Expected<std::vector<GameEntry>> MakeEntries(const ExperimentConfig& config, con
   return entries;
 }
 
-// Zero-shot T / T_ref on every game (greedy), with a fixed seed so evaluation never perturbs training.
-double EvaluateZeroShot(PpoLearner& learner, const std::vector<GameEntry>& entries, uint64_t seed, int64_t* evals) {
-  std::vector<double> relative;
-  std::mt19937_64 rng(seed);
-  for (const GameEntry& e : entries) {
-    GameRollout r = learner.Collect(e, 1, /*greedy=*/true, rng);
-    relative.push_back(r.episodes[0].penalised_time / e.game->reference_time());
-    *evals += r.evaluations;
+// Whether this process handles item `index` of a list dealt round-robin over the group (all of it alone).
+bool Mine(size_t index, const ProcessGroup* group) {
+  return group == nullptr || static_cast<int32_t>(index % static_cast<size_t>(group->size())) == group->rank();
+}
+
+// Sums `values` element-wise over the group, in place (nothing to do in one process). Lists where each rank
+// fills only its own items and leaves zeros elsewhere come back as exact copies of every rank's items.
+Status SumOverRanks(ProcessGroup* group, std::vector<double>* values, const std::string& what) {
+  if (group == nullptr || values->empty()) return Status::Ok();
+  torch::Tensor t = torch::from_blob(values->data(), {static_cast<int64_t>(values->size())}, torch::kFloat64);
+  return group->AllReduceSum(t, what);
+}
+
+// Zero-shot T / T_ref on every game (greedy), each game with its own fixed seed so evaluation never perturbs
+// training and the games can be dealt over the ranks.
+Expected<double> EvaluateZeroShot(PpoLearner& learner, const std::vector<GameEntry>& entries, uint64_t seed,
+                                  ProcessGroup* group, int64_t* evals) {
+  const size_t n = entries.size();
+  std::vector<double> results(2 * n, 0.0);  // T / T_ref per game, then evaluations per game
+  for (size_t j = 0; j < n; ++j) {
+    if (!Mine(j, group)) continue;
+    std::mt19937_64 rng(seed + 0x9e3779b97f4a7c15ULL * (j + 1));
+    GameRollout r = learner.Collect(entries[j], 1, /*greedy=*/true, rng);
+    results[j] = r.episodes[0].penalised_time / entries[j].game->reference_time();
+    results[n + j] = static_cast<double>(r.evaluations);
   }
-  return GeometricMean(relative);
+  if (Status s = SumOverRanks(group, &results, "held-out evaluation all-reduce"); !s) return s.error();
+  for (size_t j = 0; j < n; ++j) *evals += static_cast<int64_t>(results[n + j]);
+  results.resize(n);
+  return GeometricMean(results);
+}
+
+// Where a run starts: the experiment (fresh) or the checkpoint (resume), read by rank 0.
+struct Start {
+  CheckpointMeta meta;
+  CheckpointBlobs blobs;  // resume only
+};
+
+Expected<Start> ReadStart(const TrainOptions& options, const std::string& ckpt_dir) {
+  Start start;
+  if (options.resume) {
+    Expected<CheckpointMeta> m = ReadCheckpointMeta(ckpt_dir);
+    if (!m) return m.error();
+    start.meta = std::move(m).value();
+    Expected<CheckpointBlobs> blobs = ReadCheckpointBlobs(ckpt_dir, start.meta);
+    if (!blobs) return blobs.error();
+    start.blobs = std::move(blobs).value();
+  } else {
+    Expected<std::string> text = ReadFile(options.config_path);
+    if (!text) return text.error();
+    start.meta.config_yaml = *text;
+    start.meta.config_source = options.config_path;
+    start.meta.base_dir = fs::path(options.config_path).parent_path().string();
+  }
+  return start;
+}
+
+// Rank 0's start (or its error) on every rank, so that only rank 0 needs the run directory.
+Expected<Start> ShareStart(ProcessGroup& group, Expected<Start> mine, bool resume) {
+  const bool root = group.rank() == 0;
+  const std::string head = !root ? "" : mine.ok() ? "M" + CheckpointMetaToJson(mine->meta) : "E" + mine.error().message;
+  Expected<std::string> got = group.BroadcastBytes(head, "start-up broadcast");
+  if (!got) return got.error();
+  const std::string who = "rank " + std::to_string(group.rank()) + " of " + std::to_string(group.size());
+  if (got->empty() || (*got)[0] != 'M') return root ? mine.error() : Error{who + ": rank 0 could not start: " + got->substr(1)};
+  Start start;
+  if (root) {
+    start = std::move(mine).value();
+  } else {
+    Expected<CheckpointMeta> meta = CheckpointMetaFromJson(got->substr(1), "rank 0's start-up state");
+    if (!meta) return meta.error();
+    start.meta = std::move(meta).value();
+  }
+  if (resume) {
+    Expected<std::string> model = group.BroadcastBytes(start.blobs.model, "checkpoint broadcast");
+    if (!model) return model.error();
+    Expected<std::string> optimizer = group.BroadcastBytes(start.blobs.optimizer, "checkpoint broadcast");
+    if (!optimizer) return optimizer.error();
+    start.blobs = {std::move(model).value(), std::move(optimizer).value()};
+  }
+  return start;
 }
 
 // Keeps the header and the rows of iterations <= `iteration` (rows a crash wrote after the checkpoint go).
@@ -75,28 +148,35 @@ std::string RngToString(const std::mt19937_64& rng) {
 
 Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
   const auto started = std::chrono::steady_clock::now();
+  std::unique_ptr<ProcessGroup> group;
+  if (options.distributed && options.distributed->world_size > 1) {
+    Expected<std::unique_ptr<ProcessGroup>> connected = ProcessGroup::Connect(*options.distributed);
+    if (!connected) return connected.error();
+    group = std::move(connected).value();
+  }
+  const bool writer = group == nullptr || group->rank() == 0;  // rank 0 alone writes the run directory
   auto say = [&](const std::string& m) {
-    if (options.on_message) options.on_message(m);
+    if (writer && options.on_message) options.on_message(m);
   };
   const std::string ckpt_dir = (fs::path(options.run_dir) / "ckpt").string();
   const std::string log_path = (fs::path(options.run_dir) / "log.csv").string();
 
-  CheckpointMeta meta;
-  if (options.resume) {
-    Expected<CheckpointMeta> m = ReadCheckpointMeta(ckpt_dir);
-    if (!m) return m.error();
-    meta = std::move(m).value();
-  } else {
-    Expected<std::string> text = ReadFile(options.config_path);
-    if (!text) return text.error();
-    meta.config_yaml = *text;
-    meta.config_source = options.config_path;
-    meta.base_dir = fs::path(options.config_path).parent_path().string();
-  }
+  Expected<Start> start = writer ? ReadStart(options, ckpt_dir) : Expected<Start>(Start{});
+  if (group) start = ShareStart(*group, std::move(start), options.resume);
+  if (!start) return start.error();
+  CheckpointMeta& meta = start->meta;
   Expected<ExperimentConfig> parsed = ExperimentConfigFromYaml(meta.config_yaml, meta.config_source, meta.base_dir);
   if (!parsed) return parsed.error();
   const ExperimentConfig& config = *parsed;
-  SetPolicyThreads(config.threads);
+  // Ranks share the machine's cores: one policy thread each.
+  SetPolicyThreads(group ? 1 : config.threads);
+  if (group) {
+    say("training as a group of " + std::to_string(group->size()) + " ranks (one policy thread each)");
+    if (group->size() > config.ppo.graphs_per_iteration)
+      say("warning: " + std::to_string(group->size() - config.ppo.graphs_per_iteration) +
+          " ranks have no game to play (ppo.graphs_per_iteration is " +
+          std::to_string(config.ppo.graphs_per_iteration) + ")");
+  }
 
   say("building " + std::to_string(config.train.size() * config.topologies.size()) + " training and " +
       std::to_string(config.eval.size() * config.topologies.size()) + " held-out games");
@@ -109,11 +189,13 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
   PpoLearner learner(&net, config.ppo, config.ppo.iterations);
   std::mt19937_64 rng(config.seed ^ 0x5851f42d4c957f2dULL);
   std::vector<double> best(train->size(), std::numeric_limits<double>::infinity());
-  std::error_code ec;
-  fs::create_directories(options.run_dir, ec);
-  if (ec) return Error{options.run_dir + ": cannot create directory: " + ec.message()};
+  if (writer) {
+    std::error_code ec;
+    fs::create_directories(options.run_dir, ec);
+    if (ec) return Error{options.run_dir + ": cannot create directory: " + ec.message()};
+  }
   if (options.resume) {
-    if (Status s = LoadCheckpointTensors(ckpt_dir, meta, net, &learner.optimizer()); !s) return s.error();
+    if (Status s = LoadCheckpointBlobs(start->blobs, ckpt_dir, net, &learner.optimizer()); !s) return s.error();
     std::istringstream in(meta.rng_state);
     in >> rng;
     if (in.fail()) return Error{ckpt_dir + "/state.json: rng_state: malformed"};
@@ -121,9 +203,10 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
       return Error{ckpt_dir + "/state.json: best_relative_times: expected " + std::to_string(best.size()) + " entries"};
     for (size_t i = 0; i < best.size(); ++i)
       best[i] = meta.best_relative_times[i] > 0 ? meta.best_relative_times[i] : std::numeric_limits<double>::infinity();
-    if (Status s = TruncateLog(log_path, meta.iteration); !s) return s.error();
+    if (writer)
+      if (Status s = TruncateLog(log_path, meta.iteration); !s) return s.error();
     say("resuming after iteration " + std::to_string(meta.iteration));
-  } else {
+  } else if (writer) {
     if (Status s = WriteFileAtomic((fs::path(options.run_dir) / "config.yaml").string(), meta.config_yaml); !s)
       return s.error();
     if (Status s = WriteFileAtomic(log_path, TrainLogHeader() + "\n"); !s) return s.error();
@@ -132,8 +215,13 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
   TrainSummary summary;
   summary.checkpoint_dir = ckpt_dir;
   summary.log_path = log_path;
-  std::ofstream log(log_path, std::ios::app);
-  if (!log) return Error{log_path + ": cannot open for appending"};
+  summary.rank = group ? group->rank() : 0;
+  summary.world_size = group ? group->size() : 1;
+  std::ofstream log;
+  if (writer) {
+    log.open(log_path, std::ios::app);
+    if (!log) return Error{log_path + ": cannot open for appending"};
+  }
   const double previous_wall = meta.wall_seconds;
   int64_t evaluations = meta.evaluations;
   int64_t iteration = meta.iteration;
@@ -142,42 +230,71 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
   auto elapsed = [&] {
     return previous_wall + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   };
+  const size_t games = static_cast<size_t>(config.ppo.graphs_per_iteration);
+  const size_t samples = static_cast<size_t>(config.ppo.samples_per_graph);
   while (iteration < stop) {
+    const auto iteration_started = std::chrono::steady_clock::now();
     TrainIteration row;
-    std::vector<GameRollout> rollouts;
-    std::vector<double> relative;
-    double reward_sum = 0.0;
-    for (int32_t k = 0; k < config.ppo.graphs_per_iteration; ++k) {
-      const size_t index = rng() % train->size();
-      GameRollout r = learner.Collect((*train)[index], config.ppo.samples_per_graph, false, rng);
-      evaluations += r.evaluations;
-      for (const EpisodeResult& e : r.episodes) {
-        const double rel = e.penalised_time / (*train)[index].game->reference_time();
-        relative.push_back(rel);
-        best[index] = std::min(best[index], rel);
-        reward_sum += e.episode_return;
-      }
-      rollouts.push_back(std::move(r));
+    // The iteration's games and one episode seed each, drawn the same on every rank; rank r plays games r,
+    // r + W, ...: the union of the ranks' rollouts is what one process would collect.
+    std::vector<size_t> index(games);
+    std::vector<uint64_t> seeds(games);
+    for (size_t k = 0; k < games; ++k) {
+      index[k] = rng() % train->size();
+      seeds[k] = rng();
     }
-    UpdateStats stats = learner.Update(rollouts, iteration, rng);
+    std::vector<GameRollout> rollouts(games);
+    // Per game and episode T / T_ref, then per game and episode the return, then per game the evaluations.
+    const size_t episodes = games * samples;
+    std::vector<double> outcome(2 * episodes + games, 0.0);
+    for (size_t k = 0; k < games; ++k) {
+      if (!Mine(k, group.get())) continue;
+      std::mt19937_64 episode_rng(seeds[k]);
+      rollouts[k] = learner.Collect((*train)[index[k]], static_cast<int32_t>(samples), false, episode_rng);
+      DEVPLACE_CHECK(rollouts[k].episodes.size() == samples, "one result per sampled episode");
+      for (size_t e = 0; e < samples; ++e) {
+        const EpisodeResult& r = rollouts[k].episodes[e];
+        outcome[k * samples + e] = r.penalised_time / (*train)[index[k]].game->reference_time();
+        outcome[episodes + k * samples + e] = r.episode_return;
+      }
+      outcome[2 * episodes + k] = static_cast<double>(rollouts[k].evaluations);
+    }
+    if (Status s = SumOverRanks(group.get(), &outcome, "rollout summary all-reduce"); !s) return s.error();
+    row.rollout_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - iteration_started).count();
+    row.rollout_placements = static_cast<int64_t>(episodes);
+    std::vector<double> relative(outcome.begin(), outcome.begin() + static_cast<std::ptrdiff_t>(episodes));
+    double reward_sum = 0.0;
+    for (size_t k = 0; k < games; ++k) {
+      evaluations += static_cast<int64_t>(outcome[2 * episodes + k]);
+      for (size_t e = 0; e < samples; ++e) {
+        best[index[k]] = std::min(best[index[k]], relative[k * samples + e]);
+        reward_sum += outcome[episodes + k * samples + e];
+      }
+    }
+    Expected<UpdateStats> stats = group ? learner.UpdateInGroup(rollouts, iteration, rng, *group)
+                                        : Expected<UpdateStats>(learner.Update(rollouts, iteration, rng));
+    if (!stats) return stats.error();
     ++iteration;
     row.iteration = iteration;
     row.mean_reward = reward_sum / static_cast<double>(relative.size());
     row.mean_relative_time = GeometricMean(relative);
     row.best_relative_time = GeometricMean(best);
-    row.entropy = stats.entropy;
-    row.policy_loss = stats.policy_loss;
-    row.value_loss = stats.value_loss;
-    row.clip_fraction = stats.clip_fraction;
-    row.approx_kl = stats.approx_kl;
+    row.entropy = stats->entropy;
+    row.policy_loss = stats->policy_loss;
+    row.value_loss = stats->value_loss;
+    row.clip_fraction = stats->clip_fraction;
+    row.approx_kl = stats->approx_kl;
     row.learning_rate = learner.LearningRate(iteration - 1);
     const bool last = iteration == config.ppo.iterations;
     if (!eval->empty() && ((config.eval_every > 0 && iteration % config.eval_every == 0) || last)) {
-      row.heldout_relative_time = EvaluateZeroShot(learner, *eval, config.seed + 7, &evaluations);
+      Expected<double> heldout = EvaluateZeroShot(learner, *eval, config.seed + 7, group.get(), &evaluations);
+      if (!heldout) return heldout.error();
+      row.heldout_relative_time = *heldout;
       summary.heldout_relative_time = row.heldout_relative_time;
     }
     row.evaluations = evaluations;
     row.wall_seconds = elapsed();
+    if (!writer) continue;
     log << TrainLogRow(row) << std::endl;
     if (options.on_iteration) options.on_iteration(row);
     if (iteration % config.checkpoint_every == 0 || iteration == stop) {
@@ -189,6 +306,11 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
       for (double b : best) meta.best_relative_times.push_back(std::isfinite(b) ? b : 0.0);
       if (Status s = SaveCheckpoint(ckpt_dir, net, &learner.optimizer(), meta); !s) return s.error();
     }
+  }
+  if (group) {
+    // No rank reports success before rank 0 has written the last checkpoint.
+    std::vector<double> done = {1.0};
+    if (Status s = SumOverRanks(group.get(), &done, "end-of-run barrier"); !s) return s.error();
   }
   summary.iterations = iteration;
   summary.evaluations = evaluations;
