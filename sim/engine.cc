@@ -48,8 +48,9 @@ void Engine::Loop(const TaskGraph& tg, Timing* timing, QuadHeap<Item>& heap, Pac
     const int32_t* s_end = s + succ_cnt[t];
     for (; s != s_end; ++s) {
       const int32_t x = *s;
-      if (arrive > ready[x]) ready[x] = arrive;
-      if (--pending[x] == 0) heap.push(pack(ready[x], x));
+      const Time r_x = std::max(ready[x], arrive);
+      ready[x] = r_x;
+      if (--pending[x] == 0) heap.push(pack(r_x, x));
     }
   }
   timing->order.resize(static_cast<size_t>(done));

@@ -46,19 +46,26 @@ class QuadHeap {
     items_.pop_back();
     const size_t n = items_.size();
     if (n == 0) return;
+    Item* items = items_.data();
     size_t i = 0;
     while (true) {
       const size_t first = 4 * i + 1;
       if (first >= n) break;
+      // The smallest child, selected without branches (the comparisons are unpredictable).
       size_t best = first;
+      Item v = items[first];
       const size_t stop = first + 4 < n ? first + 4 : n;
-      for (size_t c = first + 1; c < stop; ++c)
-        if (items_[c] < items_[best]) best = c;
-      if (!(items_[best] < last)) break;
-      items_[i] = items_[best];
+      for (size_t c = first + 1; c < stop; ++c) {
+        const Item w = items[c];
+        const bool less = w < v;
+        v = less ? w : v;
+        best = less ? c : best;
+      }
+      if (!(v < last)) break;
+      items[i] = v;
       i = best;
     }
-    items_[i] = last;
+    items[i] = last;
   }
 
  private:

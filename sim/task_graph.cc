@@ -20,28 +20,22 @@ int64_t Scale(int64_t total, int64_t part, int64_t whole) {
 }  // namespace
 
 PlainCostCache::PlainCostCache(int32_t num_ops, int32_t num_devices)
-    : num_devices_(num_devices),
-      seconds_(static_cast<size_t>(num_ops) * num_devices, std::numeric_limits<double>::quiet_NaN()),
-      fallback_(static_cast<size_t>(num_ops) * num_devices, 0) {}
+    : num_devices_(num_devices), entries_(static_cast<size_t>(num_ops) * num_devices) {}
 
-PartCost PlainCostCache::Get(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op,
-                             DeviceId device) {
-  const size_t k = static_cast<size_t>(op) * num_devices_ + device;
-  if (std::isnan(seconds_[k])) {
-    OpConfig config;
-    config.devices = {device};
-    std::vector<int64_t> shape;
-    PartWork work;
-    work.op = &graph.op(op);
-    work.bytes_accessed = PartBytesAccessed(graph, op, config, 0, &shape);
-    work.shape = shape;
-    work.flops = work.op->flops;
-    const PartCost c = cost.Cost(work, topology.device(device));
-    DEVPLACE_CHECK(c.seconds > 0 && std::isfinite(c.seconds), "cost model returned a non-positive time");
-    seconds_[k] = c.seconds;
-    fallback_[k] = c.fallback;
-  }
-  return {seconds_[k], fallback_[k] != 0};
+void PlainCostCache::Fill(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op,
+                          DeviceId device, Entry* entry) const {
+  OpConfig config;
+  config.devices = {device};
+  std::vector<int64_t> shape;
+  PartWork work;
+  work.op = &graph.op(op);
+  work.bytes_accessed = PartBytesAccessed(graph, op, config, 0, &shape);
+  work.shape = shape;
+  work.flops = work.op->flops;
+  const PartCost c = cost.Cost(work, topology.device(device));
+  DEVPLACE_CHECK(c.seconds > 0 && std::isfinite(c.seconds), "cost model returned a non-positive time");
+  entry->ticks = ToTicks(c.seconds);
+  entry->fallback = c.fallback;
 }
 
 TaskBuilder::TaskBuilder(const Graph& graph, const Topology& topology, const CostModel& cost,
@@ -61,6 +55,29 @@ TaskBuilder::TaskBuilder(const Graph& graph, const Topology& topology, const Cos
   resource_delay_.assign(static_cast<size_t>(topology.num_devices() + topology.num_links()), 0);
   for (LinkId l = 0; l < topology.num_links(); ++l)
     resource_delay_[topology.num_devices() + l] = LatencyTicks(topology.link(l).latency);
+  auto adjacency = [&](bool out, std::vector<int32_t>* off, std::vector<int32_t>* edges, std::vector<int32_t>* ops) {
+    off->assign(1, 0);
+    for (OpId o = 0; o < graph.num_ops(); ++o) {
+      for (int32_t e : out ? graph.out_edges(o) : graph.in_edges(o)) {
+        edges->push_back(e);
+        ops->push_back(out ? graph.edge(e).dst : graph.edge(e).src);
+      }
+      off->push_back(static_cast<int32_t>(edges->size()));
+    }
+  };
+  adjacency(true, &out_off_, &out_edge_, &out_op_);
+  adjacency(false, &in_off_, &in_edge_, &in_op_);
+  const int32_t d = topology.num_devices();
+  route_off_.assign(1, 0);
+  for (DeviceId a = 0; a < d; ++a)
+    for (DeviceId b = 0; b < d; ++b) {
+      if (a != b)
+        for (LinkId l : topology.route(a, b)) {
+          route_resource_.push_back(d + l);
+          route_bandwidth_.push_back(topology.link(l).bandwidth);
+        }
+      route_off_.push_back(static_cast<int32_t>(route_resource_.size()));
+    }
 }
 
 int64_t TaskBuilder::Segments(int64_t bytes, int64_t hops, bool segmented) const {
@@ -159,8 +176,8 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
   tg->group_dep_begin[group] = static_cast<int32_t>(tg->dep_from.size());
   tg->out_begin[op] = static_cast<int32_t>(tg->out_tasks.size());
   if (parts == 1) {
-    const PartCost c = cache_->Get(graph_, topology_, cost_, op, config.devices[0]);
-    const int32_t t = NewTask(tg, group, config.devices[0], ToTicks(c.seconds), TaskKind::kCompute, op, 0);
+    const PlainCostCache::Entry& c = cache_->Get(graph_, topology_, cost_, op, config.devices[0]);
+    const int32_t t = NewTask(tg, group, config.devices[0], c.ticks, TaskKind::kCompute, op, 0);
     tg->fallback[t] = c.fallback;
     tg->mem_bytes[t] = output_bytes_[op];
     tg->mem_device[t] = config.devices[0];
@@ -349,10 +366,10 @@ void TaskBuilder::Reset(TaskGraph* tg) const {
 void TaskBuilder::BuildAll(const Strategy& strategy, std::span<const DeviceId> plain, TaskGraph* tg,
                            TaskTotals* totals) {
   if (!plain.empty()) {
-    BuildPlain(plain, tg);
-  } else {
-    BuildGroups(strategy, tg);
+    BuildPlain(plain, tg, totals);
+    return;
   }
+  BuildGroups(strategy, tg);
   totals->Reset(tg->num_resources);
   for (int32_t t = 0; t < tg->num_tasks(); ++t) totals->Add(*tg, t, +1);
 }

@@ -73,17 +73,24 @@ struct TaskGraph {
 // Per-op prices of plain (one-device) configs, computed on first use for each (op, device).
 class PlainCostCache {
  public:
+  struct Entry {
+    Time ticks = -1;  // ToTicks of the price (-1: not computed yet)
+    bool fallback = false;
+  };
   PlainCostCache(int32_t num_ops, int32_t num_devices);
-  // Seconds and fallback flag of op `op` placed whole on `device`.
-  PartCost Get(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op, DeviceId device);
-  int64_t memory_bytes() const {
-    return static_cast<int64_t>(seconds_.capacity() * sizeof(double) + fallback_.capacity());
+  // Price and fallback flag of op `op` placed whole on `device`.
+  const Entry& Get(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op, DeviceId device) {
+    Entry& e = entries_[static_cast<size_t>(op) * num_devices_ + device];
+    if (e.ticks < 0) Fill(graph, topology, cost, op, device, &e);
+    return e;
   }
+  int64_t memory_bytes() const { return static_cast<int64_t>(entries_.capacity() * sizeof(Entry)); }
 
  private:
+  void Fill(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op, DeviceId device,
+            Entry* entry) const;
   int32_t num_devices_;
-  std::vector<double> seconds_;  // NaN: not computed yet
-  std::vector<uint8_t> fallback_;
+  std::vector<Entry> entries_;
 };
 
 // Aggregates that do not depend on timing: per-resource busy time, bytes and task counts, bytes moved,
@@ -129,7 +136,7 @@ class TaskBuilder {
   // BuildAll with the group lists.
   void BuildGroups(const Strategy& strategy, TaskGraph* tg);
   // BuildAll for a strategy whose every op runs whole on one device (sim/plain_build.cc).
-  void BuildPlain(std::span<const DeviceId> device, TaskGraph* tg);
+  void BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals);
   // Segments a transfer of `bytes` over `hops` links is cut into.
   int64_t Segments(int64_t bytes, int64_t hops, bool segmented) const;
   int32_t NewTask(TaskGraph* tg, int32_t group, int32_t resource, Time duration, TaskKind kind, int32_t op,
@@ -152,7 +159,17 @@ class TaskBuilder {
   std::vector<int64_t> output_bytes_;  // OutputBytes per op
   std::vector<int64_t> plain_static_;  // static bytes of each op run whole on one device
   std::vector<Time> resource_delay_;   // per resource
-  std::vector<int32_t> edge_first_;    // BuildPlain: first route task of each edge (-1: none)
+  // For BuildPlain: each op's out- and in-edges with the op at the other end (CSR in op order), the route of
+  // every device pair (as resources and bandwidths), and per edge of the current build its first hop task (-1:
+  // none), hops and segments.
+  std::vector<int32_t> out_off_, out_edge_, out_op_, in_off_, in_edge_, in_op_;
+  std::vector<int32_t> route_off_, route_resource_;
+  std::vector<double> route_bandwidth_;
+  struct EdgePlan {
+    int32_t first;
+    int16_t hops, segments;
+  };
+  std::vector<EdgePlan> edge_plan_;
   std::vector<int32_t> firsts_, lasts_;
   std::vector<int64_t> shape_scratch_;
 };
