@@ -425,13 +425,13 @@ double DeltaSimulator::step_time() const {
 SimResult DeltaSimulator::result() const {
   const Impl& m = *impl_;
   return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end, m.run.last_task,
-                       m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing),
+                       m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing, sim::MaxEnd(m.run.last_end)),
                        m.options);
 }
 
 bool DeltaSimulator::oom() const {
   const Impl& m = *impl_;
-  std::vector<int64_t> dynamic = m.peaks.DynamicPeaks(m.run.tg, m.run.timing);
+  std::vector<int64_t> dynamic = m.peaks.DynamicPeaks(m.run.tg, m.run.timing, sim::MaxEnd(m.run.last_end));
   for (DeviceId d = 0; d < m.topology.num_devices(); ++d)
     if (m.run.static_bytes[d] + dynamic[d] > m.topology.device(d).memory_bytes) return true;
   return false;

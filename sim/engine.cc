@@ -152,6 +152,12 @@ Time StepTicks(const TaskGraph& tg, const std::vector<Time>& last_end) {
   return step;
 }
 
+Time MaxEnd(const std::vector<Time>& last_end) {
+  Time end = 0;
+  for (Time e : last_end) end = std::max(end, e);
+  return end;
+}
+
 SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& timing,
                    const TaskTotals& totals, const std::vector<Time>& last_end, const std::vector<int32_t>& last_task,
                    const std::vector<int64_t>& static_bytes, const std::vector<int64_t>& dynamic_peak,

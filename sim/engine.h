@@ -111,6 +111,9 @@ Status CheckHorizon(const TaskTotals& totals);
 // The step in ticks: the latest end plus its resource's latency, from the per-resource last ends (-1: unused).
 Time StepTicks(const TaskGraph& tg, const std::vector<Time>& last_end);
 
+// The latest of the per-resource last ends (0 when none ran): a bound on every task end.
+Time MaxEnd(const std::vector<Time>& last_end);
+
 // Builds the SimResult from the aggregates. `last_end[r]` is the end of the last task on resource r (or -1 when
 // the resource ran nothing) and `last_task[r]` that task; `dynamic_peak[d]` and `static_bytes[d]` are per device.
 SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& timing,

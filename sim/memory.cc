@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <limits>
 
 namespace devplace::sim {
 
@@ -13,112 +12,68 @@ Time BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task) {
   return free;
 }
 
-// Sorts e[0, n) by key: insertion sort when short, else distributed into about n/4 buckets over the keys' range
-// (each then sorted the same way, so that clustered keys are split again at a finer scale).
-void PeakScratch::Sort(Event* e, int32_t n) {
-  if (n <= 32) {
-    for (int32_t i = 1; i < n; ++i) {
-      const Event x = e[i];
-      int32_t j = i;
-      for (; j > 0 && e[j - 1].key > x.key; --j) e[j] = e[j - 1];
-      e[j] = x;
-    }
-    return;
-  }
-  uint64_t lo = e[0].key, hi = e[0].key;
-  for (int32_t i = 1; i < n; ++i) {
-    lo = std::min(lo, e[i].key);
-    hi = std::max(hi, e[i].key);
-  }
-  if (lo == hi) return;
-  const int bits = static_cast<int>(std::bit_width(static_cast<uint32_t>(n))) - 2;
-  const int shift = std::max(0, static_cast<int>(std::bit_width(hi - lo)) - bits);
-  const size_t buckets = (size_t{1} << bits) + 1;
-  const size_t base = nested_.size();
-  nested_.resize(base + buckets + 1, 0);
-  int32_t* count = nested_.data() + base + 1;
-  for (int32_t i = 0; i < n; ++i) ++count[(e[i].key - lo) >> shift];
-  int32_t* cursor = nested_.data() + base;  // cursor[b]: start of bucket b, then its fill position
-  for (size_t b = 1; b <= buckets; ++b) cursor[b] += cursor[b - 1];
-  Event* out = nested_scratch_.data();
-  for (int32_t i = 0; i < n; ++i) out[cursor[(e[i].key - lo) >> shift]++] = e[i];
-  std::copy(out, out + n, e);
-  int32_t begin = 0;
-  for (size_t b = 0; b < buckets; ++b) {
-    const int32_t end = nested_[base + b];  // the fill position of bucket b is now its end
-    if (end - begin > 1) Sort(e + begin, end - begin);
-    begin = end;
-  }
-  nested_.resize(base);
-}
-
-// Each device's events are distributed into about as many buckets as it has events, over its own time range, and
-// each bucket is sorted (Sort); the device's buckets in a row are then its events in time order.
-std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing& timing) {
+std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing& timing, Time max_end) {
   const int32_t devices = tg.num_devices;
   const int32_t n = tg.num_tasks();
   std::vector<int64_t> peaks(static_cast<size_t>(devices), 0);
-  // Pass 1: the events, each device's time range and event count.
+  // About four events per bucket on average; bucket = device * per_device + (time >> shift).
+  const uint64_t per_device_events = std::max<uint64_t>(1, 2 * static_cast<uint64_t>(n) / devices);
+  const int bits = std::max(0, static_cast<int>(std::bit_width(per_device_events)) - 2);
+  const int shift = std::max(0, static_cast<int>(std::bit_width(static_cast<uint64_t>(max_end))) - bits);
+  const int32_t per_device = int32_t{1} << bits;
+  const size_t buckets = static_cast<size_t>(devices) * per_device;
+  upper_.assign(buckets, 0);
+  freed_.assign(buckets, 0);
   events_.resize(2 * static_cast<size_t>(n));
   bucket_.resize(2 * static_cast<size_t>(n));
-  lo_.assign(static_cast<size_t>(devices), std::numeric_limits<Time>::max());
-  hi_.assign(static_cast<size_t>(devices), 0);
-  device_base_.assign(static_cast<size_t>(devices) + 1, 0);
+
+  // Pass 1: the events, and each bucket's allocations and frees.
   int32_t k = 0;
   for (int32_t t = 0; t < n; ++t) {
     const int64_t bytes = tg.mem_bytes[t];
     if (bytes == 0 || !tg.alive[t]) continue;
     const Time free = BufferFree(tg, timing, t), start = timing.start[t];
-    const int32_t d = tg.mem_device[t];
+    const int32_t base = tg.mem_device[t] * per_device;
+    const int32_t bf = base + static_cast<int32_t>(free >> shift), ba = base + static_cast<int32_t>(start >> shift);
     events_[k] = {static_cast<uint64_t>(free) << 1, -bytes};
     events_[k + 1] = {(static_cast<uint64_t>(start) << 1) | 1, bytes};
-    bucket_[k] = bucket_[k + 1] = d;
+    bucket_[k] = bf;
+    bucket_[k + 1] = ba;
     k += 2;
-    lo_[d] = std::min(lo_[d], start);
-    hi_[d] = std::max(hi_[d], free);
-    device_base_[d + 1] += 2;
+    freed_[bf] += bytes;
+    upper_[ba] += bytes;
   }
-  // Pass 2: bucket of every event, and the bucket counts.
-  shift_.resize(static_cast<size_t>(devices));
-  int32_t buckets = 0;
+
+  // Pass 2: per device, the running sum at each bucket's start and end; the best end is a lower bound.
   for (int32_t d = 0; d < devices; ++d) {
-    const int32_t count = device_base_[d + 1];
-    device_base_[d] = buckets;
-    if (count == 0) continue;
-    const int bits = static_cast<int>(std::bit_width(static_cast<uint32_t>(count))) - 1;
-    shift_[d] = std::max(0, static_cast<int>(std::bit_width(static_cast<uint64_t>(hi_[d] - lo_[d]))) - bits);
-    buckets += int32_t{1} << bits;
+    int64_t cur = 0, best = 0;
+    for (size_t b = static_cast<size_t>(d) * per_device; b < static_cast<size_t>(d + 1) * per_device; ++b) {
+      const int64_t allocated = upper_[b], freed = freed_[b];
+      upper_[b] = cur + allocated;
+      freed_[b] = cur;
+      cur += allocated - freed;
+      best = std::max(best, cur);
+    }
+    peaks[d] = best;
   }
-  device_base_[devices] = buckets;
-  offsets_.assign(static_cast<size_t>(buckets) + 1, 0);
-  int32_t* counts = offsets_.data() + 1;
+
+  // Pass 3: the events of buckets that may hold a higher value, in (bucket, time) order, replayed exactly.
+  candidates_.clear();
   for (int32_t i = 0; i < k; ++i) {
-    const int32_t d = bucket_[i];
-    const int32_t b = device_base_[d] + static_cast<int32_t>((static_cast<Time>(events_[i].key >> 1) - lo_[d]) >> shift_[d]);
-    bucket_[i] = b;
-    ++counts[b];
+    const int32_t b = bucket_[i];
+    if (upper_[b] > peaks[b >> bits]) candidates_.push_back({b, events_[i]});
   }
-  for (int32_t b = 0; b < buckets; ++b) offsets_[b + 1] += offsets_[b];
-  sorted_.resize(static_cast<size_t>(k));
-  nested_scratch_.resize(static_cast<size_t>(k));
-  // Scatter with offsets_[b] as the fill cursor of bucket b; afterwards offsets_[b] is bucket b's end.
-  for (int32_t i = 0; i < k; ++i) sorted_[offsets_[bucket_[i]]++] = events_[i];
-  int32_t begin = 0;
-  for (int32_t b = 0; b < buckets; ++b) {
-    const int32_t end = offsets_[b];
-    if (end - begin > 1) Sort(sorted_.data() + begin, end - begin);
-    begin = end;
-  }
-  begin = 0;
-  for (int32_t d = 0; d < devices; ++d) {
-    const int32_t end = device_base_[d + 1] > 0 ? offsets_[device_base_[d + 1] - 1] : 0;
-    int64_t cur = 0, peak = 0;
-    for (int32_t i = begin; i < end; ++i) {
-      cur += sorted_[i].delta;
+  std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& x, const Candidate& y) {
+    return x.bucket < y.bucket || (x.bucket == y.bucket && x.event.key < y.event.key);
+  });
+  for (size_t i = 0; i < candidates_.size();) {
+    const int32_t b = candidates_[i].bucket;
+    int64_t& peak = peaks[b >> bits];
+    int64_t cur = freed_[b];
+    for (; i < candidates_.size() && candidates_[i].bucket == b; ++i) {
+      cur += candidates_[i].event.delta;
       peak = std::max(peak, cur);
     }
-    peaks[d] = peak;
-    begin = std::max(begin, end);
   }
   return peaks;
 }

@@ -15,16 +15,19 @@ namespace devplace::sim {
 Time BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task);
 
 // Peak of the buffers alive at once on each device. Keeps its buffers between calls.
+//
+// The peak is the largest running sum over the device's events in time order. Events are summed into buckets of
+// equal time span; a bucket's running sum at its end is a lower bound of the peak, and the running sum at its
+// start plus its allocations an upper bound of any value inside it. Only the buckets whose upper bound exceeds
+// the best lower bound (usually a handful around the peak) have their events sorted.
 class PeakScratch {
  public:
-  // Peaks of the alive tasks' buffers, indexed by device.
-  std::vector<int64_t> DynamicPeaks(const TaskGraph& tg, const Timing& timing);
+  // Peaks of the alive tasks' buffers, indexed by device; `max_end` bounds every task end.
+  std::vector<int64_t> DynamicPeaks(const TaskGraph& tg, const Timing& timing, Time max_end);
   int64_t memory_bytes() const {
-    return static_cast<int64_t>(
-        (events_.capacity() + sorted_.capacity() + nested_scratch_.capacity()) * sizeof(Event) +
-        (bucket_.capacity() + offsets_.capacity() + nested_.capacity() + device_base_.capacity() +
-         shift_.capacity()) * sizeof(int32_t) +
-        (lo_.capacity() + hi_.capacity()) * sizeof(Time));
+    return static_cast<int64_t>((events_.capacity() * sizeof(Event) + bucket_.capacity() * sizeof(int32_t) +
+                                 (upper_.capacity() + freed_.capacity()) * sizeof(int64_t) +
+                                 candidates_.capacity() * sizeof(Candidate)));
   }
 
  private:
@@ -32,11 +35,15 @@ class PeakScratch {
     uint64_t key;  // time << 1 | (1 for an allocation): frees sort first at equal times
     int64_t delta;
   };
-  void Sort(Event* e, int32_t n);
-  std::vector<Event> events_, sorted_, nested_scratch_;
-  std::vector<int32_t> bucket_, offsets_, nested_;  // nested_: a stack of Sort's bucket counts
-  std::vector<Time> lo_, hi_;                       // per device: earliest and latest event
-  std::vector<int32_t> device_base_, shift_;        // per device: first bucket, time shift
+  struct Candidate {
+    int32_t bucket;
+    Event event;
+  };
+  std::vector<Event> events_;
+  std::vector<int32_t> bucket_;       // per event
+  std::vector<int64_t> upper_;        // per bucket: allocations, then the upper bound
+  std::vector<int64_t> freed_;        // per bucket: frees, then the running sum at its start
+  std::vector<Candidate> candidates_;
 };
 
 }  // namespace devplace::sim

@@ -127,7 +127,7 @@ Expected<SimResult> Simulator::Run(const Strategy& strategy) {
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy, &m.plain); !s) return s.error();
   if (Status s = m.run.Run(m.builder, m.engine, strategy, m.plain); !s) return s.error();
   return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end, m.run.last_task,
-                       m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing),
+                       m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing, sim::MaxEnd(m.run.last_end)),
                        m.options);
 }
 
