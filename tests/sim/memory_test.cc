@@ -1,7 +1,12 @@
-// Memory model: hand-computed peaks, training-state bytes, OOM reporting.
+// Memory model: hand-computed peaks, training-state bytes, OOM reporting, and the peak computation against a
+// naive sweep.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "core/training_graph.h"
+#include "sim/memory.h"
 #include "sim/simulator.h"
 #include "test_util.h"
 
@@ -69,6 +74,70 @@ TEST(Memory, OutOfMemoryNamesTheDeviceAndTheOverage) {
   ASSERT_EQ(r.oom_messages.size(), 1u);
   EXPECT_NE(r.oom_messages[0].find("device 'tiny'"), std::string::npos) << r.oom_messages[0];
   EXPECT_EQ(r.devices[0].overage_bytes, 0);
+}
+
+}  // namespace
+}  // namespace devplace
+
+namespace devplace {
+namespace {
+
+// The straightforward peak: every buffer's allocation and free sorted by (time, frees first), summed per device.
+std::vector<int64_t> NaivePeaks(const sim::TaskGraph& tg, const sim::Timing& timing) {
+  std::vector<std::vector<std::pair<uint64_t, int64_t>>> events(static_cast<size_t>(tg.num_devices));
+  for (int32_t t = 0; t < tg.num_tasks(); ++t) {
+    if (tg.mem_bytes[t] == 0 || !tg.alive[t]) continue;
+    auto& e = events[tg.mem_device[t]];
+    e.emplace_back(static_cast<uint64_t>(sim::BufferFree(tg, timing, t)) << 1, -tg.mem_bytes[t]);
+    e.emplace_back((static_cast<uint64_t>(timing.start[t]) << 1) | 1, tg.mem_bytes[t]);
+  }
+  std::vector<int64_t> peaks;
+  for (auto& e : events) {
+    std::sort(e.begin(), e.end());
+    int64_t cur = 0, peak = 0;
+    for (const auto& [key, delta] : e) peak = std::max(peak, cur += delta);
+    peaks.push_back(peak);
+  }
+  return peaks;
+}
+
+// Memory peaks on synthetic timelines made to stress the bucketed computation: clustered and tied times, dead
+// tasks, a device without buffers, wide and narrow time ranges.
+TEST(Memory, BucketedPeaksEqualTheNaiveSweep) {
+  std::mt19937_64 rng(17);
+  sim::PeakScratch scratch;  // reused across cases, as the simulator does
+  for (int c = 0; c < 300; ++c) {
+    sim::TaskGraph tg;
+    sim::Timing timing;
+    tg.num_devices = 1 + testing::UniformInt(rng, 8);
+    const int32_t n = 1 + testing::UniformInt(rng, c < 200 ? 64 : 3000);
+    const int64_t span = int64_t{1} << (1 + testing::UniformInt(rng, 50));
+    const int32_t clusters = 1 + testing::UniformInt(rng, 4);
+    const int32_t spare = tg.num_devices > 1 ? testing::UniformInt(rng, tg.num_devices) : -1;  // holds nothing
+    for (int32_t t = 0; t < n; ++t) {
+      // Times within a few clusters; a quarter of them rounded to a coarse grid so that many coincide.
+      const int64_t centre = span / clusters * testing::UniformInt(rng, clusters);
+      int64_t start = centre + static_cast<int64_t>(testing::Uniform(rng) * static_cast<double>(span / 64 + 1));
+      if (testing::UniformInt(rng, 4) == 0) start &= ~int64_t{0xff};
+      timing.start.push_back(start);
+      timing.end.push_back(start + 1 + testing::UniformInt(rng, 1000));
+      int32_t device = testing::UniformInt(rng, tg.num_devices);
+      if (device == spare) device = (device + 1) % tg.num_devices;
+      tg.mem_device.push_back(device);
+      tg.mem_bytes.push_back(testing::UniformInt(rng, 5) == 0 ? 0 : 1 + testing::UniformInt(rng, 1 << 20));
+      tg.alive.push_back(testing::UniformInt(rng, 10) != 0);
+    }
+    for (int32_t t = 0; t < n; ++t) {
+      tg.succ_off.push_back(static_cast<int32_t>(tg.succ_pool.size()));
+      const int32_t fan = testing::UniformInt(rng, 4);
+      for (int32_t k = 0; k < fan; ++k) tg.succ_pool.push_back(testing::UniformInt(rng, n));
+      tg.succ_cnt.push_back(fan);
+      tg.resource.push_back(0);
+    }
+    sim::Time max_end = 0;
+    for (int32_t t = 0; t < n; ++t) max_end = std::max(max_end, timing.end[t]);
+    ASSERT_EQ(scratch.DynamicPeaks(tg, timing, max_end), NaivePeaks(tg, timing)) << "case " << c;
+  }
 }
 
 }  // namespace
