@@ -22,35 +22,55 @@ void Shuffle(std::vector<size_t>* order, std::mt19937_64& rng) {
   for (size_t i = order->size(); i > 1; --i) std::swap((*order)[i - 1], (*order)[rng() % i]);
 }
 
-// The advantages of every rollout of an update, concatenated in list order, and each rollout's count. In a group
-// each rank contributes its own rollouts' at their place and zeros elsewhere, so the sums are exact copies.
-struct Advantages {
-  std::vector<double> values;
-  std::vector<size_t> sizes;
-};
+// The training data of a rollout as bytes (a LibTorch archive of buffers), and back.
+std::string PackRollout(const GameRollout& r) {
+  torch::serialize::OutputArchive archive;
+  auto put = [&](const char* key, const torch::Tensor& t) { archive.write(key, t, /*is_buffer=*/true); };
+  put("actions", r.actions);
+  put("masks", r.masks);
+  put("old_logp", r.old_logp);
+  put("values", torch::tensor(r.values, torch::kFloat64));
+  put("returns", torch::tensor(r.returns, torch::kFloat64));
+  put("advantages", torch::tensor(r.advantages, torch::kFloat64));
+  const bool iterative = r.observations.node_x.defined();
+  put("iterative", torch::tensor({iterative ? 1 : 0}, torch::kInt64));
+  if (iterative) {
+    put("node_x", r.observations.node_x);
+    put("placement", r.observations.placement);
+    put("device_x", r.observations.device_x);
+    put("current", r.observations.current);
+  }
+  std::string bytes;
+  archive.save_to([&](const void* data, size_t size) {
+    bytes.append(static_cast<const char*>(data), size);
+    return size;
+  });
+  return bytes;
+}
 
-Expected<Advantages> AllAdvantages(const std::vector<GameRollout>& rollouts, ProcessGroup* group) {
-  Advantages all;
-  for (const GameRollout& r : rollouts) all.sizes.push_back(r.advantages.size());
-  if (group != nullptr) {
-    torch::Tensor sizes = torch::zeros({static_cast<int64_t>(rollouts.size())}, torch::kFloat64);
-    for (size_t k = 0; k < rollouts.size(); ++k) sizes[k] = static_cast<double>(all.sizes[k]);
-    if (Status s = group->AllReduceSum(sizes, "advantage count all-reduce"); !s) return s.error();
-    for (size_t k = 0; k < rollouts.size(); ++k) all.sizes[k] = static_cast<size_t>(sizes[k].item<double>());
-  }
-  size_t total = 0;
-  for (size_t n : all.sizes) total += n;
-  all.values.assign(total, 0.0);
-  size_t offset = 0;
-  for (size_t k = 0; k < rollouts.size(); ++k) {
-    std::copy(rollouts[k].advantages.begin(), rollouts[k].advantages.end(), all.values.begin() + offset);
-    offset += all.sizes[k];
-  }
-  if (group != nullptr && total > 0) {
-    torch::Tensor values = torch::from_blob(all.values.data(), {static_cast<int64_t>(total)}, torch::kFloat64);
-    if (Status s = group->AllReduceSum(values, "advantage all-reduce"); !s) return s.error();
-  }
-  return all;
+GameRollout UnpackRollout(const std::string& bytes, const GameEntry* entry) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(bytes.data(), bytes.size());
+  auto get = [&](const char* key) {
+    torch::Tensor t;
+    archive.read(key, t, /*is_buffer=*/true);
+    return t;
+  };
+  auto doubles = [&](const char* key) {
+    torch::Tensor t = get(key).contiguous();
+    return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+  };
+  GameRollout r;
+  r.entry = entry;
+  r.actions = get("actions");
+  r.masks = get("masks");
+  r.old_logp = get("old_logp");
+  r.values = doubles("values");
+  r.returns = doubles("returns");
+  r.advantages = doubles("advantages");
+  if (get("iterative").item<int64_t>() != 0)
+    r.observations = {get("node_x"), get("placement"), get("device_x"), get("current")};
+  return r;
 }
 
 // Sums the parameters' gradients over the group (one flat all-reduce). A gradient that is undefined on every
@@ -248,6 +268,21 @@ UpdateStats PpoLearner::Update(std::vector<GameRollout>& rollouts, int64_t itera
   return *stats;
 }
 
+Status ShareRollouts(std::vector<GameRollout>* rollouts, const std::vector<const GameEntry*>& entries,
+                     ProcessGroup& group) {
+  DEVPLACE_CHECK(rollouts->size() == entries.size(), "one game per rollout");
+  for (size_t k = 0; k < rollouts->size(); ++k) {
+    const int32_t owner = static_cast<int32_t>(k % static_cast<size_t>(group.size()));
+    GameRollout& r = (*rollouts)[k];
+    DEVPLACE_CHECK((r.entry != nullptr) == (owner == group.rank()), "rank r holds rollouts r, r + W, ...");
+    Expected<std::string> bytes = group.BroadcastBytes(owner == group.rank() ? PackRollout(r) : std::string(),
+                                                       owner, "rollout exchange");
+    if (!bytes) return bytes.error();
+    if (owner != group.rank()) r = UnpackRollout(*bytes, entries[k]);
+  }
+  return Status::Ok();
+}
+
 Expected<UpdateStats> PpoLearner::UpdateInGroup(std::vector<GameRollout>& rollouts, int64_t iteration,
                                                 std::mt19937_64& rng, ProcessGroup& group) {
   return RunUpdate(rollouts, iteration, rng, &group);
@@ -259,15 +294,12 @@ Expected<UpdateStats> PpoLearner::RunUpdate(std::vector<GameRollout>& rollouts, 
   if (rollouts.empty()) return stats;
   for (auto& group_options : optimizer_->param_groups())
     static_cast<torch::optim::AdamOptions&>(group_options.options()).lr(LearningRate(iteration));
-  Expected<Advantages> all = AllAdvantages(rollouts, group);
-  if (!all) return all.error();
-  NormaliseAdvantages(&all->values);
-  size_t offset = 0;
-  for (size_t k = 0; k < rollouts.size(); ++k) {
-    std::vector<double>& mine = rollouts[k].advantages;  // empty when another rank holds rollout k
-    std::copy(all->values.begin() + offset, all->values.begin() + offset + mine.size(), mine.begin());
-    offset += all->sizes[k];
-  }
+  std::vector<double> all;
+  for (const GameRollout& r : rollouts) all.insert(all.end(), r.advantages.begin(), r.advantages.end());
+  NormaliseAdvantages(&all);
+  size_t next = 0;
+  for (GameRollout& r : rollouts)
+    for (double& a : r.advantages) a = all[next++];
 
   std::vector<size_t> order(rollouts.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -281,9 +313,9 @@ Expected<UpdateStats> PpoLearner::RunUpdate(std::vector<GameRollout>& rollouts, 
       optimizer_->zero_grad();
       const double weight = 1.0 / static_cast<double>(end - begin);
       for (size_t i = begin; i < end; ++i) {
-        const GameRollout& r = rollouts[order[i]];
-        if (r.entry == nullptr) continue;
-        PpoLoss loss = Loss(r);
+        // In a group, rank r takes the minibatch's rollouts r, r + W, ...
+        if (group != nullptr && static_cast<int32_t>((i - begin) % group->size()) != group->rank()) continue;
+        PpoLoss loss = Loss(rollouts[order[i]]);
         (loss.total * weight).backward();
         sums[0] += loss.policy.item<double>() * weight;
         sums[1] += loss.value.item<double>() * weight;

@@ -47,7 +47,7 @@ class ProcessGroup;
 
 // Episodes of one game plus what PPO needs to learn from them.
 struct GameRollout {
-  const GameEntry* entry = nullptr;  // nullptr: collected by another rank of a process group (UpdateInGroup)
+  const GameEntry* entry = nullptr;
   std::vector<EpisodeResult> episodes;
   int64_t evaluations = 0;  // simulations the episodes ran
   // Training data. One-shot: actions [S, N], masks [S, N, D], old_logp [S, N]; values/returns/advantages per
@@ -64,6 +64,12 @@ struct UpdateStats {
   double grad_norm = 0.0;
 };
 
+// Completes an iteration's rollouts on every rank of `group`: rank r has collected rollouts r, r + W, ... (the
+// others are empty) and sends their training data (not their episode results) to the other ranks; rollout k is a
+// game of `entries[k]`. Errors: the group lost a rank.
+Status ShareRollouts(std::vector<GameRollout>* rollouts, const std::vector<const GameEntry*>& entries,
+                     ProcessGroup& group);
+
 // Sets the intra-op threads of LibTorch and of the BLAS library under it (OpenBLAS keeps its own pool, whose
 // idle threads spin and steal the CPU from the simulator on small machines).
 void SetPolicyThreads(int32_t threads);
@@ -78,13 +84,12 @@ class PpoLearner {
   GameRollout Collect(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng);
   // PPO epochs over `rollouts` (advantages normalised across them) at the learning rate of `iteration`.
   UpdateStats Update(std::vector<GameRollout>& rollouts, int64_t iteration, std::mt19937_64& rng);
-  // The same update taken by the ranks of `group` together (data parallel). `rollouts` is the iteration's whole
-  // list, in the same order on every rank: this rank's entries collected, the others' left empty (entry ==
-  // nullptr); `rng` is in the same state on every rank. Advantages are normalised over the whole list, the
-  // minibatches partition the whole list as Update's do, and each minibatch's gradient is summed over the ranks
-  // before clipping and the Adam step, so every rank takes the step one process holding all the rollouts would
-  // take (up to the order of floating-point sums) and the parameters stay identical across ranks. The returned
-  // statistics are the group's. Errors: the group lost a rank.
+  // The same update taken by the ranks of `group` together (data parallel). Every rank holds the iteration's
+  // whole list of rollouts (ShareRollouts) and `rng` in the same state. Advantages are normalised over the list,
+  // the minibatches partition it as Update's do, rank r computes the losses of each minibatch's rollouts r, r + W,
+  // ... and the ranks' gradients are summed before clipping and the Adam step, so every rank takes the step one
+  // process would take (up to the order of floating-point sums) and the parameters stay identical across ranks.
+  // The returned statistics are the group's. Errors: the group lost a rank.
   Expected<UpdateStats> UpdateInGroup(std::vector<GameRollout>& rollouts, int64_t iteration, std::mt19937_64& rng,
                                       ProcessGroup& group);
 

@@ -5,9 +5,14 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <thread>
 
 #include "core/check.h"
 
@@ -32,6 +37,27 @@ std::string Seconds(double s) {
   text.erase(text.find_last_not_of('0') + 1);
   if (!text.empty() && text.back() == '.') text.pop_back();
   return text + " s";
+}
+
+// Waits until something accepts TCP connections at host:port, or `timeout` passes. c10d's store client sleeps a
+// whole second after a refused connection; polling here first saves that on every start-up race with rank 0.
+void WaitForListener(const std::string& host, int32_t port, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return;  // the store reports it
+  for (bool connected = false; !connected && std::chrono::steady_clock::now() < deadline;) {
+    for (addrinfo* a = found; a != nullptr && !connected; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+      if (fd < 0) continue;
+      connected = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+      ::close(fd);
+    }
+    if (!connected) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::freeaddrinfo(found);
 }
 
 }  // namespace
@@ -77,6 +103,7 @@ Expected<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(const DistributedC
   impl->config = config;
   impl->timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_seconds * 1000.0));
   const std::string where = config.master_addr + ":" + std::to_string(config.master_port);
+  if (config.rank != 0) WaitForListener(config.master_addr, config.master_port, impl->timeout);
   try {
     c10d::TCPStoreOptions store_options;
     store_options.port = static_cast<uint16_t>(config.master_port);
@@ -112,15 +139,17 @@ Status ProcessGroup::AllReduceSum(torch::Tensor& tensor, const std::string& what
   return impl_->Run([&] { return impl_->group->allreduce(tensors); }, what);
 }
 
-Expected<std::string> ProcessGroup::BroadcastBytes(const std::string& bytes, const std::string& what) {
+Expected<std::string> ProcessGroup::BroadcastBytes(const std::string& bytes, int32_t root_rank,
+                                                   const std::string& what) {
+  DEVPLACE_CHECK(root_rank >= 0 && root_rank < size(), "the broadcast root is a rank of the group");
   c10d::BroadcastOptions root;
-  root.rootRank = 0;
+  root.rootRank = root_rank;
   std::vector<at::Tensor> size{torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64)};
   if (Status s = impl_->Run([&] { return impl_->group->broadcast(size, root); }, what); !s) return s.error();
   const int64_t n = size[0].item<int64_t>();
   if (n == 0) return std::string();
   std::vector<at::Tensor> data{torch::empty({n}, torch::kUInt8)};
-  if (rank() == 0) std::memcpy(data[0].data_ptr<uint8_t>(), bytes.data(), static_cast<size_t>(n));
+  if (rank() == root_rank) std::memcpy(data[0].data_ptr<uint8_t>(), bytes.data(), static_cast<size_t>(n));
   if (Status s = impl_->Run([&] { return impl_->group->broadcast(data, root); }, what); !s) return s.error();
   return std::string(reinterpret_cast<const char*>(data[0].data_ptr<uint8_t>()), static_cast<size_t>(n));
 }

@@ -30,8 +30,8 @@ class ProcessGroup {
   // Element-wise sum over the ranks, in place. `tensor`: contiguous CPU float32/float64, same shape on every
   // rank. `what` names the step in errors ("gradient all-reduce").
   Status AllReduceSum(torch::Tensor& tensor, const std::string& what);
-  // Rank 0's `bytes` on every rank (the argument is ignored elsewhere).
-  Expected<std::string> BroadcastBytes(const std::string& bytes, const std::string& what);
+  // Rank `root`'s `bytes` on every rank (the argument is ignored elsewhere).
+  Expected<std::string> BroadcastBytes(const std::string& bytes, int32_t root, const std::string& what);
 
  private:
   struct Impl;

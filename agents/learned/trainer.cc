@@ -100,7 +100,7 @@ Expected<Start> ReadStart(const TrainOptions& options, const std::string& ckpt_d
 Expected<Start> ShareStart(ProcessGroup& group, Expected<Start> mine, bool resume) {
   const bool root = group.rank() == 0;
   const std::string head = !root ? "" : mine.ok() ? "M" + CheckpointMetaToJson(mine->meta) : "E" + mine.error().message;
-  Expected<std::string> got = group.BroadcastBytes(head, "start-up broadcast");
+  Expected<std::string> got = group.BroadcastBytes(head, 0, "start-up broadcast");
   if (!got) return got.error();
   const std::string who = "rank " + std::to_string(group.rank()) + " of " + std::to_string(group.size());
   if (got->empty() || (*got)[0] != 'M') return root ? mine.error() : Error{who + ": rank 0 could not start: " + got->substr(1)};
@@ -113,9 +113,9 @@ Expected<Start> ShareStart(ProcessGroup& group, Expected<Start> mine, bool resum
     start.meta = std::move(meta).value();
   }
   if (resume) {
-    Expected<std::string> model = group.BroadcastBytes(start.blobs.model, "checkpoint broadcast");
+    Expected<std::string> model = group.BroadcastBytes(start.blobs.model, 0, "checkpoint broadcast");
     if (!model) return model.error();
-    Expected<std::string> optimizer = group.BroadcastBytes(start.blobs.optimizer, "checkpoint broadcast");
+    Expected<std::string> optimizer = group.BroadcastBytes(start.blobs.optimizer, 0, "checkpoint broadcast");
     if (!optimizer) return optimizer.error();
     start.blobs = {std::move(model).value(), std::move(optimizer).value()};
   }
@@ -270,6 +270,11 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
         best[index[k]] = std::min(best[index[k]], relative[k * samples + e]);
         reward_sum += outcome[episodes + k * samples + e];
       }
+    }
+    if (group) {  // every rank learns from every rollout, so each minibatch's work splits over the ranks
+      std::vector<const GameEntry*> entries;
+      for (size_t k = 0; k < games; ++k) entries.push_back(&(*train)[index[k]]);
+      if (Status s = ShareRollouts(&rollouts, entries, *group); !s) return s.error();
     }
     Expected<UpdateStats> stats = group ? learner.UpdateInGroup(rollouts, iteration, rng, *group)
                                         : Expected<UpdateStats>(learner.Update(rollouts, iteration, rng));
