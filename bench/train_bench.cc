@@ -4,6 +4,9 @@
 //   train_placements_per_s    placements per second of whole iterations (rollouts, PPO update with gradient
 //                             all-reduce per minibatch, held-out evaluation), after the first iteration
 //   end_to_end_placements_per_s  including process start-up (LibTorch load, games) and the first iteration
+//   cpu_s              CPU seconds (user + system) of all ranks together, start-up included: the work the group
+//                      did whatever else ran on the machine (2 ranks doing 1 rank's work in half the wall
+//                      time use about the same CPU seconds)
 //   startup_s          launch to the end of iteration 1, less one steady iteration (LibTorch load,
 //                      rendezvous, building the games)
 //   rollout_s_per_it, update_s_per_it (the rest of an iteration)
@@ -14,6 +17,7 @@
 
 #include <netinet/in.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -106,6 +110,7 @@ void BM_TrainGroup(benchmark::State& state, Settings settings) {
   const int ranks = static_cast<int>(state.range(0));
   const fs::path dir = fs::temp_directory_path() / ("devplace-train-bench-" + std::to_string(::getpid()));
   double rollout_s = 0, rollout_placements = 0, steady_wall = 0, startup = 0, total_placements = 0, end_to_end = 0;
+  double cpu = 0;
   int steady_iterations = 0;
   for (auto _ : state) {
     fs::remove_all(dir);
@@ -123,7 +128,11 @@ void BM_TrainGroup(benchmark::State& state, Settings settings) {
     bool ok = true;
     for (pid_t pid : pids) {
       int status = 0;
-      ok = ok && pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      rusage usage{};
+      const bool exited = pid > 0 && ::wait4(pid, &status, 0, &usage) == pid;  // always reap every rank
+      ok = ok && exited && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      cpu += static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+             1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
     }
     const double seconds = Now() - started;
     state.SetIterationTime(seconds);
@@ -155,6 +164,7 @@ void BM_TrainGroup(benchmark::State& state, Settings settings) {
   state.counters["train_placements_per_s"] = rollout_placements / steady_wall;
   state.counters["end_to_end_placements_per_s"] = total_placements / end_to_end;
   state.counters["startup_s"] = startup / static_cast<double>(state.iterations());
+  state.counters["cpu_s"] = cpu / static_cast<double>(state.iterations());
   state.counters["rollout_s_per_it"] = rollout_s / steady_iterations;
   state.counters["update_s_per_it"] = (steady_wall - rollout_s) / steady_iterations;
 }

@@ -35,8 +35,10 @@ for value in "$ranks" "$nodes" "$node_rank" "$master_port"; do
   case "$value" in ''|*[!0-9]*) echo "launch-train.sh: '$value' is not a number" >&2; exit 2 ;; esac
 done
 [ "$ranks" -ge 1 ] || { echo "launch-train.sh: -n N (ranks on this machine) is required" >&2; exit 2; }
-[ "$nodes" -ge 1 ] && [ "$node_rank" -lt "$nodes" ] ||
-  { echo "launch-train.sh: --node-rank must be in [0, --nodes)" >&2; exit 2; }
+if [ "$nodes" -lt 1 ] || [ "$node_rank" -ge "$nodes" ]; then
+  echo "launch-train.sh: --node-rank must be in [0, --nodes)" >&2
+  exit 2
+fi
 [ $# -gt 0 ] || { echo "launch-train.sh: no arguments for devplace train (put them after --)" >&2; exit 2; }
 
 devplace="${DEVPLACE:-$(cd "$(dirname "$0")/.." && pwd)/build/apps/devplace}"
@@ -44,6 +46,8 @@ devplace="${DEVPLACE:-$(cd "$(dirname "$0")/.." && pwd)/build/apps/devplace}"
 
 world=$((nodes * ranks))
 pids=()
+# Ctrl-C or a kill of the launcher stops its ranks (the ranks of other machines then fail within the timeout).
+# shellcheck disable=SC2317  # invoked by the trap
 stop() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
 }
