@@ -136,6 +136,7 @@ void ReadPpo(const nlohmann::json& value, const std::string& source, PpoConfig* 
     for (size_t i = 0; i < names->size(); ++i)
       p->demonstrations.push_back(ReadString((*names)[i], source, path + "[" + std::to_string(i) + "]"));
   }
+  p->demonstration_coef = o.number_or("demonstration_coef", p->demonstration_coef, 0.0);
   o.finish();
 }
 

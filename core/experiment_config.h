@@ -67,6 +67,9 @@ struct PpoConfig {
   // One-shot MDP only: search algorithms (registry names, plain placements) whose best placement of each training
   // game is replayed as one of its sampled episodes (agents/learned/demonstration.h); empty: none.
   std::vector<std::string> demonstrations;
+  // Weight of a cross-entropy term pulling the policy towards the demonstrated devices (behaviour cloning),
+  // decaying linearly to 0 over the iterations like the learning rate; 0: the demonstration is only an episode.
+  double demonstration_coef = 0.0;
 };
 
 struct ExperimentConfig {

@@ -32,6 +32,7 @@ std::string PackRollout(const GameRollout& r) {
   put("values", torch::tensor(r.values, torch::kFloat64));
   put("returns", torch::tensor(r.returns, torch::kFloat64));
   put("advantages", torch::tensor(r.advantages, torch::kFloat64));
+  put("demonstrated", torch::tensor({r.demonstrated ? 1 : 0}, torch::kInt64));
   const bool iterative = r.observations.node_x.defined();
   put("iterative", torch::tensor({iterative ? 1 : 0}, torch::kInt64));
   if (iterative) {
@@ -68,6 +69,7 @@ GameRollout UnpackRollout(const std::string& bytes, const GameEntry* entry) {
   r.values = doubles("values");
   r.returns = doubles("returns");
   r.advantages = doubles("advantages");
+  r.demonstrated = get("demonstrated").item<int64_t>() != 0;
   if (get("iterative").item<int64_t>() != 0)
     r.observations = {get("node_x"), get("placement"), get("device_x"), get("current")};
   return r;
@@ -125,10 +127,12 @@ PpoLearner::PpoLearner(PolicyNet* net, const PpoConfig& config, int64_t total_it
                                                     torch::optim::AdamOptions(config.lr));
 }
 
+double PpoLearner::Progress(int64_t iteration) const {
+  return total_iterations_ <= 1 ? 0.0 : std::min(1.0, static_cast<double>(iteration) / (total_iterations_ - 1));
+}
+
 double PpoLearner::LearningRate(int64_t iteration) const {
-  const double progress =
-      total_iterations_ <= 1 ? 0.0 : std::min(1.0, static_cast<double>(iteration) / (total_iterations_ - 1));
-  return config_.lr + (config_.lr_final - config_.lr) * progress;
+  return config_.lr + (config_.lr_final - config_.lr) * Progress(iteration);
 }
 
 GameRollout PpoLearner::Collect(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng) {
@@ -153,18 +157,22 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
   int64_t* act = r.actions.data_ptr<int64_t>();
   bool* msk = r.masks.data_ptr<bool>();
   std::vector<double> rewards;
+  const bool demonstrate = !greedy && s_count >= 2 && !entry.demonstration.empty();
   for (int64_t s = 0; s < s_count; ++s) {
     PlacementState state = game.NewInitialState(rng());
     while (!state.IsTerminal()) {
       const int64_t node = state.current_node();
       const std::vector<uint8_t>& mask = state.LegalActionsMask();
       for (int64_t k = 0; k < d; ++k) msk[(s * n + node) * d + k] = mask[k] != 0;
-      const int32_t a = ChooseDevice(lp + node * d, mask.data(), static_cast<int32_t>(d), greedy, UniformUnit(rng));
+      const double u = UniformUnit(rng);
+      int32_t a = ChooseDevice(lp + node * d, mask.data(), static_cast<int32_t>(d), greedy, u);
+      if (demonstrate && s == 0 && mask[entry.demonstration[node]] != 0) a = entry.demonstration[node];
       act[s * n + node] = a;
       Status applied = state.ApplyAction(a);
       DEVPLACE_CHECK(applied.ok(), applied.ok() ? "" : applied.error().message);
     }
     r.episodes.push_back({state.placement(), state.penalised_time(), state.step_time(), state.oom(), state.Return()});
+    r.demonstrated = demonstrate;
     rewards.push_back(state.Return());
   }
   r.evaluations = s_count;
@@ -251,9 +259,12 @@ PpoLoss PpoLearner::Loss(const GameRollout& r) {
     torch::Tensor logp_all = MaskedLogProbs(out.logits.unsqueeze(0).expand({s, n, d}), r.masks);
     torch::Tensor new_logp = logp_all.gather(2, r.actions.unsqueeze(2)).squeeze(2);
     torch::Tensor entropy = MaskedEntropy(logp_all);
-    return ComputePpoLoss(new_logp.reshape({-1}), r.old_logp.reshape({-1}),
-                          advantages.unsqueeze(1).expand({s, n}).reshape({-1}), entropy.reshape({-1}),
-                          out.value.expand({s}), returns, config_);
+    PpoLoss loss = ComputePpoLoss(new_logp.reshape({-1}), r.old_logp.reshape({-1}),
+                                  advantages.unsqueeze(1).expand({s, n}).reshape({-1}), entropy.reshape({-1}),
+                                  out.value.expand({s}), returns, config_);
+    // Behaviour cloning: the demonstrated episode's actions, as a mean cross-entropy over its groups.
+    if (r.demonstrated && demonstration_weight_ > 0) loss.total = loss.total - demonstration_weight_ * new_logp[0].mean();
+    return loss;
   }
   IterativeOutput out = net_->placeto()->forward(r.observations, r.entry->tensors.graph.src,
                                                  r.entry->tensors.graph.dst);
@@ -294,6 +305,7 @@ Expected<UpdateStats> PpoLearner::RunUpdate(std::vector<GameRollout>& rollouts, 
   if (rollouts.empty()) return stats;
   for (auto& group_options : optimizer_->param_groups())
     static_cast<torch::optim::AdamOptions&>(group_options.options()).lr(LearningRate(iteration));
+  demonstration_weight_ = config_.demonstration_coef * (1.0 - Progress(iteration));
   std::vector<double> all;
   for (const GameRollout& r : rollouts) all.insert(all.end(), r.advantages.begin(), r.advantages.end());
   NormaliseAdvantages(&all);

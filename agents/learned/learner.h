@@ -31,6 +31,9 @@ struct GameEntry {
   std::shared_ptr<const PlacementGame> game;
   GameTensors tensors;
   std::string label;
+  // One-shot MDP: a placement (device per group) that sampled collections replay as their first episode, where
+  // legal (agents/learned/demonstration.h); empty: none.
+  std::vector<int32_t> demonstration;
 };
 GameEntry MakeGameEntry(std::shared_ptr<const PlacementGame> game, std::string label);
 
@@ -56,6 +59,7 @@ struct GameRollout {
   torch::Tensor actions, masks, old_logp;
   IterativeBatch observations;
   std::vector<double> values, returns, advantages;
+  bool demonstrated = false;  // one-shot: episode 0 replayed the entry's demonstration
 };
 
 // Averages over the minibatch updates of one Update call.
@@ -80,7 +84,8 @@ class PpoLearner {
   PpoLearner(PolicyNet* net, const PpoConfig& config, int64_t total_iterations);
 
   // Runs `samples` episodes of `entry` (greedy: the most likely legal device everywhere, one episode suffices).
-  // Draws episode seeds and sampling uniforms from `rng`.
+  // Draws episode seeds and sampling uniforms from `rng`. With two or more samples, not greedy, the first episode
+  // replays the entry's demonstration if it has one (a group whose demonstrated device is illegal samples instead).
   GameRollout Collect(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng);
   // PPO epochs over `rollouts` (advantages normalised across them) at the learning rate of `iteration`.
   UpdateStats Update(std::vector<GameRollout>& rollouts, int64_t iteration, std::mt19937_64& rng);
@@ -95,6 +100,8 @@ class PpoLearner {
 
   torch::optim::Adam& optimizer() { return *optimizer_; }
   double LearningRate(int64_t iteration) const;
+  // Share of the schedule done at `iteration`, in [0, 1]: the learning rate and the demonstration weight follow it.
+  double Progress(int64_t iteration) const;
 
  private:
   GameRollout CollectOneShot(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng);
@@ -107,6 +114,7 @@ class PpoLearner {
   PolicyNet* net_;
   PpoConfig config_;
   int64_t total_iterations_;
+  double demonstration_weight_ = 0.0;  // of the behaviour-cloning term, set by each update
   std::unique_ptr<torch::optim::Adam> optimizer_;
 };
 

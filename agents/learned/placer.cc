@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "agents/learned/checkpoint.h"
+#include "agents/learned/demonstration.h"
 #include "agents/learned/learner.h"
 #include "agents/learned/learning.h"
 #include "agents/learned/setup.h"
@@ -76,6 +77,14 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
     const int32_t samples = options.finetune_samples > 0 ? options.finetune_samples : exp.ppo.samples_per_graph;
     const int64_t per_episode = net->is_transformer() ? 1 : entry.game->num_groups() + 1;
     PpoLearner learner(net.get(), ppo, 1);
+    // A policy trained with demonstrations fine-tunes with them too: their searches cost one evaluation each.
+    if (net->is_transformer() && !exp.ppo.demonstrations.empty() &&
+        options.finetune_evaluations - result.evaluations >= static_cast<int64_t>(exp.ppo.demonstrations.size()) + 2) {
+      Expected<Demonstration> d = MakeDemonstration(*entry.game, exp.ppo.demonstrations, options.seed);
+      if (!d) return d.error();
+      result.evaluations += static_cast<int64_t>(exp.ppo.demonstrations.size());
+      entry.demonstration = std::move(d->device_per_group);
+    }
     for (int64_t iteration = 0;; ++iteration) {
       const int64_t left = options.finetune_evaluations - result.evaluations;
       const int64_t episodes = std::min<int64_t>(samples, left / per_episode);

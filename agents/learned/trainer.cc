@@ -2,13 +2,17 @@
 // exactly resumable checkpoints, in one process or as one rank of a data-parallel group (process_group.h).
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <map>
 #include <random>
 #include <sstream>
 
 #include "agents/learned/checkpoint.h"
+#include "agents/learned/demonstration.h"
 #include "agents/learned/learner.h"
 #include "agents/learned/learning.h"
 #include "agents/learned/process_group.h"
@@ -37,6 +41,30 @@ Expected<std::vector<GameEntry>> MakeEntries(const ExperimentConfig& config, con
   if (!games) return games.error();
   for (LabelledGame& g : *games) entries.push_back(MakeGameEntry(std::move(g.game), std::move(g.label)));
   return entries;
+}
+
+// Gives every training game the demonstration of the config's algorithms (one-shot MDP only).
+Status AddDemonstrations(const ExperimentConfig& config, std::vector<GameEntry>* entries,
+                         const std::function<void(const std::string&)>& say) {
+  const std::vector<std::string>& algorithms = config.ppo.demonstrations;
+  if (algorithms.empty()) return {};
+  if (config.env.kind != "one_shot")
+    return Error{"ppo.demonstrations: only the one_shot environment replays demonstrations"};
+  std::map<std::string, int32_t> wins;
+  std::vector<double> relative;
+  for (GameEntry& e : *entries) {
+    Expected<Demonstration> d = MakeDemonstration(*e.game, algorithms, config.seed);
+    if (!d) return Error{e.label + ": " + d.error().message};
+    e.demonstration = std::move(d->device_per_group);
+    ++wins[d->algorithm];
+    relative.push_back(d->penalised_time / e.game->reference_time());
+  }
+  std::string message = "demonstrations on " + std::to_string(entries->size()) + " games (";
+  for (const auto& [name, count] : wins) message += name + " best on " + std::to_string(count) + ", ";
+  char mean[64];
+  std::snprintf(mean, sizeof(mean), "geometric mean %.3f of the best single device)", GeometricMean(relative));
+  say(message + mean);
+  return {};
 }
 
 // Whether this process handles item `index` of a list dealt round-robin over the group (all of it alone).
@@ -182,6 +210,7 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
       std::to_string(config.eval.size() * config.topologies.size()) + " held-out games");
   Expected<std::vector<GameEntry>> train = MakeEntries(config, config.train);
   if (!train) return train.error();
+  if (Status s = AddDemonstrations(config, &*train, say); !s) return s.error();
   Expected<std::vector<GameEntry>> eval = MakeEntries(config, config.eval);
   if (!eval) return eval.error();
 

@@ -1,0 +1,71 @@
+// Demonstrations: the best heuristic placement of a game, replayed as an episode and cloned by the policy.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "agents/learned/demonstration.h"
+#include "agents/learned/learner.h"
+#include "agents/learned/policy.h"
+#include "learn_test_util.h"
+
+namespace devplace {
+namespace {
+
+using learntest::MakeGame;
+using learntest::MlpTrainingGraph;
+using learntest::TwoDevices;
+
+PolicyConfig SmallTransformer() {
+  PolicyConfig p;
+  p.kind = "transformer";
+  p.hidden = 16;
+  p.sage_layers = 2;
+  p.transformer_layers = 1;
+  p.heads = 2;
+  p.feedforward = 16;
+  p.segment = 8;
+  p.max_devices = 4;
+  return p;
+}
+
+TEST(Demonstration, IsTheBestOfTheAlgorithms) {
+  auto game = MakeGame(MlpTrainingGraph(4), TwoDevices(4.0), MdpKind::kOneShot);
+  Demonstration best = MakeDemonstration(*game, {"round-robin", "single", "m-etf"}, 1).value();
+  ASSERT_EQ(static_cast<int32_t>(best.device_per_group.size()), game->num_groups());
+  EXPECT_NEAR(best.penalised_time, game->Evaluate(best.device_per_group)->step_time, 1e-15);
+  for (const char* name : {"round-robin", "single", "m-etf"})
+    EXPECT_LE(best.penalised_time, MakeDemonstration(*game, {name}, 1)->penalised_time) << name;
+  EXPECT_FALSE(MakeDemonstration(*game, {}, 1).ok());
+  Expected<Demonstration> unknown = MakeDemonstration(*game, {"annealing"}, 1);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("annealing"), std::string::npos);
+}
+
+// A demonstration every other group on the other device: sampled collections replay it as episode 0, greedy ones
+// do not, and with a behaviour-cloning weight the greedy policy learns to place exactly that way.
+TEST(Demonstration, IsReplayedAndCloned) {
+  auto game = MakeGame(MlpTrainingGraph(4), TwoDevices(1.0), MdpKind::kOneShot);
+  GameEntry entry = MakeGameEntry(game, "mlp");
+  for (int32_t g = 0; g < game->num_groups(); ++g) entry.demonstration.push_back(g % 2);
+  PolicyNet net(SmallTransformer(), 5);
+  PpoConfig ppo;
+  ppo.lr = ppo.lr_final = 1e-2;
+  ppo.minibatches = 1;
+  ppo.demonstration_coef = 5.0;
+  PpoLearner learner(&net, ppo, 1);
+  std::mt19937_64 rng(2);
+  GameRollout greedy = learner.Collect(entry, 1, true, rng);
+  EXPECT_FALSE(greedy.demonstrated);
+  EXPECT_NE(greedy.episodes[0].placement, entry.demonstration) << "the test needs a policy that starts elsewhere";
+  for (int it = 0; it < 40; ++it) {
+    std::vector<GameRollout> rollouts;
+    rollouts.push_back(learner.Collect(entry, 4, false, rng));
+    ASSERT_TRUE(rollouts[0].demonstrated);
+    ASSERT_EQ(rollouts[0].episodes[0].placement, entry.demonstration);
+    learner.Update(rollouts, it, rng);
+  }
+  EXPECT_EQ(learner.Collect(entry, 1, true, rng).episodes[0].placement, entry.demonstration);
+}
+
+}  // namespace
+}  // namespace devplace
