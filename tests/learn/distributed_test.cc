@@ -261,12 +261,11 @@ TEST(Distributed, TwoRanksTrainWhatOneProcessTrainsAndRankZerosCheckpointResumes
   fs::remove_all(dir);
 }
 
-// Two ranks with a short timeout; once rank 0 has checkpointed, `hurt` is sent to rank `victim`. The other rank
-// must exit with the group error within the timeout (plus start-up slack), and the checkpoint must resume.
-void ExpectGroupStops(int victim, int hurt, const std::string& name) {
+// Two ranks with the given timeout; once rank 0 has checkpointed, `hurt` is sent to rank `victim`. The other rank
+// must exit with the group error within `limit` seconds, and the checkpoint must resume.
+void ExpectGroupStops(int victim, int hurt, int timeout, double limit, const std::string& name) {
   const std::string dir = learntest::TempDir(name);
   const std::string config_path = WriteGroupExperiment(dir, 1000);
-  const double timeout = 3.0;
   const int port = FreePort();
   Rank ranks[2] = {SpawnRank(0, 2, port, config_path, dir + "/run", 1000, timeout, dir + "/rank0.err"),
                    SpawnRank(1, 2, port, config_path, dir + "/run", 1000, timeout, dir + "/rank1.err")};
@@ -277,7 +276,7 @@ void ExpectGroupStops(int victim, int hurt, const std::string& name) {
   const Rank& other = ranks[1 - victim];
   const auto hurt_at = Clock::now();
   ::kill(ranks[victim].pid, hurt);
-  const int code = WaitRank(other, std::chrono::duration<double>(timeout + 3.0));
+  const int code = WaitRank(other, std::chrono::duration<double>(limit + 3.0));
   const double seconds = std::chrono::duration<double>(Clock::now() - hurt_at).count();
   ::kill(ranks[victim].pid, SIGKILL);
   ::waitpid(ranks[victim].pid, nullptr, 0);
@@ -286,8 +285,9 @@ void ExpectGroupStops(int victim, int hurt, const std::string& name) {
   EXPECT_NE(message.find("rank " + std::to_string(1 - victim) + " of 2: lost contact with the group during"),
             std::string::npos)
       << message;
-  EXPECT_NE(message.find("3 s timeout"), std::string::npos) << message;
-  EXPECT_LT(seconds, timeout + 2.0);
+  const std::string timeout_text = std::string("the ").append(std::to_string(timeout)).append(" s timeout");
+  EXPECT_NE(message.find(timeout_text), std::string::npos) << message;
+  EXPECT_LT(seconds, limit);
   // The last checkpoint is whole and the run resumes from it in one process.
   Expected<TrainSummary> resumed = TrainPolicy({.run_dir = dir + "/run", .resume = true, .max_iterations = 1});
   ASSERT_TRUE(resumed.ok()) << resumed.error().message;
@@ -309,9 +309,11 @@ TEST(Distributed, RankZerosStartUpErrorReachesEveryRank) {
   fs::remove_all(dir);
 }
 
-TEST(Distributed, KilledRankStopsTheOtherAndTheCheckpointResumes) { ExpectGroupStops(1, SIGKILL, "killed"); }
+// A dead rank's connections close: the other notices at its next collective, long before the timeout.
+TEST(Distributed, KilledRankStopsTheOtherAndTheCheckpointResumes) { ExpectGroupStops(1, SIGKILL, 30, 5.0, "killed"); }
 
-TEST(Distributed, StalledRankStopsTheOtherAfterTheTimeout) { ExpectGroupStops(0, SIGSTOP, "stalled"); }
+// A stopped rank keeps its connections open: the other gives up when the timeout passes.
+TEST(Distributed, StalledRankStopsTheOtherAfterTheTimeout) { ExpectGroupStops(0, SIGSTOP, 3, 5.0, "stalled"); }
 
 }  // namespace
 }  // namespace devplace
