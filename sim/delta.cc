@@ -110,6 +110,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   tm.end.resize(static_cast<size_t>(n), 0);
   tm.res_prev.resize(static_cast<size_t>(n), -1);
   GrowScratch();
+  for (int32_t t = first_new; t < n; ++t) pos[t] = -1;
 
   // 5. Adjacency of the new tasks and of the neighbours' tasks, appended to the pools.
   std::vector<int32_t> relisted;
@@ -154,17 +155,16 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   for (int32_t t : relisted) mark[t] = 0;
 
   // 6. Seeds: new tasks and the consumers' compute tasks (their predecessors changed). The sweep starts at the
-  // first position of the previous order that a removed task, a seed or a new task's predecessor reaches.
+  // first slot of the order that a removed task, a seed or a new task's predecessor reaches.
   std::vector<int32_t> seeds;
   for (int32_t t = first_new; t < n; ++t) seeds.push_back(t);
   for (OpId v : consumers) {
     if (std::binary_search(ops.begin(), ops.end(), v)) continue;
     for (int32_t p = 0; p < strategy.configs[v].num_parts(); ++p) seeds.push_back(tg.group_task_begin[v] + p);
   }
-  prev_order.swap(tm.order);
-  const int32_t old_n = static_cast<int32_t>(prev_order.size());
-  int32_t begin = old_n;
-  int32_t max_settled = -1;  // largest previous-order position of a removed or re-timed task
+  const int32_t slots = static_cast<int32_t>(slot_task.size());
+  int32_t begin = slots;
+  int32_t max_settled = -1;  // largest slot of a removed or re-timed task
   for (int32_t t : removed) {
     begin = std::min(begin, pos[t]);
     max_settled = std::max(max_settled, pos[t]);
@@ -183,36 +183,39 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     if (latest >= 0) begin = std::min(begin, latest + 1);
   }
 
-  // 7. The merged sweep.
+  // 7. The merged sweep. Stream A is the order from `begin` on (slots, skipping holes); times of tasks not yet
+  // re-timed are their previous ones (Ready/Start/End), of re-timed ones (state kDone) in cur_*.
   std::vector<Time> free;
   std::vector<int32_t> last;
-  LoadResourceState(prev_order, begin, &free, &last);
-  tm.order.assign(prev_order.begin(), prev_order.begin() + begin);
+  LoadResourceState(begin, &free, &last);
+  window.clear();
+  int32_t after = begin;  // 1 + the slot of the last task passed unchanged (a task re-timed now comes after it)
   std::vector<DeltaItem> heap;
   std::vector<int32_t> touched, dirty_list, processed_old;
   int32_t dirty_pending = 0, new_pending = n - first_new;
   Time shift = 0;  // end shift of the last re-timed old task whose end moved
   const int32_t* succ = tg.succ_pool.data();
   const int32_t* pred = tg.pred_pool.data();
-  auto old_end = [&](int32_t x) { return x < first_new && state[x] == kDone ? saved_end[x] : tm.end[x]; };
+  auto end_now = [&](int32_t x) { return state[x] == kDone ? cur_end[x] : End(x); };
+  auto append = [&](int32_t x, Time ready, Time start, Time end) {
+    cur_ready[x] = ready;
+    cur_start[x] = start;
+    cur_end[x] = end;
+    window.push_back({x, after});
+  };
 
   auto mark_dirty = [&](int32_t x) {
     state[x] = kDirty;
     ++dirty_pending;
     touched.push_back(x);
     dirty_list.push_back(x);
-    if (x < first_new) {
-      saved_ready[x] = tm.ready[x];
-      saved_start[x] = tm.start[x];
-      saved_end[x] = tm.end[x];
-    }
     for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) ++blocked[succ[tg.succ_off[x] + k]];
   };
   auto push = [&](int32_t x) {
     Time ready = 0;
     for (int32_t k = 0; k < tg.pred_cnt[x]; ++k) {
       const int32_t p = pred[tg.pred_off[x] + k];
-      ready = std::max(ready, tm.end[p] + tg.resource_delay[tg.resource[p]]);
+      ready = std::max(ready, end_now(p) + tg.resource_delay[tg.resource[p]]);
     }
     version[x] = next_version++;
     heap.push_back({ready, tg.key[x], x, version[x]});
@@ -223,12 +226,10 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     const Time start = std::max(ready, free[r]);
     const Time end = start + tg.duration[x];
     const bool is_new = x >= first_new;
-    const bool end_changed = is_new || end != saved_end[x];
-    tm.ready[x] = ready;
-    tm.start[x] = start;
-    tm.end[x] = end;
+    const Time old_end = is_new ? 0 : End(x);
+    const bool end_changed = is_new || end != old_end;
+    append(x, ready, start, end);
     free[r] = end;
-    tm.order.push_back(x);
     state[x] = kDone;
     --dirty_pending;
     ++retimed;
@@ -237,7 +238,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     } else {
       max_settled = std::max(max_settled, pos[x]);
       processed_old.push_back(x);
-      if (end_changed) shift = end - saved_end[x];
+      if (end_changed) shift = end - old_end;
     }
     for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
       const int32_t s = succ[tg.succ_off[x] + k];
@@ -246,8 +247,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     }
   };
 
-  // Whether every unsettled task (dirty, or clean at previous-order position >= i) will run exactly `delta`
-  // later than in the previous run (see the comment at the top of the file).
+  // Whether every unsettled task (dirty, or clean at slot >= i) will run exactly `delta` later than in the
+  // previous run (see the comment at the top of the file).
   auto settled = [&](int32_t x, int32_t i) {
     return state[x] == kDone || (state[x] == kClean && tg.alive[x] && pos[x] < i);
   };
@@ -255,18 +256,18 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     Time ready = 0;
     for (int32_t k = 0; k < tg.pred_cnt[u]; ++k) {
       const int32_t p = pred[tg.pred_off[u] + k];
-      const Time arrival = tm.end[p] + tg.resource_delay[tg.resource[p]];
+      const Time arrival = end_now(p) + tg.resource_delay[tg.resource[p]];
       ready = std::max(ready, settled(p, i) ? arrival : arrival + delta);
     }
-    return ready == tm.ready[u] + delta;
+    return ready == Ready(u) + delta;
   };
   std::vector<int32_t> first_unsettled(static_cast<size_t>(tg.num_resources));
+  std::vector<Time> old_free;
+  std::vector<int32_t> old_last;
   auto shifted_rest = [&](int32_t i, Time delta) {
     if (new_pending > 0 || max_settled >= i) return false;
-    // The first unsettled task on each resource: the earliest dirty one or the first at position >= i.
-    std::vector<Time> old_free;
-    std::vector<int32_t> old_last;
-    LoadResourceState(prev_order, i, &old_free, &old_last);
+    // The first unsettled task on each resource: the earliest dirty one or the first at slot >= i.
+    LoadResourceState(i, &old_free, &old_last);
     for (int32_t r = 0; r < tg.num_resources; ++r)
       first_unsettled[r] = old_last[r] >= 0 ? res_next[old_last[r]] : res_first[r];
     for (int32_t x : dirty_list) {
@@ -278,13 +279,13 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     for (int32_t r = 0; r < tg.num_resources; ++r) {
       const int32_t u = first_unsettled[r];
       if (u < 0) continue;
-      // Everything after u on r in the previous order must be unsettled too.
+      // Everything after u on r before slot i must be unsettled too.
       for (int32_t x = u; x >= 0 && pos[x] < i; x = res_next[x])
         if (state[x] != kDirty) return false;
       const int32_t p = tm.res_prev[u];
-      const Time prev_end = p >= 0 ? old_end(p) : 0;
+      const Time prev_end = p >= 0 ? End(p) : 0;
       const bool same = free[r] == prev_end + delta;
-      const bool idle = prev_end <= tm.ready[u] && free[r] <= tm.ready[u] + delta;
+      const bool idle = prev_end <= Ready(u) && free[r] <= Ready(u) + delta;
       if (!same && !idle) return false;
     }
     for (int32_t x : processed_old) {
@@ -294,9 +295,20 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     if (delta == 0) return true;  // clean tasks' predecessors are unchanged, so their ready times are too
     // Clean tasks from i on with a predecessor before i (or none): their ready time must move by delta too. When
     // delta > 0 it does if their binding predecessor is after i (ties bind to the later one); else check exactly.
-    for (int32_t k = i; k < old_n; ++k) {
-      if (min_pred_at[k] >= i || (delta > 0 && bind_at[k] >= i) || state[prev_order[k]] != kClean) continue;
-      if (!ready_matches(prev_order[k], i, delta)) return false;
+    // Chunks whose entries all pass are skipped.
+    for (int32_t k = i; k < slots;) {
+      if ((k & ((1 << sim::kChunkBits) - 1)) == 0) {
+        const int32_t c = k >> sim::kChunkBits;
+        if (chunk_min_pred[c] >= i || (delta > 0 && chunk_min_bind[c] >= i)) {
+          k += 1 << sim::kChunkBits;
+          continue;
+        }
+      }
+      const int32_t t = slot_task[k];
+      if (t >= 0 && SlotOf(min_pred[t]) < i && !(delta > 0 && SlotOf(bind_pred[t]) >= i) && state[t] == kClean &&
+          !ready_matches(t, i, delta))
+        return false;
+      ++k;
     }
     return true;
   };
@@ -310,14 +322,14 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   int32_t since_check = 0, check_every = 16;
   bool shifted = false;
   while (true) {
-    while (i < old_n && (!tg.alive[prev_order[i]] || state[prev_order[i]] != kClean)) ++i;
+    while (i < slots && (slot_task[i] < 0 || !tg.alive[slot_task[i]] || state[slot_task[i]] != kClean)) ++i;
     while (!heap.empty()) {
       const DeltaItem& top = heap.front();
       if (top.version == version[top.task] && state[top.task] == kDirty && blocked[top.task] == 0) break;
       std::pop_heap(heap.begin(), heap.end(), After);
       heap.pop_back();
     }
-    const bool has_a = i < old_n;
+    const bool has_a = i < slots;
     if (!has_a && heap.empty()) break;
     if (++since_check >= check_every && new_pending == 0 && max_settled < i) {
       since_check = 0;
@@ -329,8 +341,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     }
     if (!heap.empty()) {
       const DeltaItem& top = heap.front();
-      const int32_t c = has_a ? prev_order[i] : -1;
-      if (!has_a || top.ready < tm.ready[c] || (top.ready == tm.ready[c] && top.key < tg.key[c])) {
+      const int32_t c = has_a ? slot_task[i] : -1;
+      if (!has_a || top.ready < Ready(c) || (top.ready == Ready(c) && top.key < tg.key[c])) {
         const DeltaItem item = top;
         std::pop_heap(heap.begin(), heap.end(), After);
         heap.pop_back();
@@ -338,52 +350,56 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
         continue;
       }
     }
-    const int32_t c = prev_order[i++];
+    const int32_t c = slot_task[i++];
     if (blocked[c] > 0) {
       mark_dirty(c);  // a predecessor is re-timed after c's old ready time, so c moves later
       continue;
     }
     const int32_t r = tg.resource[c];
-    if (std::max(tm.ready[c], free[r]) != tm.start[c]) {
+    const Time ready = Ready(c);
+    if (std::max(ready, free[r]) != Start(c)) {
       mark_dirty(c);
-      process(c, tm.ready[c]);
+      process(c, ready);
       continue;
     }
-    free[r] = tm.end[c];
-    tm.order.push_back(c);
+    free[r] = End(c);
+    after = i;  // c passes unchanged and keeps its slot
   }
-  int32_t block_new = -1;
+  std::vector<int32_t> reindex;
   if (shifted) {
     // The unsettled tasks keep their previous order and times + shift: the dirty ones behind the cursor first
-    // (by previous position), then the previous order from the cursor on (nothing there is settled).
+    // (by previous slot), then the order from the cursor on (nothing there is settled), which stays in place.
     std::vector<int32_t> behind;
     for (int32_t x : dirty_list)
       if (state[x] == kDirty && pos[x] < i) behind.push_back(x);
     std::sort(behind.begin(), behind.end(), [&](int32_t a, int32_t b) { return pos[a] < pos[b]; });
-    auto take = [&](int32_t x) {
-      tm.ready[x] += shift;
-      tm.start[x] += shift;
-      tm.end[x] += shift;
-      tm.order.push_back(x);
-    };
-    for (int32_t x : behind) take(x);
-    block_new = static_cast<int32_t>(tm.order.size());
+    for (int32_t x : behind) append(x, Ready(x) + shift, Start(x) + shift, End(x) + shift);
     for (int32_t x : dirty_list)
-      if (state[x] == kDirty && pos[x] >= i) mark[x] = 1;  // re-index their predecessors
-    for (int32_t k = i; k < old_n; ++k) take(prev_order[k]);
+      if (state[x] == kDirty && pos[x] >= i) reindex.push_back(x);  // their predecessors changed
+  } else {
+    i = slots;
+    shift = 0;
+  }
+  for (int32_t t : removed) {
+    slot_task[pos[t]] = -1;
+    DropSlot(t, pos[t]);
+    stale.push_back({t, pos[t]});
+    pos[t] = -1;
+    --placed;
   }
 
   for (int32_t t : touched) {
     state[t] = kClean;
     for (int32_t k = 0; k < tg.succ_cnt[t]; ++k) blocked[succ[tg.succ_off[t] + k]] = 0;
   }
-  Reindex(begin, block_new, shifted ? i : -1);
-  for (int32_t x : dirty_list) mark[x] = 0;
+  Place(begin, i, shift, reindex);
 
   // Garbage from replaced groups grows with every change; rebuild from scratch once it outweighs the live graph.
   if (tg.num_tasks() > 2 * live_tasks + 4096 ||
       tg.succ_pool.size() > 3 * static_cast<size_t>(live_tasks) + 16384)
     return FullRebuild();
+  // Lay the order out afresh when few holes are left.
+  if (static_cast<int64_t>(slot_task.size()) - placed < placed / (2 * sim::kHoleEvery)) Relayout();
   return Status::Ok();
 }
 
@@ -419,19 +435,33 @@ Status DeltaSimulator::SetConfigs(std::span<const std::pair<OpId, OpConfig>> cha
 const Strategy& DeltaSimulator::strategy() const { return impl_->strategy; }
 
 double DeltaSimulator::step_time() const {
-  return static_cast<double>(sim::StepTicks(impl_->run.tg, impl_->run.last_end)) * sim::kSecondsPerTick;
+  const Impl& m = *impl_;
+  Time step = 0;
+  for (int32_t r = 0; r < m.run.tg.num_resources; ++r) {
+    const int32_t t = m.run.last_task[r];
+    if (t >= 0) step = std::max(step, m.End(t) + m.run.tg.resource_delay[r]);
+  }
+  return static_cast<double>(step) * sim::kSecondsPerTick;
 }
 
 SimResult DeltaSimulator::result() const {
   const Impl& m = *impl_;
-  return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end, m.run.last_task,
-                       m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing, sim::MaxEnd(m.run.last_end)),
+  m.Materialize();
+  std::vector<Time> last_end(static_cast<size_t>(m.run.tg.num_resources), -1);
+  for (size_t r = 0; r < last_end.size(); ++r)
+    if (m.run.last_task[r] >= 0) last_end[r] = m.End(m.run.last_task[r]);
+  return sim::Assemble(m.topology, m.run.tg, m.materialized, m.run.totals, last_end, m.run.last_task,
+                       m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.materialized, sim::MaxEnd(last_end)),
                        m.options);
 }
 
 bool DeltaSimulator::oom() const {
   const Impl& m = *impl_;
-  std::vector<int64_t> dynamic = m.peaks.DynamicPeaks(m.run.tg, m.run.timing, sim::MaxEnd(m.run.last_end));
+  m.Materialize();
+  Time max_end = 0;
+  for (int32_t t : m.run.last_task)
+    if (t >= 0) max_end = std::max(max_end, m.End(t));
+  std::vector<int64_t> dynamic = m.peaks.DynamicPeaks(m.run.tg, m.materialized, max_end);
   for (DeviceId d = 0; d < m.topology.num_devices(); ++d)
     if (m.run.static_bytes[d] + dynamic[d] > m.topology.device(d).memory_bytes) return true;
   return false;

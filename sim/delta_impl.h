@@ -1,7 +1,14 @@
 // DeltaSimulator's state (internal to sim/): shared by delta.cc (the incremental run) and delta_index.cc (the
-// indexes over the current dequeue order).
+// layout of the dequeue order and its indexes).
+//
+// The dequeue order lives in slots: slot_task[s] is the task at slot s (-1: a hole), slots increase along the
+// order, and a fresh layout leaves a hole after every few tasks. A change rewrites the slots of the part of the
+// order it re-simulated (using the holes there, or absorbing a few of the following tasks when it needs more
+// room) and leaves every later task in its slot. A task's times are its stored times plus the shift of its
+// slot's chunk, so moving the rest of the schedule by a constant costs one addition per chunk, not per task.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -12,7 +19,9 @@
 
 namespace devplace {
 namespace sim {
-inline constexpr int32_t kSnapshotEvery = 64;
+inline constexpr int kChunkBits = 6;       // slots per chunk: 64
+inline constexpr int32_t kHoleEvery = 8;   // a fresh layout puts a hole after every 7 tasks
+inline constexpr int32_t kNoSlot = INT_MAX;  // chunk minimum of a chunk without entries
 enum : uint8_t { kClean = 0, kDirty = 1, kDone = 2 };
 }  // namespace sim
 
@@ -29,35 +38,83 @@ struct DeltaSimulator::Impl {
   sim::PlainCostCache cache;
   sim::TaskBuilder builder;
   sim::Engine engine;
+  // The task graph and totals; run.timing holds each task's stored times (see Time below) and res_prev;
+  // run.last_task the last task of each resource. run.timing.order and run.last_end are not kept up to date.
   sim::FullRun run;
-  mutable sim::PeakScratch peaks;  // memory peaks are computed on demand by result()
+  mutable sim::PeakScratch peaks;     // memory peaks are computed on demand by result()
+  mutable sim::Timing materialized;   // absolute times and the compact order, for result() and oom()
   int64_t retimed = 0;
   int32_t live_tasks = 0;
 
-  // Derived from the current order by Reindex.
-  std::vector<int32_t> pos;          // position of each task in run.timing.order
-  std::vector<int32_t> res_next;     // the next task on the same resource in that order (-1: none)
-  std::vector<int32_t> res_first;    // per resource, its first task (-1: none)
-  std::vector<int32_t> min_pred_at;  // per position: the earliest position of that task's predecessors (-1: none)
-  std::vector<int32_t> bind_at;      // per position: the position of the predecessor whose arrival made the task
-                                     // ready (the latest position on ties; -1: none)
-  std::vector<sim::Time> snap_free;       // free time of each resource before position k * kSnapshotEvery
-  std::vector<int32_t> snap_last;
+  // The order's layout and its indexes.
+  std::vector<int32_t> slot_task;                // task at each slot (-1: hole)
+  std::vector<sim::Time> chunk_shift;            // added to the stored times of the tasks in each chunk
+  std::vector<int32_t> pos;                      // slot of each task (-1: not in the order)
+  std::vector<std::vector<int32_t>> res_slots;   // per resource: the slots of its tasks, increasing
+  std::vector<int32_t> res_next;                 // the next task on the same resource (-1: none)
+  std::vector<int32_t> res_first;                // per resource, its first task (-1: none)
+  // Per task: its predecessor at the earliest slot, and the one whose arrival made it ready (the later slot on
+  // ties); -1: none. They stay right when tasks that keep their times move to later slots in order.
+  std::vector<int32_t> min_pred, bind_pred;
+  // Per chunk: at most the least slot of those predecessors over its tasks (-1 for a task without any).
+  std::vector<int32_t> chunk_min_pred, chunk_min_bind;
+  int32_t placed = 0;                // tasks in slots
 
   // Scratch, sized to the task count.
   std::vector<uint8_t> state;
   std::vector<int32_t> blocked;
   std::vector<uint32_t> version;
-  std::vector<sim::Time> saved_ready, saved_start, saved_end;
-  std::vector<uint8_t> mark;
-  std::vector<int32_t> prev_order;
+  std::vector<sim::Time> cur_ready, cur_start, cur_end;  // times of the window's tasks
+  std::vector<uint8_t> mark, moved;
+  struct Placement {
+    int32_t task;
+    int32_t after;  // window: 1 + the slot of the last task before it that keeps its slot; else a slot
+  };
+  std::vector<Placement> window;     // the tasks re-timed by a change, in their new order
+  std::vector<Placement> displaced, stale;            // Place's scratch
+  // Changes to the per-resource slot lists, applied at the end of Place: per resource the range of slots
+  // touched and the slots added (in increasing order); dropped slots are flagged.
+  std::vector<int32_t> res_lo, res_hi, changed_res, merged;
+  std::vector<std::vector<int32_t>> res_added;
+  std::vector<uint8_t> slot_dropped;
+  std::vector<uint8_t> chunk_touched;
+  std::vector<int32_t> touched_chunks;
   uint32_t next_version = 1;
 
+  sim::Time Shift(int32_t slot) const { return chunk_shift[slot >> sim::kChunkBits]; }
+  // Times of a task in the order, as last simulated.
+  sim::Time Ready(int32_t t) const { return run.timing.ready[t] + Shift(pos[t]); }
+  sim::Time Start(int32_t t) const { return run.timing.start[t] + Shift(pos[t]); }
+  sim::Time End(int32_t t) const { return run.timing.end[t] + Shift(pos[t]); }
+
   Status FullRebuild();
-  void Reindex(int32_t from, int32_t block_new = -1, int32_t block_old = -1);
+  // Lays the order out afresh from run.timing (absolute times and the compact order).
+  void Layout();
+  // Turns the current state back into absolute times and a compact order in run.timing, then Layout().
+  void Relayout();
   void GrowScratch();
-  void LoadResourceState(const std::vector<int32_t>& order, int32_t position, std::vector<sim::Time>* free,
-                         std::vector<int32_t>* last) const;
+  // Free time and last task of each resource just before slot `slot`.
+  void LoadResourceState(int32_t slot, std::vector<sim::Time>* free, std::vector<int32_t>* last) const;
+  // Gives the window's tasks (final absolute times in cur_*) slots from `begin` on, moving tasks that kept their
+  // slots on where they are in the way (those from `cut` on by `shift`), moves the rest of the schedule by
+  // `shift`, and updates the indexes; `reindex` lists tasks whose predecessors changed.
+  void Place(int32_t begin, int32_t cut, sim::Time shift, const std::vector<int32_t>& reindex);
+  // Records that task t's slot list entry at `slot` goes, or is added (in increasing slot order per resource).
+  void DropSlot(int32_t t, int32_t slot);
+  void AddSlot(int32_t t, int32_t slot);
+  void TouchChunk(int32_t chunk) {
+    if (!chunk_touched[chunk]) {
+      chunk_touched[chunk] = 1;
+      touched_chunks.push_back(chunk);
+    }
+  }
+  // Recomputes min_pred and bind_pred of task t (its predecessors' slots and times are final).
+  void IndexPreds(int32_t t);
+  // The slot of a predecessor entry (-1: none).
+  int32_t SlotOf(int32_t pred) const { return pred < 0 ? -1 : pos[pred]; }
+  void RefreshChunk(int32_t chunk);
+  // Fills `materialized` from the layout.
+  void Materialize() const;
   Status Apply(const std::vector<std::pair<OpId, OpConfig>>& changes);
 };
 

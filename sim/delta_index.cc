@@ -1,13 +1,14 @@
-// Indexes over the delta simulator's current dequeue order: positions, resource links and snapshots, and the
-// earliest and binding predecessor of each position, kept up to date after every change.
+// The delta simulator's layout of the dequeue order (slots, chunk shifts) and the indexes over it: per-resource
+// slot lists and links, and the earliest and binding predecessor of each slot, kept up to date after every change.
 #include <algorithm>
 
 #include "sim/delta_impl.h"
 
 namespace devplace {
 
+using sim::kChunkBits;
 using sim::kClean;
-using sim::kSnapshotEvery;
+using sim::kNoSlot;
 using sim::Time;
 
 void DeltaSimulator::Impl::GrowScratch() {
@@ -15,10 +16,13 @@ void DeltaSimulator::Impl::GrowScratch() {
   state.resize(n, kClean);
   blocked.resize(n, 0);
   version.resize(n, 0);
-  saved_ready.resize(n, 0);
-  saved_start.resize(n, 0);
-  saved_end.resize(n, 0);
+  cur_ready.resize(n, 0);
+  cur_start.resize(n, 0);
+  cur_end.resize(n, 0);
   mark.resize(n, 0);
+  moved.resize(n, 0);
+  min_pred.resize(n, -1);
+  bind_pred.resize(n, -1);
   pos.resize(n, -1);
   res_next.resize(n, -1);
 }
@@ -26,118 +30,286 @@ void DeltaSimulator::Impl::GrowScratch() {
 Status DeltaSimulator::Impl::FullRebuild() {
   if (Status s = run.Run(builder, engine, strategy, {}); !s) return s;
   live_tasks = run.tg.num_tasks();
-  for (auto* v : {&state, &mark}) v->clear();
-  for (auto* v : {&blocked, &pos, &res_next}) v->clear();
-  for (auto* v : {&saved_ready, &saved_start, &saved_end}) v->clear();
+  for (auto* v : {&state, &mark, &moved}) v->clear();
+  for (auto* v : {&blocked, &pos, &res_next, &min_pred, &bind_pred}) v->clear();
+  for (auto* v : {&cur_ready, &cur_start, &cur_end}) v->clear();
   version.clear();
   GrowScratch();
-  res_first.assign(static_cast<size_t>(run.tg.num_resources), -1);
-  Reindex(0);
+  Layout();
   return Status::Ok();
 }
 
-// Recomputes positions, resource links and snapshots, resource predecessors and last ends from order position
-// `from` on. When block_new >= 0, the order from block_new on is the previous order from block_old on, unchanged
-// (a shifted rest): its resource links stay, and its predecessor entries move with it (tasks marked in `mark`,
-// whose predecessors changed, are indexed afresh).
-void DeltaSimulator::Impl::Reindex(int32_t from, int32_t block_new, int32_t block_old) {
+void DeltaSimulator::Impl::Layout() {
   const sim::TaskGraph& tg = run.tg;
-  const int32_t n = static_cast<int32_t>(run.timing.order.size());
-  const int32_t r = tg.num_resources;
-  const int32_t first_snap = from / kSnapshotEvery;
-  const size_t snaps = static_cast<size_t>(n / kSnapshotEvery + 1);
-  snap_free.resize(snaps * r);
-  snap_last.resize(snaps * r);
-  std::vector<Time> free(static_cast<size_t>(r), 0);
-  std::vector<int32_t> last(static_cast<size_t>(r), -1);
-  if (first_snap > 0) {
-    std::copy_n(snap_free.begin() + static_cast<std::ptrdiff_t>(first_snap) * r, r, free.begin());
-    std::copy_n(snap_last.begin() + static_cast<std::ptrdiff_t>(first_snap) * r, r, last.begin());
+  sim::Timing& tm = run.timing;
+  const int32_t n = static_cast<int32_t>(tm.order.size());
+  const int32_t slots = n + n / (sim::kHoleEvery - 1) + 1;
+  slot_task.assign(static_cast<size_t>(slots), -1);
+  chunk_shift.assign(static_cast<size_t>((slots >> kChunkBits) + 1), 0);
+  std::fill(pos.begin(), pos.end(), -1);
+  res_slots.resize(static_cast<size_t>(tg.num_resources));
+  for (auto& v : res_slots) v.clear();
+  res_first.assign(static_cast<size_t>(tg.num_resources), -1);
+  run.last_task.assign(static_cast<size_t>(tg.num_resources), -1);
+  for (int32_t k = 0; k < n; ++k) {
+    const int32_t t = tm.order[k];
+    const int32_t s = k + k / (sim::kHoleEvery - 1);
+    slot_task[s] = t;
+    pos[t] = s;
+    const int32_t r = tg.resource[t];
+    res_slots[r].push_back(s);
+    const int32_t prev = run.last_task[r];
+    tm.res_prev[t] = prev;
+    if (prev >= 0) res_next[prev] = t;
+    else res_first[r] = t;
+    res_next[t] = -1;
+    run.last_task[r] = t;
   }
-  for (int32_t k = 0; k < r; ++k) {
-    if (last[k] >= 0) res_next[last[k]] = -1;
-    else res_first[k] = -1;
-  }
-  const int32_t shift = block_new - block_old;
-  std::vector<int32_t> old_min, old_bind;  // the block's entries in the previous order
-  if (block_new >= 0) {
-    old_min.assign(min_pred_at.begin() + block_old, min_pred_at.begin() + block_old + (n - block_new));
-    old_bind.assign(bind_at.begin() + block_old, bind_at.begin() + block_old + (n - block_new));
-  }
-  min_pred_at.resize(static_cast<size_t>(n));
-  bind_at.resize(static_cast<size_t>(n));
-  std::vector<uint8_t> linked(static_cast<size_t>(r), 0);  // the block's first task on the resource is linked
-  // Earliest predecessor position and binding predecessor position of the task at position i.
-  auto index_preds = [&](int32_t t, int32_t i) {
-    int32_t earliest = tg.pred_cnt[t] == 0 ? -1 : i, bind = -1;
-    Time best = -1;
-    for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) {
-      const int32_t p = tg.pred_pool[tg.pred_off[t] + k];
-      earliest = std::min(earliest, pos[p]);
-      const Time arrival = run.timing.end[p] + tg.resource_delay[tg.resource[p]];
-      if (arrival > best || (arrival == best && pos[p] > bind)) {
-        best = arrival;
-        bind = pos[p];
-      }
-    }
-    min_pred_at[i] = earliest;
-    bind_at[i] = bind;
-  };
-  const int32_t stop = block_new >= 0 ? block_new : n;
-  for (int32_t i = first_snap * kSnapshotEvery; i < n; ++i) {
-    if (i % kSnapshotEvery == 0) {
-      std::copy(free.begin(), free.end(), snap_free.begin() + static_cast<std::ptrdiff_t>(i / kSnapshotEvery) * r);
-      std::copy(last.begin(), last.end(), snap_last.begin() + static_cast<std::ptrdiff_t>(i / kSnapshotEvery) * r);
-    }
-    const int32_t t = run.timing.order[i];
-    const int32_t res = tg.resource[t];
-    pos[t] = i;
-    if (i < stop) {
-      index_preds(t, i);
-      run.timing.res_prev[t] = last[res];
-      if (last[res] >= 0) res_next[last[res]] = t;
-      else res_first[res] = t;
-      res_next[t] = -1;
-    } else {
-      if (!linked[res]) {
-        linked[res] = 1;
-        run.timing.res_prev[t] = last[res];
-        if (last[res] >= 0) res_next[last[res]] = t;
-        else res_first[res] = t;
-      }
-      // Predecessors in the block moved with it, those before `from` stayed; others: recompute below (-2).
-      const int32_t v = old_min[i - block_new], b = old_bind[i - block_new];
-      const bool recompute = mark[t] || (v >= from && v < block_old) || (b >= from && b < block_old);
-      min_pred_at[i] = recompute ? -2 : v >= block_old ? v + shift : v;
-      bind_at[i] = b >= block_old ? b + shift : b;
-    }
-    free[res] = run.timing.end[t];
-    last[res] = t;
-  }
-  // Block entries whose earliest predecessor was in the re-simulated part: recompute (every position is known).
-  for (int32_t i = stop; i < n; ++i)
-    if (min_pred_at[i] == -2) index_preds(run.timing.order[i], i);
-  if (n % kSnapshotEvery == 0) {
-    std::copy(free.begin(), free.end(), snap_free.begin() + static_cast<std::ptrdiff_t>(n / kSnapshotEvery) * r);
-    std::copy(last.begin(), last.end(), snap_last.begin() + static_cast<std::ptrdiff_t>(n / kSnapshotEvery) * r);
-  }
-  for (int32_t k = 0; k < r; ++k) run.last_end[k] = last[k] >= 0 ? free[k] : -1;
-  run.last_task = last;
+  placed = n;
+  for (int32_t k = 0; k < n; ++k) IndexPreds(tm.order[k]);
+  chunk_min_pred.assign(chunk_shift.size(), kNoSlot);
+  chunk_min_bind.assign(chunk_shift.size(), kNoSlot);
+  chunk_touched.assign(chunk_shift.size(), 0);
+  slot_dropped.assign(static_cast<size_t>(slots), 0);
+  res_lo.assign(static_cast<size_t>(tg.num_resources), INT32_MAX);
+  res_hi.assign(static_cast<size_t>(tg.num_resources), -1);
+  res_added.resize(static_cast<size_t>(tg.num_resources));
+  for (int32_t c = 0; c < static_cast<int32_t>(chunk_shift.size()); ++c) RefreshChunk(c);
 }
 
-// Resource state (free time and last task) just before position `position` of `order`, from the snapshots.
-void DeltaSimulator::Impl::LoadResourceState(const std::vector<int32_t>& order, int32_t position,
-                                             std::vector<Time>* free, std::vector<int32_t>* last) const {
+void DeltaSimulator::Impl::DropSlot(int32_t t, int32_t slot) {
+  const int32_t r = run.tg.resource[t];
+  if (res_hi[r] < 0) changed_res.push_back(r);
+  res_lo[r] = std::min(res_lo[r], slot);
+  res_hi[r] = std::max(res_hi[r], slot);
+  slot_dropped[slot] = 1;
+}
+
+void DeltaSimulator::Impl::AddSlot(int32_t t, int32_t slot) {
+  const int32_t r = run.tg.resource[t];
+  if (res_hi[r] < 0) changed_res.push_back(r);
+  res_lo[r] = std::min(res_lo[r], slot);
+  res_hi[r] = std::max(res_hi[r], slot);
+  res_added[r].push_back(slot);
+}
+
+void DeltaSimulator::Impl::Relayout() {
+  sim::Timing& tm = run.timing;
+  tm.order.clear();
+  for (int32_t s = 0; s < static_cast<int32_t>(slot_task.size()); ++s) {
+    const int32_t t = slot_task[s];
+    if (t < 0) continue;
+    const Time o = Shift(s);
+    tm.ready[t] += o;
+    tm.start[t] += o;
+    tm.end[t] += o;
+    tm.order.push_back(t);
+  }
+  Layout();
+}
+
+void DeltaSimulator::Impl::IndexPreds(int32_t t) {
+  const sim::TaskGraph& tg = run.tg;
+  int32_t earliest = -1, bind = -1;
+  Time best = -1;
+  for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) {
+    const int32_t p = tg.pred_pool[tg.pred_off[t] + k];
+    if (earliest < 0 || pos[p] < pos[earliest]) earliest = p;
+    const Time arrival = End(p) + tg.resource_delay[tg.resource[p]];
+    if (arrival > best || (arrival == best && pos[p] > pos[bind])) {
+      best = arrival;
+      bind = p;
+    }
+  }
+  min_pred[t] = earliest;
+  bind_pred[t] = bind;
+}
+
+void DeltaSimulator::Impl::RefreshChunk(int32_t chunk) {
+  const int32_t begin = chunk << kChunkBits;
+  const int32_t end = std::min<int32_t>(begin + (1 << kChunkBits), static_cast<int32_t>(slot_task.size()));
+  int32_t lo_pred = kNoSlot, lo_bind = kNoSlot;
+  for (int32_t s = begin; s < end; ++s) {
+    const int32_t t = slot_task[s];
+    if (t < 0 || pos[t] != s) continue;
+    lo_pred = std::min(lo_pred, SlotOf(min_pred[t]));
+    lo_bind = std::min(lo_bind, SlotOf(bind_pred[t]));
+  }
+  chunk_min_pred[chunk] = lo_pred;
+  chunk_min_bind[chunk] = lo_bind;
+}
+
+void DeltaSimulator::Impl::LoadResourceState(int32_t slot, std::vector<Time>* free,
+                                             std::vector<int32_t>* last) const {
   const int32_t r = run.tg.num_resources;
-  const int32_t s = position / kSnapshotEvery;
-  free->assign(snap_free.begin() + static_cast<std::ptrdiff_t>(s) * r,
-               snap_free.begin() + static_cast<std::ptrdiff_t>(s + 1) * r);
-  last->assign(snap_last.begin() + static_cast<std::ptrdiff_t>(s) * r,
-               snap_last.begin() + static_cast<std::ptrdiff_t>(s + 1) * r);
-  for (int32_t i = s * kSnapshotEvery; i < position; ++i) {
-    const int32_t t = order[i];
-    (*free)[run.tg.resource[t]] = run.timing.end[t];
-    (*last)[run.tg.resource[t]] = t;
+  free->assign(static_cast<size_t>(r), 0);
+  last->assign(static_cast<size_t>(r), -1);
+  for (int32_t k = 0; k < r; ++k) {
+    const std::vector<int32_t>& v = res_slots[k];
+    const auto it = std::lower_bound(v.begin(), v.end(), slot);
+    if (it == v.begin()) continue;
+    const int32_t t = slot_task[*(it - 1)];
+    (*last)[k] = t;
+    (*free)[k] = End(t);
+  }
+}
+
+void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const std::vector<int32_t>& reindex) {
+  const sim::TaskGraph& tg = run.tg;
+  sim::Timing& tm = run.timing;
+  for (const Placement& q : window) moved[q.task] = 1;
+
+  // 1. Slots. The new order is the tasks that kept their slots, with the window's tasks merged in (each right
+  // after the kept task it followed). A window task takes the first slot after everything before it; if a kept
+  // task sits there, that one moves on too (it follows in the merge), so runs of kept tasks shift up to the
+  // next hole. Tasks displaced from `cut` on (the rest of the schedule) move by `shift`.
+  displaced.clear();
+  int32_t next = begin;
+  auto assign = [&](int32_t t, int32_t s) {
+    while (s >= static_cast<int32_t>(slot_task.size())) {
+      const size_t slots = slot_task.size() + (size_t{1} << kChunkBits);
+      slot_task.resize(slots, -1);
+      slot_dropped.resize(slots, 0);
+      const size_t chunks = (slots >> kChunkBits) + 1;
+      chunk_shift.resize(chunks, chunk_shift.back());
+      chunk_min_pred.resize(chunks, kNoSlot);
+      chunk_min_bind.resize(chunks, kNoSlot);
+      chunk_touched.resize(chunks, 0);
+    }
+    const int32_t k = slot_task[s];
+    if (k >= 0 && k != t && !moved[k] && pos[k] == s) {
+      moved[k] = 1;
+      const Time extra = s >= cut ? shift : 0;
+      cur_ready[k] = Ready(k) + extra;
+      cur_start[k] = Start(k) + extra;
+      cur_end[k] = End(k) + extra;
+      displaced.push_back({k, s});
+    }
+    const int32_t old = pos[t];
+    if (old != s) {
+      if (old >= 0) {
+        DropSlot(t, old);
+        stale.push_back({t, old});
+      } else {
+        ++placed;
+      }
+      AddSlot(t, s);
+    }
+    slot_task[s] = t;
+    pos[t] = s;
+    const Time o = Shift(s);
+    tm.ready[t] = cur_ready[t] - o;
+    tm.start[t] = cur_start[t] - o;
+    tm.end[t] = cur_end[t] - o;
+    TouchChunk(s >> kChunkBits);
+    next = s + 1;
+  };
+  size_t j = 0, d = 0;
+  while (j < window.size() || d < displaced.size()) {
+    if (d < displaced.size() && (j == window.size() || displaced[d].after < window[j].after)) {
+      assign(displaced[d++].task, next);  // displaced[d].after holds its old slot
+    } else {
+      const Placement q = window[j++];
+      assign(q.task, std::max(next, q.after));
+    }
+  }
+  const int32_t rest = std::max(cut, next);  // the tasks from here on keep their slots and move by `shift`
+  const int32_t slots = static_cast<int32_t>(slot_task.size());
+  for (const Placement& x : stale) {
+    if (slot_task[x.after] != x.task || pos[x.task] == x.after) continue;
+    slot_task[x.after] = -1;
+  }
+
+  // 2. The rest moves by `shift`: the tasks of its first chunk one by one, later chunks as a whole.
+  if (shift != 0 && rest < slots) {
+    const int32_t c0 = rest >> kChunkBits;
+    const int32_t end0 = std::min(slots, (c0 + 1) << kChunkBits);
+    for (int32_t s = rest; s < end0; ++s) {
+      const int32_t t = slot_task[s];
+      if (t < 0) continue;
+      tm.ready[t] += shift;
+      tm.start[t] += shift;
+      tm.end[t] += shift;
+    }
+    for (size_t c = static_cast<size_t>(c0) + 1; c < chunk_shift.size(); ++c) chunk_shift[c] += shift;
+  }
+
+  // 3. Per-resource slot lists and links, where they changed.
+  for (int32_t r : changed_res) {
+    std::vector<int32_t>& v = res_slots[r];
+    std::vector<int32_t>& added = res_added[r];
+    const size_t first = static_cast<size_t>(std::lower_bound(v.begin(), v.end(), res_lo[r]) - v.begin());
+    const size_t last = static_cast<size_t>(std::upper_bound(v.begin(), v.end(), res_hi[r]) - v.begin());
+    merged.clear();
+    size_t y = 0;
+    for (size_t k = first; k < last; ++k) {
+      if (slot_dropped[v[k]]) continue;
+      while (y < added.size() && added[y] < v[k]) merged.push_back(added[y++]);
+      merged.push_back(v[k]);
+    }
+    while (y < added.size()) merged.push_back(added[y++]);
+    v.erase(v.begin() + static_cast<std::ptrdiff_t>(first), v.begin() + static_cast<std::ptrdiff_t>(last));
+    v.insert(v.begin() + static_cast<std::ptrdiff_t>(first), merged.begin(), merged.end());
+    // Links from the entry before the changed range to the one after it.
+    const size_t from = first > 0 ? first - 1 : 0;
+    const size_t to = std::min(v.size(), first + merged.size() + 1);
+    if (first == 0) {
+      res_first[r] = v.empty() ? -1 : slot_task[v[0]];
+      if (!v.empty()) tm.res_prev[slot_task[v[0]]] = -1;
+    }
+    for (size_t k = from; k + 1 < to; ++k) {
+      const int32_t p = slot_task[v[k]], q = slot_task[v[k + 1]];
+      res_next[p] = q;
+      tm.res_prev[q] = p;
+    }
+    if (to == v.size() && !v.empty()) res_next[slot_task[v.back()]] = -1;
+    run.last_task[r] = v.empty() ? -1 : slot_task[v.back()];
+  }
+  for (int32_t r : changed_res) {
+    res_lo[r] = INT32_MAX;
+    res_hi[r] = -1;
+    res_added[r].clear();
+  }
+  changed_res.clear();
+  for (const Placement& x : stale) slot_dropped[x.after] = 0;
+  stale.clear();
+
+  // 4. Predecessor entries of the moved tasks, of the tasks they feed and of those listed in `reindex`.
+  // Tasks displaced with their times unchanged only moved up in order: entries naming them stay right.
+  auto reindex_one = [&](int32_t x) {
+    IndexPreds(x);
+    TouchChunk(pos[x] >> kChunkBits);
+  };
+  for (const Placement& q : window) {
+    reindex_one(q.task);
+    for (int32_t k = 0; k < tg.succ_cnt[q.task]; ++k) reindex_one(tg.succ_pool[tg.succ_off[q.task] + k]);
+  }
+  for (const Placement& q : window) moved[q.task] = 0;
+  for (const Placement& x : displaced) moved[x.task] = 0;
+  for (int32_t x : reindex) reindex_one(x);
+  for (int32_t c : touched_chunks) {
+    RefreshChunk(c);
+    chunk_touched[c] = 0;
+  }
+  touched_chunks.clear();
+}
+
+void DeltaSimulator::Impl::Materialize() const {
+  const int32_t n = run.tg.num_tasks();
+  sim::Timing& m = materialized;
+  m.ready.resize(static_cast<size_t>(n));
+  m.start.resize(static_cast<size_t>(n));
+  m.end.resize(static_cast<size_t>(n));
+  m.res_prev = run.timing.res_prev;
+  m.order.clear();
+  for (int32_t s = 0; s < static_cast<int32_t>(slot_task.size()); ++s) {
+    const int32_t t = slot_task[s];
+    if (t < 0) continue;
+    const Time o = Shift(s);
+    m.ready[t] = run.timing.ready[t] + o;
+    m.start[t] = run.timing.start[t] + o;
+    m.end[t] = run.timing.end[t] + o;
+    m.order.push_back(t);
   }
 }
 
