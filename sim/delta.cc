@@ -293,22 +293,32 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       if (u >= 0 && pos[x] > pos[u]) return false;
     }
     if (delta == 0) return true;  // clean tasks' predecessors are unchanged, so their ready times are too
-    // Clean tasks from i on with a predecessor before i (or none): their ready time must move by delta too. When
-    // delta > 0 it does if their binding predecessor is after i (ties bind to the later one); else check exactly.
-    // Chunks whose entries all pass are skipped.
+    // Clean tasks from i on with a predecessor before i (or none): their ready time must move by delta too.
+    // Their binding predecessor (ties bind to the later slot) decides most cases without looking further: a
+    // settled one before i that was not re-timed keeps its arrival, which was the old ready time, so the task
+    // cannot move by delta; one from i on moves by delta, which is enough when delta > 0, and when delta < 0 if nothing
+    // settled arrives later than the old ready time + delta (bounded by `latest`, the latest settled arrival).
+    // Otherwise check exactly. Chunks whose tasks all pass are skipped.
+    Time latest = 0;
+    if (delta < 0)
+      for (int32_t r = 0; r < tg.num_resources; ++r) latest = std::max(latest, free[r] + tg.resource_delay[r]);
     for (int32_t k = i; k < slots;) {
       if ((k & ((1 << sim::kChunkBits) - 1)) == 0) {
         const int32_t c = k >> sim::kChunkBits;
-        if (chunk_min_pred[c] >= i || (delta > 0 && chunk_min_bind[c] >= i)) {
+        if (chunk_min_pred[c] >= i ||
+            (chunk_min_bind[c] >= i && (delta > 0 || chunk_min_ready[c] + chunk_shift[c] + delta >= latest))) {
           k += 1 << sim::kChunkBits;
           continue;
         }
       }
-      const int32_t t = slot_task[k];
-      if (t >= 0 && SlotOf(min_pred[t]) < i && !(delta > 0 && SlotOf(bind_pred[t]) >= i) && state[t] == kClean &&
-          !ready_matches(t, i, delta))
+      const int32_t t = slot_task[k++];
+      if (t < 0 || SlotOf(min_pred[t]) >= i || state[t] != kClean) continue;
+      const int32_t b = bind_pred[t];
+      if (SlotOf(b) < i) {
+        if (b < 0 || state[b] == kClean || !ready_matches(t, i, delta)) return false;
+      } else if (delta < 0 && Ready(t) + delta < latest && !ready_matches(t, i, delta)) {
         return false;
-      ++k;
+      }
     }
     return true;
   };

@@ -56,8 +56,10 @@ struct DeltaSimulator::Impl {
   // Per task: its predecessor at the earliest slot, and the one whose arrival made it ready (the later slot on
   // ties); -1: none. They stay right when tasks that keep their times move to later slots in order.
   std::vector<int32_t> min_pred, bind_pred;
-  // Per chunk: at most the least slot of those predecessors over its tasks (-1 for a task without any).
+  // Per chunk: at most the least slot of those predecessors over its tasks (-1 for a task without any), and at
+  // most the least stored ready time of its tasks.
   std::vector<int32_t> chunk_min_pred, chunk_min_bind;
+  std::vector<sim::Time> chunk_min_ready;
   int32_t placed = 0;                // tasks in slots
 
   // Scratch, sized to the task count.

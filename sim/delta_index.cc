@@ -1,6 +1,7 @@
 // The delta simulator's layout of the dequeue order (slots, chunk shifts) and the indexes over it: per-resource
 // slot lists and links, and the earliest and binding predecessor of each slot, kept up to date after every change.
 #include <algorithm>
+#include <limits>
 
 #include "sim/delta_impl.h"
 
@@ -69,6 +70,7 @@ void DeltaSimulator::Impl::Layout() {
   for (int32_t k = 0; k < n; ++k) IndexPreds(tm.order[k]);
   chunk_min_pred.assign(chunk_shift.size(), kNoSlot);
   chunk_min_bind.assign(chunk_shift.size(), kNoSlot);
+  chunk_min_ready.assign(chunk_shift.size(), 0);
   chunk_touched.assign(chunk_shift.size(), 0);
   slot_dropped.assign(static_cast<size_t>(slots), 0);
   res_lo.assign(static_cast<size_t>(tg.num_resources), INT32_MAX);
@@ -129,14 +131,17 @@ void DeltaSimulator::Impl::RefreshChunk(int32_t chunk) {
   const int32_t begin = chunk << kChunkBits;
   const int32_t end = std::min<int32_t>(begin + (1 << kChunkBits), static_cast<int32_t>(slot_task.size()));
   int32_t lo_pred = kNoSlot, lo_bind = kNoSlot;
+  Time lo_ready = std::numeric_limits<Time>::max();
   for (int32_t s = begin; s < end; ++s) {
     const int32_t t = slot_task[s];
     if (t < 0 || pos[t] != s) continue;
     lo_pred = std::min(lo_pred, SlotOf(min_pred[t]));
     lo_bind = std::min(lo_bind, SlotOf(bind_pred[t]));
+    lo_ready = std::min(lo_ready, run.timing.ready[t]);
   }
   chunk_min_pred[chunk] = lo_pred;
   chunk_min_bind[chunk] = lo_bind;
+  chunk_min_ready[chunk] = lo_ready;
 }
 
 void DeltaSimulator::Impl::LoadResourceState(int32_t slot, std::vector<Time>* free,
@@ -174,6 +179,7 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
       chunk_shift.resize(chunks, chunk_shift.back());
       chunk_min_pred.resize(chunks, kNoSlot);
       chunk_min_bind.resize(chunks, kNoSlot);
+      chunk_min_ready.resize(chunks, std::numeric_limits<Time>::max());
       chunk_touched.resize(chunks, 0);
     }
     const int32_t k = slot_task[s];
@@ -224,9 +230,10 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
   if (shift != 0 && rest < slots) {
     const int32_t c0 = rest >> kChunkBits;
     const int32_t end0 = std::min(slots, (c0 + 1) << kChunkBits);
+    TouchChunk(c0);
     for (int32_t s = rest; s < end0; ++s) {
       const int32_t t = slot_task[s];
-      if (t < 0) continue;
+      if (t < 0 || pos[t] != s) continue;
       tm.ready[t] += shift;
       tm.start[t] += shift;
       tm.end[t] += shift;
