@@ -28,11 +28,8 @@ struct DeltaItem {
   uint64_t key;
   int32_t task;
   uint32_t version;
+  bool operator<(const DeltaItem& o) const { return ready < o.ready || (ready == o.ready && key < o.key); }
 };
-// std heap comparator: true when a comes after b (min-heap on (ready, key)).
-bool After(const DeltaItem& a, const DeltaItem& b) {
-  return a.ready > b.ready || (a.ready == b.ready && a.key > b.key);
-}
 
 template <class T>
 void SortUnique(std::vector<T>* v) {
@@ -190,7 +187,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   LoadResourceState(begin, &free, &last);
   window.clear();
   int32_t after = begin;  // 1 + the slot of the last task passed unchanged (a task re-timed now comes after it)
-  std::vector<DeltaItem> heap;
+  sim::QuadHeap<DeltaItem> heap;
   std::vector<int32_t> touched, dirty_list, processed_old;
   int32_t dirty_pending = 0, new_pending = n - first_new;
   Time shift = 0;  // end shift of the last re-timed old task whose end moved
@@ -218,8 +215,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       ready = std::max(ready, end_now(p) + tg.resource_delay[tg.resource[p]]);
     }
     version[x] = next_version++;
-    heap.push_back({ready, tg.key[x], x, version[x]});
-    std::push_heap(heap.begin(), heap.end(), After);
+    heap.push({ready, tg.key[x], x, version[x]});
   };
   auto process = [&](int32_t x, Time ready) {
     const int32_t r = tg.resource[x];
@@ -334,10 +330,9 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   while (true) {
     while (i < slots && (slot_task[i] < 0 || !tg.alive[slot_task[i]] || state[slot_task[i]] != kClean)) ++i;
     while (!heap.empty()) {
-      const DeltaItem& top = heap.front();
+      const DeltaItem& top = heap.top();
       if (top.version == version[top.task] && state[top.task] == kDirty && blocked[top.task] == 0) break;
-      std::pop_heap(heap.begin(), heap.end(), After);
-      heap.pop_back();
+      heap.pop();
     }
     const bool has_a = i < slots;
     if (!has_a && heap.empty()) break;
@@ -349,30 +344,30 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       }
       check_every = std::min(2 * check_every, 1 << 20);
     }
+    const int32_t c = has_a ? slot_task[i] : -1;
+    const Time shift_c = has_a ? Shift(i) : 0;  // c's times: stored + the shift of its slot's chunk
+    const Time ready = has_a ? tm.ready[c] + shift_c : 0;
     if (!heap.empty()) {
-      const DeltaItem& top = heap.front();
-      const int32_t c = has_a ? slot_task[i] : -1;
-      if (!has_a || top.ready < Ready(c) || (top.ready == Ready(c) && top.key < tg.key[c])) {
+      const DeltaItem& top = heap.top();
+      if (!has_a || top.ready < ready || (top.ready == ready && top.key < tg.key[c])) {
         const DeltaItem item = top;
-        std::pop_heap(heap.begin(), heap.end(), After);
-        heap.pop_back();
+        heap.pop();
         process(item.task, item.ready);
         continue;
       }
     }
-    const int32_t c = slot_task[i++];
+    ++i;
     if (blocked[c] > 0) {
       mark_dirty(c);  // a predecessor is re-timed after c's old ready time, so c moves later
       continue;
     }
     const int32_t r = tg.resource[c];
-    const Time ready = Ready(c);
-    if (std::max(ready, free[r]) != Start(c)) {
+    if (std::max(ready, free[r]) != tm.start[c] + shift_c) {
       mark_dirty(c);
       process(c, ready);
       continue;
     }
-    free[r] = End(c);
+    free[r] = tm.end[c] + shift_c;
     after = i;  // c passes unchanged and keeps its slot
   }
   std::vector<int32_t> reindex;
