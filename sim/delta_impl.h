@@ -80,7 +80,7 @@ struct DeltaSimulator::Impl {
   std::vector<std::vector<int32_t>> res_added;
   std::vector<uint8_t> slot_dropped;
   std::vector<uint8_t> chunk_touched;
-  std::vector<int32_t> touched_chunks;
+  std::vector<int32_t> touched_chunks, reindexed;
   uint32_t next_version = 1;
 
   sim::Time Shift(int32_t slot) const { return chunk_shift[slot >> sim::kChunkBits]; }

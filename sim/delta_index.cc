@@ -283,7 +283,11 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
 
   // 4. Predecessor entries of the moved tasks, of the tasks they feed and of those listed in `reindex`.
   // Tasks displaced with their times unchanged only moved up in order: entries naming them stay right.
+  reindexed.clear();
   auto reindex_one = [&](int32_t x) {
+    if (mark[x]) return;
+    mark[x] = 1;
+    reindexed.push_back(x);
     IndexPreds(x);
     TouchChunk(pos[x] >> kChunkBits);
   };
@@ -294,6 +298,7 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
   for (const Placement& q : window) moved[q.task] = 0;
   for (const Placement& x : displaced) moved[x.task] = 0;
   for (int32_t x : reindex) reindex_one(x);
+  for (int32_t x : reindexed) mark[x] = 0;
   for (int32_t c : touched_chunks) {
     RefreshChunk(c);
     chunk_touched[c] = 0;
