@@ -14,9 +14,28 @@ template <class Item, class Pack, class Unpack>
 void Engine::Loop(const TaskGraph& tg, Timing* timing, QuadHeap<Item>& heap, Pack pack, Unpack task_of) {
   const int32_t n = tg.num_tasks();
   heap.clear();
-  for (int32_t t = 0; t < n; ++t)
-    if (pending_[t] == 0 && tg.alive[t]) heap.push(pack(0, t));
   Time* ready = timing->ready.data();
+  Waiting* wait = waiting_.data();
+  int32_t* crit_prev = timing->crit_prev.data();
+  for (int32_t t = 0; t < n; ++t) {
+    wait[t] = {0, -1, tg.pred_cnt[t]};
+    if (tg.pred_cnt[t] == 0 && tg.alive[t]) heap.push(pack(0, t));
+  }
+  // A one-entry buffer in front of the heap: a task that becomes ready and is the next to run (often a hop's
+  // successor) skips the heap.
+  Item next{};
+  bool has_next = false;
+  auto push = [&](Item item) {
+    if (!has_next) {
+      next = item;
+      has_next = true;
+    } else if (item < next) {
+      heap.push(next);
+      next = item;
+    } else {
+      heap.push(item);
+    }
+  };
   Time* start_of = timing->start.data();
   Time* end_of = timing->end.data();
   int32_t* res_prev = timing->res_prev.data();
@@ -28,18 +47,26 @@ void Engine::Loop(const TaskGraph& tg, Timing* timing, QuadHeap<Item>& heap, Pac
   const int32_t* resource = tg.resource.data();
   const Time* duration = tg.duration.data();
   const Time* delay = tg.resource_delay.data();
-  int32_t* pending = pending_.data();
   Time* free = free_.data();
   int32_t* last = last_.data();
-  while (!heap.empty()) {
-    const int32_t t = task_of(heap.top());
-    heap.pop();
+  while (has_next || !heap.empty()) {
+    int32_t t;
+    if (has_next && (heap.empty() || next < heap.top())) {
+      t = task_of(next);
+      has_next = false;
+    } else {
+      t = task_of(heap.top());
+      heap.pop();
+    }
     const int32_t r = resource[t];
-    const Time start = std::max(ready[t], free[r]);
+    const Waiting& w = wait[t];
+    const Time start = std::max(w.ready, free[r]);
     const Time end = start + duration[t];
+    ready[t] = w.ready;
     start_of[t] = start;
     end_of[t] = end;
     res_prev[t] = last[r];
+    crit_prev[t] = free[r] > w.ready ? last[r] : w.bind;  // waited for the resource, or for its input
     free[r] = end;
     last[r] = t;
     order[done++] = t;
@@ -47,10 +74,13 @@ void Engine::Loop(const TaskGraph& tg, Timing* timing, QuadHeap<Item>& heap, Pac
     const int32_t* s = succ_pool + succ_off[t];
     const int32_t* s_end = s + succ_cnt[t];
     for (; s != s_end; ++s) {
-      const int32_t x = *s;
-      const Time r_x = std::max(ready[x], arrive);
-      ready[x] = r_x;
-      if (--pending[x] == 0) heap.push(pack(r_x, x));
+      // The latest arrival so far and its task (the smallest id, which is the smallest key, on ties).
+      Waiting& x = wait[*s];
+      const bool later = arrive > x.ready;
+      const bool tie_first = arrive == x.ready && t < x.bind;
+      x.ready = later ? arrive : x.ready;
+      x.bind = later || tie_first ? t : x.bind;
+      if (--x.pending == 0) push(pack(x.ready, *s));
     }
   }
   timing->order.resize(static_cast<size_t>(done));
@@ -59,12 +89,13 @@ void Engine::Loop(const TaskGraph& tg, Timing* timing, QuadHeap<Item>& heap, Pac
 void Engine::Run(const TaskGraph& tg, Time horizon, Timing* timing) {
   const int32_t n = tg.num_tasks();
   const size_t r = static_cast<size_t>(tg.num_resources);
-  timing->ready.assign(static_cast<size_t>(n), 0);
+  timing->ready.resize(static_cast<size_t>(n));
   timing->start.resize(static_cast<size_t>(n));
   timing->end.resize(static_cast<size_t>(n));
   timing->res_prev.resize(static_cast<size_t>(n));
   timing->order.resize(static_cast<size_t>(n));
-  pending_.assign(tg.pred_cnt.begin(), tg.pred_cnt.end());
+  timing->crit_prev.resize(static_cast<size_t>(n));
+  waiting_.resize(static_cast<size_t>(n));
   free_.assign(r, 0);
   last_.assign(r, -1);
   // Ties break by task id. Every time is at most `horizon`, so (ready, id) packs into one word when it fits.
@@ -122,6 +153,10 @@ void CriticalPath(const TaskGraph& tg, const Timing& timing, const std::vector<i
     if (tg.kind[t] == TaskKind::kCompute) {
       ops.push_back(tg.op[t]);
       compute += tg.duration[t];
+    }
+    if (!timing.crit_prev.empty()) {  // found by the event loop
+      t = timing.crit_prev[t];
+      continue;
     }
     const int32_t rp = timing.res_prev[t];
     if (rp >= 0 && timing.start[t] > timing.ready[t] && timing.start[t] == timing.end[rp]) {

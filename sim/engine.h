@@ -19,6 +19,9 @@ struct Timing {
   std::vector<Time> ready, start, end;
   std::vector<int32_t> res_prev;  // the task that used the same resource just before (-1: none)
   std::vector<int32_t> order;     // alive tasks in dequeue order
+  // The task before each task on a critical path (see Assemble; -1: none), as Engine::Run finds it on the way;
+  // empty when the times come from elsewhere.
+  std::vector<int32_t> crit_prev;
 };
 
 // A min-heap with four children per node (half the depth of a binary heap; the children share a cache line),
@@ -90,7 +93,8 @@ class Engine {
   const std::vector<int32_t>& last_task() const { return last_; }
   // Bytes of scratch held between runs.
   int64_t memory_bytes() const {
-    return static_cast<int64_t>(pending_.capacity() * sizeof(int32_t) + packed_.capacity() * sizeof(uint64_t) +
+    return static_cast<int64_t>(waiting_.capacity() * sizeof(Waiting) +
+                                packed_.capacity() * sizeof(uint64_t) +
                                 wide_.capacity() * sizeof(WideItem) + free_.capacity() * sizeof(Time) +
                                 last_end_.capacity() * sizeof(Time) + last_.capacity() * sizeof(int32_t));
   }
@@ -98,7 +102,13 @@ class Engine {
  private:
   template <class Item, class Pack, class Unpack>
   void Loop(const TaskGraph& tg, Timing* timing, QuadHeap<Item>& heap, Pack pack, Unpack task_of);
-  std::vector<int32_t> pending_;
+  // Per task while it waits for its inputs: the latest arrival so far, its predecessor, inputs still missing.
+  struct Waiting {
+    Time ready;
+    int32_t bind;
+    int32_t pending;
+  };
+  std::vector<Waiting> waiting_;
   std::vector<Time> free_, last_end_;
   std::vector<int32_t> last_;
   QuadHeap<uint64_t> packed_;  // (ready << bits | task) when it fits in 64 bits

@@ -42,9 +42,9 @@ void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, Ta
   tg->key.resize(tasks);
   tg->kind.resize(tasks);
   tg->first_hop.resize(tasks);
-  tg->alive.assign(tasks, 1);
+  tg->alive.resize(tasks);
   tg->op.resize(tasks);
-  tg->part.assign(tasks, 0);
+  tg->part.resize(tasks);
   tg->consumer.resize(tasks);
   tg->bytes.resize(tasks);
   tg->mem_bytes.resize(tasks);
@@ -73,7 +73,9 @@ void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, Ta
     tg->key[o] = static_cast<uint64_t>(o) << 32;
     tg->kind[o] = TaskKind::kCompute;
     tg->first_hop[o] = 0;
+    tg->alive[o] = 1;
     tg->op[o] = o;
+    tg->part[o] = 0;
     tg->consumer[o] = -1;
     tg->bytes[o] = 0;
     tg->mem_bytes[o] = output_bytes_[o];
@@ -131,7 +133,9 @@ void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, Ta
         tg->key[t] = group | static_cast<uint32_t>(t - plan.first);
         tg->kind[t] = TaskKind::kTransfer;
         tg->first_hop[t] = h == 0;
+        tg->alive[t] = 1;
         tg->op[t] = u;
+        tg->part[t] = 0;
         tg->consumer[t] = v;
         tg->bytes[t] = seg_bytes;
         tg->mem_bytes[t] = 0;
