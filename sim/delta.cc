@@ -2,16 +2,18 @@
 //
 // The full simulation dequeues tasks in increasing (ready, key) order (every task lasts at least one tick, so a
 // successor is always ready later than its predecessor). The delta run produces the same order by merging two
-// streams: A, the previous run's order from the first position a change can affect, whose tasks keep their times
+// streams: A, the previous run's order from the first slot a change can affect, whose tasks keep their times
 // as long as nothing they depend on changed; and B, a heap of "dirty" tasks (new, or with a changed predecessor
 // or resource) keyed by their new (ready, key). A dirty task blocks its successors until it has been re-timed; a
-// clean task at A's head passes unchanged when its resource is free at the same moment as before.
+// clean task at A's head passes unchanged (and keeps its slot) when its resource is free at the same moment as
+// before. The re-timed tasks then take slots next to where they now run in the order (Place, delta_index.cc).
 //
 // The run stops early at a point where the rest of the schedule is provably the previous one shifted by a
 // constant delta (0: unchanged): no new task is left, nothing settled lies ahead in the previous order, every
 // resource's next task sees its resource free at the old moment + delta (or earlier than it is ready, in both
 // runs), and every unsettled task's ready time is its old one + delta. Times are integers, so the shifted times
-// are exactly those a full run computes. Memory peaks are computed when a result is asked for.
+// are exactly those a full run computes; the shift is applied per chunk of slots. Memory peaks are computed when a
+// result is asked for.
 #include <algorithm>
 
 #include "sim/delta_impl.h"
@@ -189,7 +191,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   int32_t after = begin;  // 1 + the slot of the last task passed unchanged (a task re-timed now comes after it)
   sim::QuadHeap<DeltaItem> heap;
   std::vector<int32_t> touched, dirty_list, processed_old;
-  int32_t dirty_pending = 0, new_pending = n - first_new;
+  int32_t new_pending = n - first_new;
   Time shift = 0;  // end shift of the last re-timed old task whose end moved
   const int32_t* succ = tg.succ_pool.data();
   const int32_t* pred = tg.pred_pool.data();
@@ -203,7 +205,6 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
 
   auto mark_dirty = [&](int32_t x) {
     state[x] = kDirty;
-    ++dirty_pending;
     touched.push_back(x);
     dirty_list.push_back(x);
     for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) ++blocked[succ[tg.succ_off[x] + k]];
@@ -227,7 +228,6 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     append(x, ready, start, end);
     free[r] = end;
     state[x] = kDone;
-    --dirty_pending;
     ++retimed;
     if (is_new) {
       --new_pending;

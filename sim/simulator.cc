@@ -157,8 +157,10 @@ int64_t Simulator::memory_bytes() const {
                   Bytes(tg.pred_pool) + Bytes(tg.group_task_begin) + Bytes(tg.group_task_count) +
                   Bytes(tg.group_dep_begin) + Bytes(tg.group_dep_count) + Bytes(tg.dep_from) + Bytes(tg.dep_to) +
                   Bytes(tg.out_begin) + Bytes(tg.out_tasks);
-  total += Bytes(tm.ready) + Bytes(tm.start) + Bytes(tm.end) + Bytes(tm.res_prev) + Bytes(tm.order);
-  total += impl_->cache.memory_bytes() + impl_->engine.memory_bytes() + impl_->peaks.memory_bytes();
+  total += Bytes(tm.ready) + Bytes(tm.start) + Bytes(tm.end) + Bytes(tm.res_prev) + Bytes(tm.order) +
+           Bytes(tm.crit_prev);
+  total += impl_->cache.memory_bytes() + impl_->builder.memory_bytes() + impl_->engine.memory_bytes() +
+           impl_->peaks.memory_bytes() + Bytes(impl_->plain);
   return total;
 }
 

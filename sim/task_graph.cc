@@ -334,6 +334,19 @@ void TaskBuilder::AddStaticMemory(OpId op, const OpConfig& config, std::vector<i
   }
 }
 
+int64_t TaskBuilder::memory_bytes() const {
+  int64_t total = 0;
+  for (const auto* v : {&out_off_, &out_edge_, &out_op_, &in_off_, &in_edge_, &in_op_, &route_off_,
+                        &route_resource_, &firsts_, &lasts_})
+    total += static_cast<int64_t>(v->capacity() * sizeof(int32_t));
+  for (const auto* v : {&param_bytes_, &output_bytes_, &plain_static_, &shape_scratch_})
+    total += static_cast<int64_t>(v->capacity() * sizeof(int64_t));
+  total += static_cast<int64_t>(resource_delay_.capacity() * sizeof(Time) +
+                                route_bandwidth_.capacity() * sizeof(double) +
+                                edge_plan_.capacity() * sizeof(EdgePlan));
+  return total;
+}
+
 void TaskBuilder::StaticMemory(const Strategy& strategy, std::span<const DeviceId> plain,
                                std::vector<int64_t>* per_device) const {
   per_device->assign(static_cast<size_t>(topology_.num_devices()), 0);

@@ -127,6 +127,8 @@ class TaskBuilder {
   // Static bytes (weights, gradients, optimizer state) op `op` places on each of its devices under `config`;
   // adds them to (*per_device)[device].
   void AddStaticMemory(OpId op, const OpConfig& config, std::vector<int64_t>* per_device) const;
+  // Bytes of the builder's tables (per op, edge and device pair) and scratch.
+  int64_t memory_bytes() const;
   // Static bytes of the whole strategy per device (`plain` as in BuildAll).
   void StaticMemory(const Strategy& strategy, std::span<const DeviceId> plain, std::vector<int64_t>* per_device) const;
 
