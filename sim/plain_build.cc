@@ -14,7 +14,7 @@ void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, Ta
   const int32_t n = graph_.num_ops();
   const int32_t num_edges = graph_.num_edges();
   const int32_t devices = topology_.num_devices();
-  Reset(tg);
+  Reset(tg, true);  // every field of every task is written below
   totals->Reset(tg->num_resources);
 
   // Pass 1: per edge, direct (same device or nothing to move) or its hop tasks' first id.

@@ -369,8 +369,14 @@ void TaskGraph::Clear() {
   kind.clear();
 }
 
-void TaskBuilder::Reset(TaskGraph* tg) const {
-  tg->Clear();
+void TaskBuilder::Reset(TaskGraph* tg, bool keep_tasks) const {
+  if (keep_tasks) {
+    for (auto* v : {&tg->group_task_begin, &tg->group_task_count, &tg->group_dep_begin, &tg->group_dep_count,
+                    &tg->dep_from, &tg->dep_to, &tg->out_begin, &tg->out_tasks})
+      v->clear();
+  } else {
+    tg->Clear();
+  }
   tg->num_devices = topology_.num_devices();
   tg->num_resources = topology_.num_devices() + topology_.num_links();
   tg->resource_delay = resource_delay_;
@@ -390,7 +396,7 @@ void TaskBuilder::BuildAll(const Strategy& strategy, std::span<const DeviceId> p
 void TaskBuilder::BuildGroups(const Strategy& strategy, TaskGraph* tg) {
   const int32_t n = graph_.num_ops();
   const int32_t groups = n + graph_.num_edges();
-  Reset(tg);
+  Reset(tg, false);
   tg->group_task_begin.assign(static_cast<size_t>(groups), 0);
   tg->group_task_count.assign(static_cast<size_t>(groups), 0);
   tg->group_dep_begin.assign(static_cast<size_t>(groups), 0);

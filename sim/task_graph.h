@@ -133,8 +133,9 @@ class TaskBuilder {
   void StaticMemory(const Strategy& strategy, std::span<const DeviceId> plain, std::vector<int64_t>* per_device) const;
 
  private:
-  // Sets the graph's resources and clears everything else.
-  void Reset(TaskGraph* tg) const;
+  // Sets the graph's resources and clears everything else; with `keep_tasks`, the per-task arrays keep their
+  // contents (for a build that overwrites every field of every task, and so need not clear them first).
+  void Reset(TaskGraph* tg, bool keep_tasks) const;
   // BuildAll with the group lists.
   void BuildGroups(const Strategy& strategy, TaskGraph* tg);
   // BuildAll for a strategy whose every op runs whole on one device (sim/plain_build.cc).
