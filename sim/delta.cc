@@ -346,7 +346,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     }
     const int32_t c = has_a ? slot_task[i] : -1;
     const Time shift_c = has_a ? Shift(i) : 0;  // c's times: stored + the shift of its slot's chunk
-    const Time ready = has_a ? tm.ready[c] + shift_c : 0;
+    const Time ready = has_a ? slot_ready[i] + shift_c : 0;
     if (!heap.empty()) {
       const DeltaItem& top = heap.top();
       if (!has_a || top.ready < ready || (top.ready == ready && top.key < tg.key[c])) {
@@ -356,18 +356,20 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
         continue;
       }
     }
-    ++i;
     if (blocked[c] > 0) {
+      ++i;
       mark_dirty(c);  // a predecessor is re-timed after c's old ready time, so c moves later
       continue;
     }
-    const int32_t r = tg.resource[c];
-    if (std::max(ready, free[r]) != tm.start[c] + shift_c) {
+    const int32_t r = slot_res[i];
+    if (std::max(ready, free[r]) != slot_start[i] + shift_c) {
+      ++i;
       mark_dirty(c);
       process(c, ready);
       continue;
     }
-    free[r] = tm.end[c] + shift_c;
+    free[r] = slot_end[i] + shift_c;
+    ++i;
     after = i;  // c passes unchanged and keeps its slot
   }
   std::vector<int32_t> reindex;

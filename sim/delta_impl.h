@@ -38,8 +38,8 @@ struct DeltaSimulator::Impl {
   sim::PlainCostCache cache;
   sim::TaskBuilder builder;
   sim::Engine engine;
-  // The task graph and totals; run.timing holds each task's stored times (see Time below) and res_prev;
-  // run.last_task the last task of each resource. run.timing.order and run.last_end are not kept up to date.
+  // The task graph and totals; run.timing.res_prev and run.last_task (the last task of each resource) are kept up
+  // to date, run.timing's times and order only describe the last full run (or Relayout's input).
   sim::FullRun run;
   mutable sim::PeakScratch peaks;     // memory peaks are computed on demand by result()
   mutable sim::Timing materialized;   // absolute times and the compact order, for result() and oom()
@@ -48,6 +48,9 @@ struct DeltaSimulator::Impl {
 
   // The order's layout and its indexes.
   std::vector<int32_t> slot_task;                // task at each slot (-1: hole)
+  // Stored times and resource of the task at each slot (by slot, so that walking the order reads them in turn).
+  std::vector<sim::Time> slot_ready, slot_start, slot_end;
+  std::vector<int32_t> slot_res;
   std::vector<sim::Time> chunk_shift;            // added to the stored times of the tasks in each chunk
   std::vector<int32_t> pos;                      // slot of each task (-1: not in the order)
   std::vector<std::vector<int32_t>> res_slots;   // per resource: the slots of its tasks, increasing
@@ -85,9 +88,9 @@ struct DeltaSimulator::Impl {
 
   sim::Time Shift(int32_t slot) const { return chunk_shift[slot >> sim::kChunkBits]; }
   // Times of a task in the order, as last simulated.
-  sim::Time Ready(int32_t t) const { return run.timing.ready[t] + Shift(pos[t]); }
-  sim::Time Start(int32_t t) const { return run.timing.start[t] + Shift(pos[t]); }
-  sim::Time End(int32_t t) const { return run.timing.end[t] + Shift(pos[t]); }
+  sim::Time Ready(int32_t t) const { return slot_ready[pos[t]] + Shift(pos[t]); }
+  sim::Time Start(int32_t t) const { return slot_start[pos[t]] + Shift(pos[t]); }
+  sim::Time End(int32_t t) const { return slot_end[pos[t]] + Shift(pos[t]); }
 
   Status FullRebuild();
   // Lays the order out afresh from run.timing (absolute times and the compact order).

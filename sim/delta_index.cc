@@ -46,6 +46,8 @@ void DeltaSimulator::Impl::Layout() {
   const int32_t n = static_cast<int32_t>(tm.order.size());
   const int32_t slots = n + n / (sim::kHoleEvery - 1) + 1;
   slot_task.assign(static_cast<size_t>(slots), -1);
+  for (auto* v : {&slot_ready, &slot_start, &slot_end}) v->assign(static_cast<size_t>(slots), 0);
+  slot_res.assign(static_cast<size_t>(slots), -1);
   chunk_shift.assign(static_cast<size_t>((slots >> kChunkBits) + 1), 0);
   std::fill(pos.begin(), pos.end(), -1);
   res_slots.resize(static_cast<size_t>(tg.num_resources));
@@ -57,7 +59,10 @@ void DeltaSimulator::Impl::Layout() {
     const int32_t s = k + k / (sim::kHoleEvery - 1);
     slot_task[s] = t;
     pos[t] = s;
-    const int32_t r = tg.resource[t];
+    slot_ready[s] = tm.ready[t];
+    slot_start[s] = tm.start[t];
+    slot_end[s] = tm.end[t];
+    const int32_t r = slot_res[s] = tg.resource[t];
     res_slots[r].push_back(s);
     const int32_t prev = run.last_task[r];
     tm.res_prev[t] = prev;
@@ -102,9 +107,9 @@ void DeltaSimulator::Impl::Relayout() {
     const int32_t t = slot_task[s];
     if (t < 0) continue;
     const Time o = Shift(s);
-    tm.ready[t] += o;
-    tm.start[t] += o;
-    tm.end[t] += o;
+    tm.ready[t] = slot_ready[s] + o;
+    tm.start[t] = slot_start[s] + o;
+    tm.end[t] = slot_end[s] + o;
     tm.order.push_back(t);
   }
   Layout();
@@ -137,7 +142,7 @@ void DeltaSimulator::Impl::RefreshChunk(int32_t chunk) {
     if (t < 0 || pos[t] != s) continue;
     lo_pred = std::min(lo_pred, SlotOf(min_pred[t]));
     lo_bind = std::min(lo_bind, SlotOf(bind_pred[t]));
-    lo_ready = std::min(lo_ready, run.timing.ready[t]);
+    lo_ready = std::min(lo_ready, slot_ready[s]);
   }
   chunk_min_pred[chunk] = lo_pred;
   chunk_min_bind[chunk] = lo_bind;
@@ -174,6 +179,8 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
     while (s >= static_cast<int32_t>(slot_task.size())) {
       const size_t slots = slot_task.size() + (size_t{1} << kChunkBits);
       slot_task.resize(slots, -1);
+      for (auto* v : {&slot_ready, &slot_start, &slot_end}) v->resize(slots, 0);
+      slot_res.resize(slots, -1);
       slot_dropped.resize(slots, 0);
       const size_t chunks = (slots >> kChunkBits) + 1;
       chunk_shift.resize(chunks, chunk_shift.back());
@@ -204,9 +211,10 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
     slot_task[s] = t;
     pos[t] = s;
     const Time o = Shift(s);
-    tm.ready[t] = cur_ready[t] - o;
-    tm.start[t] = cur_start[t] - o;
-    tm.end[t] = cur_end[t] - o;
+    slot_ready[s] = cur_ready[t] - o;
+    slot_start[s] = cur_start[t] - o;
+    slot_end[s] = cur_end[t] - o;
+    slot_res[s] = tg.resource[t];
     TouchChunk(s >> kChunkBits);
     next = s + 1;
   };
@@ -234,9 +242,9 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
     for (int32_t s = rest; s < end0; ++s) {
       const int32_t t = slot_task[s];
       if (t < 0 || pos[t] != s) continue;
-      tm.ready[t] += shift;
-      tm.start[t] += shift;
-      tm.end[t] += shift;
+      slot_ready[s] += shift;
+      slot_start[s] += shift;
+      slot_end[s] += shift;
     }
     for (size_t c = static_cast<size_t>(c0) + 1; c < chunk_shift.size(); ++c) chunk_shift[c] += shift;
   }
@@ -318,9 +326,9 @@ void DeltaSimulator::Impl::Materialize() const {
     const int32_t t = slot_task[s];
     if (t < 0) continue;
     const Time o = Shift(s);
-    m.ready[t] = run.timing.ready[t] + o;
-    m.start[t] = run.timing.start[t] + o;
-    m.end[t] = run.timing.end[t] + o;
+    m.ready[t] = slot_ready[s] + o;
+    m.start[t] = slot_start[s] + o;
+    m.end[t] = slot_end[s] + o;
     m.order.push_back(t);
   }
 }
