@@ -167,6 +167,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   for (int32_t t : removed) {
     begin = std::min(begin, pos[t]);
     max_settled = std::max(max_settled, pos[t]);
+    state[t] = sim::kRemoved;
   }
   for (int32_t t : seeds) {
     if (t < first_new) {
@@ -203,7 +204,9 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     window.push_back({x, after});
   };
 
+  bool heap_changed = true;  // whether the heap's top may have become stale since it was last checked
   auto mark_dirty = [&](int32_t x) {
+    heap_changed = true;
     state[x] = kDirty;
     touched.push_back(x);
     dirty_list.push_back(x);
@@ -217,8 +220,10 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     }
     version[x] = next_version++;
     heap.push({ready, tg.key[x], x, version[x]});
+    heap_changed = true;
   };
   auto process = [&](int32_t x, Time ready) {
+    heap_changed = true;
     const int32_t r = tg.resource[x];
     const Time start = std::max(ready, free[r]);
     const Time end = start + tg.duration[x];
@@ -246,7 +251,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   // Whether every unsettled task (dirty, or clean at slot >= i) will run exactly `delta` later than in the
   // previous run (see the comment at the top of the file).
   auto settled = [&](int32_t x, int32_t i) {
-    return state[x] == kDone || (state[x] == kClean && tg.alive[x] && pos[x] < i);
+    return state[x] == kDone || (state[x] == kClean && pos[x] < i);
   };
   auto ready_matches = [&](int32_t u, int32_t i, Time delta) {
     Time ready = 0;
@@ -328,12 +333,13 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   int32_t since_check = 0, check_every = 16;
   bool shifted = false;
   while (true) {
-    while (i < slots && (slot_task[i] < 0 || !tg.alive[slot_task[i]] || state[slot_task[i]] != kClean)) ++i;
-    while (!heap.empty()) {
+    while (i < slots && (slot_task[i] < 0 || state[slot_task[i]] != kClean)) ++i;
+    while (heap_changed && !heap.empty()) {
       const DeltaItem& top = heap.top();
       if (top.version == version[top.task] && state[top.task] == kDirty && blocked[top.task] == 0) break;
       heap.pop();
     }
+    heap_changed = false;
     const bool has_a = i < slots;
     if (!has_a && heap.empty()) break;
     if (++since_check >= check_every && new_pending == 0 && max_settled < i) {
@@ -352,6 +358,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       if (!has_a || top.ready < ready || (top.ready == ready && top.key < tg.key[c])) {
         const DeltaItem item = top;
         heap.pop();
+        heap_changed = true;
         process(item.task, item.ready);
         continue;
       }
@@ -388,6 +395,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     shift = 0;
   }
   for (int32_t t : removed) {
+    state[t] = kClean;
     slot_task[pos[t]] = -1;
     DropSlot(t, pos[t]);
     stale.push_back({t, pos[t]});

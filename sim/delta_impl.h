@@ -22,7 +22,8 @@ namespace sim {
 inline constexpr int kChunkBits = 6;       // slots per chunk: 64
 inline constexpr int32_t kHoleEvery = 8;   // a fresh layout puts a hole after every 7 tasks
 inline constexpr int32_t kNoSlot = INT_MAX;  // chunk minimum of a chunk without entries
-enum : uint8_t { kClean = 0, kDirty = 1, kDone = 2 };
+// Task states during a change: unchanged so far, to be re-timed, re-timed, replaced by the change.
+enum : uint8_t { kClean = 0, kDirty = 1, kDone = 2, kRemoved = 3 };
 }  // namespace sim
 
 struct DeltaSimulator::Impl {
