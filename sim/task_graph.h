@@ -80,7 +80,7 @@ class PlainCostCache {
   PlainCostCache(int32_t num_ops, int32_t num_devices);
   // Price and fallback flag of op `op` placed whole on `device`.
   const Entry& Get(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op, DeviceId device) {
-    Entry& e = entries_[static_cast<size_t>(op) * num_devices_ + device];
+    Entry& e = entries_[static_cast<size_t>(device) * num_ops_ + op];  // by device: ops placed together share lines
     if (e.ticks < 0) Fill(graph, topology, cost, op, device, &e);
     return e;
   }
@@ -89,7 +89,7 @@ class PlainCostCache {
  private:
   void Fill(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op, DeviceId device,
             Entry* entry) const;
-  int32_t num_devices_;
+  int32_t num_ops_;
   std::vector<Entry> entries_;
 };
 
