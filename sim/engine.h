@@ -84,8 +84,8 @@ struct WideItem {
 
 // Runs the whole task graph (alive tasks only) and fills `timing` (sized to the task count). The graph must be
 // freshly built (TaskBuilder::BuildAll): its task ids then increase with the tie-break keys, so ties break by id.
-// `horizon` bounds every time (TaskTotals::horizon). Afterwards last_end()/last_task() give, per resource, the
-// end of its last task (-1 when it ran nothing) and that task.
+// `horizon` bounds every time (TaskTotals::horizon). Also fills timing->crit_prev. Afterwards last_end() and
+// last_task() give, per resource, the end of its last task (-1 when it ran nothing) and that task.
 class Engine {
  public:
   void Run(const TaskGraph& tg, Time horizon, Timing* timing);
