@@ -4,6 +4,7 @@
 
 #include "core/atomic_file.h"
 #include "core/json_reader.h"
+#include "core/suite_reader.h"
 
 namespace devplace {
 
@@ -15,13 +16,6 @@ std::string SuiteModel::label() const {
 }
 
 namespace {
-
-// A path as given if it exists relative to the current directory, else relative to the suite's directory.
-std::string Resolve(const std::string& path, const std::string& suite_dir) {
-  std::filesystem::path p(path);
-  if (p.is_absolute() || std::filesystem::exists(p) || suite_dir.empty()) return path;
-  return (std::filesystem::path(suite_dir) / p).string();
-}
 
 std::vector<std::string> StringList(JsonObject& obj, const std::string& key) {
   const nlohmann::json& list = RequireArray(obj.required(key), obj.source(), obj.path_of(key));
@@ -43,30 +37,9 @@ Expected<CompareSuite> CompareSuiteFromYaml(const std::string& text, const std::
     suite.name = root.string("name");
     suite.seed = static_cast<uint64_t>(root.integer_or("seed", 0, 0));
     suite.baseline = root.string_or("baseline", "expert");
-    if (const nlohmann::json* budget = root.optional("budget")) {
-      JsonObject b(*budget, source, "budget");
-      suite.budget_evaluations = b.integer_or("evaluations", 0, 0);
-      suite.budget_seconds = b.number_or("seconds", 0.0, 0.0);
-      b.finish();
-    }
-    const nlohmann::json& models = RequireArray(root.required("models"), source, "models");
-    if (models.empty()) root.fail("models", "must not be empty");
-    for (size_t i = 0; i < models.size(); ++i) {
-      JsonObject m(models[i], source, "models[" + std::to_string(i) + "]");
-      SuiteModel model;
-      model.zoo = m.string_or("zoo", "");
-      model.batch = m.integer_or("batch", 0, 0);
-      model.family = m.string_or("family", "");
-      model.seed = static_cast<uint64_t>(m.integer_or("seed", 0, 0));
-      model.target_ops = static_cast<int32_t>(m.integer_or("target_ops", 0, 0, 10'000'000));
-      model.file = m.string_or("file", "");
-      if (!model.file.empty()) model.file = Resolve(model.file, suite_dir);
-      if (model.zoo.empty() + model.family.empty() + model.file.empty() != 2)
-        m.fail("zoo", "give exactly one of zoo, family or file");
-      m.finish();
-      suite.models.push_back(std::move(model));
-    }
-    for (std::string& t : suite.topologies = StringList(root, "topologies")) t = Resolve(t, suite_dir);
+    ReadSuiteBudget(root, &suite.budget_evaluations, &suite.budget_seconds);
+    suite.models = ReadSuiteModels(root, suite_dir);
+    for (std::string& t : suite.topologies = StringList(root, "topologies")) t = ResolveSuitePath(t, suite_dir);
     suite.algorithms = StringList(root, "algorithms");
     root.finish();
     suite.base_dir = suite_dir;

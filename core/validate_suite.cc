@@ -4,18 +4,9 @@
 
 #include "core/atomic_file.h"
 #include "core/json_reader.h"
+#include "core/suite_reader.h"
 
 namespace devplace {
-
-namespace {
-
-std::string Resolve(const std::string& path, const std::string& suite_dir) {
-  std::filesystem::path p(path);
-  if (p.is_absolute() || std::filesystem::exists(p) || suite_dir.empty()) return path;
-  return (std::filesystem::path(suite_dir) / p).string();
-}
-
-}  // namespace
 
 Expected<ValidateSuite> ValidateSuiteFromYaml(const std::string& text, const std::string& source,
                                               const std::string& suite_dir) {
@@ -25,7 +16,7 @@ Expected<ValidateSuite> ValidateSuiteFromYaml(const std::string& text, const std
     ValidateSuite suite;
     suite.name = root.string("name");
     suite.seed = static_cast<uint64_t>(root.integer_or("seed", 0, 0));
-    suite.topology = Resolve(root.string("topology"), suite_dir);
+    suite.topology = ResolveSuitePath(root.string("topology"), suite_dir);
     suite.calibrate = root.boolean_or("calibrate", true);
     if (const nlohmann::json* exec = root.optional("exec")) {
       JsonObject e(*exec, source, "exec");
@@ -43,29 +34,8 @@ Expected<ValidateSuite> ValidateSuiteFromYaml(const std::string& text, const std
       suite.profile_timed_runs = static_cast<int32_t>(p.integer_or("timed_runs", suite.profile_timed_runs, 1, 1000));
       p.finish();
     }
-    if (const nlohmann::json* budget = root.optional("budget")) {
-      JsonObject b(*budget, source, "budget");
-      suite.budget_evaluations = b.integer_or("evaluations", 0, 0);
-      suite.budget_seconds = b.number_or("seconds", 0.0, 0.0);
-      b.finish();
-    }
-    const nlohmann::json& models = RequireArray(root.required("models"), source, "models");
-    if (models.empty()) root.fail("models", "must not be empty");
-    for (size_t i = 0; i < models.size(); ++i) {
-      JsonObject m(models[i], source, "models[" + std::to_string(i) + "]");
-      SuiteModel model;
-      model.zoo = m.string_or("zoo", "");
-      model.batch = m.integer_or("batch", 0, 0);
-      model.family = m.string_or("family", "");
-      model.seed = static_cast<uint64_t>(m.integer_or("seed", 0, 0));
-      model.target_ops = static_cast<int32_t>(m.integer_or("target_ops", 0, 0, 10'000'000));
-      model.file = m.string_or("file", "");
-      if (!model.file.empty()) model.file = Resolve(model.file, suite_dir);
-      if (model.zoo.empty() + model.family.empty() + model.file.empty() != 2)
-        m.fail("zoo", "give exactly one of zoo, family or file");
-      m.finish();
-      suite.models.push_back(std::move(model));
-    }
+    ReadSuiteBudget(root, &suite.budget_evaluations, &suite.budget_seconds);
+    suite.models = ReadSuiteModels(root, suite_dir);
     if (const nlohmann::json* algorithms = root.optional("algorithms")) {
       const nlohmann::json& list = RequireArray(*algorithms, source, "algorithms");
       for (size_t i = 0; i < list.size(); ++i)
