@@ -5,7 +5,6 @@
 
 #include "agents/learned/demonstration.h"
 #include "agents/learned/learner.h"
-#include "agents/learned/policy.h"
 #include "learn_test_util.h"
 
 namespace devplace {
@@ -13,20 +12,8 @@ namespace {
 
 using learntest::MakeGame;
 using learntest::MlpTrainingGraph;
+using learntest::TinyPolicy;
 using learntest::TwoDevices;
-
-PolicyConfig SmallTransformer() {
-  PolicyConfig p;
-  p.kind = "transformer";
-  p.hidden = 16;
-  p.sage_layers = 2;
-  p.transformer_layers = 1;
-  p.heads = 2;
-  p.feedforward = 16;
-  p.segment = 8;
-  p.max_devices = 4;
-  return p;
-}
 
 TEST(Demonstration, IsTheBestOfTheAlgorithms) {
   auto game = MakeGame(MlpTrainingGraph(4), TwoDevices(4.0), MdpKind::kOneShot);
@@ -47,7 +34,7 @@ TEST(Demonstration, IsReplayedAndCloned) {
   auto game = MakeGame(MlpTrainingGraph(4), TwoDevices(1.0), MdpKind::kOneShot);
   GameEntry entry = MakeGameEntry(game, "mlp");
   for (int32_t g = 0; g < game->num_groups(); ++g) entry.demonstration.push_back(g % 2);
-  PolicyNet net(SmallTransformer(), 5);
+  PolicyNet net(TinyPolicy("transformer"), 5);
   PpoConfig ppo;
   ppo.lr = ppo.lr_final = 1e-2;
   ppo.minibatches = 1;

@@ -22,20 +22,8 @@ namespace {
 
 using learntest::MakeGame;
 using learntest::MlpTrainingGraph;
+using learntest::TinyPolicy;
 using learntest::TwoDevices;
-
-PolicyConfig TinyPolicy(const std::string& kind, int32_t segment = 8) {
-  PolicyConfig p;
-  p.kind = kind;
-  p.hidden = 16;
-  p.sage_layers = 2;
-  p.transformer_layers = 2;
-  p.heads = 2;
-  p.feedforward = 16;
-  p.segment = segment;
-  p.max_devices = 4;
-  return p;
-}
 
 TEST(Ppo, GaeMatchesHandComputation) {
   // rewards 1, 0, 2; values .5, .4, .3; step 1 ends an episode; bootstrap 1; gamma .9, lambda .8.

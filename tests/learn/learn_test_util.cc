@@ -92,4 +92,17 @@ std::string TempDir(const std::string& name) {
   return p.string();
 }
 
+PolicyConfig TinyPolicy(const std::string& kind, int32_t segment) {
+  PolicyConfig p;
+  p.kind = kind;
+  p.hidden = 16;
+  p.sage_layers = 2;
+  p.transformer_layers = 2;
+  p.heads = 2;
+  p.feedforward = 16;
+  p.segment = segment;
+  p.max_devices = 4;
+  return p;
+}
+
 }  // namespace devplace::learntest

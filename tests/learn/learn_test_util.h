@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "core/experiment_config.h"
 #include "core/graph.h"
 #include "core/topology.h"
 #include "env/config.h"
@@ -20,6 +21,8 @@ std::shared_ptr<const PlacementGame> MakeGame(Graph graph, Topology topology, Md
                                               bool memory_aware_mask = true);
 // Writes a tiny experiment (2 ptb members on dgx1-v100, one held out) to `dir`/exp.yaml and returns its path.
 std::string WriteTinyExperiment(const std::string& dir, int iterations);
+// A small policy of `kind` (transformer or placeto) for up to 4 devices, fast to train in tests.
+PolicyConfig TinyPolicy(const std::string& kind, int32_t segment = 8);
 // A fresh empty temporary directory for `name`.
 std::string TempDir(const std::string& name);
 
