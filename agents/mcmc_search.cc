@@ -21,26 +21,6 @@ namespace {
 // Uniform real in [0, 1) from 53 random bits (deterministic across standard libraries).
 double Uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
-// The dimension of `op` used to split it n ways: its first sample dim, else its first dim of any kind, of size
-// >= n; -1 if none.
-int32_t SplitDim(const Op& op, int32_t n) {
-  for (int pass = 0; pass < 2; ++pass)
-    for (size_t k = 0; k < op.dims.size(); ++k)
-      if ((pass == 1 || op.dims[k].kind == DimKind::kSample) && op.dims[k].size >= n) return static_cast<int32_t>(k);
-  return -1;
-}
-
-// Config splitting `op` over `devices` along SplitDim, or std::nullopt if it cannot be split that many ways.
-std::optional<OpConfig> SplitConfig(const Op& op, const std::vector<DeviceId>& devices) {
-  const auto n = static_cast<int32_t>(devices.size());
-  if (n == 1) return OpConfig{devices, {}};
-  int32_t dim = SplitDim(op, n);
-  if (dim < 0) return std::nullopt;
-  OpConfig c{devices, std::vector<int32_t>(op.dims.size(), 1)};
-  c.degrees[dim] = n;
-  return c;
-}
-
 class Chain {
  public:
   Chain(const SearchProblem& problem, const McmcOptions& options, uint64_t seed)

@@ -18,6 +18,7 @@ using Factory = std::function<std::unique_ptr<SearchAlgorithm>()>;
 const std::vector<std::pair<std::string, Factory>>& Registry() {
   static const std::vector<std::pair<std::string, Factory>> registry = {
       {"single", [] { return std::make_unique<SingleDevicePlacer>(); }},
+      {"data-parallel", [] { return std::make_unique<DataParallelPlacer>(); }},
       {"round-robin", [] { return std::make_unique<RoundRobinPlacer>(); }},
       {"random", [] { return std::make_unique<RandomPlacer>(); }},
       {"expert", [] { return std::make_unique<ExpertPlacer>(); }},

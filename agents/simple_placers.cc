@@ -1,6 +1,7 @@
 #include "agents/simple_placers.h"
 
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "agents/group_graph.h"
@@ -9,13 +10,39 @@
 
 namespace devplace {
 
-Expected<SearchResult> SingleDevicePlacer::Search(const SearchProblem& problem, const SearchRequest& request) const {
-  BudgetTracker clock(request);
-  const Topology& t = *problem.topology;
+namespace {
+
+// The device with the highest f32 peak (lowest id on ties).
+DeviceId FastestDevice(const Topology& t) {
   DeviceId best = 0;
   for (DeviceId d = 1; d < t.num_devices(); ++d)
     if (t.device(d).peak_flops_f32 > t.device(best).peak_flops_f32) best = d;
-  return SearchResult{Strategy::AllOn(problem.graph->num_ops(), best), 0, clock.seconds()};
+  return best;
+}
+
+}  // namespace
+
+Expected<SearchResult> SingleDevicePlacer::Search(const SearchProblem& problem, const SearchRequest& request) const {
+  BudgetTracker clock(request);
+  return SearchResult{Strategy::AllOn(problem.graph->num_ops(), FastestDevice(*problem.topology)), 0,
+                      clock.seconds()};
+}
+
+Expected<SearchResult> DataParallelPlacer::Search(const SearchProblem& problem, const SearchRequest& request) const {
+  BudgetTracker clock(request);
+  const Graph& g = *problem.graph;
+  std::vector<DeviceId> all(static_cast<size_t>(problem.topology->num_devices()));
+  for (DeviceId d = 0; d < problem.topology->num_devices(); ++d) all[d] = d;
+  Strategy strategy = Strategy::AllOn(g.num_ops(), FastestDevice(*problem.topology));
+  OpGroups groups = ColocationGroups(g);
+  for (const std::vector<OpId>& members : groups.members) {
+    std::vector<OpConfig> split;
+    for (OpId op : members)
+      if (std::optional<OpConfig> c = SplitConfig(g.op(op), all)) split.push_back(std::move(*c));
+    if (split.size() != members.size()) continue;
+    for (size_t k = 0; k < members.size(); ++k) strategy.configs[members[k]] = std::move(split[k]);
+  }
+  return SearchResult{std::move(strategy), 0, clock.seconds()};
 }
 
 Expected<SearchResult> RoundRobinPlacer::Search(const SearchProblem& problem, const SearchRequest& request) const {

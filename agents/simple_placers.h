@@ -1,5 +1,5 @@
-// The simple baselines: everything on one device, round-robin, and random placement. They place colocation
-// groups (core/colocation.h), so their output always respects colocation.
+// The simple baselines: everything on one device, data parallelism, round-robin, and random placement. They
+// place colocation groups (core/colocation.h), so their output always respects colocation.
 #pragma once
 
 #include "agents/search.h"
@@ -10,6 +10,16 @@ namespace devplace {
 class SingleDevicePlacer : public SearchAlgorithm {
  public:
   std::string name() const override { return "single"; }
+  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+};
+
+// Data parallelism over every device: each colocation group split over all devices (core/strategy.h
+// SplitConfig: along the sample dimension where the op has one, so weights are replicated and gradients
+// all-reduced; update ops shard). A group with a member that cannot be split that many ways runs whole on the
+// fastest device, as SingleDevicePlacer places it. No simulations.
+class DataParallelPlacer : public SearchAlgorithm {
+ public:
+  std::string name() const override { return "data-parallel"; }
   Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
 };
 

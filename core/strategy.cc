@@ -20,6 +20,20 @@ bool Strategy::is_plain_placement() const {
   return std::all_of(configs.begin(), configs.end(), [](const OpConfig& c) { return c.devices.size() == 1; });
 }
 
+std::optional<OpConfig> SplitConfig(const Op& op, const std::vector<DeviceId>& devices) {
+  const auto n = static_cast<int64_t>(devices.size());
+  if (n == 0) return std::nullopt;
+  if (n == 1) return OpConfig{devices, {}};
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t k = 0; k < op.dims.size(); ++k)
+      if ((pass == 1 || op.dims[k].kind == DimKind::kSample) && op.dims[k].size >= n) {
+        OpConfig c{devices, std::vector<int32_t>(op.dims.size(), 1)};
+        c.degrees[k] = static_cast<int32_t>(n);
+        return c;
+      }
+  return std::nullopt;
+}
+
 Status ValidateStrategy(const Strategy& strategy, const Graph& graph, const Topology& topology) {
   if (static_cast<int32_t>(strategy.configs.size()) != graph.num_ops())
     return Error{"strategy has " + std::to_string(strategy.configs.size()) + " op configs but graph '" + graph.name() +

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/graph.h"
@@ -33,6 +34,13 @@ struct Strategy {
   bool is_plain_placement() const;
   bool operator==(const Strategy&) const = default;
 };
+
+// The config splitting `op` evenly over `devices` (part p on devices[p]) along one dimension: its first sample
+// dimension of size >= devices.size(), else its first dimension of any kind that large. Splitting along a sample
+// dimension replicates the op's weights (data parallelism: each part holds them and the gradients are summed);
+// other kinds shard them. One device gives the plain config {devices, {}}. std::nullopt when no dimension is
+// large enough (or `devices` is empty).
+std::optional<OpConfig> SplitConfig(const Op& op, const std::vector<DeviceId>& devices);
 
 // Checks that `strategy` fits `graph` and `topology`: one config per op, known devices, degree vectors that
 // match the op's dims and multiply to the device count, no device used twice by one op, and colocated

@@ -64,6 +64,44 @@ TEST(SimplePlacers, SinglePicksTheFastestDevice) {
   EXPECT_EQ(r.evaluations, 0);
 }
 
+TEST(SimplePlacers, DataParallelSplitsEveryGroupThatCanBeSplit) {
+  // Chains of matmuls with a batch of 64 split four ways, plus one op with a batch of 2 that cannot be: its
+  // group (forward, backward and update) runs whole on the fastest device.
+  GraphBuilder b("dp");
+  OpId prev = -1;
+  for (int i = 0; i < 3; ++i) {
+    Op op{.name = testing::Label("m", i), .type = "matmul", .shape = {i == 1 ? 2 : 64, 256}};
+    op.dims = {PartitionDim{DimKind::kSample, 0, 0, op.shape[0]}};
+    op.flops = 1e11;  // 10 ms at 1e13 FLOP/s: far more than the all-reduce of 256 kB of weights
+    op.param_bytes = 256 * 256 * 4;
+    OpId id = b.add_op(op);
+    if (prev >= 0) b.add_edge(prev, id);
+    prev = id;
+  }
+  Graph g = DeriveTrainingGraph(std::move(b).Build().value()).value();
+  Topology t = Machine(4);
+  SearchResult r = RunAlgo("data-parallel", g, t);
+  EXPECT_EQ(r.evaluations, 0);
+  const std::vector<DeviceId> all = {0, 1, 2, 3};
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    const Op& o = g.op(op);
+    const OpConfig& c = r.strategy.configs[op];
+    if (o.name == "m1" || o.forward_op == "m1") {
+      EXPECT_EQ(c, (OpConfig{{0}, {}})) << o.name;
+    } else if (o.role == OpRole::kUpdate) {
+      EXPECT_EQ(c, (OpConfig{all, {4}})) << o.name;  // a parameter dimension: the update is sharded
+      EXPECT_EQ(o.dims[0].kind, DimKind::kParameter);
+    } else {
+      EXPECT_EQ(c, (OpConfig{all, {4}})) << o.name;  // the batch dimension
+      EXPECT_EQ(o.dims[0].kind, DimKind::kSample);
+    }
+  }
+  // Data parallelism over four devices beats one device on this compute-bound graph.
+  const double one = Simulate(g, t, RunAlgo("single", g, t).strategy, MakeAnalyticCostModel())->step_time;
+  const double dp = Simulate(g, t, r.strategy, MakeAnalyticCostModel())->step_time;
+  EXPECT_LT(dp, one);
+}
+
 TEST(SimplePlacers, RoundRobinDealsGroupsInOrder) {
   Graph g = TwoChains(3);
   Topology t = Machine(4);
@@ -94,7 +132,7 @@ TEST(SimplePlacers, RandomIsSeededAndRandomSearchKeepsTheBest) {
 TEST(SimplePlacers, UnknownAlgorithmListsTheKnownOnes) {
   Expected<std::unique_ptr<SearchAlgorithm>> a = MakeSearchAlgorithm("annealing");
   ASSERT_FALSE(a.ok());
-  EXPECT_EQ(a.error().message, "unknown algorithm 'annealing' (known: single, round-robin, random, expert, scotch, metis, m-topo, m-etf, mcmc, tofu-dp)");
+  EXPECT_EQ(a.error().message, "unknown algorithm 'annealing' (known: single, data-parallel, round-robin, random, expert, scotch, metis, m-topo, m-etf, mcmc, tofu-dp)");
 }
 
 }  // namespace
