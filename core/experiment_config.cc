@@ -88,6 +88,7 @@ void ReadEnv(const nlohmann::json& value, const std::string& source, ExperimentE
     o.fail("initial_placement", "expected single, round_robin or random");
   env->oom_penalty = o.number_or("oom_penalty", env->oom_penalty, 0.0);
   env->memory_aware_mask = o.boolean_or("memory_aware_mask", env->memory_aware_mask);
+  env->data_parallel_action = o.boolean_or("data_parallel_action", env->data_parallel_action);
   if (const nlohmann::json* sim = o.optional("sim")) {
     JsonObject s(*sim, source, "env.sim");
     env->segment_bytes = s.integer_or("segment_bytes", env->segment_bytes, 1);
@@ -158,6 +159,7 @@ Expected<ExperimentConfig> ExperimentConfigFromYaml(const std::string& text, con
     c.eval = ReadGraphList(root, "eval", base_dir, false);
     if (const nlohmann::json* env = root.optional("env")) ReadEnv(*env, source, &c.env);
     if (const nlohmann::json* policy = root.optional("policy")) ReadPolicy(*policy, source, &c.policy);
+    c.policy.data_parallel_action = c.env.data_parallel_action;
     if (const nlohmann::json* ppo = root.optional("ppo")) ReadPpo(*ppo, source, &c.ppo);
     if ((c.policy.kind == "transformer") != (c.env.kind == "one_shot"))
       root.fail("policy", "policy.kind transformer needs env.kind one_shot, placeto needs iterative");

@@ -32,6 +32,7 @@ struct ExperimentEnv {
   std::string initial_placement = "single";
   double oom_penalty = 1.0;
   bool memory_aware_mask = true;
+  bool data_parallel_action = false;      // an extra action: split the group over all devices
   int64_t segment_bytes = int64_t{4} << 20;
   int32_t max_segments = 8;
   double optimizer_state_factor = 2.0;
@@ -47,6 +48,9 @@ struct PolicyConfig {
   int32_t feedforward = 128;         // transformer: feed-forward width
   int32_t segment = 64;              // transformer: nodes per segment (memory = the previous segment)
   int32_t max_devices = 8;           // devices the output layer can address
+  // Not a `policy:` key: copied from env.data_parallel_action by the reader, so that the output layer also
+  // scores the environment's data-parallel action.
+  bool data_parallel_action = false;
 };
 
 // The `ppo:` section.

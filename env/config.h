@@ -8,6 +8,7 @@
 //                                           -> EnvConfig::initial_placement (ParseInitialPlacement)
 //     oom_penalty: 1.0                      -> EnvConfig::oom_penalty
 //     memory_aware_mask: true               -> EnvConfig::memory_aware_mask
+//     data_parallel_action: false           -> EnvConfig::data_parallel_action
 //     sim: {segment_bytes: 4194304, max_segments: 8, optimizer_state_factor: 2.0}
 //                                           -> EnvConfig::sim (sim/simulator.h SimOptions; keep_timeline is
 //                                              not an experiment key)
@@ -40,6 +41,10 @@ struct EnvConfig {
   // When true, a device is legal for a group only if the group's estimated memory fits in the device's
   // remaining estimated memory (all devices are legal when none fits); when false every device is legal.
   bool memory_aware_mask = true;
+  // When true, a state has one more action than the machine has devices: action num_devices() splits the group
+  // over all devices (core/strategy.h SplitConfig; data parallelism for ops with a sample dimension: weights
+  // replicated, gradients all-reduced). It is legal for groups whose every member can be split that many ways.
+  bool data_parallel_action = false;
   // Options of every simulation the environment runs.
   SimOptions sim;
 };

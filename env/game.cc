@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -102,6 +103,7 @@ Status PlacementGame::Init() {
   }
   total_reference_seconds_ = 0.0;
   for (int32_t grp = 0; grp < num_grp; ++grp) total_reference_seconds_ += group_seconds(grp, reference_device_);
+  if (config_.data_parallel_action) InitSplits();
 
   // Static node features.
   std::vector<double> flops(num_grp, 0.0), out_bytes(num_grp, 0.0), param_bytes(num_grp, 0.0);
@@ -166,21 +168,70 @@ Status PlacementGame::Init() {
   return Status::Ok();
 }
 
+void PlacementGame::InitSplits() {
+  const Graph& g = *graph_;
+  const int32_t num_dev = num_devices(), num_grp = num_groups();
+  std::vector<DeviceId> all(static_cast<size_t>(num_dev));
+  for (DeviceId d = 0; d < num_dev; ++d) all[d] = d;
+  split_configs_.assign(g.num_ops(), OpConfig{});
+  splittable_.assign(num_grp, 1);
+  split_memory_.assign(num_grp, 0);
+  split_seconds_.assign(static_cast<size_t>(num_grp) * num_dev, 0.0);
+  sync_seconds_.assign(num_grp, 0.0);
+  const double static_factor = 2.0 + config_.sim.optimizer_state_factor;
+  for (int32_t grp = 0; grp < num_grp; ++grp) {
+    int64_t replicated_bytes = 0;
+    for (OpId op : groups_.members[grp]) {
+      const Op& o = g.op(op);
+      std::optional<OpConfig> split = SplitConfig(o, all);
+      if (!split) {
+        splittable_[grp] = 0;
+        continue;
+      }
+      split_configs_[op] = std::move(*split);
+      const OpConfig& c = split_configs_[op];
+      bool replicated = false;
+      for (size_t k = 0; k < c.degrees.size(); ++k)
+        replicated |= c.degrees[k] > 1 && o.dims[k].kind == DimKind::kSample;
+      if (replicated) replicated_bytes += o.param_bytes;
+      const double params = static_factor * static_cast<double>(o.param_bytes);
+      split_memory_[grp] += static_cast<int64_t>(std::llround(replicated ? params : params / num_dev));
+      if (o.role == OpRole::kForward) split_memory_[grp] += (OutputBytes(o) + num_dev - 1) / num_dev;
+      for (DeviceId d = 0; d < num_dev; ++d)
+        split_seconds_[static_cast<size_t>(grp) * num_dev + d] +=
+            cost_.ComputeTime(g, op, c, static_cast<int>(d), topology_->device(d));
+    }
+    if (replicated_bytes > 0 && num_dev > 1) {
+      double slowest_hop = 0.0;
+      for (DeviceId d = 0; d < num_dev; ++d)
+        slowest_hop = std::max(slowest_hop, topology_->transfer_time_estimate(d, (d + 1) % num_dev,
+                                                                              (replicated_bytes + num_dev - 1) / num_dev));
+      sync_seconds_[grp] = 2.0 * (num_dev - 1) * slowest_hop;
+    }
+  }
+}
+
 PlacementState PlacementGame::NewInitialState(uint64_t seed) const { return PlacementState(shared_from_this(), seed); }
 
 double PlacementGame::PenalisedTime(double step_time, bool oom) const {
   return oom ? step_time + config_.oom_penalty * reference_time_ : step_time;
 }
 
+OpConfig PlacementGame::ActionConfig(OpId op, int32_t action) const {
+  if (is_data_parallel(action)) {
+    DEVPLACE_CHECK(group_splittable(groups_.group_of_op[op]), "data-parallel action on a group that cannot be split");
+    return split_configs_[op];
+  }
+  DEVPLACE_CHECK(action >= 0 && action < num_devices(), "group device out of range");
+  return OpConfig{{action}, {}};
+}
+
 Strategy PlacementGame::StrategyFromGroups(std::span<const int32_t> device_per_group) const {
   DEVPLACE_CHECK(static_cast<int32_t>(device_per_group.size()) == num_groups(), "one device per group");
   Strategy strategy;
   strategy.configs.resize(graph_->num_ops());
-  for (OpId op = 0; op < graph_->num_ops(); ++op) {
-    const int32_t d = device_per_group[groups_.group_of_op[op]];
-    DEVPLACE_CHECK(d >= 0 && d < num_devices(), "group device out of range");
-    strategy.configs[op].devices.assign(1, d);
-  }
+  for (OpId op = 0; op < graph_->num_ops(); ++op)
+    strategy.configs[op] = ActionConfig(op, device_per_group[groups_.group_of_op[op]]);
   return strategy;
 }
 
@@ -188,11 +239,17 @@ Expected<SimResult> PlacementGame::Evaluate(std::span<const int32_t> device_per_
   if (static_cast<int32_t>(device_per_group.size()) != num_groups())
     return Error{"env: placement has " + std::to_string(device_per_group.size()) + " devices but the graph has " +
                  std::to_string(num_groups()) + " groups"};
-  for (size_t g = 0; g < device_per_group.size(); ++g)
-    if (device_per_group[g] < 0 || device_per_group[g] >= num_devices())
-      return Error{"env: placement[" + std::to_string(g) + "]: device " + std::to_string(device_per_group[g]) +
+  for (size_t g = 0; g < device_per_group.size(); ++g) {
+    const int32_t a = device_per_group[g];
+    if (is_data_parallel(a) && !group_splittable(static_cast<int32_t>(g)))
+      return Error{"env: placement[" + std::to_string(g) + "]: group (op '" +
+                   graph_->op(groups_.members[g].front()).name + "') cannot be split over all " +
+                   std::to_string(num_devices()) + " devices"};
+    if (a < 0 || a >= num_actions())
+      return Error{"env: placement[" + std::to_string(g) + "]: device " + std::to_string(a) +
                    " is not in topology '" + topology_->name() + "' (" + std::to_string(num_devices()) +
                    " devices)"};
+  }
   std::unique_ptr<Simulator> sim;
   {
     std::lock_guard<std::mutex> lock(pool_mutex_);

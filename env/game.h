@@ -45,6 +45,23 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   const OpGroups& groups() const { return groups_; }
   int32_t num_groups() const { return groups_.num_groups(); }
   int32_t num_devices() const { return topology_->num_devices(); }
+  // Actions of a state: the devices, plus the data-parallel action when EnvConfig::data_parallel_action is set.
+  int32_t num_actions() const { return num_devices() + (config_.data_parallel_action ? 1 : 0); }
+  // The id of the data-parallel action (num_devices()), or -1 when the game has none.
+  int32_t data_parallel_action() const { return config_.data_parallel_action ? num_devices() : -1; }
+  // True when `action` is the data-parallel action.
+  bool is_data_parallel(int32_t action) const { return config_.data_parallel_action && action == num_devices(); }
+  // Data-parallel action only: whether every member of the group can be split over all devices
+  // (SplitConfig), and the group's estimated memory and compute time per device when it is.
+  bool group_splittable(int32_t group) const { return splittable_[group] != 0; }
+  int64_t group_split_memory_bytes(int32_t group) const { return split_memory_[group]; }
+  double group_split_seconds(int32_t group, DeviceId device) const {
+    return split_seconds_[static_cast<size_t>(group) * num_devices() + device];
+  }
+  // Data-parallel action only: an estimate of the ring all-reduce of the group's replicated gradients (members
+  // split along a sample dimension) when split: 2 (D - 1) steps, each moving 1/D of the bytes over the slowest
+  // hop of the ring 0 -> 1 -> ... -> D-1 -> 0 (Topology::transfer_time_estimate). 0 for groups without weights.
+  double group_sync_seconds(int32_t group) const { return sync_seconds_[group]; }
   // Group-level edges: a -> b when some op of group a feeds some op of group b (deduplicated, no self loops,
   // sorted by (src, dst)). Groups that colocate forward and backward ops make this graph cyclic in general
   // (forward a -> b, gradient b -> a); both directions are kept.
@@ -71,11 +88,15 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
 
   // The time a placement is charged: step_time, plus oom_penalty * reference_time() when it runs out of memory.
   double PenalisedTime(double step_time, bool oom) const;
-  // The plain placement putting every op on its group's device. Precondition: one device in range per group.
+  // The config of op `op` when its group takes `action`: {action} for a device, the op's split config for the
+  // data-parallel action. Precondition: the action is in range (and the group splittable if data-parallel).
+  OpConfig ActionConfig(OpId op, int32_t action) const;
+  // The strategy of an action per group: every op on its group's device, or split over all devices (SplitConfig)
+  // for the data-parallel action. Precondition: one action in range per group, splittable where data-parallel.
   Strategy StrategyFromGroups(std::span<const int32_t> device_per_group) const;
-  // Simulates that placement (equal to Simulate() of StrategyFromGroups). Thread-safe: it borrows a Simulator
-  // from a pool kept by the game, so repeated evaluations reuse priced ops and buffers. Errors on a wrong size
-  // or a device out of range.
+  // Simulates that strategy (equal to Simulate() of StrategyFromGroups). Thread-safe: it borrows a Simulator
+  // from a pool kept by the game, so repeated evaluations reuse priced ops and buffers. Errors on a wrong size,
+  // an action out of range or a data-parallel action on a group that cannot be split.
   Expected<SimResult> Evaluate(std::span<const int32_t> device_per_group) const;
 
   // Static node features, row-major [num_groups x kNodeFeatureDim]; the dynamic columns (is-current,
@@ -86,6 +107,7 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
  private:
   PlacementGame() = default;
   Status Init();
+  void InitSplits();  // the data-parallel action's tables
 
   std::shared_ptr<const Graph> graph_;
   std::shared_ptr<const Topology> topology_;
@@ -95,6 +117,12 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   std::vector<int32_t> edge_src_, edge_dst_;
   std::vector<double> group_seconds_;  // [group x device]
   std::vector<int64_t> group_memory_;
+  // Data-parallel action only (empty otherwise): the split config of every op, and per group.
+  std::vector<OpConfig> split_configs_;
+  std::vector<uint8_t> splittable_;
+  std::vector<int64_t> split_memory_;
+  std::vector<double> split_seconds_;  // [group x device]
+  std::vector<double> sync_seconds_;
   int64_t total_memory_ = 0;
   double total_reference_seconds_ = 0.0;
   DeviceId reference_device_ = 0;

@@ -53,9 +53,10 @@ struct Observation {
   int32_t num_devices = 0;
   int32_t device_feature_dim = kDeviceFeatureDim;
   std::vector<float> device_features;  // row-major [num_devices x device_feature_dim]
-  std::vector<int32_t> placement;      // device per node, -1 unplaced
+  std::vector<int32_t> placement;      // action per node: a device, num_devices for data-parallel, -1 unplaced
   int32_t current_node = -1;           // the node the next action places; -1 when terminal
-  std::vector<uint8_t> legal_mask;     // 1 per legal device for current_node (all 0 when terminal)
+  std::vector<uint8_t> legal_mask;     // 1 per legal action for current_node (all 0 when terminal); devices,
+                                       // then the data-parallel action when the game has it
 };
 
 }  // namespace devplace

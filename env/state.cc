@@ -21,7 +21,7 @@ PlacementState::PlacementState(std::shared_ptr<const PlacementGame> game, uint64
   placement_.assign(g.num_groups(), -1);
   memory_load_.assign(g.num_devices(), 0);
   compute_load_.assign(g.num_devices(), 0.0);
-  mask_.assign(g.num_devices(), 0);
+  mask_.assign(g.num_actions(), 0);
   if (g.kind() == MdpKind::kIterative) InitIterative();
   RefreshMask();
 }
@@ -54,16 +54,30 @@ void PlacementState::RefreshTimeFromDelta() {
   evaluated_ = true;
 }
 
-void PlacementState::Place(int32_t group, int32_t device) {
+void PlacementState::Load(int32_t group, int32_t action, int sign) {
   const PlacementGame& g = *game_;
-  const int32_t old = placement_[group];
-  if (old >= 0) {
-    memory_load_[old] -= g.group_memory_bytes(group);
-    compute_load_[old] -= g.group_seconds(group, old);
+  if (g.is_data_parallel(action)) {
+    for (DeviceId d = 0; d < g.num_devices(); ++d) {
+      memory_load_[d] += sign * g.group_split_memory_bytes(group);
+      compute_load_[d] += sign * g.group_split_seconds(group, d);
+    }
+    return;
   }
-  placement_[group] = device;
-  memory_load_[device] += g.group_memory_bytes(group);
-  compute_load_[device] += g.group_seconds(group, device);
+  memory_load_[action] += sign * g.group_memory_bytes(group);
+  compute_load_[action] += sign * g.group_seconds(group, action);
+}
+
+void PlacementState::Place(int32_t group, int32_t action) {
+  if (placement_[group] >= 0) Load(group, placement_[group], -1);
+  placement_[group] = action;
+  Load(group, action, +1);
+}
+
+int64_t PlacementState::OwnMemory(int32_t group, DeviceId device) const {
+  const PlacementGame& g = *game_;
+  const int32_t action = placement_[group];
+  if (g.is_data_parallel(action)) return g.group_split_memory_bytes(group);
+  return action == device ? g.group_memory_bytes(group) : 0;
 }
 
 void PlacementState::RefreshMask() {
@@ -72,18 +86,30 @@ void PlacementState::RefreshMask() {
     std::fill(mask_.begin(), mask_.end(), uint8_t{0});
     return;
   }
+  const int32_t split = g.data_parallel_action();
+  const uint8_t splittable = split >= 0 && g.group_splittable(current_) && g.num_devices() > 1 ? 1 : 0;
   if (!g.config().memory_aware_mask) {
     std::fill(mask_.begin(), mask_.end(), uint8_t{1});
+    if (split >= 0) mask_[split] = splittable;
     return;
   }
   const int64_t need = g.group_memory_bytes(current_);
-  bool any = false;
+  const int64_t split_need = split >= 0 ? g.group_split_memory_bytes(current_) : 0;
+  bool any = false, split_fits = splittable != 0;
   for (DeviceId d = 0; d < g.num_devices(); ++d) {
-    const int64_t others = memory_load_[d] - (placement_[current_] == d ? need : 0);
-    mask_[d] = need <= g.topology().device(d).memory_bytes - others ? 1 : 0;
+    const int64_t free = g.topology().device(d).memory_bytes - (memory_load_[d] - OwnMemory(current_, d));
+    mask_[d] = need <= free ? 1 : 0;
     any = any || mask_[d];
+    split_fits = split_fits && split_need <= free;
   }
-  if (!any) std::fill(mask_.begin(), mask_.end(), uint8_t{1});
+  if (split >= 0) {
+    mask_[split] = split_fits ? 1 : 0;
+    any = any || split_fits;
+  }
+  if (!any) {
+    std::fill(mask_.begin(), mask_.end(), uint8_t{1});
+    if (split >= 0) mask_[split] = splittable;
+  }
 }
 
 void PlacementState::Advance() {
@@ -101,34 +127,38 @@ void PlacementState::EvaluateOneShot() {
   evaluated_ = true;
 }
 
-Status PlacementState::ApplyAction(int32_t device) {
+Status PlacementState::ApplyAction(int32_t action) {
   const PlacementGame& g = *game_;
-  if (IsTerminal()) return Error{"env: action " + std::to_string(device) + " on a terminal state"};
+  if (IsTerminal()) return Error{"env: action " + std::to_string(action) + " on a terminal state"};
   auto where = [&] {
     return "env: group " + std::to_string(current_) + " (op '" +
            g.graph().op(g.groups().members[current_].front()).name + "'): ";
   };
-  if (device < 0 || device >= g.num_devices())
-    return Error{where() + "device " + std::to_string(device) + " is not in topology '" + g.topology().name() +
+  if (action < 0 || action >= g.num_actions())
+    return Error{where() + "device " + std::to_string(action) + " is not in topology '" + g.topology().name() +
                  "' (" + std::to_string(g.num_devices()) + " devices)"};
-  if (!mask_[device])
-    return Error{where() + "device '" + g.topology().device(device).name +
+  if (!mask_[action]) {
+    if (g.is_data_parallel(action))
+      return Error{where() + "the data-parallel action is not legal (the group cannot be split over all " +
+                   std::to_string(g.num_devices()) + " devices, or its estimated memory does not fit)"};
+    return Error{where() + "device '" + g.topology().device(action).name +
                  "' is not legal (the group's estimated memory does not fit)"};
+  }
   double reward = 0.0;
   if (g.kind() == MdpKind::kIterative) {
     const double before = penalised_time();
-    if (placement_[current_] != device) {
+    if (placement_[current_] != action) {
       std::vector<std::pair<OpId, OpConfig>> changes;
       changes.reserve(g.groups().members[current_].size());
-      for (OpId op : g.groups().members[current_]) changes.emplace_back(op, OpConfig{{device}, {}});
+      for (OpId op : g.groups().members[current_]) changes.emplace_back(op, g.ActionConfig(op, action));
       Status s = delta_->SetConfigs(changes);
       DEVPLACE_CHECK(s.ok(), s.ok() ? "" : s.error().message);
-      Place(current_, device);
+      Place(current_, action);
       RefreshTimeFromDelta();
     }
     reward = (before - penalised_time()) / g.reference_time();
   } else {
-    Place(current_, device);
+    Place(current_, action);
     if (current_ + 1 == g.num_groups()) {
       EvaluateOneShot();
       reward = -std::sqrt(penalised_time() / g.reference_time());

@@ -9,9 +9,14 @@
 // One-shot (GDP): groups start unplaced and are placed one per step, with reward 0 until the last step, whose
 // reward is -sqrt(T / T_ref) for the complete placement (one full simulation).
 //
+// Actions are the game's num_actions(): device ids, plus the data-parallel action num_devices() (split the group
+// over all devices) when EnvConfig::data_parallel_action is set; placement() then holds num_devices() for a
+// data-parallel group.
 // Legal actions: with EnvConfig::memory_aware_mask, device d is legal when the current group's estimated memory
-// fits in d's capacity minus the estimated memory of the other groups placed on d; when no device qualifies,
-// all are legal (a policy can never get stuck). Without the memory-aware mask every device is legal.
+// fits in d's capacity minus the estimated memory of the other groups placed on d, and the data-parallel action
+// when the group can be split and its per-device share fits on every device; when no action qualifies, all
+// devices (and the data-parallel action if the group can be split) are legal (a policy can never get stuck).
+// Without the memory-aware mask every device is legal, and the data-parallel action when the group can be split.
 //
 // A state is a move-only value (it may own an incremental simulator); Clone() makes an independent copy.
 // A state keeps its game alive (shared_ptr). Not thread-safe; distinct states are independent.
@@ -52,11 +57,12 @@ class PlacementState {
   // Actions applied so far (the episode has game().num_groups() steps).
   int32_t num_steps() const { return steps_; }
 
-  // One entry per device, 1 = legal for current_node(); all 0 when terminal.
+  // One entry per action, 1 = legal for current_node(); all 0 when terminal.
   const std::vector<uint8_t>& LegalActionsMask() const { return mask_; }
-  // Places (one-shot) or moves (iterative) current_node() on `device` and advances. Errors, leaving the state
-  // unchanged: terminal state, device out of range, device not legal.
-  Status ApplyAction(int32_t device);
+  // Places (one-shot) or moves (iterative) current_node() on device `action` (or splits it over all devices for
+  // the data-parallel action) and advances. Errors, leaving the state unchanged: terminal state, action out of
+  // range, action not legal.
+  Status ApplyAction(int32_t action);
   // One-shot only, from the initial state: applies a whole placement (device per group, e.g. from a
   // non-autoregressive decoder) as num_groups() actions, each checked against the mask of its step.
   // Errors, leaving the state unchanged: wrong MDP, groups already placed, wrong size, an illegal step (named).
@@ -72,11 +78,11 @@ class PlacementState {
   // An independent copy (same future under the same actions). Re-simulates for the iterative MDP.
   PlacementState Clone() const;
 
-  // Device per group, -1 for unplaced groups.
+  // Action per group (a device, or num_devices() for data-parallel), -1 for unplaced groups.
   const std::vector<int32_t>& placement() const { return placement_; }
   // True when every group has a device: always for the iterative MDP, at the terminal state for one-shot.
   bool is_complete() const { return evaluated_; }
-  // The plain placement of the ops (every op on its group's device). Precondition: is_complete().
+  // The strategy of the placement (PlacementGame::StrategyFromGroups). Precondition: is_complete().
   Strategy strategy() const;
   // Simulated step time (seconds) and OOM of strategy(), and the penalised time T. Precondition: is_complete().
   double step_time() const;
@@ -89,7 +95,9 @@ class PlacementState {
   struct CloneTag {};
   PlacementState(std::shared_ptr<const PlacementGame> game, uint64_t seed, CloneTag)
       : game_(std::move(game)), seed_(seed) {}
-  void Place(int32_t group, int32_t device);  // updates placement and loads
+  void Place(int32_t group, int32_t action);  // updates placement and loads
+  void Load(int32_t group, int32_t action, int sign);  // adds (+1) or removes (-1) the group's loads
+  int64_t OwnMemory(int32_t group, DeviceId device) const;  // the group's estimated bytes on `device` now
   void Advance();                             // moves current_ on and refreshes the mask
   void RefreshMask();
   void InitIterative();

@@ -145,7 +145,7 @@ GameRollout PpoLearner::Collect(const GameEntry& entry, int32_t samples, bool gr
 
 GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng) {
   const PlacementGame& game = *entry.game;
-  const int64_t n = game.num_groups(), d = game.num_devices(), s_count = greedy ? 1 : samples;
+  const int64_t n = game.num_groups(), d = game.num_actions(), s_count = greedy ? 1 : samples;
   torch::NoGradGuard no_grad;
   OneShotOutput out = net_->transformer()->forward(entry.tensors);
   torch::Tensor logits = out.logits.contiguous();
@@ -190,7 +190,7 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
 GameRollout PpoLearner::CollectIterative(const GameEntry& entry, int32_t samples, bool greedy,
                                          std::mt19937_64& rng) {
   const PlacementGame& game = *entry.game;
-  const int64_t n = game.num_groups(), d = game.num_devices(), s_count = greedy ? 1 : samples;
+  const int64_t n = game.num_groups(), d = game.num_actions(), s_count = greedy ? 1 : samples;
   torch::NoGradGuard no_grad;
   GameRollout r;
   r.entry = &entry;

@@ -53,9 +53,9 @@ struct GameRollout {
   const GameEntry* entry = nullptr;
   std::vector<EpisodeResult> episodes;
   int64_t evaluations = 0;  // simulations the episodes ran
-  // Training data. One-shot: actions [S, N], masks [S, N, D], old_logp [S, N]; values/returns/advantages per
-  // episode. Iterative: observations of the S * N steps (episode-major), masks [T, D], actions/old_logp [T];
-  // values/returns/advantages per step.
+  // Training data (A = the game's actions). One-shot: actions [S, N], masks [S, N, A], old_logp [S, N];
+  // values/returns/advantages per episode. Iterative: observations of the S * N steps (episode-major), masks
+  // [T, A], actions/old_logp [T]; values/returns/advantages per step.
   torch::Tensor actions, masks, old_logp;
   IterativeBatch observations;
   std::vector<double> values, returns, advantages;

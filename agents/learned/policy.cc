@@ -1,5 +1,6 @@
 #include "agents/learned/policy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -18,6 +19,23 @@ torch::Tensor FloatTensor(const std::vector<float>& values, int64_t rows, int64_
   return torch::from_blob(const_cast<float*>(values.data()), {rows, cols}, torch::kFloat32).clone();
 }
 
+// The kParallelNodeFeatures columns of every group (see policy.h).
+torch::Tensor ParallelFeatures(const PlacementGame& game) {
+  const int32_t n = game.num_groups();
+  torch::Tensor x = torch::zeros({n, kParallelNodeFeatures}, torch::kFloat32);
+  float* row = x.data_ptr<float>();
+  for (int32_t g = 0; g < n; ++g, row += kParallelNodeFeatures) {
+    if (!game.group_splittable(g)) continue;
+    double slowest = 0.0;
+    for (DeviceId d = 0; d < game.num_devices(); ++d) slowest = std::max(slowest, game.group_split_seconds(g, d));
+    const double saving = std::max(0.0, game.group_seconds(g, game.reference_device()) - slowest);
+    const double sync = game.group_sync_seconds(g);
+    row[0] = saving + sync > 0 ? static_cast<float>(saving / (saving + sync)) : 0.5f;
+    row[1] = static_cast<float>(std::clamp(n * (saving - sync) / game.total_reference_seconds(), -4.0, 4.0));
+  }
+  return x;
+}
+
 }  // namespace
 
 GameTensors MakeGameTensors(const PlacementGame& game) {
@@ -28,8 +46,10 @@ GameTensors MakeGameTensors(const PlacementGame& game) {
   torch::Tensor share = t.graph.x.select(1, kNodeComputeShare);
   torch::Tensor cumulative = (share.cumsum(0) - 0.5 * share).clamp(0.0, 1.0);
   t.graph.x = torch::cat({t.graph.x, cumulative.unsqueeze(1)}, 1);
+  if (game.data_parallel_action() >= 0) t.graph.x = torch::cat({t.graph.x, ParallelFeatures(game)}, 1);
   t.device_x = FloatTensor(game.static_device_features(), game.num_devices(), kDeviceFeatureDim);
   t.num_devices = game.num_devices();
+  t.num_actions = game.num_actions();
   return t;
 }
 
@@ -52,7 +72,9 @@ torch::Tensor XlLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& 
 
 TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : config_(config) {
   const int64_t h = config.hidden;
-  sage_ = register_module("sage", GraphSage(kTransformerNodeFeatures, h, config.sage_layers));
+  sage_ = register_module(
+      "sage", GraphSage(kTransformerNodeFeatures + (config.data_parallel_action ? kParallelNodeFeatures : 0), h,
+                        config.sage_layers));
   film_ = register_module("film", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, 2 * h));
   for (int32_t i = 0; i < config.transformer_layers; ++i)
     layers_.push_back(register_module("xl" + std::to_string(i), XlLayer(h, config.heads, config.feedforward)));
@@ -61,12 +83,15 @@ TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : confi
   split_head_ = register_module("split_head", torch::nn::Linear(1, config.max_devices));
   query_ = register_module("query", torch::nn::Linear(h, h));
   device_key_ = register_module("device_key", torch::nn::Linear(kDeviceFeatureDim, h));
+  if (config.data_parallel_action) parallel_head_ = register_module("parallel_head", torch::nn::Linear(h, 1));
   value1_ = register_module("value1", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, h));
   value2_ = register_module("value2", torch::nn::Linear(h, 1));
 }
 
 OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
   DEVPLACE_CHECK(game.num_devices <= config_.max_devices, "more devices than the policy addresses");
+  DEVPLACE_CHECK((game.num_actions > game.num_devices) == config_.data_parallel_action,
+                 "the policy and the game disagree on the data-parallel action");
   const int64_t n = game.graph.num_nodes();
   torch::Tensor h = sage_(game.graph);  // [N, H]
   torch::Tensor scalars = torch::tensor({static_cast<float>(std::log1p(static_cast<double>(n)) / 10.0),
@@ -98,6 +123,7 @@ OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
   torch::Tensor cumulative = game.graph.x.slice(1, kNodeFeatureDim, kNodeFeatureDim + 1);
   torch::Tensor logits = (device_head_(h) + split_head_(cumulative)).slice(1, 0, game.num_devices) +
                          torch::matmul(query_(h), keys.t()) / std::sqrt(static_cast<double>(config_.hidden));
+  if (config_.data_parallel_action) logits = torch::cat({logits, parallel_head_(h)}, 1);
   torch::Tensor summary = torch::cat({h.mean(0), std::get<0>(h.max(0)), game.device_x.mean(0), scalars});
   torch::Tensor value = value2_(torch::relu(value1_(summary))).squeeze(0);
   return {logits, value};
@@ -129,11 +155,12 @@ IterativeBatch StackObservations(const std::vector<const Observation*>& observat
 
 PlacetoPolicyImpl::PlacetoPolicyImpl(const PolicyConfig& config) : config_(config) {
   const int64_t h = config.hidden;
-  sage_ = register_module("sage", GraphSage(kNodeFeatureDim + config.max_devices + 1, h, config.sage_layers));
+  sage_ = register_module("sage", GraphSage(kNodeFeatureDim + PlacementSlots(), h, config.sage_layers));
   hidden_ = register_module("hidden", torch::nn::Linear(2 * h, h));
   device_head_ = register_module("device_head", torch::nn::Linear(h, config.max_devices));
   query_ = register_module("query", torch::nn::Linear(h, h));
   device_key_ = register_module("device_key", torch::nn::Linear(kDeviceFeatureDim, h));
+  if (config.data_parallel_action) parallel_head_ = register_module("parallel_head", torch::nn::Linear(h, 1));
   value1_ = register_module("value1", torch::nn::Linear(2 * h, h));
   value2_ = register_module("value2", torch::nn::Linear(h, 1));
 }
@@ -142,10 +169,13 @@ IterativeOutput PlacetoPolicyImpl::forward(const IterativeBatch& batch, const to
                                            const torch::Tensor& edge_dst) {
   const int64_t t = batch.node_x.size(0), n = batch.node_x.size(1), d = batch.device_x.size(1);
   DEVPLACE_CHECK(d <= config_.max_devices, "more devices than the policy addresses");
-  // Placement as a one-hot over max_devices plus an "unplaced" column.
+  // Placement as a one-hot over max_devices, an "unplaced" column and, with the data-parallel action, a
+  // "data-parallel" column (the action's id is the game's device count, which the devices' columns may reach).
   torch::Tensor slot = torch::where(batch.placement < 0, torch::full_like(batch.placement, config_.max_devices),
                                     batch.placement);
-  torch::Tensor onehot = torch::one_hot(slot, config_.max_devices + 1).to(torch::kFloat32);
+  if (config_.data_parallel_action)
+    slot = torch::where(batch.placement == d, torch::full_like(batch.placement, config_.max_devices + 1), slot);
+  torch::Tensor onehot = torch::one_hot(slot, PlacementSlots()).to(torch::kFloat32);
   torch::Tensor x = torch::cat({batch.node_x, onehot}, 2).reshape({t * n, -1});
   torch::Tensor h = sage_(RepeatEdges(x, edge_src, edge_dst, t, n)).reshape({t, n, -1});
   torch::Tensor current = h.gather(1, batch.current.view({t, 1, 1}).expand({t, 1, h.size(2)})).squeeze(1);
@@ -155,6 +185,7 @@ IterativeOutput PlacetoPolicyImpl::forward(const IterativeBatch& batch, const to
   torch::Tensor logits = device_head_(z).slice(1, 0, d) +
                          torch::bmm(keys, query_(z).unsqueeze(2)).squeeze(2) /
                              std::sqrt(static_cast<double>(config_.hidden));
+  if (config_.data_parallel_action) logits = torch::cat({logits, parallel_head_(z)}, 1);
   torch::Tensor values = value2_(torch::relu(value1_(both))).squeeze(1);
   return {logits, values};
 }
@@ -171,7 +202,7 @@ PolicyNet::PolicyNet(const PolicyConfig& config, uint64_t seed) : config_(config
   torch::NoGradGuard no_grad;
   for (auto& item : module().named_parameters(true))
     if (item.key().rfind("device_head.", 0) == 0 || item.key().rfind("query.", 0) == 0 ||
-        item.key().rfind("split_head.", 0) == 0)
+        item.key().rfind("split_head.", 0) == 0 || item.key().rfind("parallel_head.", 0) == 0)
       item.value().mul_(0.01);
 }
 
@@ -194,22 +225,22 @@ torch::Tensor MaskedLogProbs(const torch::Tensor& logits, const torch::Tensor& m
 
 torch::Tensor MaskedEntropy(const torch::Tensor& log_probs) { return -(log_probs.exp() * log_probs).sum(-1); }
 
-int32_t ChooseDevice(const float* logits, const uint8_t* mask, int32_t num_devices, bool greedy, double u) {
+int32_t ChooseDevice(const float* logits, const uint8_t* mask, int32_t num_actions, bool greedy, double u) {
   int32_t best = -1;
-  for (int32_t d = 0; d < num_devices; ++d)
+  for (int32_t d = 0; d < num_actions; ++d)
     if (mask[d] && (best < 0 || logits[d] > logits[best])) best = d;
-  DEVPLACE_CHECK(best >= 0, "no legal device");
+  DEVPLACE_CHECK(best >= 0, "no legal action");
   if (greedy) return best;
   double total = 0.0;
   double weights[1024];
-  DEVPLACE_CHECK(num_devices <= 1024, "too many devices");
-  for (int32_t d = 0; d < num_devices; ++d) {
+  DEVPLACE_CHECK(num_actions <= 1024, "too many actions");
+  for (int32_t d = 0; d < num_actions; ++d) {
     weights[d] = mask[d] ? std::exp(static_cast<double>(logits[d]) - logits[best]) : 0.0;
     total += weights[d];
   }
   double target = u * total, cumulative = 0.0;
   int32_t last = best;
-  for (int32_t d = 0; d < num_devices; ++d) {
+  for (int32_t d = 0; d < num_actions; ++d) {
     if (!mask[d]) continue;
     cumulative += weights[d];
     last = d;

@@ -6,7 +6,8 @@
 //   per-device-index output plus a device-feature term); a value head on the pooled states.
 // - PlacetoPolicy (Placeto-style, iterative MDP): GraphSAGE over group features plus the current placement,
 //   logits for the current group from its embedding and the pooled graph embedding, and a value head.
-// Logits cover the topology's devices; masking (MaskedLogProbs) removes illegal ones.
+// Logits cover the topology's devices, plus the environment's data-parallel action when the policy config has
+// data_parallel_action (env/config.h); masking (MaskedLogProbs) removes illegal ones.
 #pragma once
 
 #include <cstdint>
@@ -23,17 +24,23 @@
 namespace devplace {
 
 // The static tensors of a game: group features [N, kTransformerNodeFeatures] (the environment's
-// kNodeFeatureDim columns plus the cumulative compute share in topological order), group edges, device
-// features [D, Fd].
+// kNodeFeatureDim columns plus the cumulative compute share in topological order; with the data-parallel
+// action, kParallelNodeFeatures more: the split's benefit ratio saving / (saving + sync), 0.5 when both are 0,
+// and its net gain N (saving - sync) / total clamped to [-4, 4], where saving = the group's compute time on the
+// reference device minus its slowest split part, sync = PlacementGame::group_sync_seconds, total = the graph's
+// compute time on the reference device and N the number of groups), group edges, device features [D, Fd].
 inline constexpr int64_t kTransformerNodeFeatures = kNodeFeatureDim + 1;
+inline constexpr int64_t kParallelNodeFeatures = 2;
 struct GameTensors {
   SageGraph graph;
   torch::Tensor device_x;
   int64_t num_devices = 0;
+  int64_t num_actions = 0;  // num_devices, plus 1 when the game has the data-parallel action
 };
 GameTensors MakeGameTensors(const PlacementGame& game);
 
-// Per-group logits [N, D] and the value of the initial state (scalar).
+// Per-group logits [N, A] over the game's actions (devices, then the data-parallel action if any) and the value
+// of the initial state (scalar).
 struct OneShotOutput {
   torch::Tensor logits;
   torch::Tensor value;
@@ -55,7 +62,8 @@ TORCH_MODULE(XlLayer);
 class TransformerPlacerImpl : public torch::nn::Module {
  public:
   explicit TransformerPlacerImpl(const PolicyConfig& config);
-  // Precondition: game.num_devices <= config.max_devices.
+  // Preconditions: game.num_devices <= config.max_devices; the game has the data-parallel action exactly when
+  // config.data_parallel_action is set.
   OneShotOutput forward(const GameTensors& game);
 
  private:
@@ -65,6 +73,7 @@ class TransformerPlacerImpl : public torch::nn::Module {
   std::vector<XlLayer> layers_;
   torch::nn::LayerNorm out_norm_{nullptr};
   torch::nn::Linear device_head_{nullptr}, split_head_{nullptr}, query_{nullptr}, device_key_{nullptr};
+  torch::nn::Linear parallel_head_{nullptr};  // the data-parallel action's logit (config.data_parallel_action)
   torch::nn::Linear value1_{nullptr}, value2_{nullptr};
 };
 TORCH_MODULE(TransformerPlacer);
@@ -72,14 +81,14 @@ TORCH_MODULE(TransformerPlacer);
 // A batch of T iterative-MDP observations of one game.
 struct IterativeBatch {
   torch::Tensor node_x;      // [T, N, kNodeFeatureDim] (dynamic columns included)
-  torch::Tensor placement;   // [T, N] int64, device per group
+  torch::Tensor placement;   // [T, N] int64, action per group (num_devices = data-parallel, -1 unplaced)
   torch::Tensor device_x;    // [T, D, kDeviceFeatureDim]
   torch::Tensor current;     // [T] int64, the group each observation moves
 };
 // Stacks observations (all of the same game).
 IterativeBatch StackObservations(const std::vector<const Observation*>& observations);
 
-// Logits [T, D] for the current groups and values [T].
+// Logits [T, A] over the actions for the current groups and values [T].
 struct IterativeOutput {
   torch::Tensor logits;
   torch::Tensor values;
@@ -91,9 +100,13 @@ class PlacetoPolicyImpl : public torch::nn::Module {
   IterativeOutput forward(const IterativeBatch& batch, const torch::Tensor& edge_src, const torch::Tensor& edge_dst);
 
  private:
+  // One-hot columns of a group's placement: max_devices, unplaced, and data-parallel when the policy has it.
+  int64_t PlacementSlots() const { return config_.max_devices + (config_.data_parallel_action ? 2 : 1); }
+
   PolicyConfig config_;
   GraphSage sage_{nullptr};
   torch::nn::Linear hidden_{nullptr}, device_head_{nullptr}, query_{nullptr}, device_key_{nullptr};
+  torch::nn::Linear parallel_head_{nullptr};  // the data-parallel action's logit (config.data_parallel_action)
   torch::nn::Linear value1_{nullptr}, value2_{nullptr};
 };
 TORCH_MODULE(PlacetoPolicy);
@@ -122,9 +135,9 @@ torch::Tensor MaskedLogProbs(const torch::Tensor& logits, const torch::Tensor& m
 // Entropy of each masked distribution: -sum p log p over the last dimension.
 torch::Tensor MaskedEntropy(const torch::Tensor& log_probs);
 
-// Picks a device for one group from its logits over `num_devices` devices and its legal mask (1 = legal, at
-// least one legal): sampled from the masked softmax with a uniform u in [0, 1), or the most likely legal device
-// (lowest id on ties) when `greedy`. Never returns an illegal device.
-int32_t ChooseDevice(const float* logits, const uint8_t* mask, int32_t num_devices, bool greedy, double u);
+// Picks an action (a device, or the data-parallel action) for one group from its logits over `num_actions`
+// actions and its legal mask (1 = legal, at least one legal): sampled from the masked softmax with a uniform u in
+// [0, 1), or the most likely legal action (lowest id on ties) when `greedy`. Never returns an illegal action.
+int32_t ChooseDevice(const float* logits, const uint8_t* mask, int32_t num_actions, bool greedy, double u);
 
 }  // namespace devplace

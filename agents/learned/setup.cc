@@ -19,6 +19,7 @@ Expected<EnvConfig> EnvConfigFromExperiment(const ExperimentEnv& env) {
     return Error{"env.initial_placement: unknown value '" + env.initial_placement + "'"};
   c.oom_penalty = env.oom_penalty;
   c.memory_aware_mask = env.memory_aware_mask;
+  c.data_parallel_action = env.data_parallel_action;
   c.sim.segment_bytes = env.segment_bytes;
   c.sim.max_segments = env.max_segments;
   c.sim.optimizer_state_factor = env.optimizer_state_factor;

@@ -20,6 +20,7 @@ struct Case {
   MdpKind kind;
   InitialPlacement initial;
   int scenario;
+  bool data_parallel = false;  // EnvConfig::data_parallel_action
 };
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
@@ -30,6 +31,7 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
   }
   name += '_';
   name += Scenarios()[info.param.scenario].name;
+  if (info.param.data_parallel) name += "_dp";
   return name;
 }
 
@@ -40,6 +42,8 @@ std::vector<Case> AllCases() {
     for (InitialPlacement p : {InitialPlacement::kSingle, InitialPlacement::kRoundRobin, InitialPlacement::kRandom})
       cases.push_back({MdpKind::kIterative, p, s});
     cases.push_back({MdpKind::kOneShot, InitialPlacement::kSingle, s});
+    cases.push_back({MdpKind::kIterative, InitialPlacement::kRoundRobin, s, true});
+    cases.push_back({MdpKind::kOneShot, InitialPlacement::kSingle, s, true});
   }
   return cases;
 }
@@ -82,8 +86,16 @@ class Conformance : public ::testing::TestWithParam<Case> {
     config_.kind = GetParam().kind;
     config_.initial_placement = GetParam().initial;
     config_.oom_penalty = 2.0;
+    config_.data_parallel_action = GetParam().data_parallel;
     game_ = MakeGame(scenario_, config_);
     ASSERT_NE(game_, nullptr);
+    ASSERT_EQ(game_->num_actions(), game_->num_devices() + (GetParam().data_parallel ? 1 : 0));
+  }
+  // Estimated bytes of group `g` on device `d` under `action` (-1: unplaced).
+  int64_t MemoryOn(int32_t g, int32_t action, DeviceId d) const {
+    if (action < 0) return 0;
+    if (game_->is_data_parallel(action)) return game_->group_split_memory_bytes(g);
+    return action == d ? game_->group_memory_bytes(g) : 0;
   }
   // Penalised time of a complete placement, recomputed with Simulate.
   double SimulatedT(const Strategy& strategy, double* step_time = nullptr, bool* oom = nullptr) const {
@@ -143,8 +155,8 @@ TEST_P(Conformance, IllegalActionsAreRejectedAndLeaveTheStateUnchanged) {
     state.FillObservation(&before);
     const double ret = state.Return(), last = state.last_reward();
     const int32_t steps = state.num_steps();
-    std::vector<int32_t> bad = {-1, game_->num_devices(), game_->num_devices() + 7};
-    for (int32_t d = 0; d < game_->num_devices(); ++d)
+    std::vector<int32_t> bad = {-1, game_->num_actions(), game_->num_actions() + 7};
+    for (int32_t d = 0; d < game_->num_actions(); ++d)
       if (!state.LegalActionsMask()[d]) bad.push_back(d), ++masked_seen;
     for (int32_t a : bad) {
       Status s = state.ApplyAction(a);
@@ -291,10 +303,12 @@ TEST_P(Conformance, ObservationsHaveFixedShapesAndBoundedFeatures) {
     // Device loads follow the placement.
     std::vector<double> compute(obs.num_devices, 0.0), memory(obs.num_devices, 0.0);
     for (int32_t n = 0; n < obs.num_nodes; ++n) {
-      const int32_t d = obs.placement[n];
-      if (d < 0) continue;
-      compute[d] += game_->group_seconds(n, d);
-      memory[d] += static_cast<double>(game_->group_memory_bytes(n));
+      const int32_t a = obs.placement[n];
+      for (DeviceId d = 0; d < obs.num_devices; ++d) {
+        if (game_->is_data_parallel(a)) compute[d] += game_->group_split_seconds(n, d);
+        else if (a == d) compute[d] += game_->group_seconds(n, d);
+        memory[d] += static_cast<double>(MemoryOn(n, a, d));
+      }
     }
     for (int32_t d = 0; d < obs.num_devices; ++d) {
       const float* row = &obs.device_features[static_cast<size_t>(d) * kDeviceFeatureDim];
@@ -320,17 +334,33 @@ TEST_P(Conformance, ObservationsHaveFixedShapesAndBoundedFeatures) {
 TEST_P(Conformance, LegalMaskFollowsTheMemoryEstimates) {
   PlacementState state = game_->NewInitialState(9);
   std::mt19937_64 rng(909);
+  const int32_t num_dev = game_->num_devices(), split = game_->data_parallel_action();
+  int32_t split_taken = 0;
   while (!state.IsTerminal()) {
     const int32_t g = state.current_node();
-    std::vector<int64_t> used(game_->num_devices(), 0);
+    std::vector<int64_t> used(num_dev, 0);
     for (int32_t other = 0; other < game_->num_groups(); ++other)
-      if (other != g && state.placement()[other] >= 0) used[state.placement()[other]] += game_->group_memory_bytes(other);
-    std::vector<uint8_t> expected(game_->num_devices(), 0);
-    for (DeviceId d = 0; d < game_->num_devices(); ++d)
+      for (DeviceId d = 0; d < num_dev && other != g; ++d) used[d] += MemoryOn(other, state.placement()[other], d);
+    std::vector<uint8_t> expected(game_->num_actions(), 0);
+    for (DeviceId d = 0; d < num_dev; ++d)
       expected[d] = used[d] + game_->group_memory_bytes(g) <= scenario_.topology->device(d).memory_bytes;
-    if (std::count(expected.begin(), expected.end(), 1) == 0) std::fill(expected.begin(), expected.end(), 1);
+    const bool splittable = split >= 0 && game_->group_splittable(g);
+    if (splittable) {
+      expected[split] = 1;
+      for (DeviceId d = 0; d < num_dev; ++d)
+        if (used[d] + game_->group_split_memory_bytes(g) > scenario_.topology->device(d).memory_bytes) expected[split] = 0;
+    }
+    if (std::count(expected.begin(), expected.end(), 1) == 0) {
+      std::fill(expected.begin(), expected.begin() + num_dev, 1);
+      if (splittable) expected[split] = 1;
+    }
     EXPECT_EQ(state.LegalActionsMask(), expected) << "group " << g;
-    ASSERT_TRUE(state.ApplyAction(RandomLegalAction(state, rng)).ok());
+    const int32_t a = RandomLegalAction(state, rng);
+    split_taken += a == split ? 1 : 0;
+    ASSERT_TRUE(state.ApplyAction(a).ok());
+  }
+  if (split >= 0) {
+    EXPECT_GT(split_taken, 0) << "random play must exercise the data-parallel action";
   }
 }
 

@@ -56,6 +56,8 @@ Topology TwoHosts(int64_t memory_bytes) {
 
 Op MakeOp(const std::string& name, double flops, std::vector<int64_t> shape, int64_t param_bytes) {
   Op op{.name = name, .type = "matmul", .layer = name, .shape = std::move(shape)};
+  // Splittable along the batch (data parallelism), as every op of these graphs has a leading batch axis.
+  if (!op.shape.empty()) op.dims = {PartitionDim{DimKind::kSample, 0, 0, op.shape[0]}};
   op.flops = flops;
   op.param_bytes = param_bytes;
   return op;

@@ -253,6 +253,58 @@ TEST(LegalMask, ExcludesDevicesWithoutRoomAndCanBeTurnedOff) {
   EXPECT_TRUE(f.ApplyAction(0).ok());
 }
 
+TEST(DataParallelAction, SplitsTheGroupOverAllDevices) {
+  // a (1e6 FLOPs, 1 MB output) and b (2e6 FLOPs, 16 elements), both split along their batch dimension; c has a
+  // batch of 1 and cannot be split two ways. On two 1 GFLOP/s devices: a's halves take 0.5 ms, b's 1 ms.
+  GraphBuilder b("three");
+  b.add_op(MakeOp("a", 1e6, {250'000}));
+  b.add_op(MakeOp("b", 2e6, {16}, /*param_bytes=*/800'000));
+  b.add_op(MakeOp("c", 1e6, {1}));
+  auto graph = Share(std::move(b).Build().value());
+  EnvConfig config;
+  config.kind = MdpKind::kOneShot;
+  config.data_parallel_action = true;
+  auto game = Game(graph, Share(Pair(2, int64_t{1} << 30)), config);
+  ASSERT_NE(game, nullptr);
+  EXPECT_EQ(game->num_actions(), 3);
+  EXPECT_EQ(game->data_parallel_action(), 2);
+  EXPECT_TRUE(game->group_splittable(0));
+  EXPECT_FALSE(game->group_splittable(2));
+  EXPECT_EQ(game->group_split_memory_bytes(0), 500'000);
+  EXPECT_EQ(game->group_split_memory_bytes(1), 4 * 800'000 + 32);  // replicated weights, state and half of b
+  EXPECT_DOUBLE_EQ(game->group_split_seconds(1, 1), 1e-3);
+  EXPECT_EQ(game->group_sync_seconds(0), 0.0);
+  const Topology& t = game->topology();
+  EXPECT_DOUBLE_EQ(game->group_sync_seconds(1),
+                   2.0 * std::max(t.transfer_time_estimate(0, 1, 400'000), t.transfer_time_estimate(1, 0, 400'000)));
+
+  PlacementState s = game->NewInitialState(0);
+  EXPECT_EQ(s.LegalActionsMask(), (std::vector<uint8_t>{1, 1, 1}));
+  ASSERT_TRUE(s.ApplyAction(2).ok());
+  ASSERT_TRUE(s.ApplyAction(2).ok());
+  EXPECT_EQ(s.LegalActionsMask(), (std::vector<uint8_t>{1, 1, 0}));  // c cannot be split
+  Status bad = s.ApplyAction(2);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("data-parallel action is not legal"), std::string::npos);
+  ASSERT_TRUE(s.ApplyAction(1).ok());
+  const Strategy strategy = s.strategy();
+  EXPECT_EQ(strategy.configs[0], (OpConfig{{0, 1}, {2}}));
+  EXPECT_EQ(strategy.configs[1], (OpConfig{{0, 1}, {2}}));
+  EXPECT_EQ(strategy.configs[2], (OpConfig{{1}, {}}));
+  // Device 1 runs a/2, b/2 and c: 0.5 + 1 + 1 ms.
+  EXPECT_DOUBLE_EQ(s.step_time(), 2.5e-3);
+
+  Expected<SimResult> invalid = game->Evaluate(std::vector<int32_t>{0, 0, 2});
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_NE(invalid.error().message.find("'c') cannot be split"), std::string::npos);
+
+  config.data_parallel_action = false;
+  auto plain = Game(graph, Share(Pair(2, int64_t{1} << 30)), config);
+  EXPECT_EQ(plain->num_actions(), 2);
+  EXPECT_EQ(plain->data_parallel_action(), -1);
+  EXPECT_FALSE(plain->NewInitialState(0).ApplyAction(2).ok());
+}
+
 TEST(IterativeMdp, InitialPlacements) {
   auto graph = Share(RandomTrainingGraph(3, 12));
   auto topo = Share(TwoHosts(int64_t{1} << 30));

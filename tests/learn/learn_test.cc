@@ -191,6 +191,58 @@ TEST(Training, TinyOneShotRunImprovesReward) {
   EXPECT_LT(greedy.episodes[0].penalised_time / game->reference_time(), 1.1);
 }
 
+// Both policies score the data-parallel action: logits over devices + 1, sampled only where the mask allows.
+TEST(DataParallelAction, BothPoliciesScoreItAndRespectItsMask) {
+  for (const std::string kind : {"transformer", "placeto"}) {
+    const MdpKind mdp = kind == "transformer" ? MdpKind::kOneShot : MdpKind::kIterative;
+    auto game = MakeGame(MlpTrainingGraph(3), TwoDevices(1.0), mdp, true, /*data_parallel_action=*/true);
+    ASSERT_EQ(game->num_actions(), 3);
+    PolicyConfig config = TinyPolicy(kind);
+    config.data_parallel_action = true;
+    PolicyNet net(config, 4);
+    PpoLearner learner(&net, PpoConfig{}, 1);
+    GameEntry entry = MakeGameEntry(game, "mlp");
+    std::mt19937_64 rng(3);
+    GameRollout r = learner.Collect(entry, 8, false, rng);
+    EXPECT_EQ(r.masks.size(-1), 3) << kind;
+    const torch::Tensor taken = r.actions.reshape({-1});
+    const torch::Tensor masks = r.masks.reshape({taken.size(0), 3});
+    int64_t parallel = 0;
+    for (int64_t i = 0; i < taken.size(0); ++i) {
+      const int64_t a = taken[i].item<int64_t>();
+      ASSERT_TRUE(masks[i][a].item<bool>()) << kind;
+      parallel += a == 2 ? 1 : 0;
+    }
+    EXPECT_GT(parallel, 0) << kind << ": a near-uniform policy samples the data-parallel action";
+    EXPECT_TRUE(torch::isfinite(r.old_logp).all().item<bool>()) << kind;
+  }
+}
+
+// On two equal devices and compute-bound matmuls, splitting the batch beats any placement of whole groups: a
+// tiny run learns to take the data-parallel action.
+TEST(DataParallelAction, TinyOneShotRunLearnsToSplitTheBatch) {
+  auto game = MakeGame(MlpTrainingGraph(3), TwoDevices(1.0), MdpKind::kOneShot, true, true);
+  GameEntry entry = MakeGameEntry(game, "mlp");
+  PolicyConfig config = TinyPolicy("transformer");
+  config.data_parallel_action = true;
+  PolicyNet net(config, 7);
+  PpoConfig ppo;
+  ppo.lr = ppo.lr_final = 3e-3;
+  ppo.minibatches = 1;
+  PpoLearner learner(&net, ppo, 30);
+  std::mt19937_64 rng(8);
+  for (int it = 0; it < 30; ++it) {
+    std::vector<GameRollout> rollouts;
+    rollouts.push_back(learner.Collect(entry, 16, false, rng));
+    learner.Update(rollouts, it, rng);
+  }
+  GameRollout greedy = learner.Collect(entry, 1, true, rng);
+  const std::vector<int32_t>& placement = greedy.episodes[0].placement;
+  const int64_t split = std::count(placement.begin(), placement.end(), game->data_parallel_action());
+  EXPECT_GE(split, 3) << "the three matmul groups at least";
+  EXPECT_LT(greedy.episodes[0].penalised_time / game->reference_time(), 0.75);
+}
+
 TEST(Training, TinyIterativeRunImprovesReward) {
   auto game = MakeGame(MlpTrainingGraph(2), TwoDevices(4.0), MdpKind::kIterative);
   GameEntry entry = MakeGameEntry(game, "mlp");

@@ -17,6 +17,7 @@ namespace {
 
 Op MakeOp(const std::string& name, const std::string& type, double flops, int64_t param_bytes) {
   Op op{.name = name, .type = type, .layer = name, .shape = {64, 256}};
+  op.dims = {PartitionDim{DimKind::kSample, 0, 0, 64}};  // the batch: the data-parallel action can split it
   op.flops = flops;
   op.param_bytes = param_bytes;
   return op;
@@ -59,10 +60,12 @@ Topology TwoDevices(double speedup, int64_t memory_bytes) {
   return std::move(t).value();
 }
 
-std::shared_ptr<const PlacementGame> MakeGame(Graph graph, Topology topology, MdpKind kind, bool memory_aware_mask) {
+std::shared_ptr<const PlacementGame> MakeGame(Graph graph, Topology topology, MdpKind kind, bool memory_aware_mask,
+                                              bool data_parallel_action) {
   EnvConfig config;
   config.kind = kind;
   config.memory_aware_mask = memory_aware_mask;
+  config.data_parallel_action = data_parallel_action;
   auto game = PlacementGame::Create(std::make_shared<const Graph>(std::move(graph)),
                                     std::make_shared<const Topology>(std::move(topology)), MakeAnalyticCostModel(),
                                     config);

@@ -12,13 +12,15 @@
 
 namespace devplace::learntest {
 
-// Training graph of an MLP with `layers` (matmul with parameters, then relu) after an input.
+// Training graph of an MLP with `layers` (matmul with parameters, then relu) after an input; every op has a batch
+// of 64 as a sample dimension.
 Graph MlpTrainingGraph(int layers);
 // Two devices joined both ways; device 1 is `speedup` times faster than device 0; `memory_bytes` each.
 Topology TwoDevices(double speedup, int64_t memory_bytes = int64_t{1} << 34);
-// The game of `graph` on `topology` (analytic cost model) under `kind`; fails the test on error.
+// The game of `graph` on `topology` (analytic cost model) under `kind`, with or without the data-parallel action;
+// fails the test on error.
 std::shared_ptr<const PlacementGame> MakeGame(Graph graph, Topology topology, MdpKind kind,
-                                              bool memory_aware_mask = true);
+                                              bool memory_aware_mask = true, bool data_parallel_action = false);
 // Writes a tiny experiment (2 ptb members on dgx1-v100, one held out) to `dir`/exp.yaml and returns its path.
 std::string WriteTinyExperiment(const std::string& dir, int iterations);
 // A small policy of `kind` (transformer or placeto) for up to 4 devices, fast to train in tests.
