@@ -23,9 +23,18 @@ Expected<Demonstration> MakeDemonstration(const PlacementGame& game, const std::
     d.algorithm = name;
     for (int32_t g = 0; g < groups.num_groups(); ++g) {
       const OpConfig& config = found->strategy.configs[groups.members[g].front()];
-      if (config.num_parts() != 1)
-        return Error{"demonstrations: " + name + " partitions ops; only plain placements can be demonstrated"};
-      d.device_per_group.push_back(config.devices[0]);
+      if (config.num_parts() == 1) {
+        d.device_per_group.push_back(config.devices[0]);
+        continue;
+      }
+      const int32_t split = game.data_parallel_action();
+      bool expressible = split >= 0 && game.group_splittable(g);
+      for (size_t k = 0; expressible && k < groups.members[g].size(); ++k)
+        expressible = found->strategy.configs[groups.members[g][k]] == game.ActionConfig(groups.members[g][k], split);
+      if (!expressible)
+        return Error{"demonstrations: " + name + " partitions ops in a way the environment's actions cannot express" +
+                     (split >= 0 ? "" : " (env.data_parallel_action is off)")};
+      d.device_per_group.push_back(split);
     }
     Expected<SimResult> sim = game.Evaluate(d.device_per_group);
     if (!sim) return Error{"demonstrations: " + name + " on '" + game.graph().name() + "': " + sim.error().message};

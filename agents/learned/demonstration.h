@@ -15,17 +15,20 @@
 
 namespace devplace {
 
-// A game's demonstration: the device of every group and the time it is charged.
+// A game's demonstration: the action of every group (a device, or the data-parallel action) and the time it is
+// charged.
 struct Demonstration {
   std::vector<int32_t> device_per_group;
   double penalised_time = 0.0;
   std::string algorithm;  // which of the algorithms found it
 };
 
-// Runs each of `algorithms` (names in the search registry; each must return plain placements) on the game's graph
-// and machine with the game's cost model, seed `seed`, and returns the placement with the lowest penalised time
-// (ties: the earlier algorithm). Each group takes the device of its first member op. Errors name the algorithm;
-// an empty list is an error.
+// Runs each of `algorithms` (names in the search registry) on the game's graph and machine with the game's cost
+// model, seed `seed`, and returns the placement with the lowest penalised time (ties: the earlier algorithm). A
+// group whose members run on one device takes that device; when the game has the data-parallel action, a group
+// whose members are all configured as that action configures them (PlacementGame::ActionConfig) takes it, so
+// the `data-parallel` baseline can be demonstrated. Any other split is an error naming the algorithm, as is an
+// empty list.
 Expected<Demonstration> MakeDemonstration(const PlacementGame& game, const std::vector<std::string>& algorithms,
                                           uint64_t seed);
 

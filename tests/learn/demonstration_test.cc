@@ -28,6 +28,22 @@ TEST(Demonstration, IsTheBestOfTheAlgorithms) {
   EXPECT_NE(unknown.error().message.find("annealing"), std::string::npos);
 }
 
+// The data-parallel baseline is demonstrated as the data-parallel action where the game has it, and rejected
+// where it does not (its splits cannot be expressed by device actions).
+TEST(Demonstration, DataParallelBaselineMapsToTheDataParallelAction) {
+  auto game = MakeGame(MlpTrainingGraph(3), TwoDevices(1.0), MdpKind::kOneShot, true, /*data_parallel_action=*/true);
+  Demonstration d = MakeDemonstration(*game, {"data-parallel"}, 1).value();
+  ASSERT_EQ(static_cast<int32_t>(d.device_per_group.size()), game->num_groups());
+  for (int32_t g = 0; g < game->num_groups(); ++g)
+    EXPECT_EQ(d.device_per_group[g], game->data_parallel_action()) << "group " << g;
+  EXPECT_EQ(d.penalised_time, game->Evaluate(d.device_per_group)->step_time);
+
+  auto plain = MakeGame(MlpTrainingGraph(3), TwoDevices(1.0), MdpKind::kOneShot);
+  Expected<Demonstration> rejected = MakeDemonstration(*plain, {"data-parallel"}, 1);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_NE(rejected.error().message.find("data_parallel_action is off"), std::string::npos);
+}
+
 // A demonstration every other group on the other device: sampled collections replay it as episode 0, greedy ones
 // do not, and with a behaviour-cloning weight the greedy policy learns to place exactly that way.
 TEST(Demonstration, IsReplayedAndCloned) {
