@@ -10,16 +10,59 @@
 
 namespace devplace::sim {
 
-template <class Item, class Pack, class Unpack>
-void Engine::Loop(const TaskGraph& tg, Timing* timing, QuadHeap<Item>& heap, Pack pack, Unpack task_of) {
+namespace {
+
+// Heap keys packed into one word: (ready - base) << bits | task. The loop's ready times never decrease (every
+// entry is at least the last dequeued task's ready time), so when a ready time lies too far above `base`, `base`
+// moves up to the last dequeued ready time and every entry is lowered by the same amount, which keeps their order.
+struct PackedKeys {
+  using Item = uint64_t;
+  int bits;
+  uint64_t limit;  // ready - base must stay below this
+  int32_t* rebases;
+  Time base = 0;
+  bool Fits(Time ready) const { return static_cast<uint64_t>(ready - base) < limit; }
+  uint64_t Pack(Time ready, int32_t t) const {
+    return (static_cast<uint64_t>(ready - base) << bits) | static_cast<uint64_t>(t);
+  }
+  int32_t Task(uint64_t item) const { return static_cast<int32_t>(item & ((uint64_t{1} << bits) - 1)); }
+  // Moves base up to `floor` (at most every entry's ready time), lowering the entries; false when `ready` still
+  // does not fit.
+  bool Rebase(Time floor, Time ready, QuadHeap<uint64_t>& heap, uint64_t* next, bool has_next) {
+    const uint64_t lower = static_cast<uint64_t>(floor - base) << bits;
+    heap.Lower(lower);
+    if (has_next) *next -= lower;
+    base = floor;
+    ++*rebases;
+    return Fits(ready);
+  }
+};
+
+// Two-word keys: every ready time fits.
+struct WideKeys {
+  using Item = WideItem;
+  bool Fits(Time) const { return true; }
+  WideItem Pack(Time ready, int32_t t) const { return {ready, t}; }
+  int32_t Task(const WideItem& item) const { return item.task; }
+  bool Rebase(Time, Time, QuadHeap<WideItem>&, WideItem*, bool) { return true; }
+};
+
+}  // namespace
+
+template <Record kRecord, class Keys>
+bool Engine::Loop(const TaskGraph& tg, Timing* timing, QuadHeap<typename Keys::Item>& heap, Keys keys) {
+  constexpr bool kTimes = kRecord != Record::kStepOnly, kAll = kRecord == Record::kAll;
+  using Item = typename Keys::Item;
   const int32_t n = tg.num_tasks();
   heap.clear();
+  free_.assign(static_cast<size_t>(tg.num_resources), 0);
+  last_.assign(static_cast<size_t>(tg.num_resources), -1);
   Time* ready = timing->ready.data();
   Waiting* wait = waiting_.data();
   int32_t* crit_prev = timing->crit_prev.data();
   for (int32_t t = 0; t < n; ++t) {
     wait[t] = {0, -1, tg.pred_cnt[t]};
-    if (tg.pred_cnt[t] == 0 && tg.alive[t]) heap.push(pack(0, t));
+    if (tg.pred_cnt[t] == 0 && tg.alive[t]) heap.push(keys.Pack(0, t));
   }
   // A one-entry buffer in front of the heap: a task that becomes ready and is the next to run (often a hop's
   // successor) skips the heap.
@@ -52,24 +95,47 @@ void Engine::Loop(const TaskGraph& tg, Timing* timing, QuadHeap<Item>& heap, Pac
   while (has_next || !heap.empty()) {
     int32_t t;
     if (has_next && (heap.empty() || next < heap.top())) {
-      t = task_of(next);
+      t = keys.Task(next);
       has_next = false;
     } else {
-      t = task_of(heap.top());
+      t = keys.Task(heap.top());
       heap.pop();
+    }
+    // The heap's top is probably the next task: start loading what it will touch (large graphs miss the cache).
+    if (!heap.empty()) {
+      const int32_t u = keys.Task(heap.top());
+      __builtin_prefetch(&wait[u]);
+      __builtin_prefetch(&resource[u]);
+      __builtin_prefetch(&duration[u]);
+      __builtin_prefetch(&succ_off[u]);
+      __builtin_prefetch(&succ_cnt[u]);
+      if constexpr (kTimes) {
+        __builtin_prefetch(&start_of[u], 1);
+        __builtin_prefetch(&end_of[u], 1);
+        __builtin_prefetch(&crit_prev[u], 1);
+      }
+      if constexpr (kAll) {
+        __builtin_prefetch(&ready[u], 1);
+        __builtin_prefetch(&res_prev[u], 1);
+      }
     }
     const int32_t r = resource[t];
     const Waiting& w = wait[t];
     const Time start = std::max(w.ready, free[r]);
     const Time end = start + duration[t];
-    ready[t] = w.ready;
-    start_of[t] = start;
-    end_of[t] = end;
-    res_prev[t] = last[r];
-    crit_prev[t] = free[r] > w.ready ? last[r] : w.bind;  // waited for the resource, or for its input
+    if constexpr (kTimes) {
+      start_of[t] = start;
+      end_of[t] = end;
+      crit_prev[t] = free[r] > w.ready ? last[r] : w.bind;  // waited for the resource, or for its input
+    }
+    if constexpr (kAll) {
+      ready[t] = w.ready;
+      res_prev[t] = last[r];
+      order[done] = t;
+    }
+    ++done;
     free[r] = end;
     last[r] = t;
-    order[done++] = t;
     const Time arrive = end + delay[r];
     const int32_t* s = succ_pool + succ_off[t];
     const int32_t* s_end = s + succ_cnt[t];
@@ -80,37 +146,46 @@ void Engine::Loop(const TaskGraph& tg, Timing* timing, QuadHeap<Item>& heap, Pac
       const bool tie_first = arrive == x.ready && t < x.bind;
       x.ready = later ? arrive : x.ready;
       x.bind = later || tie_first ? t : x.bind;
-      if (--x.pending == 0) push(pack(x.ready, *s));
+      if (--x.pending == 0) {
+        if (!keys.Fits(x.ready) && !keys.Rebase(w.ready, x.ready, heap, &next, has_next)) return false;
+        push(keys.Pack(x.ready, *s));
+      }
     }
   }
-  timing->order.resize(static_cast<size_t>(done));
+  if constexpr (kAll) timing->order.resize(static_cast<size_t>(done));
+  return true;
 }
 
-void Engine::Run(const TaskGraph& tg, Time horizon, Timing* timing) {
+void Engine::Run(const TaskGraph& tg, Timing* timing, Record record, KeyMode keys) {
   const int32_t n = tg.num_tasks();
   const size_t r = static_cast<size_t>(tg.num_resources);
-  timing->ready.resize(static_cast<size_t>(n));
-  timing->start.resize(static_cast<size_t>(n));
-  timing->end.resize(static_cast<size_t>(n));
-  timing->res_prev.resize(static_cast<size_t>(n));
-  timing->order.resize(static_cast<size_t>(n));
-  timing->crit_prev.resize(static_cast<size_t>(n));
-  waiting_.resize(static_cast<size_t>(n));
-  free_.assign(r, 0);
-  last_.assign(r, -1);
-  // Ties break by task id. Every time is at most `horizon`, so (ready, id) packs into one word when it fits.
-  const int bits = static_cast<int>(std::bit_width(static_cast<uint32_t>(n)));
-  if (static_cast<int>(std::bit_width(static_cast<uint64_t>(horizon))) + bits <= 64) {
-    const uint64_t mask = (uint64_t{1} << bits) - 1;
-    Loop(
-        tg, timing, packed_,
-        [bits](Time ready, int32_t t) { return (static_cast<uint64_t>(ready) << bits) | static_cast<uint64_t>(t); },
-        [mask](uint64_t item) { return static_cast<int32_t>(item & mask); });
-  } else {
-    Loop(
-        tg, timing, wide_, [](Time ready, int32_t t) { return WideItem{ready, t}; },
-        [](const WideItem& item) { return item.task; });
+  if (record != Record::kStepOnly) {
+    timing->start.resize(static_cast<size_t>(n));
+    timing->end.resize(static_cast<size_t>(n));
+    timing->crit_prev.resize(static_cast<size_t>(n));
   }
+  if (record == Record::kAll) {
+    timing->ready.resize(static_cast<size_t>(n));
+    timing->res_prev.resize(static_cast<size_t>(n));
+    timing->order.resize(static_cast<size_t>(n));
+  }
+  waiting_.resize(static_cast<size_t>(n));
+  // Ties break by task id. A heap entry is one word (the ready time above a base, then the id) unless some ready
+  // time lies too far above the base even after moving the base up; then the run starts again with two-word
+  // entries.
+  const int bits = std::max(1, static_cast<int>(std::bit_width(static_cast<uint32_t>(n))));
+  rebases_ = 0;
+  const PackedKeys packed{bits, uint64_t{1} << (64 - bits), &rebases_};
+  auto loop = [&](auto&& heap, auto run_keys) {
+    switch (record) {
+      case Record::kAll: return Loop<Record::kAll>(tg, timing, heap, run_keys);
+      case Record::kTimes: return Loop<Record::kTimes>(tg, timing, heap, run_keys);
+      case Record::kStepOnly: return Loop<Record::kStepOnly>(tg, timing, heap, run_keys);
+    }
+    return false;
+  };
+  wide_ = keys == KeyMode::kWide || !loop(packed_, packed);
+  if (wide_) loop(wide_heap_, WideKeys{});
   last_end_.assign(r, -1);
   for (size_t k = 0; k < r; ++k)
     if (last_[k] >= 0) last_end_[k] = free_[k];

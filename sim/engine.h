@@ -14,7 +14,7 @@
 
 namespace devplace::sim {
 
-// Per-task times and the order tasks were dequeued.
+// Per-task times and the order tasks were dequeued (see Record for which an event loop fills).
 struct Timing {
   std::vector<Time> ready, start, end;
   std::vector<int32_t> res_prev;  // the task that used the same resource just before (-1: none)
@@ -43,6 +43,10 @@ class QuadHeap {
       i = parent;
     }
     items_[i] = item;
+  }
+  // Subtracts `amount` from every item (Item must be unsigned and every item at least `amount`); keeps the order.
+  void Lower(Item amount) {
+    for (Item& item : items_) item -= amount;
   }
   void pop() {
     const Item last = items_.back();
@@ -82,26 +86,39 @@ struct WideItem {
   bool operator<(const WideItem& o) const { return ready < o.ready || (ready == o.ready && task < o.task); }
 };
 
-// Runs the whole task graph (alive tasks only) and fills `timing` (sized to the task count). The graph must be
+// How the event loop's heap keys (ready time, task id) are stored: kAuto packs them into one 64-bit word while the
+// ready times in the heap fit (falling back to two words otherwise), kWide always uses two words. Both give the
+// same result; kWide exists to test that.
+enum class KeyMode { kAuto, kWide };
+
+// What the event loop records in Timing: everything (what the delta simulator and timelines need), the start
+// and end times and critical-path links (what SimResult needs), or nothing but each resource's last task.
+enum class Record { kAll, kTimes, kStepOnly };
+
+// Runs the whole task graph (alive tasks only) and fills `timing` (sized to the task count) as `record` says. The graph must be
 // freshly built (TaskBuilder::BuildAll): its task ids then increase with the tie-break keys, so ties break by id.
-// `horizon` bounds every time (TaskTotals::horizon). Also fills timing->crit_prev. Afterwards last_end() and
+// Every time must fit in a Time (CheckHorizon). Also fills timing->crit_prev. Afterwards last_end() and
 // last_task() give, per resource, the end of its last task (-1 when it ran nothing) and that task.
 class Engine {
  public:
-  void Run(const TaskGraph& tg, Time horizon, Timing* timing);
+  void Run(const TaskGraph& tg, Timing* timing, Record record = Record::kAll, KeyMode keys = KeyMode::kAuto);
   const std::vector<Time>& last_end() const { return last_end_; }
   const std::vector<int32_t>& last_task() const { return last_; }
+  // How the last run kept its heap keys: the times one-word keys were re-based, and whether it used two words.
+  int32_t last_rebases() const { return rebases_; }
+  bool last_wide() const { return wide_; }
   // Bytes of scratch held between runs.
   int64_t memory_bytes() const {
     return static_cast<int64_t>(waiting_.capacity() * sizeof(Waiting) +
                                 packed_.capacity() * sizeof(uint64_t) +
-                                wide_.capacity() * sizeof(WideItem) + free_.capacity() * sizeof(Time) +
+                                wide_heap_.capacity() * sizeof(WideItem) + free_.capacity() * sizeof(Time) +
                                 last_end_.capacity() * sizeof(Time) + last_.capacity() * sizeof(int32_t));
   }
 
  private:
-  template <class Item, class Pack, class Unpack>
-  void Loop(const TaskGraph& tg, Timing* timing, QuadHeap<Item>& heap, Pack pack, Unpack task_of);
+  // The event loop with heap keys `Keys` (engine.cc); false when a key did not fit (nothing else is valid then).
+  template <Record kRecord, class Keys>
+  bool Loop(const TaskGraph& tg, Timing* timing, QuadHeap<typename Keys::Item>& heap, Keys keys);
   // Per task while it waits for its inputs: the latest arrival so far, its predecessor, inputs still missing.
   struct Waiting {
     Time ready;
@@ -111,8 +128,10 @@ class Engine {
   std::vector<Waiting> waiting_;
   std::vector<Time> free_, last_end_;
   std::vector<int32_t> last_;
-  QuadHeap<uint64_t> packed_;  // (ready << bits | task) when it fits in 64 bits
-  QuadHeap<WideItem> wide_;
+  QuadHeap<uint64_t> packed_;  // (ready - base) << bits | task
+  QuadHeap<WideItem> wide_heap_;
+  int32_t rebases_ = 0;
+  bool wide_ = false;
 };
 
 // Error when the horizon is too long to simulate in integer time.

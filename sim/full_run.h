@@ -31,8 +31,9 @@ struct FullRun {
   std::vector<int64_t> static_bytes;  // per device
 
   // Builds and runs everything for `strategy`; an error when the step is too long to simulate (CheckHorizon).
-  // `plain`: see TaskBuilder::BuildAll.
-  Status Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, std::span<const DeviceId> plain);
+  // `plain`: see TaskBuilder::BuildAll; `record`: what the timing keeps (Engine::Run).
+  Status Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, std::span<const DeviceId> plain,
+             Record record);
 };
 
 }  // namespace devplace::sim

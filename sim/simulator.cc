@@ -74,10 +74,10 @@ Status CheckGraph(const Graph& graph) {
 }
 
 Status FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy,
-                    std::span<const DeviceId> plain) {
+                    std::span<const DeviceId> plain, Record record) {
   builder.BuildAll(strategy, plain, &tg, &totals);
   if (Status s = CheckHorizon(totals); !s) return s;
-  engine.Run(tg, totals.horizon, &timing);
+  engine.Run(tg, &timing, record);
   last_end = engine.last_end();
   last_task = engine.last_task();
   builder.StaticMemory(strategy, plain, &static_bytes);
@@ -125,7 +125,8 @@ Expected<Simulator> Simulator::Create(const Graph& graph, const Topology& topolo
 Expected<SimResult> Simulator::Run(const Strategy& strategy) {
   Impl& m = *impl_;
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy, &m.plain); !s) return s.error();
-  if (Status s = m.run.Run(m.builder, m.engine, strategy, m.plain); !s) return s.error();
+  const sim::Record record = m.options.keep_timeline ? sim::Record::kAll : sim::Record::kTimes;
+  if (Status s = m.run.Run(m.builder, m.engine, strategy, m.plain, record); !s) return s.error();
   return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end, m.run.last_task,
                        m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing, sim::MaxEnd(m.run.last_end)),
                        m.options);
@@ -136,7 +137,7 @@ Expected<double> Simulator::RunStepTime(const Strategy& strategy) {
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy, &m.plain); !s) return s.error();
   m.builder.BuildAll(strategy, m.plain, &m.run.tg, &m.run.totals);
   if (Status s = sim::CheckHorizon(m.run.totals); !s) return s.error();
-  m.engine.Run(m.run.tg, m.run.totals.horizon, &m.run.timing);
+  m.engine.Run(m.run.tg, &m.run.timing, sim::Record::kStepOnly);
   return static_cast<double>(sim::StepTicks(m.run.tg, m.engine.last_end())) * sim::kSecondsPerTick;
 }
 
