@@ -17,6 +17,7 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
     std::string policy, graph, topology, costs, output;
     int64_t finetune_evals = 0;
     double finetune_seconds = 0;
+    double finetune_temperature = 0;
     uint64_t seed = 0;
     bool json = false;
   };
@@ -29,6 +30,9 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--finetune-seconds", opts->finetune_seconds, "Also stop fine-tuning after this many seconds")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--finetune-temperature", opts->finetune_temperature,
+                  "Sampling temperature while fine-tuning (default: the policy's ppo.temperature, usually 1)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", opts->seed, "Seed for fine-tuning (default 0)");
   cmd->add_option("--costs", opts->costs, "Profiled cost table (default: the analytic cost model)");
   cmd->add_option("-o,--output", opts->output, "Output strategy JSON file")->required();
@@ -42,6 +46,7 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
     PlaceOptions options;
     options.finetune_evaluations = opts->finetune_evals;
     options.max_seconds = opts->finetune_seconds;
+    options.finetune_temperature = opts->finetune_temperature;
     options.seed = opts->seed;
     const bool draw_progress = !opts->json && StderrIsTerminal() && opts->finetune_evals > 0;
     if (draw_progress) {

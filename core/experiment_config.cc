@@ -138,6 +138,8 @@ void ReadPpo(const nlohmann::json& value, const std::string& source, PpoConfig* 
       p->demonstrations.push_back(ReadString((*names)[i], source, path + "[" + std::to_string(i) + "]"));
   }
   p->demonstration_coef = o.number_or("demonstration_coef", p->demonstration_coef, 0.0);
+  p->temperature = o.number_or("temperature", p->temperature, 0.0);
+  if (p->temperature <= 0.0) o.fail("temperature", "must be > 0");
   o.finish();
 }
 

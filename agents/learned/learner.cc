@@ -148,7 +148,7 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
   const int64_t n = game.num_groups(), d = game.num_actions(), s_count = greedy ? 1 : samples;
   torch::NoGradGuard no_grad;
   OneShotOutput out = net_->transformer()->forward(entry.tensors);
-  torch::Tensor logits = out.logits.contiguous();
+  torch::Tensor logits = (out.logits / config_.temperature).contiguous();
   const float* lp = logits.data_ptr<float>();
   GameRollout r;
   r.entry = &entry;
@@ -218,7 +218,7 @@ GameRollout PpoLearner::CollectIterative(const GameEntry& entry, int32_t samples
     }
     IterativeOutput out = net_->placeto()->forward(StackObservations(batch), entry.tensors.graph.src,
                                                    entry.tensors.graph.dst);
-    torch::Tensor logits = out.logits.contiguous();
+    torch::Tensor logits = (out.logits / config_.temperature).contiguous();
     const float* lp = logits.data_ptr<float>();
     for (int64_t s = 0; s < s_count; ++s) {
       const int64_t t = s * n + step;
@@ -256,7 +256,8 @@ PpoLoss PpoLearner::Loss(const GameRollout& r) {
   if (net_->is_transformer()) {
     OneShotOutput out = net_->transformer()->forward(r.entry->tensors);
     const int64_t s = r.actions.size(0), n = r.actions.size(1), d = out.logits.size(1);
-    torch::Tensor logp_all = MaskedLogProbs(out.logits.unsqueeze(0).expand({s, n, d}), r.masks);
+    torch::Tensor logits = out.logits / config_.temperature;
+    torch::Tensor logp_all = MaskedLogProbs(logits.unsqueeze(0).expand({s, n, d}), r.masks);
     torch::Tensor new_logp = logp_all.gather(2, r.actions.unsqueeze(2)).squeeze(2);
     torch::Tensor entropy = MaskedEntropy(logp_all);
     PpoLoss loss = ComputePpoLoss(new_logp.reshape({-1}), r.old_logp.reshape({-1}),
@@ -268,7 +269,7 @@ PpoLoss PpoLearner::Loss(const GameRollout& r) {
   }
   IterativeOutput out = net_->placeto()->forward(r.observations, r.entry->tensors.graph.src,
                                                  r.entry->tensors.graph.dst);
-  torch::Tensor logp_all = MaskedLogProbs(out.logits, r.masks);
+  torch::Tensor logp_all = MaskedLogProbs(out.logits / config_.temperature, r.masks);
   torch::Tensor new_logp = logp_all.gather(1, r.actions.unsqueeze(1)).squeeze(1);
   return ComputePpoLoss(new_logp, r.old_logp, advantages, MaskedEntropy(logp_all), out.values, returns, config_);
 }

@@ -83,6 +83,7 @@ struct PlaceOptions {
   uint64_t seed = 0;                 // fine-tuning randomness
   int32_t finetune_samples = 0;      // episodes per fine-tuning iteration (0: the experiment's samples_per_graph)
   double finetune_lr = 0.0;          // (0: the experiment's ppo.lr)
+  double finetune_temperature = 0.0; // sampling temperature while fine-tuning (0: the experiment's ppo.temperature)
   // Called after each fine-tuning iteration with (evaluations used, best step time so far).
   std::function<void(int64_t, double)> progress;
 };

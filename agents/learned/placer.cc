@@ -74,6 +74,7 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
     std::unique_ptr<PolicyNet> net = impl_->net->Clone();
     PpoConfig ppo = exp.ppo;
     ppo.lr = ppo.lr_final = options.finetune_lr > 0 ? options.finetune_lr : exp.ppo.lr;
+    if (options.finetune_temperature > 0) ppo.temperature = options.finetune_temperature;
     const int32_t samples = options.finetune_samples > 0 ? options.finetune_samples : exp.ppo.samples_per_graph;
     const int64_t per_episode = net->is_transformer() ? 1 : entry.game->num_groups() + 1;
     PpoLearner learner(net.get(), ppo, 1);

@@ -131,6 +131,43 @@ TEST(Masking, PolicyRolloutsRespectTheEnvironmentMask) {
   EXPECT_TRUE(torch::isfinite(r.old_logp).all().item<bool>());
 }
 
+// With ppo.temperature the learner samples from, and records the log-probabilities of, softmax(logits / T).
+TEST(Ppo, TemperatureSoftensTheSampledPolicy) {
+  auto game = MakeGame(MlpTrainingGraph(3), TwoDevices(1.0), MdpKind::kOneShot);
+  PolicyNet net(TinyPolicy("transformer"), 4);
+  GameEntry entry = MakeGameEntry(game, "mlp");
+  {
+    // Output layers 2000x larger: a nearly deterministic policy, like one at the end of training.
+    torch::NoGradGuard no_grad;
+    for (auto& p : net.module().named_parameters(true))
+      if (p.key().rfind("device_head.", 0) == 0 || p.key().rfind("query.", 0) == 0 ||
+          p.key().rfind("split_head.", 0) == 0)
+        p.value().mul_(2000.0);
+  }
+  for (double temperature : {1.0, 2000.0}) {
+    PpoConfig ppo;
+    ppo.temperature = temperature;
+    PpoLearner learner(&net, ppo, 1);
+    std::mt19937_64 rng(3);
+    GameRollout r = learner.Collect(entry, 32, false, rng);
+    torch::NoGradGuard no_grad;
+    torch::Tensor current = net.transformer()->forward(entry.tensors).logits / temperature;
+    const int64_t s = r.actions.size(0), n = r.actions.size(1);
+    torch::Tensor expected = MaskedLogProbs(current.unsqueeze(0).expand({s, n, current.size(1)}), r.masks)
+                                 .gather(2, r.actions.unsqueeze(2))
+                                 .squeeze(2);
+    EXPECT_TRUE(torch::allclose(r.old_logp, expected, 1e-5, 1e-6)) << temperature;
+    const double entropy = MaskedEntropy(MaskedLogProbs(current, torch::ones_like(current, torch::kBool)))
+                               .mean()
+                               .item<double>();
+    if (temperature == 1.0) {
+      EXPECT_LT(entropy, 0.2) << "the scaled heads make the policy nearly deterministic";
+    } else {
+      EXPECT_GT(entropy, 0.4) << "a high temperature restores exploration";
+    }
+  }
+}
+
 TEST(TransformerPlacer, MemoryLayerAttendsOverThePreviousSegment) {
   XlLayer layer(8, 2, 16);
   std::mt19937_64 rng(5);
