@@ -324,6 +324,64 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     return true;
   };
 
+  // The first slot from i on at which the sweep could do anything but pass clean tasks unchanged: the first
+  // task that is not clean (dirty, re-timed from a later slot, or removed) or that a dirty task blocks, the first
+  // task the heap's top comes before (every task still to be timed comes after it: each is in the heap or waits
+  // for one that is), and on each resource the first task at or after i unless it finds its resource free as
+  // before. Every clean task before that point passes unchanged (its inputs and, from the first task on each
+  // resource on, its resource are as before), so the sweep can jump there.
+  std::vector<int32_t> jump_last;
+  std::vector<Time> jump_free;
+  auto jump_target = [&](int32_t i) {
+    int32_t j = slots;
+    for (int32_t x : dirty_list) {
+      if (state[x] != kDirty) continue;
+      if (pos[x] >= i) j = std::min(j, pos[x]);
+      for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
+        const int32_t y = succ[tg.succ_off[x] + k];
+        if (state[y] == kClean && pos[y] >= i) j = std::min(j, pos[y]);
+      }
+    }
+    for (int32_t x : removed)
+      if (pos[x] >= i) j = std::min(j, pos[x]);
+    for (int32_t x : processed_old)
+      if (pos[x] >= i) j = std::min(j, pos[x]);
+    if (!heap.empty()) {  // the first slot whose task comes after the heap's top, by binary search
+      const DeltaItem& top = heap.top();
+      int32_t lo = i, hi = j;
+      while (lo < hi) {
+        int32_t m = lo + (hi - lo) / 2;
+        while (m < hi && slot_task[m] < 0) ++m;
+        if (m == hi) {
+          hi = lo + (hi - lo) / 2;
+          continue;
+        }
+        const int32_t c = slot_task[m];
+        const Time ready_c = slot_ready[m] + Shift(m);
+        if (top.ready < ready_c || (top.ready == ready_c && top.key < tg.key[c])) hi = m;
+        else lo = m + 1;
+      }
+      j = lo;
+    }
+    if (j - i < 2 * (1 << sim::kChunkBits)) return -1;  // not worth it
+    LoadResourceState(i, &jump_free, &jump_last);
+    for (int32_t r = 0; r < tg.num_resources; ++r) {
+      const int32_t u = jump_last[r] >= 0 ? res_next[jump_last[r]] : res_first[r];
+      if (u >= 0 && pos[u] < j && std::max(Ready(u), free[r]) != Start(u)) j = pos[u];
+    }
+    return j;
+  };
+  // Moves the sweep from i to j (jump_target): the resources take the state the passed tasks leave.
+  auto jump = [&](int32_t i, int32_t j) {
+    LoadResourceState(j, &jump_free, &jump_last);
+    for (int32_t r = 0; r < tg.num_resources; ++r) {
+      const int32_t x = jump_last[r];
+      if (x < 0 || pos[x] < i) continue;
+      free[r] = jump_free[r];
+      after = std::max(after, pos[x] + 1);
+    }
+  };
+
   for (int32_t t : seeds)
     if (state[t] == kClean) mark_dirty(t);
   for (int32_t t : seeds)
@@ -342,13 +400,19 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     heap_changed = false;
     const bool has_a = i < slots;
     if (!has_a && heap.empty()) break;
-    if (++since_check >= check_every && new_pending == 0 && max_settled < i) {
+    if (++since_check >= check_every) {
       since_check = 0;
-      if (shifted_rest(i, shift)) {
+      if (new_pending == 0 && max_settled < i && shifted_rest(i, shift)) {
         shifted = true;
         break;
       }
       check_every = std::min(2 * check_every, 1 << 20);
+      if (const int32_t j = jump_target(i); j > i) {
+        jump(i, j);
+        i = j;
+        check_every = 16;
+        continue;
+      }
     }
     const int32_t c = has_a ? slot_task[i] : -1;
     const Time shift_c = has_a ? Shift(i) : 0;  // c's times: stored + the shift of its slot's chunk
@@ -413,8 +477,12 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   if (tg.num_tasks() > 2 * live_tasks + 4096 ||
       tg.succ_pool.size() > 3 * static_cast<size_t>(live_tasks) + 16384)
     return FullRebuild();
-  // Lay the order out afresh when few holes are left.
-  if (static_cast<int64_t>(slot_task.size()) - placed < placed / (2 * sim::kHoleEvery)) Relayout();
+  // Lay the order out afresh when few holes are left, or when this change rewrote so many slots that the region
+  // it packed (without holes) would make later changes there move many tasks (and this one already did work of
+  // that order).
+  if (static_cast<int64_t>(slot_task.size()) - placed < placed / (2 * sim::kHoleEvery) ||
+      static_cast<int64_t>(window.size() + displaced.size()) > placed / (2 * sim::kHoleEvery))
+    Relayout();
   return Status::Ok();
 }
 
