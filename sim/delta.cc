@@ -187,6 +187,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   // re-timed are their previous ones (Ready/Start/End), of re-timed ones (state kDone) in cur_*.
   std::vector<Time> free;
   std::vector<int32_t> last;
+  // free: when each resource is free, as the sweep goes; last: per resource, the last task of the previous order
+  // before the cursor (so that the next one, res_next, is the first the sweep has not reached).
   LoadResourceState(begin, &free, &last);
   window.clear();
   int32_t after = begin;  // 1 + the slot of the last task passed unchanged (a task re-timed now comes after it)
@@ -263,14 +265,10 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     return ready == Ready(u) + delta;
   };
   std::vector<int32_t> first_unsettled(static_cast<size_t>(tg.num_resources));
-  std::vector<Time> old_free;
-  std::vector<int32_t> old_last;
   auto shifted_rest = [&](int32_t i, Time delta) {
     if (new_pending > 0 || max_settled >= i) return false;
     // The first unsettled task on each resource: the earliest dirty one or the first at slot >= i.
-    LoadResourceState(i, &old_free, &old_last);
-    for (int32_t r = 0; r < tg.num_resources; ++r)
-      first_unsettled[r] = old_last[r] >= 0 ? res_next[old_last[r]] : res_first[r];
+    for (int32_t r = 0; r < tg.num_resources; ++r) first_unsettled[r] = last[r] >= 0 ? res_next[last[r]] : res_first[r];
     for (int32_t x : dirty_list) {
       if (state[x] != kDirty) continue;
       int32_t& f = first_unsettled[tg.resource[x]];
@@ -364,9 +362,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       j = lo;
     }
     if (j - i < 2 * (1 << sim::kChunkBits)) return -1;  // not worth it
-    LoadResourceState(i, &jump_free, &jump_last);
     for (int32_t r = 0; r < tg.num_resources; ++r) {
-      const int32_t u = jump_last[r] >= 0 ? res_next[jump_last[r]] : res_first[r];
+      const int32_t u = last[r] >= 0 ? res_next[last[r]] : res_first[r];
       if (u >= 0 && pos[u] < j && std::max(Ready(u), free[r]) != Start(u)) j = pos[u];
     }
     return j;
@@ -380,6 +377,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       free[r] = jump_free[r];
       after = std::max(after, pos[x] + 1);
     }
+    last.swap(jump_last);
   };
 
   for (int32_t t : seeds)
@@ -391,7 +389,10 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   int32_t since_check = 0, check_every = 16;
   bool shifted = false;
   while (true) {
-    while (i < slots && (slot_task[i] < 0 || state[slot_task[i]] != kClean)) ++i;
+    while (i < slots && (slot_task[i] < 0 || state[slot_task[i]] != kClean)) {
+      if (slot_task[i] >= 0) last[slot_res[i]] = slot_task[i];
+      ++i;
+    }
     while (heap_changed && !heap.empty()) {
       const DeltaItem& top = heap.top();
       if (top.version == version[top.task] && state[top.task] == kDirty && blocked[top.task] == 0) break;
@@ -427,12 +428,13 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
         continue;
       }
     }
+    const int32_t r = slot_res[i];
+    last[r] = c;
     if (blocked[c] > 0) {
       ++i;
       mark_dirty(c);  // a predecessor is re-timed after c's old ready time, so c moves later
       continue;
     }
-    const int32_t r = slot_res[i];
     if (std::max(ready, free[r]) != slot_start[i] + shift_c) {
       ++i;
       mark_dirty(c);
