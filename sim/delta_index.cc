@@ -72,7 +72,28 @@ void DeltaSimulator::Impl::Layout() {
     run.last_task[r] = t;
   }
   placed = n;
-  for (int32_t k = 0; k < n; ++k) IndexPreds(tm.order[k]);
+  // IndexPreds for every task, reading the times from `tm` (equal to the layout's, without the slot lookups).
+  for (int32_t k = 0; k < n; ++k) {
+    const int32_t t = tm.order[k];
+    int32_t earliest = -1, bind = -1, earliest_pos = INT32_MAX, bind_pos = -1;
+    Time best = -1;
+    for (int32_t j = 0; j < tg.pred_cnt[t]; ++j) {
+      const int32_t p = tg.pred_pool[tg.pred_off[t] + j];
+      const int32_t slot = pos[p];
+      if (slot < earliest_pos) {
+        earliest_pos = slot;
+        earliest = p;
+      }
+      const Time arrival = tm.end[p] + tg.resource_delay[tg.resource[p]];
+      if (arrival > best || (arrival == best && slot > bind_pos)) {
+        best = arrival;
+        bind = p;
+        bind_pos = slot;
+      }
+    }
+    min_pred[t] = earliest;
+    bind_pred[t] = bind;
+  }
   chunk_min_pred.assign(chunk_shift.size(), kNoSlot);
   chunk_min_bind.assign(chunk_shift.size(), kNoSlot);
   chunk_min_ready.assign(chunk_shift.size(), 0);
@@ -117,15 +138,20 @@ void DeltaSimulator::Impl::Relayout() {
 
 void DeltaSimulator::Impl::IndexPreds(int32_t t) {
   const sim::TaskGraph& tg = run.tg;
-  int32_t earliest = -1, bind = -1;
+  int32_t earliest = -1, bind = -1, earliest_pos = INT32_MAX, bind_pos = -1;
   Time best = -1;
   for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) {
     const int32_t p = tg.pred_pool[tg.pred_off[t] + k];
-    if (earliest < 0 || pos[p] < pos[earliest]) earliest = p;
-    const Time arrival = End(p) + tg.resource_delay[tg.resource[p]];
-    if (arrival > best || (arrival == best && pos[p] > pos[bind])) {
+    const int32_t slot = pos[p];
+    if (slot < earliest_pos) {
+      earliest_pos = slot;
+      earliest = p;
+    }
+    const Time arrival = slot_end[slot] + Shift(slot) + tg.resource_delay[tg.resource[p]];
+    if (arrival > best || (arrival == best && slot > bind_pos)) {
       best = arrival;
       bind = p;
+      bind_pos = slot;
     }
   }
   min_pred[t] = earliest;
