@@ -86,22 +86,26 @@ void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, Ta
     add_horizon(c.ticks);
     totals->fallbacks += c.fallback;
     tg->succ_off[o] = so;
+    // An edge between ops on one device, or that moves nothing, joins them directly (pass 1); telling that from
+    // the devices (a small array) saves reading the edge's plan.
     for (int32_t k = out_off_[o]; k < out_off_[o + 1]; ++k) {
-      const EdgePlan& plan = edge_plan_[out_edge_[k]];
-      if (plan.first < 0) {
-        succ[so++] = out_op_[k];
+      const OpId v = out_op_[k];
+      if (device[v] == d || out_empty_[k]) {
+        succ[so++] = v;
         continue;
       }
+      const EdgePlan& plan = edge_plan_[out_edge_[k]];
       for (int32_t s = 0; s < plan.segments; ++s) succ[so++] = plan.first + s * plan.hops;
     }
     tg->succ_cnt[o] = so - tg->succ_off[o];
     tg->pred_off[o] = po;
     for (int32_t k = in_off_[o]; k < in_off_[o + 1]; ++k) {
-      const EdgePlan& plan = edge_plan_[in_edge_[k]];
-      if (plan.first < 0) {
-        pred[po++] = in_op_[k];
+      const OpId u = in_op_[k];
+      if (device[u] == d || in_empty_[k]) {
+        pred[po++] = u;
         continue;
       }
+      const EdgePlan& plan = edge_plan_[in_edge_[k]];
       for (int32_t s = 0; s < plan.segments; ++s) pred[po++] = plan.first + (s + 1) * plan.hops - 1;
     }
     tg->pred_cnt[o] = po - tg->pred_off[o];

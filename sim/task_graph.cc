@@ -55,18 +55,20 @@ TaskBuilder::TaskBuilder(const Graph& graph, const Topology& topology, const Cos
   resource_delay_.assign(static_cast<size_t>(topology.num_devices() + topology.num_links()), 0);
   for (LinkId l = 0; l < topology.num_links(); ++l)
     resource_delay_[topology.num_devices() + l] = LatencyTicks(topology.link(l).latency);
-  auto adjacency = [&](bool out, std::vector<int32_t>* off, std::vector<int32_t>* edges, std::vector<int32_t>* ops) {
+  auto adjacency = [&](bool out, std::vector<int32_t>* off, std::vector<int32_t>* edges, std::vector<int32_t>* ops,
+                       std::vector<uint8_t>* empty) {
     off->assign(1, 0);
     for (OpId o = 0; o < graph.num_ops(); ++o) {
       for (int32_t e : out ? graph.out_edges(o) : graph.in_edges(o)) {
         edges->push_back(e);
         ops->push_back(out ? graph.edge(e).dst : graph.edge(e).src);
+        empty->push_back(graph.edge(e).bytes == 0);
       }
       off->push_back(static_cast<int32_t>(edges->size()));
     }
   };
-  adjacency(true, &out_off_, &out_edge_, &out_op_);
-  adjacency(false, &in_off_, &in_edge_, &in_op_);
+  adjacency(true, &out_off_, &out_edge_, &out_op_, &out_empty_);
+  adjacency(false, &in_off_, &in_edge_, &in_op_, &in_empty_);
   const int32_t d = topology.num_devices();
   route_off_.assign(1, 0);
   for (DeviceId a = 0; a < d; ++a)
@@ -341,6 +343,7 @@ int64_t TaskBuilder::memory_bytes() const {
     total += static_cast<int64_t>(v->capacity() * sizeof(int32_t));
   for (const auto* v : {&param_bytes_, &output_bytes_, &plain_static_, &shape_scratch_})
     total += static_cast<int64_t>(v->capacity() * sizeof(int64_t));
+  total += static_cast<int64_t>(out_empty_.capacity() + in_empty_.capacity());
   total += static_cast<int64_t>(resource_delay_.capacity() * sizeof(Time) +
                                 route_bandwidth_.capacity() * sizeof(double) +
                                 edge_plan_.capacity() * sizeof(EdgePlan));

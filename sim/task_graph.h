@@ -166,6 +166,7 @@ class TaskBuilder {
   // every device pair (as resources and bandwidths), and per edge of the current build its first hop task (-1:
   // none), hops and segments.
   std::vector<int32_t> out_off_, out_edge_, out_op_, in_off_, in_edge_, in_op_;
+  std::vector<uint8_t> out_empty_, in_empty_;  // per entry of those lists: the edge moves no bytes
   std::vector<int32_t> route_off_, route_resource_;
   std::vector<double> route_bandwidth_;
   struct EdgePlan {
