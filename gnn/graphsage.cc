@@ -9,6 +9,25 @@ namespace devplace {
 
 namespace F = torch::nn::functional;
 
+namespace {
+
+// LibTorch 1.13 warns, once per process and through glog, that scatter_reduce is in beta; the warning would land
+// in the output of every command that runs a policy. While installed (LibTorch keeps one handler per process;
+// the guard restores the previous one) this handler drops exactly that message and passes any other on.
+class ScatterReduceBetaFilter : public c10::WarningHandler {
+ public:
+  explicit ScatterReduceBetaFilter(c10::WarningHandler* next) : next_(next) {}
+  void process(const c10::SourceLocation& where, const std::string& message, bool verbatim) override {
+    if (message.find("scatter_reduce() is in beta") != std::string::npos) return;
+    next_->process(where, message, verbatim);
+  }
+
+ private:
+  c10::WarningHandler* next_;
+};
+
+}  // namespace
+
 SageGraph MakeSageGraph(std::span<const float> features, int64_t num_nodes, int64_t dim,
                         std::span<const int32_t> edge_src, std::span<const int32_t> edge_dst) {
   DEVPLACE_CHECK(static_cast<int64_t>(features.size()) == num_nodes * dim, "feature size mismatch");
@@ -41,6 +60,8 @@ torch::Tensor SageLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
   torch::Tensor pooled = torch::relu(pool_(x));  // >= 0, so a zero start makes max over no neighbours 0
   const int64_t h = pooled.size(1);
   torch::Tensor zeros = torch::zeros_like(pooled);
+  ScatterReduceBetaFilter filter(c10::Warning::get_warning_handler());
+  c10::Warning::WarningHandlerGuard quiet(&filter);
   torch::Tensor from_pred = zeros.scatter_reduce(0, dst.unsqueeze(1).expand({-1, h}), pooled.index_select(0, src),
                                                  "amax", /*include_self=*/true);
   torch::Tensor from_succ = zeros.scatter_reduce(0, src.unsqueeze(1).expand({-1, h}), pooled.index_select(0, dst),

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gnn/graphsage.h"
@@ -37,6 +38,32 @@ TEST(GraphSage, MaxPoolAggregationMatchesHandComputation) {
                                  {1, 0}};
   for (int v = 0; v < 4; ++v)
     for (int k = 0; k < 2; ++k) EXPECT_NEAR(out[v][k].item<double>(), expected[v][k], 1e-6) << v << "," << k;
+}
+
+// Records the warnings LibTorch raises while installed.
+class RecordingWarningHandler : public c10::WarningHandler {
+ public:
+  void process(const c10::SourceLocation&, const std::string& message, bool) override { messages.push_back(message); }
+  std::vector<std::string> messages;
+};
+
+// LibTorch's "scatter_reduce() is in beta" warning never reaches the user from a GraphSAGE layer, while the same
+// call outside the layer does raise it (warnings forced to fire every time, not once per process).
+TEST(GraphSage, LayerSilencesOnlyTheScatterReduceBetaWarning) {
+  std::vector<float> features = {1, 0, 0, 2, 3, -1};
+  std::vector<int32_t> src = {0, 1}, dst = {2, 2};
+  SageGraph g = MakeSageGraph(features, 3, 2, src, dst);
+  SageLayer layer(2, 2);
+  RecordingWarningHandler recorder;
+  c10::Warning::WarningHandlerGuard guard(&recorder);
+  const bool always = c10::Warning::get_warnAlways();
+  c10::Warning::set_warnAlways(true);
+  layer->forward(g.x, g.src, g.dst);
+  EXPECT_TRUE(recorder.messages.empty()) << recorder.messages.front();
+  torch::zeros({3, 2}).scatter_reduce(0, g.dst.unsqueeze(1).expand({-1, 2}), g.x.index_select(0, g.src), "amax");
+  c10::Warning::set_warnAlways(always);
+  ASSERT_EQ(recorder.messages.size(), 1u);
+  EXPECT_NE(recorder.messages[0].find("scatter_reduce() is in beta"), std::string::npos);
 }
 
 TEST(GraphSage, GradientsReachEveryParameter) {
