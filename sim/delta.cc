@@ -483,7 +483,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   // it packed (without holes) would make later changes there move many tasks (and this one already did work of
   // that order).
   if (static_cast<int64_t>(slot_task.size()) - placed < placed / (2 * sim::kHoleEvery) ||
-      static_cast<int64_t>(window.size() + displaced.size()) > placed / (2 * sim::kHoleEvery))
+      static_cast<int64_t>(window.size() + displaced.size()) > std::max(placed / (2 * sim::kHoleEvery), 1024))
     Relayout();
   return Status::Ok();
 }
