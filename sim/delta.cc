@@ -7,6 +7,7 @@
 // or resource) keyed by their new (ready, key). A dirty task blocks its successors until it has been re-timed; a
 // clean task at A's head passes unchanged (and keeps its slot) when its resource is free at the same moment as
 // before. The re-timed tasks then take slots next to where they now run in the order (Place, delta_index.cc).
+// Long stretches of A that can only pass unchanged are jumped over (jump_target).
 //
 // The run stops early at a point where the rest of the schedule is provably the previous one shifted by a
 // constant delta (0: unchanged): no new task is left, nothing settled lies ahead in the previous order, every
