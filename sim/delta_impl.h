@@ -119,6 +119,9 @@ struct DeltaSimulator::Impl {
   // The slot of a predecessor entry (-1: none).
   int32_t SlotOf(int32_t pred) const { return pred < 0 ? -1 : pos[pred]; }
   void RefreshChunk(int32_t chunk);
+  // Writes every task's absolute ready/start/end times (arrays already sized to the task count) and the compact
+  // order from the layout into `into`.
+  void WriteTimes(sim::Timing& into) const;
   // Fills `materialized` from the layout.
   void Materialize() const;
   Status Apply(const std::vector<std::pair<OpId, OpConfig>>& changes);

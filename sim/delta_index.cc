@@ -121,18 +121,21 @@ void DeltaSimulator::Impl::AddSlot(int32_t t, int32_t slot) {
   res_added[r].push_back(slot);
 }
 
-void DeltaSimulator::Impl::Relayout() {
-  sim::Timing& tm = run.timing;
-  tm.order.clear();
+void DeltaSimulator::Impl::WriteTimes(sim::Timing& into) const {
+  into.order.clear();
   for (int32_t s = 0; s < static_cast<int32_t>(slot_task.size()); ++s) {
     const int32_t t = slot_task[s];
     if (t < 0) continue;
     const Time o = Shift(s);
-    tm.ready[t] = slot_ready[s] + o;
-    tm.start[t] = slot_start[s] + o;
-    tm.end[t] = slot_end[s] + o;
-    tm.order.push_back(t);
+    into.ready[t] = slot_ready[s] + o;
+    into.start[t] = slot_start[s] + o;
+    into.end[t] = slot_end[s] + o;
+    into.order.push_back(t);
   }
+}
+
+void DeltaSimulator::Impl::Relayout() {
+  WriteTimes(run.timing);
   Layout();
 }
 
@@ -347,16 +350,7 @@ void DeltaSimulator::Impl::Materialize() const {
   m.start.resize(static_cast<size_t>(n));
   m.end.resize(static_cast<size_t>(n));
   m.res_prev = run.timing.res_prev;
-  m.order.clear();
-  for (int32_t s = 0; s < static_cast<int32_t>(slot_task.size()); ++s) {
-    const int32_t t = slot_task[s];
-    if (t < 0) continue;
-    const Time o = Shift(s);
-    m.ready[t] = slot_ready[s] + o;
-    m.start[t] = slot_start[s] + o;
-    m.end[t] = slot_end[s] + o;
-    m.order.push_back(t);
-  }
+  WriteTimes(m);
 }
 
 }  // namespace devplace
