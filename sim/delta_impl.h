@@ -116,6 +116,9 @@ struct DeltaSimulator::Impl {
   }
   // Recomputes min_pred and bind_pred of task t (its predecessors' slots and times are final).
   void IndexPreds(int32_t t);
+  // IndexPreds with predecessor p's end time given by end_of(p, slot of p).
+  template <typename EndOf>
+  void IndexPredsBy(int32_t t, EndOf end_of);
   // The slot of a predecessor entry (-1: none).
   int32_t SlotOf(int32_t pred) const { return pred < 0 ? -1 : pos[pred]; }
   void RefreshChunk(int32_t chunk);

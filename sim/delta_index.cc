@@ -40,6 +40,29 @@ Status DeltaSimulator::Impl::FullRebuild() {
   return Status::Ok();
 }
 
+template <typename EndOf>
+void DeltaSimulator::Impl::IndexPredsBy(int32_t t, EndOf end_of) {
+  const sim::TaskGraph& tg = run.tg;
+  int32_t earliest = -1, bind = -1, earliest_pos = INT32_MAX, bind_pos = -1;
+  Time best = -1;
+  for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) {
+    const int32_t p = tg.pred_pool[tg.pred_off[t] + k];
+    const int32_t slot = pos[p];
+    if (slot < earliest_pos) {
+      earliest_pos = slot;
+      earliest = p;
+    }
+    const Time arrival = end_of(p, slot) + tg.resource_delay[tg.resource[p]];
+    if (arrival > best || (arrival == best && slot > bind_pos)) {
+      best = arrival;
+      bind = p;
+      bind_pos = slot;
+    }
+  }
+  min_pred[t] = earliest;
+  bind_pred[t] = bind;
+}
+
 void DeltaSimulator::Impl::Layout() {
   const sim::TaskGraph& tg = run.tg;
   sim::Timing& tm = run.timing;
@@ -73,27 +96,7 @@ void DeltaSimulator::Impl::Layout() {
   }
   placed = n;
   // IndexPreds for every task, reading the times from `tm` (equal to the layout's, without the slot lookups).
-  for (int32_t k = 0; k < n; ++k) {
-    const int32_t t = tm.order[k];
-    int32_t earliest = -1, bind = -1, earliest_pos = INT32_MAX, bind_pos = -1;
-    Time best = -1;
-    for (int32_t j = 0; j < tg.pred_cnt[t]; ++j) {
-      const int32_t p = tg.pred_pool[tg.pred_off[t] + j];
-      const int32_t slot = pos[p];
-      if (slot < earliest_pos) {
-        earliest_pos = slot;
-        earliest = p;
-      }
-      const Time arrival = tm.end[p] + tg.resource_delay[tg.resource[p]];
-      if (arrival > best || (arrival == best && slot > bind_pos)) {
-        best = arrival;
-        bind = p;
-        bind_pos = slot;
-      }
-    }
-    min_pred[t] = earliest;
-    bind_pred[t] = bind;
-  }
+  for (int32_t k = 0; k < n; ++k) IndexPredsBy(tm.order[k], [&tm](int32_t p, int32_t) { return tm.end[p]; });
   chunk_min_pred.assign(chunk_shift.size(), kNoSlot);
   chunk_min_bind.assign(chunk_shift.size(), kNoSlot);
   chunk_min_ready.assign(chunk_shift.size(), 0);
@@ -140,25 +143,7 @@ void DeltaSimulator::Impl::Relayout() {
 }
 
 void DeltaSimulator::Impl::IndexPreds(int32_t t) {
-  const sim::TaskGraph& tg = run.tg;
-  int32_t earliest = -1, bind = -1, earliest_pos = INT32_MAX, bind_pos = -1;
-  Time best = -1;
-  for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) {
-    const int32_t p = tg.pred_pool[tg.pred_off[t] + k];
-    const int32_t slot = pos[p];
-    if (slot < earliest_pos) {
-      earliest_pos = slot;
-      earliest = p;
-    }
-    const Time arrival = slot_end[slot] + Shift(slot) + tg.resource_delay[tg.resource[p]];
-    if (arrival > best || (arrival == best && slot > bind_pos)) {
-      best = arrival;
-      bind = p;
-      bind_pos = slot;
-    }
-  }
-  min_pred[t] = earliest;
-  bind_pred[t] = bind;
+  IndexPredsBy(t, [this](int32_t, int32_t slot) { return slot_end[slot] + Shift(slot); });
 }
 
 void DeltaSimulator::Impl::RefreshChunk(int32_t chunk) {
