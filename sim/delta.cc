@@ -62,21 +62,16 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   for (OpId op : ops) builder.AddStaticMemory(op, strategy.configs[op], &new_static);
   for (int32_t d = 0; d < tg.num_devices; ++d) run.static_bytes[d] += new_static[d] - old_static[d];
 
-  // 2. Groups to rebuild (the ops and their edges) and ops whose adjacency changes (the ops and their neighbours).
-  std::vector<int32_t> edges, neighbours = ops, consumers;
+  // 2. Groups to rebuild (the ops and their edges) and the consumers of the ops' outputs.
+  std::vector<int32_t> edges, consumers;
   for (OpId op : ops) {
-    for (int32_t e : graph.in_edges(op)) {
-      edges.push_back(e);
-      neighbours.push_back(graph.edge(e).src);
-    }
+    for (int32_t e : graph.in_edges(op)) edges.push_back(e);
     for (int32_t e : graph.out_edges(op)) {
       edges.push_back(e);
-      neighbours.push_back(graph.edge(e).dst);
       consumers.push_back(graph.edge(e).dst);
     }
   }
   SortUnique(&edges);
-  SortUnique(&neighbours);
   SortUnique(&consumers);
 
   // 3. Remove the old tasks of the rebuilt groups.
@@ -112,47 +107,70 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   GrowScratch();
   for (int32_t t = first_new; t < n; ++t) pos[t] = -1;
 
-  // 5. Adjacency of the new tasks and of the neighbours' tasks, appended to the pools.
-  std::vector<int32_t> relisted;
-  for (OpId w : neighbours)
-    for (int32_t t = tg.group_task_begin[w]; t < tg.group_task_begin[w] + tg.group_task_count[w]; ++t)
-      relisted.push_back(t);
-  for (int32_t t = first_new; t < n; ++t)
-    if (tg.key[t] >> 32 >= static_cast<uint64_t>(num_ops)) relisted.push_back(t);
-  for (int32_t t : relisted) {
-    mark[t] = 1;
-    tg.succ_cnt[t] = 0;
-    tg.pred_cnt[t] = 0;
+  // 5. Adjacency. Every dependency that names a new task comes from a rebuilt group, and every one that named a
+  // removed task went with it, so the lists of new tasks are built from the rebuilt groups' dependencies, and the
+  // lists of surviving tasks that named a removed task or gain a dependency are patched: removed entries dropped,
+  // new ones appended in place while there is room (a list that outgrows its room moves to the end of the pool
+  // with room to spare). High-degree neighbours thus cost a pass over their own list, not over all their edges.
+  std::vector<int32_t> patched;  // surviving tasks whose successor (mark bit 1) or predecessor (bit 2) list changes
+  auto note = [&](int32_t t, uint8_t bit) {
+    if (mark[t] == 0) patched.push_back(t);
+    mark[t] |= bit;
+  };
+  for (int32_t x : removed) {
+    for (int32_t k = 0; k < tg.pred_cnt[x]; ++k)
+      if (const int32_t p = tg.pred_pool[tg.pred_off[x] + k]; tg.alive[p]) note(p, 1);
+    for (int32_t k = 0; k < tg.succ_cnt[x]; ++k)
+      if (const int32_t q = tg.succ_pool[tg.succ_off[x] + k]; tg.alive[q]) note(q, 2);
   }
-  std::vector<int32_t> scan;
-  for (OpId w : neighbours) {
-    scan.push_back(w);
-    for (int32_t e : graph.in_edges(w)) scan.push_back(num_ops + e);
-    for (int32_t e : graph.out_edges(w)) scan.push_back(num_ops + e);
-  }
-  SortUnique(&scan);
-  auto for_each_dep = [&](auto&& f) {
-    for (int32_t g : scan)
+  std::vector<int32_t> rebuilt_groups(ops.begin(), ops.end());
+  for (int32_t e : edges) rebuilt_groups.push_back(num_ops + e);
+  auto for_each_new_dep = [&](auto&& f) {
+    for (int32_t g : rebuilt_groups)
       for (int32_t k = tg.group_dep_begin[g]; k < tg.group_dep_begin[g] + tg.group_dep_count[g]; ++k)
         f(tg.dep_from[k], tg.dep_to[k]);
   };
-  for_each_dep([&](int32_t a, int32_t b) {
-    if (mark[a]) ++tg.succ_cnt[a];
-    if (mark[b]) ++tg.pred_cnt[b];
+  for (int32_t t = first_new; t < n; ++t) tg.succ_cnt[t] = tg.pred_cnt[t] = 0;
+  for_each_new_dep([&](int32_t a, int32_t b) {
+    if (a >= first_new) ++tg.succ_cnt[a];
+    else note(a, 1);
+    if (b >= first_new) ++tg.pred_cnt[b];
+    else note(b, 2);
   });
-  for (int32_t t : relisted) {
+  auto drop_removed = [&](std::vector<int32_t>& pool, int32_t off, int32_t& cnt) {
+    int32_t kept = 0;
+    for (int32_t k = 0; k < cnt; ++k)
+      if (tg.alive[pool[off + k]]) pool[off + kept++] = pool[off + k];
+    cnt = kept;
+  };
+  for (int32_t t : patched) {
+    if (mark[t] & 1) drop_removed(tg.succ_pool, tg.succ_off[t], tg.succ_cnt[t]);
+    if (mark[t] & 2) drop_removed(tg.pred_pool, tg.pred_off[t], tg.pred_cnt[t]);
+    mark[t] = 0;
+  }
+  for (int32_t t = first_new; t < n; ++t) {
     tg.succ_off[t] = static_cast<int32_t>(tg.succ_pool.size());
     tg.pred_off[t] = static_cast<int32_t>(tg.pred_pool.size());
     tg.succ_pool.resize(tg.succ_pool.size() + static_cast<size_t>(tg.succ_cnt[t]));
     tg.pred_pool.resize(tg.pred_pool.size() + static_cast<size_t>(tg.pred_cnt[t]));
-    tg.succ_cnt[t] = 0;
-    tg.pred_cnt[t] = 0;
+    succ_room[t] = tg.succ_cnt[t];
+    pred_room[t] = tg.pred_cnt[t];
+    tg.succ_cnt[t] = tg.pred_cnt[t] = 0;
   }
-  for_each_dep([&](int32_t a, int32_t b) {
-    if (mark[a]) tg.succ_pool[tg.succ_off[a] + tg.succ_cnt[a]++] = b;
-    if (mark[b]) tg.pred_pool[tg.pred_off[b] + tg.pred_cnt[b]++] = a;
+  auto append_entry = [](std::vector<int32_t>& pool, int32_t& off, int32_t& cnt, int32_t& room, int32_t v) {
+    if (cnt == room) {
+      const int32_t moved_to = static_cast<int32_t>(pool.size());
+      room = 2 * cnt + 4;
+      pool.resize(pool.size() + static_cast<size_t>(room));
+      std::copy_n(pool.begin() + off, cnt, pool.begin() + moved_to);
+      off = moved_to;
+    }
+    pool[off + cnt++] = v;
+  };
+  for_each_new_dep([&](int32_t a, int32_t b) {
+    append_entry(tg.succ_pool, tg.succ_off[a], tg.succ_cnt[a], succ_room[a], b);
+    append_entry(tg.pred_pool, tg.pred_off[b], tg.pred_cnt[b], pred_room[b], a);
   });
-  for (int32_t t : relisted) mark[t] = 0;
 
   // 6. Seeds: new tasks and the consumers' compute tasks (their predecessors changed). The sweep starts at the
   // first slot of the order that a removed task, a seed or a new task's predecessor reaches.
@@ -244,9 +262,11 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       processed_old.push_back(x);
       if (end_changed) shift = end - old_end;
     }
+    // A clean successor keeps its ready time, and stays clean, when x did not bind it and now arrives no later.
+    const Time arrival = end + tg.resource_delay[r];
     for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
       const int32_t s = succ[tg.succ_off[x] + k];
-      if (end_changed && state[s] == kClean) mark_dirty(s);
+      if (end_changed && state[s] == kClean && (is_new || bind_pred[s] == x || arrival > Ready(s))) mark_dirty(s);
       if (--blocked[s] == 0 && state[s] == kDirty) push(s);
     }
   };

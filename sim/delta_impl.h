@@ -65,6 +65,8 @@ struct DeltaSimulator::Impl {
   std::vector<int32_t> chunk_min_pred, chunk_min_bind;
   std::vector<sim::Time> chunk_min_ready;
   int32_t placed = 0;                // tasks in slots
+  // Per task: room for its successor and predecessor lists in the pools (at least succ_cnt / pred_cnt).
+  std::vector<int32_t> succ_room, pred_room;
 
   // Scratch, sized to the task count.
   std::vector<uint8_t> state;

@@ -26,6 +26,8 @@ void DeltaSimulator::Impl::GrowScratch() {
   bind_pred.resize(n, -1);
   pos.resize(n, -1);
   res_next.resize(n, -1);
+  succ_room.resize(n, 0);
+  pred_room.resize(n, 0);
 }
 
 Status DeltaSimulator::Impl::FullRebuild() {
@@ -36,6 +38,8 @@ Status DeltaSimulator::Impl::FullRebuild() {
   for (auto* v : {&cur_ready, &cur_start, &cur_end}) v->clear();
   version.clear();
   GrowScratch();
+  succ_room = run.tg.succ_cnt;
+  pred_room = run.tg.pred_cnt;
   Layout();
   return Status::Ok();
 }
@@ -303,8 +307,11 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
   for (const Placement& x : stale) slot_dropped[x.after] = 0;
   stale.clear();
 
-  // 4. Predecessor entries of the moved tasks, of the tasks they feed and of those listed in `reindex`.
-  // Tasks displaced with their times unchanged only moved up in order: entries naming them stay right.
+  // 4. Predecessor entries. The moved tasks and those listed in `reindex` (whose predecessors changed) are
+  // indexed afresh. A task a moved task feeds only needs its entries compared with the moved one, unless an entry
+  // names a moved task (which may now be later or end earlier): only moved tasks changed slot or time (tasks
+  // displaced with their times unchanged only moved up in order, so entries naming them stay right). The
+  // chunk bounds are lowered to match (they are lower bounds; touched chunks are recomputed exactly below).
   reindexed.clear();
   auto reindex_one = [&](int32_t x) {
     if (mark[x]) return;
@@ -313,13 +320,34 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
     IndexPreds(x);
     TouchChunk(pos[x] >> kChunkBits);
   };
+  for (const Placement& q : window) reindex_one(q.task);
+  for (int32_t x : reindex) reindex_one(x);
   for (const Placement& q : window) {
-    reindex_one(q.task);
-    for (int32_t k = 0; k < tg.succ_cnt[q.task]; ++k) reindex_one(tg.succ_pool[tg.succ_off[q.task] + k]);
+    const int32_t p = q.task;
+    const int32_t p_slot = pos[p];
+    const Time p_arrival = End(p) + tg.resource_delay[tg.resource[p]];
+    for (int32_t k = 0; k < tg.succ_cnt[p]; ++k) {
+      const int32_t x = tg.succ_pool[tg.succ_off[p] + k];
+      if (mark[x]) continue;
+      const int32_t b = bind_pred[x], m = min_pred[x];
+      if (m < 0 || b < 0 || m == p || b == p || moved[m] || moved[b]) {
+        reindex_one(x);
+        continue;
+      }
+      const int32_t chunk = pos[x] >> kChunkBits;
+      if (p_slot < pos[m]) {
+        min_pred[x] = p;
+        chunk_min_pred[chunk] = std::min(chunk_min_pred[chunk], p_slot);
+      }
+      const Time b_arrival = End(b) + tg.resource_delay[tg.resource[b]];
+      if (p_arrival > b_arrival || (p_arrival == b_arrival && p_slot > pos[b])) {
+        bind_pred[x] = p;
+        chunk_min_bind[chunk] = std::min(chunk_min_bind[chunk], p_slot);
+      }
+    }
   }
   for (const Placement& q : window) moved[q.task] = 0;
   for (const Placement& x : displaced) moved[x.task] = 0;
-  for (int32_t x : reindex) reindex_one(x);
   for (int32_t x : reindexed) mark[x] = 0;
   for (int32_t c : touched_chunks) {
     RefreshChunk(c);
