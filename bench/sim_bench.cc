@@ -5,10 +5,12 @@
 //   Counters run_Mtasks_s and steptime_Mtasks_s: Run and RunStepTime measured side by side (thread CPU time).
 //   Simulate/<ops>/contiguous: the one-shot Simulate() (also builds the simulator and prices every op).
 //   Delta/<ops>/<placement>: DeltaSimulator::SetConfig moving one random op to another random device, plus
-//   step_time() (then back, untimed). Counters, medians over the first 100 changes, each measured next to the
-//   full runs of the same strategy (thread CPU time): the change against Simulator::RunStepTime (speedup), and
-//   the change + result() against Simulator::Run (speedup_result); resimulated = tasks re-simulated per change,
-//   over all changes (the rest keep or shift their times).
+//   step_time(), then back (untimed): changes back to back, as a search makes them. Counters, medians over the
+//   first 100 changes (thread CPU time), compared in blocks of 10 with the full runs of the same 10 strategies
+//   measured after them: the change against Simulator::RunStepTime (speedup); the same change made again right
+//   after the full runs, when the caches hold the full simulation's data rather than the delta's (delta_cold_us,
+//   speedup_cold); that change + result() against Simulator::Run (speedup_result); resimulated = tasks
+//   re-simulated per change, over all changes (the rest keep or shift their times).
 // Placements: "contiguous" splits the topological order into 8 equal blocks (backward and update ops follow their
 // forward op); "random" puts each colocation group on a random device.
 #include <benchmark/benchmark.h>
@@ -177,7 +179,6 @@ void OneShot(benchmark::State& state) {
 
 void Delta(benchmark::State& state, bool random) {
   using Clock = ThreadCpuClock;
-  auto seconds = [](double a, double b) { return b - a; };
   const Fixture& f = Get(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
   const int devices = f.topology.num_devices();
   const Strategy base = Placement(f.graph, devices, random, 7);
@@ -185,43 +186,60 @@ void Delta(benchmark::State& state, bool random) {
   DeltaSimulator delta = Check(DeltaSimulator::Create(f.graph, f.topology, base, cost));
   Simulator full = Check(Simulator::Create(f.graph, f.topology, cost));
   std::mt19937_64 rng(99);
-  std::vector<double> delta_s, result_s, full_s, full_step_s;
+  std::vector<double> delta_s, cold_s, result_s, full_s, full_step_s;
+  std::vector<std::pair<OpId, OpConfig>> block;  // the changes awaiting their comparison
   double retimed = 0, step_sum = 0;
   int64_t changes = 0;
-  for (auto _ : state) {
-    const OpId op = static_cast<OpId>(Below(rng, static_cast<uint64_t>(f.graph.num_ops())));
+  // Makes a change (and its step time) and undoes it; returns the seconds the change took.
+  auto change = [&](OpId op, const OpConfig& config, bool with_result) {
     const OpConfig old = delta.strategy().configs[op];
-    OpConfig moved{{static_cast<DeviceId>((old.devices[0] + 1 + Below(rng, devices - 1)) % devices)}, {}};
-    // Timed: the change and its step time (what a search needs per proposal).
-    const auto t0 = Clock::now();
-    if (!delta.SetConfig(op, moved).ok()) state.SkipWithError("SetConfig failed");
+    const double t0 = Clock::now();
+    if (!delta.SetConfig(op, config).ok()) state.SkipWithError("SetConfig failed");
     step_sum += delta.step_time();
-    const auto t1 = Clock::now();
-    ++changes;
-    retimed += static_cast<double>(delta.last_retimed_tasks());
-    state.PauseTiming();
-    if (full_s.size() < 100) {  // the comparisons, interleaved with the changes they compare against
-      delta_s.push_back(seconds(t0, t1));
-      const auto r0 = Clock::now();
+    const double t1 = Clock::now();
+    if (with_result) {
       benchmark::DoNotOptimize(delta.result().step_time);  // memory peaks and critical path, computed on demand
-      const auto r1 = Clock::now();
-      benchmark::DoNotOptimize(Check(full.Run(delta.strategy())).step_time);
-      const auto r2 = Clock::now();
-      benchmark::DoNotOptimize(Check(full.RunStepTime(delta.strategy())));
-      const auto r3 = Clock::now();
-      result_s.push_back(seconds(t0, t1) + seconds(r0, r1));
-      full_s.push_back(seconds(r1, r2));
-      full_step_s.push_back(seconds(r2, r3));
+      result_s.push_back(t1 - t0 + Clock::now() - t1);
     }
     if (!delta.SetConfig(op, old).ok()) state.SkipWithError("SetConfig failed");  // back to the base placement
+    return t1 - t0;
+  };
+  for (auto _ : state) {
+    const OpId op = static_cast<OpId>(Below(rng, static_cast<uint64_t>(f.graph.num_ops())));
+    const OpConfig& old = delta.strategy().configs[op];
+    const OpConfig moved{{static_cast<DeviceId>((old.devices[0] + 1 + Below(rng, devices - 1)) % devices)}, {}};
+    const double seconds = change(op, moved, false);  // timed by the benchmark too (the undo included)
+    ++changes;
+    retimed += static_cast<double>(delta.last_retimed_tasks());
+    if (delta_s.size() >= 100) continue;
+    state.PauseTiming();
+    delta_s.push_back(seconds);
+    block.emplace_back(op, moved);
+    if (block.size() == 10) {  // the full runs of the block's strategies, then each change once more after them
+      for (const auto& [bop, config] : block) {
+        Strategy s = delta.strategy();
+        s.configs[bop] = config;
+        const double r0 = Clock::now();
+        benchmark::DoNotOptimize(Check(full.RunStepTime(s)));
+        const double r1 = Clock::now();
+        benchmark::DoNotOptimize(Check(full.Run(s)).step_time);
+        full_step_s.push_back(r1 - r0);
+        full_s.push_back(Clock::now() - r1);
+        cold_s.push_back(change(bop, config, true));
+      }
+      block.clear();
+    }
     state.ResumeTiming();
   }
   benchmark::DoNotOptimize(step_sum);
-  const double d = Median(delta_s), fs = Median(full_step_s), dr = Median(result_s), fr = Median(full_s);
-  state.counters["delta_us"] = d * 1e6;              // SetConfig + step_time()
+  const double d = Median(delta_s), c = Median(cold_s), fs = Median(full_step_s), dr = Median(result_s),
+               fr = Median(full_s);
+  state.counters["delta_us"] = d * 1e6;              // SetConfig + step_time(), back to back
+  state.counters["delta_cold_us"] = c * 1e6;         // the same right after full runs
   state.counters["full_step_us"] = fs * 1e6;         // Simulator::RunStepTime
   state.counters["speedup"] = d > 0 ? fs / d : 0;
-  state.counters["delta_result_us"] = dr * 1e6;      // SetConfig + step_time() + result()
+  state.counters["speedup_cold"] = c > 0 ? fs / c : 0;
+  state.counters["delta_result_us"] = dr * 1e6;      // SetConfig + step_time() + result(), after full runs
   state.counters["full_result_us"] = fr * 1e6;       // Simulator::Run
   state.counters["speedup_result"] = dr > 0 ? fr / dr : 0;
   state.counters["resimulated"] = retimed / static_cast<double>(std::max<int64_t>(1, changes));

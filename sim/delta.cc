@@ -113,6 +113,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   // new ones appended in place while there is room (a list that outgrows its room moves to the end of the pool
   // with room to spare). High-degree neighbours thus cost a pass over their own list, not over all their edges.
   std::vector<int32_t> patched;  // surviving tasks whose successor (mark bit 1) or predecessor (bit 2) list changes
+  std::vector<int32_t> reindex;  // tasks whose predecessor lists changed (new ones included): indexed afresh
   auto note = [&](int32_t t, uint8_t bit) {
     if (mark[t] == 0) patched.push_back(t);
     mark[t] |= bit;
@@ -145,10 +146,14 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   };
   for (int32_t t : patched) {
     if (mark[t] & 1) drop_removed(tg.succ_pool, tg.succ_off[t], tg.succ_cnt[t]);
-    if (mark[t] & 2) drop_removed(tg.pred_pool, tg.pred_off[t], tg.pred_cnt[t]);
+    if (mark[t] & 2) {
+      drop_removed(tg.pred_pool, tg.pred_off[t], tg.pred_cnt[t]);
+      reindex.push_back(t);
+    }
     mark[t] = 0;
   }
   for (int32_t t = first_new; t < n; ++t) {
+    reindex.push_back(t);
     tg.succ_off[t] = static_cast<int32_t>(tg.succ_pool.size());
     tg.pred_off[t] = static_cast<int32_t>(tg.pred_pool.size());
     tg.succ_pool.resize(tg.succ_pool.size() + static_cast<size_t>(tg.succ_cnt[t]));
@@ -325,6 +330,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     for (int32_t k = i; k < slots;) {
       if ((k & ((1 << sim::kChunkBits) - 1)) == 0) {
         const int32_t c = k >> sim::kChunkBits;
+        if (chunk_stale[c]) RefreshChunk(c);
         if (chunk_min_pred[c] >= i ||
             (chunk_min_bind[c] >= i && (delta > 0 || chunk_min_ready[c] + chunk_shift[c] + delta >= latest))) {
           k += 1 << sim::kChunkBits;
@@ -466,7 +472,6 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     ++i;
     after = i;  // c passes unchanged and keeps its slot
   }
-  std::vector<int32_t> reindex;
   if (shifted) {
     // The unsettled tasks keep their previous order and times + shift: the dirty ones behind the cursor first
     // (by previous slot), then the order from the cursor on (nothing there is settled), which stays in place.
@@ -476,7 +481,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     std::sort(behind.begin(), behind.end(), [&](int32_t a, int32_t b) { return pos[a] < pos[b]; });
     for (int32_t x : behind) append(x, Ready(x) + shift, Start(x) + shift, End(x) + shift);
     for (int32_t x : dirty_list)
-      if (state[x] == kDirty && pos[x] >= i) reindex.push_back(x);  // their predecessors changed
+      if (state[x] == kDirty && pos[x] >= i) reindex.push_back(x);  // their predecessors moved
   } else {
     i = slots;
     shift = 0;
@@ -490,9 +495,12 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     --placed;
   }
 
+  // Re-timing a task undid what marking it dirty added to its successors' counts; only dirty tasks left behind
+  // by an early stop still block theirs.
   for (int32_t t : touched) {
+    if (state[t] == kDirty)
+      for (int32_t k = 0; k < tg.succ_cnt[t]; ++k) blocked[succ[tg.succ_off[t] + k]] = 0;
     state[t] = kClean;
-    for (int32_t k = 0; k < tg.succ_cnt[t]; ++k) blocked[succ[tg.succ_off[t] + k]] = 0;
   }
   Place(begin, i, shift, reindex);
 

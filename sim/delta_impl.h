@@ -85,8 +85,9 @@ struct DeltaSimulator::Impl {
   std::vector<int32_t> res_lo, res_hi, changed_res, merged;
   std::vector<std::vector<int32_t>> res_added;
   std::vector<uint8_t> slot_dropped;
-  std::vector<uint8_t> chunk_touched;
-  std::vector<int32_t> touched_chunks, reindexed;
+  // Per chunk: its bounds are stale (a change touched it since they were computed); refreshed when next needed.
+  std::vector<uint8_t> chunk_stale;
+  std::vector<int32_t> reindexed;
   uint32_t next_version = 1;
 
   sim::Time Shift(int32_t slot) const { return chunk_shift[slot >> sim::kChunkBits]; }
@@ -110,12 +111,7 @@ struct DeltaSimulator::Impl {
   // Records that task t's slot list entry at `slot` goes, or is added (in increasing slot order per resource).
   void DropSlot(int32_t t, int32_t slot);
   void AddSlot(int32_t t, int32_t slot);
-  void TouchChunk(int32_t chunk) {
-    if (!chunk_touched[chunk]) {
-      chunk_touched[chunk] = 1;
-      touched_chunks.push_back(chunk);
-    }
-  }
+  void TouchChunk(int32_t chunk) { chunk_stale[chunk] = 1; }
   // Recomputes min_pred and bind_pred of task t (its predecessors' slots and times are final).
   void IndexPreds(int32_t t);
   // IndexPreds with predecessor p's end time given by end_of(p, slot of p).
@@ -123,6 +119,7 @@ struct DeltaSimulator::Impl {
   void IndexPredsBy(int32_t t, EndOf end_of);
   // The slot of a predecessor entry (-1: none).
   int32_t SlotOf(int32_t pred) const { return pred < 0 ? -1 : pos[pred]; }
+  // Recomputes a chunk's bounds from the layout (and marks them fresh).
   void RefreshChunk(int32_t chunk);
   // Writes every task's absolute ready/start/end times (arrays already sized to the task count) and the compact
   // order from the layout into `into`.

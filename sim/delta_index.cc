@@ -104,7 +104,7 @@ void DeltaSimulator::Impl::Layout() {
   chunk_min_pred.assign(chunk_shift.size(), kNoSlot);
   chunk_min_bind.assign(chunk_shift.size(), kNoSlot);
   chunk_min_ready.assign(chunk_shift.size(), 0);
-  chunk_touched.assign(chunk_shift.size(), 0);
+  chunk_stale.assign(chunk_shift.size(), 0);
   slot_dropped.assign(static_cast<size_t>(slots), 0);
   res_lo.assign(static_cast<size_t>(tg.num_resources), INT32_MAX);
   res_hi.assign(static_cast<size_t>(tg.num_resources), -1);
@@ -165,6 +165,7 @@ void DeltaSimulator::Impl::RefreshChunk(int32_t chunk) {
   chunk_min_pred[chunk] = lo_pred;
   chunk_min_bind[chunk] = lo_bind;
   chunk_min_ready[chunk] = lo_ready;
+  chunk_stale[chunk] = 0;
 }
 
 void DeltaSimulator::Impl::LoadResourceState(int32_t slot, std::vector<Time>* free,
@@ -205,7 +206,7 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
       chunk_min_pred.resize(chunks, kNoSlot);
       chunk_min_bind.resize(chunks, kNoSlot);
       chunk_min_ready.resize(chunks, std::numeric_limits<Time>::max());
-      chunk_touched.resize(chunks, 0);
+      chunk_stale.resize(chunks, 0);
     }
     const int32_t k = slot_task[s];
     if (k >= 0 && k != t && !moved[k] && pos[k] == s) {
@@ -307,11 +308,14 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
   for (const Placement& x : stale) slot_dropped[x.after] = 0;
   stale.clear();
 
-  // 4. Predecessor entries. The moved tasks and those listed in `reindex` (whose predecessors changed) are
-  // indexed afresh. A task a moved task feeds only needs its entries compared with the moved one, unless an entry
-  // names a moved task (which may now be later or end earlier): only moved tasks changed slot or time (tasks
-  // displaced with their times unchanged only moved up in order, so entries naming them stay right). The
-  // chunk bounds are lowered to match (they are lower bounds; touched chunks are recomputed exactly below).
+  // 4. Predecessor entries. A task's entries depend on its predecessors' slots and times only, and of those only
+  // the window's tasks changed (tasks displaced with their times unchanged only moved up in order, and those
+  // from `cut` on moved with everything after them), so: tasks listed in `reindex` (their predecessor lists
+  // changed, or they moved with the rest while their predecessors may not have) are indexed afresh, and a task
+  // the window feeds compares its entries with the moved predecessor, or is indexed afresh when an entry names a
+  // moved task (which may now be later or end earlier). Chunk bounds are lowered to match (they are lower
+  // bounds; touched chunks are recomputed when next needed).
+  for (const Placement& x : displaced) moved[x.task] = 0;
   reindexed.clear();
   auto reindex_one = [&](int32_t x) {
     if (mark[x]) return;
@@ -320,7 +324,6 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
     IndexPreds(x);
     TouchChunk(pos[x] >> kChunkBits);
   };
-  for (const Placement& q : window) reindex_one(q.task);
   for (int32_t x : reindex) reindex_one(x);
   for (const Placement& q : window) {
     const int32_t p = q.task;
@@ -347,13 +350,7 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
     }
   }
   for (const Placement& q : window) moved[q.task] = 0;
-  for (const Placement& x : displaced) moved[x.task] = 0;
   for (int32_t x : reindexed) mark[x] = 0;
-  for (int32_t c : touched_chunks) {
-    RefreshChunk(c);
-    chunk_touched[c] = 0;
-  }
-  touched_chunks.clear();
 }
 
 void DeltaSimulator::Impl::Materialize() const {

@@ -1,6 +1,7 @@
 // Delta simulation equals full simulation, bit for bit, over many random single-op changes.
 #include <gtest/gtest.h>
 
+#include "core/training_graph.h"
 #include "sim/simulator.h"
 #include "test_util.h"
 
@@ -34,6 +35,29 @@ void ExpectSameResult(const SimResult& a, const SimResult& b, const std::string&
   EXPECT_EQ(a.num_compute_tasks, b.num_compute_tasks);
   EXPECT_EQ(a.critical_path, b.critical_path);
   EXPECT_EQ(a.critical_compute_seconds, b.critical_compute_seconds);
+}
+
+// The topological order cut into `devices` equal blocks.
+Strategy Contiguous(const Graph& graph, int devices) {
+  std::vector<DeviceId> placement(static_cast<size_t>(graph.num_ops()));
+  const auto& order = graph.topological_order();
+  for (size_t k = 0; k < order.size(); ++k) placement[order[k]] = static_cast<DeviceId>(k * devices / order.size());
+  return Strategy::FromPlacement(placement);
+}
+
+// Sets `config` on `op` and checks the step time (every tenth change, the whole result) against a full
+// simulation; even-numbered changes are then undone, as a search undoes rejected proposals.
+void ChangeCheckAndUndoEven(DeltaSimulator& delta, const Graph& graph, const Topology& topology, const CostModel& cost,
+                            OpId op, const OpConfig& config, int k) {
+  const OpConfig old = delta.strategy().configs[op];
+  ASSERT_TRUE(delta.SetConfig(op, config).ok());
+  Expected<SimResult> full = Simulate(graph, topology, delta.strategy(), cost);
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  ASSERT_EQ(delta.step_time(), full->step_time) << "change " << k;
+  if (k % 10 == 0) ExpectSameResult(delta.result(), *full, "change " + std::to_string(k));
+  if (k % 2 == 0 && !::testing::Test::HasFailure()) {
+    ASSERT_TRUE(delta.SetConfig(op, old).ok());
+  }
 }
 
 struct Case {
@@ -129,23 +153,46 @@ TEST(DeltaSimulator, EqualsFullSimulationWhereTheSweepJumps) {
   const Topology topology = testing::TwoHosts(4, 12e9, 3e-6);
   const int devices = topology.num_devices();
   std::mt19937_64 rng(31);
-  std::vector<DeviceId> placement(static_cast<size_t>(graph.num_ops()));
-  const auto& order = graph.topological_order();
-  for (size_t k = 0; k < order.size(); ++k) placement[order[k]] = static_cast<DeviceId>(k * devices / order.size());
-  Expected<DeltaSimulator> delta = DeltaSimulator::Create(graph, topology, Strategy::FromPlacement(placement), cost);
+  Expected<DeltaSimulator> delta = DeltaSimulator::Create(graph, topology, Contiguous(graph, devices), cost);
   ASSERT_TRUE(delta.ok()) << delta.error().message;
   for (int k = 0; k < 140; ++k) {
     const OpId op = testing::UniformInt(rng, graph.num_ops());
-    const OpConfig old = delta->strategy().configs[op];
-    ASSERT_TRUE(delta->SetConfig(op, RandomConfig(graph, op, devices, 0.0, rng)).ok());
-    Expected<SimResult> full = Simulate(graph, topology, delta->strategy(), cost);
-    ASSERT_TRUE(full.ok()) << full.error().message;
-    ASSERT_EQ(delta->step_time(), full->step_time) << "change " << k;
-    if (k % 10 == 0) ExpectSameResult(delta->result(), *full, "change " + std::to_string(k));
+    ChangeCheckAndUndoEven(*delta, graph, topology, cost, op, RandomConfig(graph, op, devices, 0.0, rng), k);
     if (::testing::Test::HasFailure()) return;
-    if (k % 2 == 0) {
-      ASSERT_TRUE(delta->SetConfig(op, old).ok());
-    }
+  }
+}
+
+// A hub op feeding every step of a chain, and a sink reading every step (like an attention memory and its
+// gradient): changes near them patch long adjacency lists in place and move lists that outgrow their room;
+// changes alternate with moving the op back, and every few changes move the hub or the sink itself.
+TEST(DeltaSimulator, EqualsFullSimulationAroundHighDegreeOps) {
+  GraphBuilder b("hub");
+  Op hub_op = testing::MakeOp("hub", 4e6, {8, 64}, 4096);
+  hub_op.dims = {{DimKind::kSample, 0, 0, 8}, {DimKind::kAttribute, 1, 1, 64}};
+  const OpId hub = b.add_op(std::move(hub_op));
+  std::vector<OpId> chain;
+  for (int k = 0; k < 60; ++k) {
+    Op op = testing::MakeOp("step" + std::to_string(k), 1e6 * (1 + k % 5), {8, 64}, k % 3 == 0 ? 8192 : 0);
+    op.dims = {{DimKind::kSample, 0, 0, 8}, {DimKind::kAttribute, 1, 1, 64}};
+    chain.push_back(b.add_op(std::move(op)));
+    b.add_edge(hub, chain.back());
+    if (k > 0) b.add_edge(chain[k - 1], chain[k]);
+  }
+  const OpId sink = b.add_op(testing::MakeOp("sink", 2e6, {8, 64}));
+  for (OpId step : chain) b.add_edge(step, sink);
+  const Graph graph = DeriveTrainingGraph(std::move(b).Build().value()).value();
+  const Topology topology = testing::TwoHosts(2, 12e9, 3e-6);
+  const int devices = topology.num_devices();
+  const CostModel cost = MakeAnalyticCostModel();
+  std::mt19937_64 rng(77);
+  Expected<DeltaSimulator> delta = DeltaSimulator::Create(graph, topology, Contiguous(graph, devices), cost);
+  ASSERT_TRUE(delta.ok()) << delta.error().message;
+  const OpId hubs[] = {graph.find("hub"), graph.find("sink"), graph.find("hub/grad"), graph.find("sink/grad")};
+  for (int k = 0; k < 300; ++k) {
+    const OpId op = k % 4 == 0 ? hubs[(k / 4) % 4] : testing::UniformInt(rng, graph.num_ops());
+    ASSERT_GE(op, 0);
+    ChangeCheckAndUndoEven(*delta, graph, topology, cost, op, RandomConfig(graph, op, devices, 0.2, rng), k);
+    if (::testing::Test::HasFailure()) return;
   }
 }
 
