@@ -218,6 +218,18 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   int32_t after = begin;  // 1 + the slot of the last task passed unchanged (a task re-timed now comes after it)
   sim::QuadHeap<DeltaItem> heap;
   std::vector<int32_t> touched, dirty_list, processed_old;
+  std::vector<int32_t> pending;  // dirty tasks, including some since re-timed (shifted_rest drops those)
+  // Per resource: the latest previous slot of a task re-timed so far (-1: none).
+  std::vector<int32_t> processed_last(static_cast<size_t>(tg.num_resources), -1);
+  // The resources that run tasks (the others need no checks).
+  std::vector<int32_t> used_res;
+  {
+    std::vector<uint8_t> used(static_cast<size_t>(tg.num_resources), 0);
+    for (int32_t r = 0; r < tg.num_resources; ++r) used[r] = res_first[r] >= 0;
+    for (int32_t t = first_new; t < n; ++t) used[tg.resource[t]] = 1;
+    for (int32_t r = 0; r < tg.num_resources; ++r)
+      if (used[r]) used_res.push_back(r);
+  }
   int32_t new_pending = n - first_new;
   Time shift = 0;  // end shift of the last re-timed old task whose end moved
   const int32_t* succ = tg.succ_pool.data();
@@ -236,6 +248,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     state[x] = kDirty;
     touched.push_back(x);
     dirty_list.push_back(x);
+    pending.push_back(x);
     for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) ++blocked[succ[tg.succ_off[x] + k]];
   };
   auto push = [&](int32_t x) {
@@ -265,6 +278,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     } else {
       max_settled = std::max(max_settled, pos[x]);
       processed_old.push_back(x);
+      processed_last[r] = std::max(processed_last[r], pos[x]);
       if (end_changed) shift = end - old_end;
     }
     // A clean successor keeps its ready time, and stays clean, when x did not bind it and now arrives no later.
@@ -294,17 +308,20 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   auto shifted_rest = [&](int32_t i, Time delta) {
     if (new_pending > 0 || max_settled >= i) return false;
     // The first unsettled task on each resource: the earliest dirty one or the first at slot >= i.
-    for (int32_t r = 0; r < tg.num_resources; ++r) first_unsettled[r] = last[r] >= 0 ? res_next[last[r]] : res_first[r];
-    for (int32_t x : dirty_list) {
+    for (int32_t r : used_res) first_unsettled[r] = last[r] >= 0 ? res_next[last[r]] : res_first[r];
+    size_t kept = 0;
+    for (int32_t x : pending) {
       if (state[x] != kDirty) continue;
+      pending[kept++] = x;
       int32_t& f = first_unsettled[tg.resource[x]];
       if (f < 0 || pos[x] < pos[f]) f = x;
-      if (!ready_matches(x, i, delta)) return false;
     }
-    for (int32_t r = 0; r < tg.num_resources; ++r) {
+    pending.resize(kept);
+    for (int32_t r : used_res) {
       const int32_t u = first_unsettled[r];
       if (u < 0) continue;
-      // Everything after u on r before slot i must be unsettled too.
+      // Nothing on r re-timed from u's previous slot on, and everything after u on r before slot i unsettled.
+      if (processed_last[r] > pos[u]) return false;
       for (int32_t x = u; x >= 0 && pos[x] < i; x = res_next[x])
         if (state[x] != kDirty) return false;
       const int32_t p = tm.res_prev[u];
@@ -313,11 +330,9 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       const bool idle = prev_end <= Ready(u) && free[r] <= Ready(u) + delta;
       if (!same && !idle) return false;
     }
-    for (int32_t x : processed_old) {
-      const int32_t u = first_unsettled[tg.resource[x]];
-      if (u >= 0 && pos[x] > pos[u]) return false;
-    }
-    if (delta == 0) return true;  // clean tasks' predecessors are unchanged, so their ready times are too
+    for (int32_t x : pending)
+      if (!ready_matches(x, i, delta)) return false;
+    if (delta == 0) return true;  // clean tasks' ready times are unchanged (see process)
     // Clean tasks from i on with a predecessor before i (or none): their ready time must move by delta too.
     // Their binding predecessor (ties bind to the later slot) decides most cases without looking further: a
     // settled one before i that was not re-timed keeps its arrival, which was the old ready time, so the task
@@ -326,7 +341,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     // Otherwise check exactly. Chunks whose tasks all pass are skipped.
     Time latest = 0;
     if (delta < 0)
-      for (int32_t r = 0; r < tg.num_resources; ++r) latest = std::max(latest, free[r] + tg.resource_delay[r]);
+      for (int32_t r : used_res) latest = std::max(latest, free[r] + tg.resource_delay[r]);
     for (int32_t k = i; k < slots;) {
       if ((k & ((1 << sim::kChunkBits) - 1)) == 0) {
         const int32_t c = k >> sim::kChunkBits;
@@ -414,10 +429,17 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
 
   int32_t i = begin;
   int32_t since_check = 0, check_every = 16;
+  // Whether to check for a shifted rest at the next step. Besides the periodic checks (with the jumps), a change
+  // often becomes a shift of the rest right at the start, after a jump, after the cursor passes tasks that are not
+  // clean, or after a task is re-timed for a resource conflict, and may stop being one a few steps later.
+  bool check_now = true;
   bool shifted = false;
   while (true) {
     while (i < slots && (slot_task[i] < 0 || state[slot_task[i]] != kClean)) {
-      if (slot_task[i] >= 0) last[slot_res[i]] = slot_task[i];
+      if (slot_task[i] >= 0) {
+        last[slot_res[i]] = slot_task[i];
+        check_now = true;
+      }
       ++i;
     }
     while (heap_changed && !heap.empty()) {
@@ -428,17 +450,22 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     heap_changed = false;
     const bool has_a = i < slots;
     if (!has_a && heap.empty()) break;
-    if (++since_check >= check_every) {
-      since_check = 0;
-      if (new_pending == 0 && max_settled < i && shifted_rest(i, shift)) {
+    const bool periodic = ++since_check >= check_every;
+    if ((check_now || periodic) && new_pending == 0 && max_settled < i) {
+      check_now = false;
+      if (shifted_rest(i, shift)) {
         shifted = true;
         break;
       }
+    }
+    if (periodic) {
+      since_check = 0;
       check_every = std::min(2 * check_every, 1 << 20);
       if (const int32_t j = jump_target(i); j > i) {
         jump(i, j);
         i = j;
         check_every = 16;
+        check_now = true;
         continue;
       }
     }
@@ -466,6 +493,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       ++i;
       mark_dirty(c);
       process(c, ready);
+      check_now = true;
       continue;
     }
     free[r] = slot_end[i] + shift_c;
