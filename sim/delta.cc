@@ -236,10 +236,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   const int32_t* pred = tg.pred_pool.data();
   auto end_now = [&](int32_t x) { return state[x] == kDone ? cur_end[x] : End(x); };
   auto append = [&](int32_t x, Time ready, Time start, Time end) {
-    cur_ready[x] = ready;
-    cur_start[x] = start;
     cur_end[x] = end;
-    window.push_back({x, after});
+    window.push_back({x, after, ready, start, end});
   };
 
   bool heap_changed = true;  // whether the heap's top may have become stale since it was last checked

@@ -72,11 +72,12 @@ struct DeltaSimulator::Impl {
   std::vector<uint8_t> state;
   std::vector<int32_t> blocked;
   std::vector<uint32_t> version;
-  std::vector<sim::Time> cur_ready, cur_start, cur_end;  // times of the window's tasks
+  std::vector<sim::Time> cur_end;    // end times of the tasks re-timed so far
   std::vector<uint8_t> mark, moved;
   struct Placement {
     int32_t task;
     int32_t after;  // window: 1 + the slot of the last task before it that keeps its slot; else a slot
+    sim::Time ready = 0, start = 0, end = 0;  // window and displaced tasks: their times from now on
   };
   std::vector<Placement> window;     // the tasks re-timed by a change, in their new order
   std::vector<Placement> displaced, stale;            // Place's scratch

@@ -17,8 +17,6 @@ void DeltaSimulator::Impl::GrowScratch() {
   state.resize(n, kClean);
   blocked.resize(n, 0);
   version.resize(n, 0);
-  cur_ready.resize(n, 0);
-  cur_start.resize(n, 0);
   cur_end.resize(n, 0);
   mark.resize(n, 0);
   moved.resize(n, 0);
@@ -35,7 +33,7 @@ Status DeltaSimulator::Impl::FullRebuild() {
   live_tasks = run.tg.num_tasks();
   for (auto* v : {&state, &mark, &moved}) v->clear();
   for (auto* v : {&blocked, &pos, &res_next, &min_pred, &bind_pred}) v->clear();
-  for (auto* v : {&cur_ready, &cur_start, &cur_end}) v->clear();
+  cur_end.clear();
   version.clear();
   GrowScratch();
   succ_room = run.tg.succ_cnt;
@@ -194,7 +192,8 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
   // next hole. Tasks displaced from `cut` on (the rest of the schedule) move by `shift`.
   displaced.clear();
   int32_t next = begin;
-  auto assign = [&](int32_t t, int32_t s) {
+  auto assign = [&](const Placement& q, int32_t s) {
+    const int32_t t = q.task;
     while (s >= static_cast<int32_t>(slot_task.size())) {
       const size_t slots = slot_task.size() + (size_t{1} << kChunkBits);
       slot_task.resize(slots, -1);
@@ -211,11 +210,8 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
     const int32_t k = slot_task[s];
     if (k >= 0 && k != t && !moved[k] && pos[k] == s) {
       moved[k] = 1;
-      const Time extra = s >= cut ? shift : 0;
-      cur_ready[k] = Ready(k) + extra;
-      cur_start[k] = Start(k) + extra;
-      cur_end[k] = End(k) + extra;
-      displaced.push_back({k, s});
+      const Time o = Shift(s) + (s >= cut ? shift : 0);
+      displaced.push_back({k, s, slot_ready[s] + o, slot_start[s] + o, slot_end[s] + o});
     }
     const int32_t old = pos[t];
     if (old != s) {
@@ -230,9 +226,9 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
     slot_task[s] = t;
     pos[t] = s;
     const Time o = Shift(s);
-    slot_ready[s] = cur_ready[t] - o;
-    slot_start[s] = cur_start[t] - o;
-    slot_end[s] = cur_end[t] - o;
+    slot_ready[s] = q.ready - o;
+    slot_start[s] = q.start - o;
+    slot_end[s] = q.end - o;
     slot_res[s] = tg.resource[t];
     TouchChunk(s >> kChunkBits);
     next = s + 1;
@@ -240,10 +236,11 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
   size_t j = 0, d = 0;
   while (j < window.size() || d < displaced.size()) {
     if (d < displaced.size() && (j == window.size() || displaced[d].after < window[j].after)) {
-      assign(displaced[d++].task, next);  // displaced[d].after holds its old slot
+      const Placement q = displaced[d++];  // q.after holds its old slot
+      assign(q, next);
     } else {
-      const Placement q = window[j++];
-      assign(q.task, std::max(next, q.after));
+      const Placement& q = window[j++];
+      assign(q, std::max(next, q.after));
     }
   }
   const int32_t rest = std::max(cut, next);  // the tasks from here on keep their slots and move by `shift`
