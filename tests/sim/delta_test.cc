@@ -1,7 +1,9 @@
 // Delta simulation equals full simulation, bit for bit, over many random single-op changes.
 #include <gtest/gtest.h>
 
+#include "core/topology_yaml.h"
 #include "core/training_graph.h"
+#include "datasets/families.h"
 #include "sim/simulator.h"
 #include "test_util.h"
 
@@ -194,6 +196,38 @@ TEST(DeltaSimulator, EqualsFullSimulationAroundHighDegreeOps) {
     ChangeCheckAndUndoEven(*delta, graph, topology, cost, op, RandomConfig(graph, op, devices, 0.2, rng), k);
     if (::testing::Test::HasFailure()) return;
   }
+}
+
+// Members of the graph families (LSTM chains with attention hubs, transformer blocks, language models) on two
+// machine presets, placed contiguously and at random: the structures the delta simulator meets in searches.
+TEST(DeltaSimulator, EqualsFullSimulationOnFamilyGraphs) {
+  const CostModel cost = MakeAnalyticCostModel();
+  int total = 0;
+  for (const char* family : {"nmt", "transformer", "ptb"}) {
+    FamilyOptions options;
+    options.target_ops = 600;
+    const Expected<Graph> graph = GenerateFamilyMember(family, 3, options);
+    ASSERT_TRUE(graph.ok()) << graph.error().message;
+    for (const char* preset : {"dgx1-v100", "p100-4x4-ib"}) {
+      const Topology topology =
+          ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/" + preset + ".yaml").value();
+      const int devices = topology.num_devices();
+      for (int random = 0; random < 2; ++random) {
+        std::mt19937_64 rng(static_cast<uint64_t>(total + 1));
+        const Strategy start =
+            random ? RandomStrategy(*graph, devices, 0.0, rng) : Contiguous(*graph, devices);
+        Expected<DeltaSimulator> delta = DeltaSimulator::Create(*graph, topology, start, cost);
+        ASSERT_TRUE(delta.ok()) << delta.error().message;
+        for (int k = 0; k < 40; ++k, ++total) {
+          SCOPED_TRACE(std::string(family) + " on " + preset + (random ? ", random" : ", contiguous"));
+          const OpId op = testing::UniformInt(rng, graph->num_ops());
+          ChangeCheckAndUndoEven(*delta, *graph, topology, cost, op, RandomConfig(*graph, op, devices, 0.1, rng), k);
+          if (::testing::Test::HasFailure()) return;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(total, 480);
 }
 
 TEST(DeltaSimulator, OomMatchesTheFullMemoryModel) {
