@@ -217,7 +217,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   window.clear();
   int32_t after = begin;  // 1 + the slot of the last task passed unchanged (a task re-timed now comes after it)
   sim::QuadHeap<DeltaItem> heap;
-  std::vector<int32_t> touched, dirty_list, processed_old;
+  std::vector<int32_t> dirty_list, processed_old;  // every task marked dirty; every old task re-timed
   std::vector<int32_t> pending;  // dirty tasks, including some since re-timed (shifted_rest drops those)
   // Per resource: the latest previous slot of a task re-timed so far (-1: none).
   std::vector<int32_t> processed_last(static_cast<size_t>(tg.num_resources), -1);
@@ -244,7 +244,6 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   auto mark_dirty = [&](int32_t x) {
     heap_changed = true;
     state[x] = kDirty;
-    touched.push_back(x);
     dirty_list.push_back(x);
     pending.push_back(x);
     for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) ++blocked[succ[tg.succ_off[x] + k]];
@@ -523,7 +522,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
 
   // Re-timing a task undid what marking it dirty added to its successors' counts; only dirty tasks left behind
   // by an early stop still block theirs.
-  for (int32_t t : touched) {
+  for (int32_t t : dirty_list) {
     if (state[t] == kDirty)
       for (int32_t k = 0; k < tg.succ_cnt[t]; ++k) blocked[succ[tg.succ_off[t] + k]] = 0;
     state[t] = kClean;
