@@ -5,12 +5,13 @@
 //   Counters run_Mtasks_s and steptime_Mtasks_s: Run and RunStepTime measured side by side (thread CPU time).
 //   Simulate/<ops>/contiguous: the one-shot Simulate() (also builds the simulator and prices every op).
 //   Delta/<ops>/<placement>: DeltaSimulator::SetConfig moving one random op to another random device, plus
-//   step_time(), then back (untimed): changes back to back, as a search makes them. Counters, medians over the
-//   first 100 changes (thread CPU time), compared in blocks of 10 with the full runs of the same 10 strategies
-//   measured after them: the change against Simulator::RunStepTime (speedup); the same change made again right
-//   after the full runs, when the caches hold the full simulation's data rather than the delta's (delta_cold_us,
-//   speedup_cold); that change + result() against Simulator::Run (speedup_result); resimulated = tasks
-//   re-simulated per change, over all changes (the rest keep or shift their times).
+//   step_time(), then back (untimed): changes back to back, as a search makes them. Counters (thread CPU time):
+//   the median and mean change over all changes (delta_us, delta_mean_us) against the median and mean
+//   Simulator::RunStepTime of the first 100 changes' strategies, measured in blocks of 10 after them (speedup,
+//   speedup_mean); for those 100, the same change made again right after the full runs, when the caches hold the
+//   full simulation's data rather than the delta's (delta_cold_us, speedup_cold), and that change + result()
+//   against Simulator::Run (speedup_result), medians; resimulated = tasks re-simulated per change, over all
+//   changes (the rest keep or shift their times).
 // Placements: "contiguous" splits the topological order into 8 equal blocks (backward and update ops follow their
 // forward op); "random" puts each colocation group on a random device.
 #include <benchmark/benchmark.h>
@@ -140,6 +141,12 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+double Mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+}
+
 void Full(benchmark::State& state, bool random) {
   const Fixture& f = Get(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
   const Strategy s = Placement(f.graph, f.topology.num_devices(), random, 7);
@@ -186,7 +193,7 @@ void Delta(benchmark::State& state, bool random) {
   DeltaSimulator delta = Check(DeltaSimulator::Create(f.graph, f.topology, base, cost));
   Simulator full = Check(Simulator::Create(f.graph, f.topology, cost));
   std::mt19937_64 rng(99);
-  std::vector<double> delta_s, cold_s, result_s, full_s, full_step_s;
+  std::vector<double> delta_s, cold_s, result_s, full_s, full_step_s;  // delta_s: every change
   std::vector<std::pair<OpId, OpConfig>> block;  // the changes awaiting their comparison
   double retimed = 0, step_sum = 0;
   int64_t changes = 0;
@@ -211,9 +218,9 @@ void Delta(benchmark::State& state, bool random) {
     const double seconds = change(op, moved, false);  // timed by the benchmark too (the undo included)
     ++changes;
     retimed += static_cast<double>(delta.last_retimed_tasks());
-    if (delta_s.size() >= 100) continue;
-    state.PauseTiming();
     delta_s.push_back(seconds);
+    if (full_step_s.size() + block.size() >= 100) continue;
+    state.PauseTiming();
     block.emplace_back(op, moved);
     if (block.size() == 10) {  // the full runs of the block's strategies, then each change once more after them
       for (const auto& [bop, config] : block) {
@@ -233,8 +240,11 @@ void Delta(benchmark::State& state, bool random) {
   }
   benchmark::DoNotOptimize(step_sum);
   const double d = Median(delta_s), c = Median(cold_s), fs = Median(full_step_s), dr = Median(result_s),
-               fr = Median(full_s);
+               fr = Median(full_s), dm = Mean(delta_s), fm = Mean(full_step_s);
   state.counters["delta_us"] = d * 1e6;              // SetConfig + step_time(), back to back
+  state.counters["delta_mean_us"] = dm * 1e6;
+  state.counters["full_step_mean_us"] = fm * 1e6;
+  state.counters["speedup_mean"] = dm > 0 ? fm / dm : 0;
   state.counters["delta_cold_us"] = c * 1e6;         // the same right after full runs
   state.counters["full_step_us"] = fs * 1e6;         // Simulator::RunStepTime
   state.counters["speedup"] = d > 0 ? fs / d : 0;

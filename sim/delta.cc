@@ -100,9 +100,6 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     if (Status rebuilt = FullRebuild(); !rebuilt) return rebuilt;
     return s;
   }
-  tm.ready.resize(static_cast<size_t>(n), 0);
-  tm.start.resize(static_cast<size_t>(n), 0);
-  tm.end.resize(static_cast<size_t>(n), 0);
   tm.res_prev.resize(static_cast<size_t>(n), -1);
   GrowScratch();
   for (int32_t t = first_new; t < n; ++t) pos[t] = -1;
@@ -301,22 +298,30 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     }
     return ready == Ready(u) + delta;
   };
-  std::vector<int32_t> first_unsettled(static_cast<size_t>(tg.num_resources));
+  // Per resource: its earliest pending task in the current check (valid where pending_stamp is the check's).
+  std::vector<int32_t> pending_first(static_cast<size_t>(tg.num_resources), -1);
+  std::vector<uint32_t> pending_stamp(static_cast<size_t>(tg.num_resources), 0);
+  uint32_t stamp = 0;
+  int32_t failed_res = used_res.empty() ? -1 : used_res[0];  // the resource that failed the last check
   auto shifted_rest = [&](int32_t i, Time delta) {
     if (new_pending > 0 || max_settled >= i) return false;
-    // The first unsettled task on each resource: the earliest dirty one or the first at slot >= i.
-    for (int32_t r : used_res) first_unsettled[r] = last[r] >= 0 ? res_next[last[r]] : res_first[r];
+    ++stamp;
     size_t kept = 0;
     for (int32_t x : pending) {
       if (state[x] != kDirty) continue;
       pending[kept++] = x;
-      int32_t& f = first_unsettled[tg.resource[x]];
-      if (f < 0 || pos[x] < pos[f]) f = x;
+      const int32_t r = tg.resource[x];
+      if (pending_stamp[r] != stamp || pos[x] < pos[pending_first[r]]) {
+        pending_stamp[r] = stamp;
+        pending_first[r] = x;
+      }
     }
     pending.resize(kept);
-    for (int32_t r : used_res) {
-      const int32_t u = first_unsettled[r];
-      if (u < 0) continue;
+    // Whether r's first unsettled task (its earliest dirty one, or its first at slot >= i) finds r as before.
+    auto resource_shifted = [&](int32_t r) {
+      int32_t u = last[r] >= 0 ? res_next[last[r]] : res_first[r];
+      if (pending_stamp[r] == stamp && (u < 0 || pos[pending_first[r]] < pos[u])) u = pending_first[r];
+      if (u < 0) return true;
       // Nothing on r re-timed from u's previous slot on, and everything after u on r before slot i unsettled.
       if (processed_last[r] > pos[u]) return false;
       for (int32_t x = u; x >= 0 && pos[x] < i; x = res_next[x])
@@ -325,7 +330,15 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       const Time prev_end = p >= 0 ? End(p) : 0;
       const bool same = free[r] == prev_end + delta;
       const bool idle = prev_end <= Ready(u) && free[r] <= Ready(u) + delta;
-      if (!same && !idle) return false;
+      return same || idle;
+    };
+    // A resource that failed the last check usually fails this one too: try it first.
+    if (failed_res >= 0 && !resource_shifted(failed_res)) return false;
+    for (int32_t r : used_res) {
+      if (r != failed_res && !resource_shifted(r)) {
+        failed_res = r;
+        return false;
+      }
     }
     for (int32_t x : pending)
       if (!ready_matches(x, i, delta)) return false;
@@ -537,7 +550,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   // it packed (without holes) would make later changes there move many tasks (and this one already did work of
   // that order).
   if (static_cast<int64_t>(slot_task.size()) - placed < placed / (2 * sim::kHoleEvery) ||
-      static_cast<int64_t>(window.size() + displaced.size()) > std::max(placed / (2 * sim::kHoleEvery), 1024))
+      static_cast<int64_t>(window.size() + displaced.size()) > std::max(placed / 16, 1024))
     Relayout();
   return Status::Ok();
 }

@@ -20,7 +20,7 @@
 namespace devplace {
 namespace sim {
 inline constexpr int kChunkBits = 6;       // slots per chunk: 64
-inline constexpr int32_t kHoleEvery = 8;   // a fresh layout puts a hole after every 7 tasks
+inline constexpr int32_t kHoleEvery = 4;   // a fresh layout puts a hole after every 3 tasks
 inline constexpr int32_t kNoSlot = INT_MAX;  // chunk minimum of a chunk without entries
 // Task states during a change: unchanged so far, to be re-timed, re-timed, replaced by the change.
 enum : uint8_t { kClean = 0, kDirty = 1, kDone = 2, kRemoved = 3 };
@@ -40,7 +40,7 @@ struct DeltaSimulator::Impl {
   sim::TaskBuilder builder;
   sim::Engine engine;
   // The task graph and totals; run.timing.res_prev and run.last_task (the last task of each resource) are kept up
-  // to date, run.timing's times and order only describe the last full run (or Relayout's input).
+  // to date, run.timing's times and order only describe the last full run.
   sim::FullRun run;
   mutable sim::PeakScratch peaks;     // memory peaks are computed on demand by result()
   mutable sim::Timing materialized;   // absolute times and the compact order, for result() and oom()
@@ -89,6 +89,9 @@ struct DeltaSimulator::Impl {
   // Per chunk: its bounds are stale (a change touched it since they were computed); refreshed when next needed.
   std::vector<uint8_t> chunk_stale;
   std::vector<int32_t> reindexed;
+  // Relayout's scratch (swapped with the slot arrays).
+  std::vector<int32_t> relaid_task;
+  std::vector<sim::Time> relaid_ready, relaid_start, relaid_end;
   uint32_t next_version = 1;
 
   sim::Time Shift(int32_t slot) const { return chunk_shift[slot >> sim::kChunkBits]; }
@@ -100,7 +103,7 @@ struct DeltaSimulator::Impl {
   Status FullRebuild();
   // Lays the order out afresh from run.timing (absolute times and the compact order).
   void Layout();
-  // Turns the current state back into absolute times and a compact order in run.timing, then Layout().
+  // Lays the current order out afresh (holes spread evenly, chunk shifts folded into the stored times).
   void Relayout();
   void GrowScratch();
   // Free time and last task of each resource just before slot `slot`.

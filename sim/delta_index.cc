@@ -140,8 +140,45 @@ void DeltaSimulator::Impl::WriteTimes(sim::Timing& into) const {
 }
 
 void DeltaSimulator::Impl::Relayout() {
-  WriteTimes(run.timing);
-  Layout();
+  // The same order with holes spread evenly again and every chunk's shift folded into the stored times. The
+  // predecessor entries name tasks and depend only on the order and the times, so they stay right; the chunk
+  // bounds name slots and are recomputed.
+  const sim::TaskGraph& tg = run.tg;
+  const int32_t old_slots = static_cast<int32_t>(slot_task.size());
+  const int32_t slots = placed + placed / (sim::kHoleEvery - 1) + 1;
+  relaid_task.assign(static_cast<size_t>(slots), -1);
+  for (auto* v : {&relaid_ready, &relaid_start, &relaid_end}) v->assign(static_cast<size_t>(slots), 0);
+  for (auto& v : res_slots) v.clear();
+  int32_t k = 0;
+  for (int32_t s = 0; s < old_slots; ++s) {
+    const int32_t t = slot_task[s];
+    if (t < 0 || pos[t] != s) continue;
+    const int32_t to = k + k / (sim::kHoleEvery - 1);
+    ++k;
+    const Time o = Shift(s);
+    relaid_task[to] = t;
+    relaid_ready[to] = slot_ready[s] + o;
+    relaid_start[to] = slot_start[s] + o;
+    relaid_end[to] = slot_end[s] + o;
+    pos[t] = to;
+    res_slots[tg.resource[t]].push_back(to);
+  }
+  slot_task.swap(relaid_task);
+  slot_ready.swap(relaid_ready);
+  slot_start.swap(relaid_start);
+  slot_end.swap(relaid_end);
+  slot_res.assign(static_cast<size_t>(slots), -1);
+  for (int32_t s = 0; s < slots; ++s)
+    if (slot_task[s] >= 0) slot_res[s] = tg.resource[slot_task[s]];
+  const size_t chunks = static_cast<size_t>((slots >> kChunkBits) + 1);
+  chunk_shift.assign(chunks, 0);
+  chunk_min_pred.assign(chunks, kNoSlot);
+  chunk_min_bind.assign(chunks, kNoSlot);
+  chunk_min_ready.assign(chunks, 0);
+  chunk_stale.assign(chunks, 0);
+  slot_dropped.assign(static_cast<size_t>(slots), 0);
+  // Now rather than when next needed: the change that asked for the new layout pays for it.
+  for (int32_t c = 0; c < static_cast<int32_t>(chunks); ++c) RefreshChunk(c);
 }
 
 void DeltaSimulator::Impl::IndexPreds(int32_t t) {
