@@ -550,7 +550,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   // it packed (without holes) would make later changes there move many tasks (and this one already did work of
   // that order).
   if (static_cast<int64_t>(slot_task.size()) - placed < placed / (2 * sim::kHoleEvery) ||
-      static_cast<int64_t>(window.size() + displaced.size()) > std::max(placed / 16, 1024))
+      static_cast<int64_t>(window.size() + displaced.size()) >
+          std::max(placed / sim::kRelayoutDivisor, sim::kRelayoutMinSlots))
     Relayout();
   return Status::Ok();
 }

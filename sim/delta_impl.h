@@ -22,6 +22,13 @@ namespace sim {
 inline constexpr int kChunkBits = 6;       // slots per chunk: 64
 inline constexpr int32_t kHoleEvery = 4;   // a fresh layout puts a hole after every 3 tasks
 inline constexpr int32_t kNoSlot = INT_MAX;  // chunk minimum of a chunk without entries
+// A fresh layout of n tasks: its slot count, and the slot of the k-th task.
+inline int32_t FreshSlots(int32_t n) { return n + n / (kHoleEvery - 1) + 1; }
+inline int32_t FreshSlot(int32_t k) { return k + k / (kHoleEvery - 1); }
+// A change that rewrites more slots than 1/kRelayoutDivisor of the tasks (and at least kRelayoutMinSlots) packs a
+// stretch of the order so tightly that the order is laid out afresh.
+inline constexpr int32_t kRelayoutDivisor = 16;
+inline constexpr int32_t kRelayoutMinSlots = 1024;
 // Task states during a change: unchanged so far, to be re-timed, re-timed, replaced by the change.
 enum : uint8_t { kClean = 0, kDirty = 1, kDone = 2, kRemoved = 3 };
 }  // namespace sim
@@ -105,6 +112,8 @@ struct DeltaSimulator::Impl {
   void Layout();
   // Lays the current order out afresh (holes spread evenly, chunk shifts folded into the stored times).
   void Relayout();
+  // Sizes the chunk bounds (and the dropped-slot flags) to the layout and computes them.
+  void IndexChunks();
   void GrowScratch();
   // Free time and last task of each resource just before slot `slot`.
   void LoadResourceState(int32_t slot, std::vector<sim::Time>* free, std::vector<int32_t>* last) const;

@@ -69,7 +69,7 @@ void DeltaSimulator::Impl::Layout() {
   const sim::TaskGraph& tg = run.tg;
   sim::Timing& tm = run.timing;
   const int32_t n = static_cast<int32_t>(tm.order.size());
-  const int32_t slots = n + n / (sim::kHoleEvery - 1) + 1;
+  const int32_t slots = sim::FreshSlots(n);
   slot_task.assign(static_cast<size_t>(slots), -1);
   for (auto* v : {&slot_ready, &slot_start, &slot_end}) v->assign(static_cast<size_t>(slots), 0);
   slot_res.assign(static_cast<size_t>(slots), -1);
@@ -81,7 +81,7 @@ void DeltaSimulator::Impl::Layout() {
   run.last_task.assign(static_cast<size_t>(tg.num_resources), -1);
   for (int32_t k = 0; k < n; ++k) {
     const int32_t t = tm.order[k];
-    const int32_t s = k + k / (sim::kHoleEvery - 1);
+    const int32_t s = sim::FreshSlot(k);
     slot_task[s] = t;
     pos[t] = s;
     slot_ready[s] = tm.ready[t];
@@ -99,15 +99,20 @@ void DeltaSimulator::Impl::Layout() {
   placed = n;
   // IndexPreds for every task, reading the times from `tm` (equal to the layout's, without the slot lookups).
   for (int32_t k = 0; k < n; ++k) IndexPredsBy(tm.order[k], [&tm](int32_t p, int32_t) { return tm.end[p]; });
-  chunk_min_pred.assign(chunk_shift.size(), kNoSlot);
-  chunk_min_bind.assign(chunk_shift.size(), kNoSlot);
-  chunk_min_ready.assign(chunk_shift.size(), 0);
-  chunk_stale.assign(chunk_shift.size(), 0);
-  slot_dropped.assign(static_cast<size_t>(slots), 0);
   res_lo.assign(static_cast<size_t>(tg.num_resources), INT32_MAX);
   res_hi.assign(static_cast<size_t>(tg.num_resources), -1);
   res_added.resize(static_cast<size_t>(tg.num_resources));
-  for (int32_t c = 0; c < static_cast<int32_t>(chunk_shift.size()); ++c) RefreshChunk(c);
+  IndexChunks();
+}
+
+void DeltaSimulator::Impl::IndexChunks() {
+  const size_t chunks = chunk_shift.size();
+  chunk_min_pred.assign(chunks, kNoSlot);
+  chunk_min_bind.assign(chunks, kNoSlot);
+  chunk_min_ready.assign(chunks, 0);
+  chunk_stale.assign(chunks, 0);
+  slot_dropped.assign(slot_task.size(), 0);
+  for (int32_t c = 0; c < static_cast<int32_t>(chunks); ++c) RefreshChunk(c);
 }
 
 void DeltaSimulator::Impl::DropSlot(int32_t t, int32_t slot) {
@@ -142,43 +147,35 @@ void DeltaSimulator::Impl::WriteTimes(sim::Timing& into) const {
 void DeltaSimulator::Impl::Relayout() {
   // The same order with holes spread evenly again and every chunk's shift folded into the stored times. The
   // predecessor entries name tasks and depend only on the order and the times, so they stay right; the chunk
-  // bounds name slots and are recomputed.
+  // bounds name slots and are recomputed (now rather than when next needed: the change that asked for the new
+  // layout pays for it).
   const sim::TaskGraph& tg = run.tg;
   const int32_t old_slots = static_cast<int32_t>(slot_task.size());
-  const int32_t slots = placed + placed / (sim::kHoleEvery - 1) + 1;
+  const int32_t slots = sim::FreshSlots(placed);
   relaid_task.assign(static_cast<size_t>(slots), -1);
   for (auto* v : {&relaid_ready, &relaid_start, &relaid_end}) v->assign(static_cast<size_t>(slots), 0);
+  slot_res.assign(static_cast<size_t>(slots), -1);  // by new slot (the loop reads the old layout's other arrays)
   for (auto& v : res_slots) v.clear();
   int32_t k = 0;
   for (int32_t s = 0; s < old_slots; ++s) {
     const int32_t t = slot_task[s];
     if (t < 0 || pos[t] != s) continue;
-    const int32_t to = k + k / (sim::kHoleEvery - 1);
-    ++k;
+    const int32_t to = sim::FreshSlot(k++);
     const Time o = Shift(s);
     relaid_task[to] = t;
     relaid_ready[to] = slot_ready[s] + o;
     relaid_start[to] = slot_start[s] + o;
     relaid_end[to] = slot_end[s] + o;
     pos[t] = to;
-    res_slots[tg.resource[t]].push_back(to);
+    const int32_t r = slot_res[to] = tg.resource[t];
+    res_slots[r].push_back(to);
   }
   slot_task.swap(relaid_task);
   slot_ready.swap(relaid_ready);
   slot_start.swap(relaid_start);
   slot_end.swap(relaid_end);
-  slot_res.assign(static_cast<size_t>(slots), -1);
-  for (int32_t s = 0; s < slots; ++s)
-    if (slot_task[s] >= 0) slot_res[s] = tg.resource[slot_task[s]];
-  const size_t chunks = static_cast<size_t>((slots >> kChunkBits) + 1);
-  chunk_shift.assign(chunks, 0);
-  chunk_min_pred.assign(chunks, kNoSlot);
-  chunk_min_bind.assign(chunks, kNoSlot);
-  chunk_min_ready.assign(chunks, 0);
-  chunk_stale.assign(chunks, 0);
-  slot_dropped.assign(static_cast<size_t>(slots), 0);
-  // Now rather than when next needed: the change that asked for the new layout pays for it.
-  for (int32_t c = 0; c < static_cast<int32_t>(chunks); ++c) RefreshChunk(c);
+  chunk_shift.assign(static_cast<size_t>((slots >> kChunkBits) + 1), 0);
+  IndexChunks();
 }
 
 void DeltaSimulator::Impl::IndexPreds(int32_t t) {
