@@ -158,8 +158,8 @@ void DeltaSimulator::Impl::Relayout() {
   for (auto& v : res_slots) v.clear();
   int32_t k = 0;
   for (int32_t s = 0; s < old_slots; ++s) {
-    const int32_t t = slot_task[s];
-    if (t < 0 || pos[t] != s) continue;
+    const int32_t t = slot_task[s];  // Place leaves no stale entries (as WriteTimes relies on too)
+    if (t < 0) continue;
     const int32_t to = sim::FreshSlot(k++);
     const Time o = Shift(s);
     relaid_task[to] = t;
