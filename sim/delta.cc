@@ -25,14 +25,7 @@ using sim::Time;
 using sim::kClean;
 using sim::kDirty;
 using sim::kDone;
-
-struct DeltaItem {
-  Time ready;
-  uint64_t key;
-  int32_t task;
-  uint32_t version;
-  bool operator<(const DeltaItem& o) const { return ready < o.ready || (ready == o.ready && key < o.key); }
-};
+using sim::DeltaItem;
 
 template <class T>
 void SortUnique(std::vector<T>* v) {
@@ -49,8 +42,16 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   retimed = 0;
 
   // 1. The ops whose config changes, and the static memory they hold.
-  std::vector<OpId> ops;
-  std::vector<int64_t> old_static(static_cast<size_t>(tg.num_devices), 0), new_static = old_static;
+  sim::ApplyScratch& sc = scratch;
+  std::vector<OpId>& ops = sc.ops;
+  std::vector<int64_t>& old_static = sc.old_static;
+  std::vector<int64_t>& new_static = sc.new_static;
+  for (auto* v : {&ops, &sc.edges, &sc.consumers, &sc.removed, &sc.patched, &sc.reindex, &sc.seeds, &sc.dirty_list,
+                  &sc.processed_old, &sc.pending, &sc.used_res})
+    v->clear();
+  sc.heap.clear();
+  old_static.assign(static_cast<size_t>(tg.num_devices), 0);
+  new_static.assign(static_cast<size_t>(tg.num_devices), 0);
   for (const auto& [op, config] : changes)
     if (!(strategy.configs[op] == config)) ops.push_back(op);
   SortUnique(&ops);
@@ -63,7 +64,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   for (int32_t d = 0; d < tg.num_devices; ++d) run.static_bytes[d] += new_static[d] - old_static[d];
 
   // 2. Groups to rebuild (the ops and their edges) and the consumers of the ops' outputs.
-  std::vector<int32_t> edges, consumers;
+  std::vector<int32_t>& edges = sc.edges;
+  std::vector<int32_t>& consumers = sc.consumers;
   for (OpId op : ops) {
     for (int32_t e : graph.in_edges(op)) edges.push_back(e);
     for (int32_t e : graph.out_edges(op)) {
@@ -75,7 +77,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   SortUnique(&consumers);
 
   // 3. Remove the old tasks of the rebuilt groups.
-  std::vector<int32_t> removed;
+  std::vector<int32_t>& removed = sc.removed;
   auto remove_group = [&](int32_t g) {
     for (int32_t t = tg.group_task_begin[g]; t < tg.group_task_begin[g] + tg.group_task_count[g]; ++t) {
       tg.alive[t] = 0;
@@ -109,8 +111,10 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   // lists of surviving tasks that named a removed task or gain a dependency are patched: removed entries dropped,
   // new ones appended in place while there is room (a list that outgrows its room moves to the end of the pool
   // with room to spare). High-degree neighbours thus cost a pass over their own list, not over all their edges.
-  std::vector<int32_t> patched;  // surviving tasks whose successor (mark bit 1) or predecessor (bit 2) list changes
-  std::vector<int32_t> reindex;  // tasks whose predecessor lists changed (new ones included): indexed afresh
+  // Surviving tasks whose successor (mark bit 1) or predecessor (bit 2) list changes; tasks whose predecessor
+  // lists changed (new ones included), indexed afresh.
+  std::vector<int32_t>& patched = sc.patched;
+  std::vector<int32_t>& reindex = sc.reindex;
   auto note = [&](int32_t t, uint8_t bit) {
     if (mark[t] == 0) patched.push_back(t);
     mark[t] |= bit;
@@ -121,7 +125,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     for (int32_t k = 0; k < tg.succ_cnt[x]; ++k)
       if (const int32_t q = tg.succ_pool[tg.succ_off[x] + k]; tg.alive[q]) note(q, 2);
   }
-  std::vector<int32_t> rebuilt_groups(ops.begin(), ops.end());
+  std::vector<int32_t>& rebuilt_groups = sc.rebuilt_groups;
+  rebuilt_groups.assign(ops.begin(), ops.end());
   for (int32_t e : edges) rebuilt_groups.push_back(num_ops + e);
   auto for_each_new_dep = [&](auto&& f) {
     for (int32_t g : rebuilt_groups)
@@ -176,7 +181,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
 
   // 6. Seeds: new tasks and the consumers' compute tasks (their predecessors changed). The sweep starts at the
   // first slot of the order that a removed task, a seed or a new task's predecessor reaches.
-  std::vector<int32_t> seeds;
+  std::vector<int32_t>& seeds = sc.seeds;
   for (int32_t t = first_new; t < n; ++t) seeds.push_back(t);
   for (OpId v : consumers) {
     if (std::binary_search(ops.begin(), ops.end(), v)) continue;
@@ -206,22 +211,25 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
 
   // 7. The merged sweep. Stream A is the order from `begin` on (slots, skipping holes); times of tasks not yet
   // re-timed are their previous ones (Ready/Start/End), of re-timed ones (state kDone) in cur_*.
-  std::vector<Time> free;
-  std::vector<int32_t> last;
+  std::vector<Time>& free = sc.free;
+  std::vector<int32_t>& last = sc.last;
   // free: when each resource is free, as the sweep goes; last: per resource, the last task of the previous order
   // before the cursor (so that the next one, res_next, is the first the sweep has not reached).
   LoadResourceState(begin, &free, &last);
   window.clear();
   int32_t after = begin;  // 1 + the slot of the last task passed unchanged (a task re-timed now comes after it)
-  sim::QuadHeap<DeltaItem> heap;
-  std::vector<int32_t> dirty_list, processed_old;  // every task marked dirty; every old task re-timed
-  std::vector<int32_t> pending;  // dirty tasks, including some since re-timed (shifted_rest drops those)
+  sim::QuadHeap<DeltaItem>& heap = sc.heap;
+  std::vector<int32_t>& dirty_list = sc.dirty_list;        // every task marked dirty
+  std::vector<int32_t>& processed_old = sc.processed_old;  // every old task re-timed
+  std::vector<int32_t>& pending = sc.pending;  // dirty tasks, some since re-timed (shifted_rest drops those)
   // Per resource: the latest previous slot of a task re-timed so far (-1: none).
-  std::vector<int32_t> processed_last(static_cast<size_t>(tg.num_resources), -1);
+  std::vector<int32_t>& processed_last = sc.processed_last;
+  processed_last.assign(static_cast<size_t>(tg.num_resources), -1);
   // The resources that run tasks (the others need no checks).
-  std::vector<int32_t> used_res;
+  std::vector<int32_t>& used_res = sc.used_res;
   {
-    std::vector<uint8_t> used(static_cast<size_t>(tg.num_resources), 0);
+    std::vector<uint8_t>& used = sc.used;
+    used.resize(static_cast<size_t>(tg.num_resources));
     for (int32_t r = 0; r < tg.num_resources; ++r) used[r] = res_first[r] >= 0;
     for (int32_t t = first_new; t < n; ++t) used[tg.resource[t]] = 1;
     for (int32_t r = 0; r < tg.num_resources; ++r)
@@ -299,8 +307,10 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     return ready == Ready(u) + delta;
   };
   // Per resource: its earliest pending task in the current check (valid where pending_stamp is the check's).
-  std::vector<int32_t> pending_first(static_cast<size_t>(tg.num_resources), -1);
-  std::vector<uint32_t> pending_stamp(static_cast<size_t>(tg.num_resources), 0);
+  std::vector<int32_t>& pending_first = sc.pending_first;
+  std::vector<uint32_t>& pending_stamp = sc.pending_stamp;
+  pending_first.assign(static_cast<size_t>(tg.num_resources), -1);
+  pending_stamp.assign(static_cast<size_t>(tg.num_resources), 0);
   uint32_t stamp = 0;
   int32_t failed_res = used_res.empty() ? -1 : used_res[0];  // the resource that failed the last check
   auto shifted_rest = [&](int32_t i, Time delta) {
@@ -380,8 +390,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   // for one that is), and on each resource the first task at or after i unless it finds its resource free as
   // before. Every clean task before that point passes unchanged (its inputs and, from the first task on each
   // resource on, its resource are as before), so the sweep can jump there.
-  std::vector<int32_t> jump_last;
-  std::vector<Time> jump_free;
+  std::vector<int32_t>& jump_last = sc.jump_last;
+  std::vector<Time>& jump_free = sc.jump_free;
   auto jump_target = [&](int32_t i) {
     int32_t j = slots;
     for (int32_t x : dirty_list) {
@@ -513,7 +523,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   if (shifted) {
     // The unsettled tasks keep their previous order and times + shift: the dirty ones behind the cursor first
     // (by previous slot), then the order from the cursor on (nothing there is settled), which stays in place.
-    std::vector<int32_t> behind;
+    std::vector<int32_t>& behind = sc.behind;
+    behind.clear();
     for (int32_t x : dirty_list)
       if (state[x] == kDirty && pos[x] < i) behind.push_back(x);
     std::sort(behind.begin(), behind.end(), [&](int32_t a, int32_t b) { return pos[a] < pos[b]; });

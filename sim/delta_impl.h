@@ -31,6 +31,29 @@ inline constexpr int32_t kRelayoutDivisor = 16;
 inline constexpr int32_t kRelayoutMinSlots = 1024;
 // Task states during a change: unchanged so far, to be re-timed, re-timed, replaced by the change.
 enum : uint8_t { kClean = 0, kDirty = 1, kDone = 2, kRemoved = 3 };
+
+// A dirty task in the sweep's heap, by its new (ready, key); `version` tells a stale entry from the current one.
+struct DeltaItem {
+  Time ready;
+  uint64_t key;
+  int32_t task;
+  uint32_t version;
+  bool operator<(const DeltaItem& o) const { return ready < o.ready || (ready == o.ready && key < o.key); }
+};
+
+// The lists one change works with (delta.cc says what each holds), kept between changes so that a change does
+// not allocate once they have grown.
+struct ApplyScratch {
+  std::vector<OpId> ops;
+  std::vector<int64_t> old_static, new_static;
+  std::vector<int32_t> edges, consumers, removed, patched, reindex, rebuilt_groups, seeds;
+  std::vector<Time> free, jump_free;
+  std::vector<int32_t> last, jump_last;
+  QuadHeap<DeltaItem> heap;
+  std::vector<int32_t> dirty_list, processed_old, pending, processed_last, used_res, pending_first, behind;
+  std::vector<uint8_t> used;
+  std::vector<uint32_t> pending_stamp;
+};
 }  // namespace sim
 
 struct DeltaSimulator::Impl {
@@ -96,6 +119,7 @@ struct DeltaSimulator::Impl {
   // Per chunk: its bounds are stale (a change touched it since they were computed); refreshed when next needed.
   std::vector<uint8_t> chunk_stale;
   std::vector<int32_t> reindexed;
+  sim::ApplyScratch scratch;
   // Relayout's scratch (swapped with the slot arrays).
   std::vector<int32_t> relaid_task;
   std::vector<sim::Time> relaid_ready, relaid_start, relaid_end;

@@ -313,8 +313,11 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
       merged.push_back(v[k]);
     }
     while (y < added.size()) merged.push_back(added[y++]);
-    v.erase(v.begin() + static_cast<std::ptrdiff_t>(first), v.begin() + static_cast<std::ptrdiff_t>(last));
-    v.insert(v.begin() + static_cast<std::ptrdiff_t>(first), merged.begin(), merged.end());
+    // The range becomes `merged`: the entries after it move once, and only when the length changes.
+    const auto at = [&v](size_t k) { return v.begin() + static_cast<std::ptrdiff_t>(k); };
+    if (merged.size() > last - first) v.insert(at(last), merged.size() - (last - first), 0);
+    else if (merged.size() < last - first) v.erase(at(first + merged.size()), at(last));
+    std::copy(merged.begin(), merged.end(), at(first));
     // Links from the entry before the changed range to the one after it.
     const size_t from = first > 0 ? first - 1 : 0;
     const size_t to = std::min(v.size(), first + merged.size() + 1);
