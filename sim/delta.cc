@@ -47,7 +47,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   std::vector<int64_t>& old_static = sc.old_static;
   std::vector<int64_t>& new_static = sc.new_static;
   for (auto* v : {&ops, &sc.edges, &sc.consumers, &sc.removed, &sc.patched, &sc.reindex, &sc.seeds, &sc.dirty_list,
-                  &sc.processed_old, &sc.pending, &sc.used_res})
+                  &sc.processed_ahead, &sc.pending, &sc.used_res})
     v->clear();
   sc.heap.clear();
   old_static.assign(static_cast<size_t>(tg.num_devices), 0);
@@ -211,21 +211,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
 
   // 7. The merged sweep. Stream A is the order from `begin` on (slots, skipping holes); times of tasks not yet
   // re-timed are their previous ones (Ready/Start/End), of re-timed ones (state kDone) in cur_*.
-  std::vector<Time>& free = sc.free;
-  std::vector<int32_t>& last = sc.last;
-  // free: when each resource is free, as the sweep goes; last: per resource, the last task of the previous order
-  // before the cursor (so that the next one, res_next, is the first the sweep has not reached).
-  LoadResourceState(begin, &free, &last);
-  window.clear();
-  int32_t after = begin;  // 1 + the slot of the last task passed unchanged (a task re-timed now comes after it)
-  sim::QuadHeap<DeltaItem>& heap = sc.heap;
-  std::vector<int32_t>& dirty_list = sc.dirty_list;        // every task marked dirty
-  std::vector<int32_t>& processed_old = sc.processed_old;  // every old task re-timed
-  std::vector<int32_t>& pending = sc.pending;  // dirty tasks, some since re-timed (shifted_rest drops those)
-  // Per resource: the latest previous slot of a task re-timed so far (-1: none).
-  std::vector<int32_t>& processed_last = sc.processed_last;
-  processed_last.assign(static_cast<size_t>(tg.num_resources), -1);
-  // The resources that run tasks (the others need no checks).
+  // The resources that run tasks (the others need no checks), and the cursor.
   std::vector<int32_t>& used_res = sc.used_res;
   {
     std::vector<uint8_t>& used = sc.used;
@@ -235,6 +221,22 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     for (int32_t r = 0; r < tg.num_resources; ++r)
       if (used[r]) used_res.push_back(r);
   }
+  int32_t i = begin;
+  std::vector<Time>& free = sc.free;
+  std::vector<int32_t>& last = sc.last;
+  // free: when each resource is free, as the sweep goes; last: per resource, the last task of the previous order
+  // before the cursor (so that the next one, res_next, is the first the sweep has not reached).
+  LoadResourceState(begin, used_res, &free, &last);
+  window.clear();
+  int32_t after = begin;  // 1 + the slot of the last task passed unchanged (a task re-timed now comes after it)
+  sim::QuadHeap<DeltaItem>& heap = sc.heap;
+  std::vector<int32_t>& dirty_list = sc.dirty_list;        // every task marked dirty
+  // Old tasks re-timed while still ahead of the cursor (jump_target drops those the cursor has passed).
+  std::vector<int32_t>& processed_ahead = sc.processed_ahead;
+  std::vector<int32_t>& pending = sc.pending;  // dirty tasks, some since re-timed (shifted_rest drops those)
+  // Per resource: the latest previous slot of a task re-timed so far (-1: none).
+  std::vector<int32_t>& processed_last = sc.processed_last;
+  processed_last.assign(static_cast<size_t>(tg.num_resources), -1);
   int32_t new_pending = n - first_new;
   Time shift = 0;  // end shift of the last re-timed old task whose end moved
   const int32_t* succ = tg.succ_pool.data();
@@ -279,7 +281,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       --new_pending;
     } else {
       max_settled = std::max(max_settled, pos[x]);
-      processed_old.push_back(x);
+      if (pos[x] >= i) processed_ahead.push_back(x);
       processed_last[r] = std::max(processed_last[r], pos[x]);
       if (end_changed) shift = end - old_end;
     }
@@ -394,18 +396,26 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   std::vector<Time>& jump_free = sc.jump_free;
   auto jump_target = [&](int32_t i) {
     int32_t j = slots;
-    for (int32_t x : dirty_list) {
+    size_t kept = 0;
+    for (int32_t x : pending) {
       if (state[x] != kDirty) continue;
+      pending[kept++] = x;
       if (pos[x] >= i) j = std::min(j, pos[x]);
       for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
         const int32_t y = succ[tg.succ_off[x] + k];
         if (state[y] == kClean && pos[y] >= i) j = std::min(j, pos[y]);
       }
     }
+    pending.resize(kept);
     for (int32_t x : removed)
       if (pos[x] >= i) j = std::min(j, pos[x]);
-    for (int32_t x : processed_old)
-      if (pos[x] >= i) j = std::min(j, pos[x]);
+    kept = 0;
+    for (int32_t x : processed_ahead) {
+      if (pos[x] < i) continue;
+      processed_ahead[kept++] = x;
+      j = std::min(j, pos[x]);
+    }
+    processed_ahead.resize(kept);
     if (!heap.empty()) {  // the first slot whose task comes after the heap's top, by binary search
       const DeltaItem& top = heap.top();
       int32_t lo = i, hi = j;
@@ -424,7 +434,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       j = lo;
     }
     if (j - i < 2 * (1 << sim::kChunkBits)) return -1;  // not worth it
-    for (int32_t r = 0; r < tg.num_resources; ++r) {
+    for (int32_t r : used_res) {
       const int32_t u = last[r] >= 0 ? res_next[last[r]] : res_first[r];
       if (u >= 0 && pos[u] < j && std::max(Ready(u), free[r]) != Start(u)) j = pos[u];
     }
@@ -432,8 +442,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   };
   // Moves the sweep from i to j (jump_target): the resources take the state the passed tasks leave.
   auto jump = [&](int32_t i, int32_t j) {
-    LoadResourceState(j, &jump_free, &jump_last);
-    for (int32_t r = 0; r < tg.num_resources; ++r) {
+    LoadResourceState(j, used_res, &jump_free, &jump_last);
+    for (int32_t r : used_res) {
       const int32_t x = jump_last[r];
       if (x < 0 || pos[x] < i) continue;
       free[r] = jump_free[r];
@@ -447,7 +457,6 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   for (int32_t t : seeds)
     if (blocked[t] == 0) push(t);
 
-  int32_t i = begin;
   int32_t since_check = 0, check_every = 16;
   // Whether to check for a shifted rest at the next step. Besides the periodic checks (with the jumps), a change
   // often becomes a shift of the rest right at the start, after a jump, after the cursor passes tasks that are not

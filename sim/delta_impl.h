@@ -50,7 +50,7 @@ struct ApplyScratch {
   std::vector<Time> free, jump_free;
   std::vector<int32_t> last, jump_last;
   QuadHeap<DeltaItem> heap;
-  std::vector<int32_t> dirty_list, processed_old, pending, processed_last, used_res, pending_first, behind;
+  std::vector<int32_t> dirty_list, processed_ahead, pending, processed_last, used_res, pending_first, behind;
   std::vector<uint8_t> used;
   std::vector<uint32_t> pending_stamp;
 };
@@ -139,8 +139,10 @@ struct DeltaSimulator::Impl {
   // Sizes the chunk bounds (and the dropped-slot flags) to the layout and computes them.
   void IndexChunks();
   void GrowScratch();
-  // Free time and last task of each resource just before slot `slot`.
-  void LoadResourceState(int32_t slot, std::vector<sim::Time>* free, std::vector<int32_t>* last) const;
+  // Free time and last task of each resource just before slot `slot`, looked up for `resources` (a list that
+  // includes every resource with tasks; the others are free at 0 with no last task).
+  void LoadResourceState(int32_t slot, const std::vector<int32_t>& resources, std::vector<sim::Time>* free,
+                         std::vector<int32_t>* last) const;
   // Gives the window's tasks (final absolute times in cur_*) slots from `begin` on, moving tasks that kept their
   // slots on where they are in the way (those from `cut` on by `shift`), moves the rest of the schedule by
   // `shift`, and updates the indexes; `reindex` lists tasks whose predecessors changed.

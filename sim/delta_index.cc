@@ -200,12 +200,12 @@ void DeltaSimulator::Impl::RefreshChunk(int32_t chunk) {
   chunk_stale[chunk] = 0;
 }
 
-void DeltaSimulator::Impl::LoadResourceState(int32_t slot, std::vector<Time>* free,
-                                             std::vector<int32_t>* last) const {
+void DeltaSimulator::Impl::LoadResourceState(int32_t slot, const std::vector<int32_t>& resources,
+                                             std::vector<Time>* free, std::vector<int32_t>* last) const {
   const int32_t r = run.tg.num_resources;
   free->assign(static_cast<size_t>(r), 0);
   last->assign(static_cast<size_t>(r), -1);
-  for (int32_t k = 0; k < r; ++k) {
+  for (int32_t k : resources) {
     const std::vector<int32_t>& v = res_slots[k];
     const auto it = std::lower_bound(v.begin(), v.end(), slot);
     if (it == v.begin()) continue;
