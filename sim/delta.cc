@@ -315,6 +315,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   pending_stamp.assign(static_cast<size_t>(tg.num_resources), 0);
   uint32_t stamp = 0;
   int32_t failed_res = used_res.empty() ? -1 : used_res[0];  // the resource that failed the last check
+  int32_t failed_task = -1;  // the task that failed the last scan of the clean tasks ahead
   auto shifted_rest = [&](int32_t i, Time delta) {
     if (new_pending > 0 || max_settled >= i) return false;
     ++stamp;
@@ -364,6 +365,15 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     Time latest = 0;
     if (delta < 0)
       for (int32_t r : used_res) latest = std::max(latest, free[r] + tg.resource_delay[r]);
+    // Whether clean task t (at a slot from i on) keeps the rest from being shifted.
+    auto task_fails = [&](int32_t t) {
+      if (SlotOf(min_pred[t]) >= i || state[t] != kClean) return false;
+      const int32_t b = bind_pred[t];
+      if (SlotOf(b) < i) return b < 0 || state[b] == kClean || !ready_matches(t, i, delta);
+      return delta < 0 && Ready(t) + delta < latest && !ready_matches(t, i, delta);
+    };
+    // The task that failed the last scan usually fails this one too (the scan would stop there or earlier).
+    if (failed_task >= 0 && tg.alive[failed_task] && pos[failed_task] >= i && task_fails(failed_task)) return false;
     for (int32_t k = i; k < slots;) {
       if ((k & ((1 << sim::kChunkBits) - 1)) == 0) {
         const int32_t c = k >> sim::kChunkBits;
@@ -375,11 +385,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
         }
       }
       const int32_t t = slot_task[k++];
-      if (t < 0 || SlotOf(min_pred[t]) >= i || state[t] != kClean) continue;
-      const int32_t b = bind_pred[t];
-      if (SlotOf(b) < i) {
-        if (b < 0 || state[b] == kClean || !ready_matches(t, i, delta)) return false;
-      } else if (delta < 0 && Ready(t) + delta < latest && !ready_matches(t, i, delta)) {
+      if (t >= 0 && task_fails(t)) {
+        failed_task = t;
         return false;
       }
     }
