@@ -399,8 +399,6 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   // for one that is), and on each resource the first task at or after i unless it finds its resource free as
   // before. Every clean task before that point passes unchanged (its inputs and, from the first task on each
   // resource on, its resource are as before), so the sweep can jump there.
-  std::vector<int32_t>& jump_last = sc.jump_last;
-  std::vector<Time>& jump_free = sc.jump_free;
   auto jump_target = [&](int32_t i) {
     int32_t j = slots;
     size_t kept = 0;
@@ -448,15 +446,17 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     return j;
   };
   // Moves the sweep from i to j (jump_target): the resources take the state the passed tasks leave.
-  auto jump = [&](int32_t i, int32_t j) {
-    LoadResourceState(j, used_res, &jump_free, &jump_last);
+  // Only resources with a task in [i, j) change; their last task before j is found in their slot lists.
+  auto jump = [&](int32_t j) {
     for (int32_t r : used_res) {
-      const int32_t x = jump_last[r];
-      if (x < 0 || pos[x] < i) continue;
-      free[r] = jump_free[r];
-      after = std::max(after, pos[x] + 1);
+      const int32_t x = last[r] >= 0 ? res_next[last[r]] : res_first[r];  // r's first task from the cursor on
+      if (x < 0 || pos[x] >= j) continue;
+      const std::vector<int32_t>& v = res_slots[r];
+      const int32_t y = slot_task[*(std::lower_bound(v.begin(), v.end(), j) - 1)];
+      last[r] = y;
+      free[r] = End(y);
+      after = std::max(after, pos[y] + 1);
     }
-    last.swap(jump_last);
   };
 
   for (int32_t t : seeds)
@@ -498,7 +498,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       since_check = 0;
       check_every = std::min(2 * check_every, 1 << 20);
       if (const int32_t j = jump_target(i); j > i) {
-        jump(i, j);
+        jump(j);
         i = j;
         check_every = 16;
         check_now = true;

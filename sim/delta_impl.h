@@ -47,8 +47,8 @@ struct ApplyScratch {
   std::vector<OpId> ops;
   std::vector<int64_t> old_static, new_static;
   std::vector<int32_t> edges, consumers, removed, patched, reindex, rebuilt_groups, seeds;
-  std::vector<Time> free, jump_free;
-  std::vector<int32_t> last, jump_last;
+  std::vector<Time> free;
+  std::vector<int32_t> last;
   QuadHeap<DeltaItem> heap;
   std::vector<int32_t> dirty_list, processed_ahead, pending, processed_last, used_res, pending_first, behind;
   std::vector<uint8_t> used;
