@@ -147,27 +147,45 @@ Expected<SearchResult> McmcSearch::Search(const SearchProblem& problem, const Se
   Strategy best_strategy = start;
   Chain chain(problem, options_, request.seed);
   std::vector<std::pair<OpId, OpConfig>> proposal, undo;
-  auto apply = [&](const std::vector<std::pair<OpId, OpConfig>>& changes) {
+  // The ledger follows the walk's strategy, and also a proposal while it is only asked about.
+  auto count = [&](const std::vector<std::pair<OpId, OpConfig>>& changes, int sign) {
     for (const auto& [op, config] : changes) {
-      ledger.Add(op, sim->strategy().configs[op], -1);
-      ledger.Add(op, config, +1);
+      ledger.Add(op, sim->strategy().configs[op], -sign);
+      ledger.Add(op, config, sign);
     }
+  };
+  auto apply = [&](const std::vector<std::pair<OpId, OpConfig>>& changes) {
+    count(changes, +1);
     return sim->SetConfigs(changes);
   };
   int64_t since_best = 0;
 
+  // A proposal is first only asked about (StepTimeIf: the simulator is left as it is) and made only when it may
+  // be a new best (whose memory is then checked exactly) or is accepted; rejected ones cost no change and no undo.
   while (!budget.exhausted()) {
     if (!chain.Propose(&proposal)) continue;
-    undo.clear();
-    for (const auto& [op, config] : proposal) undo.emplace_back(op, sim->strategy().configs[op]);
-    if (Status s = apply(proposal); !s.ok()) return s.error();
-    double next = walk_cost();
-    if (next < best && (next = exact_cost()) < best) {
+    count(proposal, +1);
+    Expected<double> asked = sim->StepTimeIf(proposal);
+    if (!asked.ok()) return asked.error();
+    double next = *asked + (ledger.over_capacity() ? penalty : 0.0);
+    bool made = false;
+    auto make = [&]() -> Status {
+      made = true;
+      undo.clear();
+      for (const auto& [op, config] : proposal) undo.emplace_back(op, sim->strategy().configs[op]);
+      return sim->SetConfigs(proposal);
+    };
+    if (next < best) {
+      if (Status s = make(); !s.ok()) return s.error();
+      next = exact_cost();
+    }
+    if (made && next < best) {
       best = next;
       best_strategy = sim->strategy();
       since_best = 0;
     } else if (++since_best >= options_.reset_interval) {
       since_best = 0;
+      if (!made) count(proposal, -1);
       std::vector<std::pair<OpId, OpConfig>> reset;
       for (OpId op = 0; op < graph.num_ops(); ++op)
         if (!(sim->strategy().configs[op] == best_strategy.configs[op]))
@@ -181,8 +199,12 @@ Expected<SearchResult> McmcSearch::Search(const SearchProblem& problem, const Se
     bool accept = next <= current || Uniform(chain.rng()) < std::exp(options_.beta * (current - next) / scale);
     if (accept) {
       current = next;
-    } else if (Status s = apply(undo); !s.ok()) {
-      return s.error();
+      if (!made)
+        if (Status s = make(); !s.ok()) return s.error();
+    } else if (made) {
+      if (Status s = apply(undo); !s.ok()) return s.error();
+    } else {
+      count(proposal, -1);
     }
   }
   budget.ReportFinal(best);

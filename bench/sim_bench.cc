@@ -12,6 +12,8 @@
 //   full simulation's data rather than the delta's (delta_cold_us, speedup_cold), and that change + result()
 //   against Simulator::Run (speedup_result), medians; resimulated = tasks re-simulated per change, over all
 //   changes (the rest keep or shift their times).
+//   Delta/query_<placement>/<ops>: the same changes asked with DeltaSimulator::StepTimeIf (the step time the
+//   change would give, nothing kept; how a search evaluates a proposal it may reject), same counters but result().
 // Placements: "contiguous" splits the topological order into 8 equal blocks (backward and update ops follow their
 // forward op); "random" puts each colocation group on a random device.
 #include <benchmark/benchmark.h>
@@ -184,7 +186,8 @@ void OneShot(benchmark::State& state) {
 }
 
 
-void Delta(benchmark::State& state, bool random) {
+// `query`: each change is asked with DeltaSimulator::StepTimeIf instead of made and undone.
+void Delta(benchmark::State& state, bool random, bool query) {
   using Clock = ThreadCpuClock;
   const Fixture& f = Get(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
   const int devices = f.topology.num_devices();
@@ -197,8 +200,13 @@ void Delta(benchmark::State& state, bool random) {
   std::vector<std::pair<OpId, OpConfig>> block;  // the changes awaiting their comparison
   double retimed = 0, step_sum = 0;
   int64_t changes = 0;
-  // Makes a change (and its step time) and undoes it; returns the seconds the change took.
+  // Makes a change (and its step time) and undoes it; returns the seconds the change took. A query only asks.
   auto change = [&](OpId op, const OpConfig& config, bool with_result) {
+    if (query) {
+      const double q0 = Clock::now();
+      step_sum += Check(delta.StepTimeIf(op, config));
+      return Clock::now() - q0;
+    }
     const OpConfig old = delta.strategy().configs[op];
     const double t0 = Clock::now();
     if (!delta.SetConfig(op, config).ok()) state.SkipWithError("SetConfig failed");
@@ -232,7 +240,7 @@ void Delta(benchmark::State& state, bool random) {
         benchmark::DoNotOptimize(Check(full.Run(s)).step_time);
         full_step_s.push_back(r1 - r0);
         full_s.push_back(Clock::now() - r1);
-        cold_s.push_back(change(bop, config, true));
+        cold_s.push_back(change(bop, config, !query));
       }
       block.clear();
     }
@@ -249,9 +257,11 @@ void Delta(benchmark::State& state, bool random) {
   state.counters["full_step_us"] = fs * 1e6;         // Simulator::RunStepTime
   state.counters["speedup"] = d > 0 ? fs / d : 0;
   state.counters["speedup_cold"] = c > 0 ? fs / c : 0;
-  state.counters["delta_result_us"] = dr * 1e6;      // SetConfig + step_time() + result(), after full runs
-  state.counters["full_result_us"] = fr * 1e6;       // Simulator::Run
-  state.counters["speedup_result"] = dr > 0 ? fr / dr : 0;
+  if (!query) {
+    state.counters["delta_result_us"] = dr * 1e6;    // SetConfig + step_time() + result(), after full runs
+    state.counters["full_result_us"] = fr * 1e6;     // Simulator::Run
+    state.counters["speedup_result"] = dr > 0 ? fr / dr : 0;
+  }
   state.counters["resimulated"] = retimed / static_cast<double>(std::max<int64_t>(1, changes));
   state.counters["tasks"] = delta.result().num_tasks;
 }
@@ -271,8 +281,10 @@ void Sizes(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(Full, contiguous, false)->Apply(Sizes);
 BENCHMARK_CAPTURE(Full, random, true)->Apply(Sizes);
 BENCHMARK(OneShot)->Name("Simulate/contiguous")->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(Delta, contiguous, false)->Apply(Sizes);
-BENCHMARK_CAPTURE(Delta, random, true)->Apply(Sizes);
+BENCHMARK_CAPTURE(Delta, contiguous, false, false)->Apply(Sizes);
+BENCHMARK_CAPTURE(Delta, random, true, false)->Apply(Sizes);
+BENCHMARK_CAPTURE(Delta, query_contiguous, false, true)->Apply(Sizes);
+BENCHMARK_CAPTURE(Delta, query_random, true, true)->Apply(Sizes);
 
 }  // namespace
 }  // namespace devplace

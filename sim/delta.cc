@@ -35,7 +35,7 @@ void SortUnique(std::vector<T>* v) {
 
 }  // namespace
 
-Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& changes) {
+Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& changes, Time* query_step) {
   sim::TaskGraph& tg = run.tg;
   sim::Timing& tm = run.timing;
   const int32_t num_ops = graph.num_ops();
@@ -55,7 +55,14 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   for (const auto& [op, config] : changes)
     if (!(strategy.configs[op] == config)) ops.push_back(op);
   SortUnique(&ops);
-  if (ops.empty()) return Status::Ok();
+  // A change just asked about (and nothing made since) needs no sweep: the query's outcome is placed.
+  const bool replay = !query_step && memo.valid && memo.changes == changes;
+  memo.valid = false;
+  if (ops.empty()) {
+    if (query_step) *query_step = StepTicks();
+    return Status::Ok();
+  }
+  if (query_step) undo.totals = run.totals;
   for (OpId op : ops) builder.AddStaticMemory(op, strategy.configs[op], &old_static);
   std::vector<std::pair<OpId, OpConfig>> old_configs;
   for (OpId op : ops) old_configs.emplace_back(op, strategy.configs[op]);
@@ -75,6 +82,9 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   }
   SortUnique(&edges);
   SortUnique(&consumers);
+  std::vector<int32_t>& rebuilt_groups = sc.rebuilt_groups;
+  rebuilt_groups.assign(ops.begin(), ops.end());
+  for (int32_t e : edges) rebuilt_groups.push_back(num_ops + e);
 
   // 3. Remove the old tasks of the rebuilt groups.
   std::vector<int32_t>& removed = sc.removed;
@@ -91,12 +101,17 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
 
   // 4. Build the new groups.
   const int32_t first_new = tg.num_tasks();
+  if (query_step) SaveGroups(rebuilt_groups);
   for (OpId op : ops) builder.AppendOpGroup(op, strategy.configs[op], &tg);
   for (int32_t e : edges) builder.AppendEdgeGroup(e, strategy, &tg);
   const int32_t n = tg.num_tasks();
   for (int32_t t = first_new; t < n; ++t) run.totals.Add(tg, t, +1);
   live_tasks += n - first_new;
   if (Status s = sim::CheckHorizon(run.totals); !s) {
+    if (query_step) {
+      Rollback(old_configs);
+      return s;
+    }
     // Too long to simulate: go back to the previous strategy (a full rebuild) and report.
     for (const auto& [op, config] : old_configs) strategy.configs[op] = config;
     if (Status rebuilt = FullRebuild(); !rebuilt) return rebuilt;
@@ -125,9 +140,6 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     for (int32_t k = 0; k < tg.succ_cnt[x]; ++k)
       if (const int32_t q = tg.succ_pool[tg.succ_off[x] + k]; tg.alive[q]) note(q, 2);
   }
-  std::vector<int32_t>& rebuilt_groups = sc.rebuilt_groups;
-  rebuilt_groups.assign(ops.begin(), ops.end());
-  for (int32_t e : edges) rebuilt_groups.push_back(num_ops + e);
   auto for_each_new_dep = [&](auto&& f) {
     for (int32_t g : rebuilt_groups)
       for (int32_t k = tg.group_dep_begin[g]; k < tg.group_dep_begin[g] + tg.group_dep_count[g]; ++k)
@@ -147,6 +159,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     cnt = kept;
   };
   for (int32_t t : patched) {
+    if (query_step && (mark[t] & 1)) SaveList(t, 0);
+    if (query_step && (mark[t] & 2)) SaveList(t, 1);
     if (mark[t] & 1) drop_removed(tg.succ_pool, tg.succ_off[t], tg.succ_cnt[t]);
     if (mark[t] & 2) {
       drop_removed(tg.pred_pool, tg.pred_off[t], tg.pred_cnt[t]);
@@ -178,6 +192,13 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     append_entry(tg.succ_pool, tg.succ_off[a], tg.succ_cnt[a], succ_room[a], b);
     append_entry(tg.pred_pool, tg.pred_off[b], tg.pred_cnt[b], pred_room[b], a);
   });
+
+  if (replay) {
+    window = memo.window;
+    reindex = memo.reindex;
+    retimed = memo.retimed;
+    return Finish(memo.begin, memo.cut, memo.shift);
+  }
 
   // 6. Seeds: new tasks and the consumers' compute tasks (their predecessors changed). The sweep starts at the
   // first slot of the order that a removed task, a seed or a new task's predecessor reaches.
@@ -547,11 +568,39 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     for (int32_t x : behind) append(x, Ready(x) + shift, Start(x) + shift, End(x) + shift);
     for (int32_t x : dirty_list)
       if (state[x] == kDirty && pos[x] >= i) reindex.push_back(x);  // their predecessors moved
-  } else {
-    i = slots;
-    shift = 0;
   }
-  for (int32_t t : removed) {
+  if (query_step) {  // a query ends here: read the step, remember the outcome, then put everything back
+    *query_step = QueryStep(free, shifted, i, shift);
+    memo.valid = true;  // assigned field by field, so that the memo's lists keep their capacity
+    memo.changes = changes;
+    memo.window = window;
+    memo.reindex = reindex;
+    memo.begin = begin;
+    memo.cut = shifted ? i : slots;
+    memo.shift = shifted ? shift : 0;
+    memo.retimed = retimed;
+    ResetStates();
+    for (int32_t t : removed) state[t] = kClean;
+    Rollback(old_configs);
+    return Status::Ok();
+  }
+  return Finish(begin, shifted ? i : slots, shifted ? shift : 0);
+}
+
+void DeltaSimulator::Impl::ResetStates() {
+  // Re-timing a task undid what marking it dirty added to its successors' counts; only dirty tasks left behind
+  // by an early stop still block theirs.
+  const sim::TaskGraph& tg = run.tg;
+  for (int32_t t : scratch.dirty_list) {
+    if (state[t] == kDirty)
+      for (int32_t k = 0; k < tg.succ_cnt[t]; ++k) blocked[tg.succ_pool[tg.succ_off[t] + k]] = 0;
+    state[t] = kClean;
+  }
+}
+
+Status DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
+  const sim::TaskGraph& tg = run.tg;
+  for (int32_t t : scratch.removed) {
     state[t] = kClean;
     slot_task[pos[t]] = -1;
     DropSlot(t, pos[t]);
@@ -559,15 +608,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     pos[t] = -1;
     --placed;
   }
-
-  // Re-timing a task undid what marking it dirty added to its successors' counts; only dirty tasks left behind
-  // by an early stop still block theirs.
-  for (int32_t t : dirty_list) {
-    if (state[t] == kDirty)
-      for (int32_t k = 0; k < tg.succ_cnt[t]; ++k) blocked[succ[tg.succ_off[t] + k]] = 0;
-    state[t] = kClean;
-  }
-  Place(begin, i, shift, reindex);
+  ResetStates();
+  Place(begin, cut, shift, scratch.reindex);
 
   // Garbage from replaced groups grows with every change; rebuild from scratch once it outweighs the live graph.
   if (tg.num_tasks() > 2 * live_tasks + 4096 ||
@@ -603,25 +645,37 @@ Status DeltaSimulator::SetConfig(OpId op, const OpConfig& config) {
   return SetConfigs({&change, 1});
 }
 
-Status DeltaSimulator::SetConfigs(std::span<const std::pair<OpId, OpConfig>> changes) {
+Status DeltaSimulator::Impl::CheckChanges(std::span<const std::pair<OpId, OpConfig>> changes) const {
   for (const auto& [op, config] : changes) {
-    if (op < 0 || op >= impl_->graph.num_ops())
-      return Error{"op id " + std::to_string(op) + " is not in graph '" + impl_->graph.name() + "'"};
-    if (Status s = sim::CheckConfig(impl_->graph, impl_->topology, op, config); !s) return s;
+    if (op < 0 || op >= graph.num_ops())
+      return Error{"op id " + std::to_string(op) + " is not in graph '" + graph.name() + "'"};
+    if (Status s = sim::CheckConfig(graph, topology, op, config); !s) return s;
   }
+  return Status::Ok();
+}
+
+Status DeltaSimulator::SetConfigs(std::span<const std::pair<OpId, OpConfig>> changes) {
+  if (Status s = impl_->CheckChanges(changes); !s) return s;
   return impl_->Apply(std::vector<std::pair<OpId, OpConfig>>(changes.begin(), changes.end()));
+}
+
+Expected<double> DeltaSimulator::StepTimeIf(std::span<const std::pair<OpId, OpConfig>> changes) {
+  if (Status s = impl_->CheckChanges(changes); !s) return s.error();
+  Time step = 0;
+  if (Status s = impl_->Apply(std::vector<std::pair<OpId, OpConfig>>(changes.begin(), changes.end()), &step); !s)
+    return s.error();
+  return static_cast<double>(step) * sim::kSecondsPerTick;
+}
+
+Expected<double> DeltaSimulator::StepTimeIf(OpId op, const OpConfig& config) {
+  const std::pair<OpId, OpConfig> change{op, config};
+  return StepTimeIf({&change, 1});
 }
 
 const Strategy& DeltaSimulator::strategy() const { return impl_->strategy; }
 
 double DeltaSimulator::step_time() const {
-  const Impl& m = *impl_;
-  Time step = 0;
-  for (int32_t r = 0; r < m.run.tg.num_resources; ++r) {
-    const int32_t t = m.run.last_task[r];
-    if (t >= 0) step = std::max(step, m.End(t) + m.run.tg.resource_delay[r]);
-  }
-  return static_cast<double>(step) * sim::kSecondsPerTick;
+  return static_cast<double>(impl_->StepTicks()) * sim::kSecondsPerTick;
 }
 
 SimResult DeltaSimulator::result() const {

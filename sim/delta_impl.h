@@ -10,6 +10,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,27 @@ struct ApplyScratch {
   std::vector<int32_t> dirty_list, processed_ahead, pending, processed_last, used_res, pending_first, behind;
   std::vector<uint8_t> used;
   std::vector<uint32_t> pending_stamp;
+};
+
+// What a query (a change evaluated but not kept) altered in the task graph before its sweep, for Rollback.
+struct QueryUndo {
+  TaskTotals totals;
+  int32_t tasks = 0;  // task count before the change's groups were appended
+  size_t deps = 0, outs = 0, succ_pool = 0, pred_pool = 0;
+  struct Group {
+    int32_t group, task_begin, task_count, dep_begin, dep_count;
+  };
+  std::vector<Group> groups;                     // the rebuilt groups as they were
+  std::vector<std::pair<OpId, int32_t>> out_begin;
+  // A patched adjacency list as it was (`pred`: 0 successors, 1 predecessors); its entries are at `saved` in
+  // `entries`.
+  struct List {
+    int32_t task;
+    uint8_t pred;
+    int32_t off, cnt, room, saved;
+  };
+  std::vector<List> lists;
+  std::vector<int32_t> entries;
 };
 }  // namespace sim
 
@@ -120,6 +142,17 @@ struct DeltaSimulator::Impl {
   std::vector<uint8_t> chunk_stale;
   std::vector<int32_t> reindexed;
   sim::ApplyScratch scratch;
+  sim::QueryUndo undo;
+  // The outcome of the last query, kept until the next change: making the same change then skips its sweep.
+  struct QueryMemo {
+    bool valid = false;
+    std::vector<std::pair<OpId, OpConfig>> changes;
+    std::vector<Placement> window;
+    std::vector<int32_t> reindex;
+    int32_t begin = 0, cut = 0;
+    sim::Time shift = 0;
+    int64_t retimed = 0;
+  } memo;
   // Relayout's scratch (swapped with the slot arrays).
   std::vector<int32_t> relaid_task;
   std::vector<sim::Time> relaid_ready, relaid_start, relaid_end;
@@ -131,6 +164,8 @@ struct DeltaSimulator::Impl {
   sim::Time Start(int32_t t) const { return slot_start[pos[t]] + Shift(pos[t]); }
   sim::Time End(int32_t t) const { return slot_end[pos[t]] + Shift(pos[t]); }
 
+  // The step of the current schedule in ticks: the latest end of a resource's last task plus its latency.
+  sim::Time StepTicks() const;
   Status FullRebuild();
   // Lays the order out afresh from run.timing (absolute times and the compact order).
   void Layout();
@@ -165,7 +200,26 @@ struct DeltaSimulator::Impl {
   void WriteTimes(sim::Timing& into) const;
   // Fills `materialized` from the layout.
   void Materialize() const;
-  Status Apply(const std::vector<std::pair<OpId, OpConfig>>& changes);
+  // Puts the tasks a sweep marked back to clean (and clears what those still dirty added to blocked counts).
+  void ResetStates();
+  // Makes a swept change: the removed tasks leave their slots, the window is placed (the order from `cut` on
+  // moves by `shift`), and the layout is rebuilt or re-spread when due.
+  Status Finish(int32_t begin, int32_t cut, sim::Time shift);
+  // Checks that every change names an op of the graph and a config that can run it.
+  Status CheckChanges(std::span<const std::pair<OpId, OpConfig>> changes) const;
+  // Applies `changes` and re-simulates. With `query_step`, only evaluates them: the step time they would give
+  // goes to *query_step (in ticks) and the simulator is left as it was.
+  Status Apply(const std::vector<std::pair<OpId, OpConfig>>& changes, sim::Time* query_step = nullptr);
+  // Records the groups, sizes and per-op output entries that appending the rebuilt groups will change.
+  void SaveGroups(const std::vector<int32_t>& rebuilt_groups);
+  // Records task t's successor (pred = 0) or predecessor (pred = 1) list before it is patched.
+  void SaveList(int32_t t, uint8_t pred);
+  // Undoes what a query did to the task graph, the strategy and the totals (the scratch lists still hold the
+  // query's ops, removed tasks and static memory; `old_configs` the ops' previous configs).
+  void Rollback(const std::vector<std::pair<OpId, OpConfig>>& old_configs);
+  // The step (in ticks) after a query's sweep: `free` per resource from the sweep, and when it stopped early at
+  // slot `cut`, the unsettled rest moves by `shift` (call before the tasks' states are reset).
+  sim::Time QueryStep(const std::vector<sim::Time>& free, bool stopped, int32_t cut, sim::Time shift) const;
 };
 
 }  // namespace devplace

@@ -129,6 +129,11 @@ class DeltaSimulator {
   Status SetConfig(OpId op, const OpConfig& config);
   // Changes several ops at once (e.g. a colocation group); all or nothing.
   Status SetConfigs(std::span<const std::pair<OpId, OpConfig>> changes);
+  // The step time the strategy would have with `changes` made, equal to SetConfigs(changes) followed by
+  // step_time(), without making them: the simulator is left as it was (what a search asks of a proposal it may
+  // reject; a kept one is then made with SetConfigs). Validated like SetConfigs.
+  Expected<double> StepTimeIf(std::span<const std::pair<OpId, OpConfig>> changes);
+  Expected<double> StepTimeIf(OpId op, const OpConfig& config);
 
   const Strategy& strategy() const;
   // Step time of the current strategy (cheap).

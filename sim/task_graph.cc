@@ -372,6 +372,17 @@ void TaskGraph::Clear() {
   kind.clear();
 }
 
+void TaskGraph::TruncateTasks(int32_t n) {
+  const size_t k = static_cast<size_t>(n);
+  for (auto* v : {&resource, &op, &part, &consumer, &mem_device, &succ_off, &succ_cnt, &pred_off, &pred_cnt})
+    v->resize(k);
+  for (auto* v : {&bytes, &mem_bytes}) v->resize(k);
+  for (auto* v : {&first_hop, &alive, &fallback}) v->resize(k);
+  duration.resize(k);
+  key.resize(k);
+  kind.resize(k);
+}
+
 void TaskBuilder::Reset(TaskGraph* tg, bool keep_tasks) const {
   if (keep_tasks) {
     for (auto* v : {&tg->group_task_begin, &tg->group_task_count, &tg->group_dep_begin, &tg->group_dep_count,

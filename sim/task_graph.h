@@ -68,6 +68,8 @@ struct TaskGraph {
   int32_t num_tasks() const { return static_cast<int32_t>(resource.size()); }
   // Removes all tasks, groups and dependencies (keeping capacity for reuse).
   void Clear();
+  // Drops the tasks from `n` on (their per-task fields only; groups, dependencies and pools are the caller's).
+  void TruncateTasks(int32_t n);
 };
 
 // Per-op prices of plain (one-device) configs, computed on first use for each (op, device).

@@ -47,15 +47,19 @@ Strategy Contiguous(const Graph& graph, int devices) {
   return Strategy::FromPlacement(placement);
 }
 
-// Sets `config` on `op` and checks the step time (every tenth change, the whole result) against a full
-// simulation; even-numbered changes are then undone, as a search undoes rejected proposals.
+// Asks for the step time `config` on `op` would give, sets it, and checks both against a full simulation
+// (every tenth change, the whole result); even-numbered changes are then undone, as a search undoes rejected
+// proposals.
 void ChangeCheckAndUndoEven(DeltaSimulator& delta, const Graph& graph, const Topology& topology, const CostModel& cost,
                             OpId op, const OpConfig& config, int k) {
   const OpConfig old = delta.strategy().configs[op];
+  Expected<double> query = delta.StepTimeIf(op, config);
+  ASSERT_TRUE(query.ok()) << query.error().message;
   ASSERT_TRUE(delta.SetConfig(op, config).ok());
   Expected<SimResult> full = Simulate(graph, topology, delta.strategy(), cost);
   ASSERT_TRUE(full.ok()) << full.error().message;
   ASSERT_EQ(delta.step_time(), full->step_time) << "change " << k;
+  ASSERT_EQ(*query, full->step_time) << "query " << k;
   if (k % 10 == 0) ExpectSameResult(delta.result(), *full, "change " + std::to_string(k));
   if (k % 2 == 0 && !::testing::Test::HasFailure()) {
     ASSERT_TRUE(delta.SetConfig(op, old).ok());
@@ -90,10 +94,13 @@ TEST(DeltaSimulator, EqualsFullSimulationOnRandomChanges) {
     for (int k = 0; k < c.changes; ++k) {
       const OpId op = testing::UniformInt(rng, graph.num_ops());
       const OpConfig config = RandomConfig(graph, op, devices, c.p_partition, rng);
+      Expected<double> query = delta->StepTimeIf(op, config);
+      ASSERT_TRUE(query.ok()) << query.error().message;
       ASSERT_TRUE(delta->SetConfig(op, config).ok());
       retimed += delta->last_retimed_tasks();
       Expected<SimResult> full = Simulate(graph, c.topology, delta->strategy(), cost);
       ASSERT_TRUE(full.ok()) << full.error().message;
+      ASSERT_EQ(*query, full->step_time) << c.name << " query " << k;
       ExpectSameResult(delta->result(), *full, std::string(c.name) + " change " + std::to_string(k));
       ASSERT_EQ(delta->step_time(), full->step_time);
       ASSERT_EQ(delta->oom(), full->oom);
@@ -272,6 +279,47 @@ TEST(DeltaSimulator, MultiOpChangesAndNoOpChanges) {
   ASSERT_TRUE(delta->SetConfig(0, delta->strategy().configs[0]).ok());
   EXPECT_EQ(delta->last_retimed_tasks(), 0);
   ExpectSameResult(delta->result(), before, "no-op change");
+}
+
+// Queries (StepTimeIf) equal a full simulation of the changed strategy and leave the simulator as it was: after
+// many of them, single- and multi-op, partitioned or not, the result is the same and later changes still match.
+TEST(DeltaSimulator, QueriesLeaveTheSimulatorAsItWas) {
+  const Graph graph = RandomTrainingGraph(13, 120);
+  const Topology topo = testing::TwoHosts(2, 12e9, 3e-6);
+  const CostModel cost = MakeAnalyticCostModel();
+  std::mt19937_64 rng(17);
+  const int devices = topo.num_devices();
+  Expected<DeltaSimulator> delta =
+      DeltaSimulator::Create(graph, topo, RandomStrategy(graph, devices, 0.3, rng), cost);
+  ASSERT_TRUE(delta.ok()) << delta.error().message;
+  for (int round = 0; round < 5; ++round) {
+    const SimResult before = delta->result();
+    for (int k = 0; k < 40; ++k) {
+      std::vector<std::pair<OpId, OpConfig>> changes;
+      for (int j = 0; j < 1 + k % 3; ++j) {
+        const OpId op = testing::UniformInt(rng, graph.num_ops());
+        changes.emplace_back(op, RandomConfig(graph, op, devices, 0.3, rng));
+      }
+      Strategy changed = delta->strategy();
+      for (const auto& [op, config] : changes) changed.configs[op] = config;
+      Expected<double> query = delta->StepTimeIf(changes);
+      ASSERT_TRUE(query.ok()) << query.error().message;
+      ASSERT_EQ(*query, Simulate(graph, topo, changed, cost)->step_time) << "round " << round << " query " << k;
+    }
+    ExpectSameResult(delta->result(), before, "after the queries of round " + std::to_string(round));
+    EXPECT_EQ(delta->StepTimeIf(0, delta->strategy().configs[0]).value(), before.step_time);  // no change
+    const OpId op = testing::UniformInt(rng, graph.num_ops());
+    ASSERT_TRUE(delta->SetConfig(op, RandomConfig(graph, op, devices, 0.3, rng)).ok());
+    ExpectSameResult(delta->result(), *Simulate(graph, topo, delta->strategy(), cost),
+                     "change after round " + std::to_string(round));
+  }
+  OpConfig bad;
+  bad.devices = {9};
+  const double before = delta->step_time();
+  Expected<double> rejected = delta->StepTimeIf(3, bad);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_NE(rejected.error().message.find("device 9"), std::string::npos) << rejected.error().message;
+  EXPECT_EQ(delta->step_time(), before);
 }
 
 TEST(DeltaSimulator, RejectsBadChangesAtomically) {
