@@ -252,9 +252,16 @@ TEST(Simulator, RejectsStepsBeyondTheTimeHorizon) {
   Expected<DeltaSimulator> delta = DeltaSimulator::Create(g, t, Strategy::AllOn(2, 0), cost);
   ASSERT_TRUE(delta.ok());
   const double before = delta->step_time();
+  Expected<double> asked = delta->StepTimeIf(1, OpConfig{{1}, {}});  // a query is refused the same way
+  ASSERT_FALSE(asked.ok());
+  EXPECT_NE(asked.error().message.find("limit"), std::string::npos) << asked.error().message;
+  EXPECT_EQ(delta->strategy().configs[1].devices[0], 0);
+  EXPECT_EQ(delta->step_time(), before);
   EXPECT_FALSE(delta->SetConfig(1, OpConfig{{1}, {}}).ok());
   EXPECT_EQ(delta->strategy().configs[1].devices[0], 0);
   EXPECT_EQ(delta->step_time(), before);
+  EXPECT_EQ(delta->StepTimeIf(0, OpConfig{{1}, {}}).value(),
+            Simulate(g, t, Strategy::FromPlacement({1, 0}), cost)->step_time);
   EXPECT_TRUE(delta->SetConfig(0, OpConfig{{1}, {}}).ok());  // still usable
   EXPECT_EQ(delta->step_time(), Simulate(g, t, delta->strategy(), cost)->step_time);
 }
