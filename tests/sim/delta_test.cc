@@ -47,11 +47,17 @@ Strategy Contiguous(const Graph& graph, int devices) {
   return Strategy::FromPlacement(placement);
 }
 
-// Asks for the step time `config` on `op` would give, sets it, and checks both against a full simulation
-// (every tenth change, the whole result); even-numbered changes are then undone, as a search undoes rejected
-// proposals.
+// Asks about moving the next op to the next device (never made), asks for the step time `config` on `op` would
+// give, sets it, and checks all three against full simulations (every tenth change, the whole result);
+// even-numbered changes are then undone, as a search undoes rejected proposals.
 void ChangeCheckAndUndoEven(DeltaSimulator& delta, const Graph& graph, const Topology& topology, const CostModel& cost,
                             OpId op, const OpConfig& config, int k) {
+  const OpId other = (op + 1) % graph.num_ops();
+  Strategy asked = delta.strategy();
+  asked.configs[other] = {{static_cast<DeviceId>((asked.configs[other].devices[0] + 1) % topology.num_devices())}, {}};
+  Expected<double> other_query = delta.StepTimeIf(other, asked.configs[other]);
+  ASSERT_TRUE(other_query.ok()) << other_query.error().message;
+  ASSERT_EQ(*other_query, Simulate(graph, topology, asked, cost)->step_time) << "query of another op " << k;
   const OpConfig old = delta.strategy().configs[op];
   Expected<double> query = delta.StepTimeIf(op, config);
   ASSERT_TRUE(query.ok()) << query.error().message;
