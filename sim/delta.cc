@@ -611,8 +611,11 @@ Status DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
   ResetStates();
   Place(begin, cut, shift, scratch.reindex);
 
-  // Garbage from replaced groups grows with every change; rebuild from scratch once it outweighs the live graph.
-  if (tg.num_tasks() > 2 * live_tasks + 4096 ||
+  // Garbage from replaced groups grows with every change (new tasks are appended, so the tasks a change touches
+  // spread over ever more memory); rebuild from scratch once it is a fifth of the live graph. Rebuilding that
+  // often (rather than at twice the live graph) makes the median change 4-8% and the mean 6-16% cheaper in
+  // paired runs on nmt and transformer graphs, rebuilds included.
+  if (tg.num_tasks() > live_tasks + live_tasks / 5 + 1024 ||
       tg.succ_pool.size() > 3 * static_cast<size_t>(live_tasks) + 16384)
     return FullRebuild();
   // Lay the order out afresh when few holes are left, or when this change rewrote so many slots that the region
