@@ -131,7 +131,7 @@ class DeltaSimulator {
   Status SetConfigs(std::span<const std::pair<OpId, OpConfig>> changes);
   // The step time the strategy would have with `changes` made, equal to SetConfigs(changes) followed by
   // step_time(), without making them: the simulator is left as it was (what a search asks of a proposal it may
-  // reject; a kept one is then made with SetConfigs). Validated like SetConfigs.
+  // reject). Making the same changes next with SetConfigs reuses the query's work. Validated like SetConfigs.
   Expected<double> StepTimeIf(std::span<const std::pair<OpId, OpConfig>> changes);
   Expected<double> StepTimeIf(OpId op, const OpConfig& config);
 
