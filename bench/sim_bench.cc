@@ -14,6 +14,8 @@
 //   changes (the rest keep or shift their times).
 //   Delta/query_<placement>/<ops>: the same changes asked with DeltaSimulator::StepTimeIf (the step time the
 //   change would give, nothing kept; how a search evaluates a proposal it may reject), same counters but result().
+//   Delta/ask_make_<placement>/<ops>: each change asked and then made (a search's accepted proposal), timed
+//   together, then undone (untimed).
 // Placements: "contiguous" splits the topological order into 8 equal blocks (backward and update ops follow their
 // forward op); "random" puts each colocation group on a random device.
 #include <benchmark/benchmark.h>
@@ -186,8 +188,12 @@ void OneShot(benchmark::State& state) {
 }
 
 
-// `query`: each change is asked with DeltaSimulator::StepTimeIf instead of made and undone.
-void Delta(benchmark::State& state, bool random, bool query) {
+// How a Delta case treats each change: made (and undone), only asked (StepTimeIf), or asked and then made (a
+// search's accepted proposal: the making reuses the query's work).
+enum class DeltaMode { kMake, kAsk, kAskThenMake };
+
+void Delta(benchmark::State& state, bool random, DeltaMode mode) {
+  const bool query = mode == DeltaMode::kAsk;
   using Clock = ThreadCpuClock;
   const Fixture& f = Get(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
   const int devices = f.topology.num_devices();
@@ -209,6 +215,7 @@ void Delta(benchmark::State& state, bool random, bool query) {
     }
     const OpConfig old = delta.strategy().configs[op];
     const double t0 = Clock::now();
+    if (mode == DeltaMode::kAskThenMake) benchmark::DoNotOptimize(Check(delta.StepTimeIf(op, config)));
     if (!delta.SetConfig(op, config).ok()) state.SkipWithError("SetConfig failed");
     step_sum += delta.step_time();
     const double t1 = Clock::now();
@@ -281,10 +288,12 @@ void Sizes(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(Full, contiguous, false)->Apply(Sizes);
 BENCHMARK_CAPTURE(Full, random, true)->Apply(Sizes);
 BENCHMARK(OneShot)->Name("Simulate/contiguous")->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(Delta, contiguous, false, false)->Apply(Sizes);
-BENCHMARK_CAPTURE(Delta, random, true, false)->Apply(Sizes);
-BENCHMARK_CAPTURE(Delta, query_contiguous, false, true)->Apply(Sizes);
-BENCHMARK_CAPTURE(Delta, query_random, true, true)->Apply(Sizes);
+BENCHMARK_CAPTURE(Delta, contiguous, false, DeltaMode::kMake)->Apply(Sizes);
+BENCHMARK_CAPTURE(Delta, random, true, DeltaMode::kMake)->Apply(Sizes);
+BENCHMARK_CAPTURE(Delta, query_contiguous, false, DeltaMode::kAsk)->Apply(Sizes);
+BENCHMARK_CAPTURE(Delta, query_random, true, DeltaMode::kAsk)->Apply(Sizes);
+BENCHMARK_CAPTURE(Delta, ask_make_contiguous, false, DeltaMode::kAskThenMake)->Apply(Sizes);
+BENCHMARK_CAPTURE(Delta, ask_make_random, true, DeltaMode::kAskThenMake)->Apply(Sizes);
 
 }  // namespace
 }  // namespace devplace
