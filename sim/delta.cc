@@ -194,8 +194,8 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   });
 
   if (replay) {
-    window = memo.window;
-    reindex = memo.reindex;
+    window.swap(memo.window);
+    reindex.swap(memo.reindex);
     retimed = memo.retimed;
     return Finish(memo.begin, memo.cut, memo.shift);
   }
@@ -394,7 +394,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
       return delta < 0 && Ready(t) + delta < latest && !ready_matches(t, i, delta);
     };
     // The task that failed the last scan usually fails this one too (the scan would stop there or earlier).
-    if (failed_task >= 0 && tg.alive[failed_task] && pos[failed_task] >= i && task_fails(failed_task)) return false;
+    if (failed_task >= 0 && pos[failed_task] >= i && task_fails(failed_task)) return false;
     for (int32_t k = i; k < slots;) {
       if ((k & ((1 << sim::kChunkBits) - 1)) == 0) {
         const int32_t c = k >> sim::kChunkBits;
@@ -569,141 +569,24 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
     for (int32_t x : dirty_list)
       if (state[x] == kDirty && pos[x] >= i) reindex.push_back(x);  // their predecessors moved
   }
+  const int32_t cut = shifted ? i : slots;  // the rest of the order, from here on, moves by rest_shift
+  const Time rest_shift = shifted ? shift : 0;
   if (query_step) {  // a query ends here: read the step, remember the outcome, then put everything back
     *query_step = QueryStep(free, shifted, i, shift);
-    memo.valid = true;  // assigned field by field, so that the memo's lists keep their capacity
+    memo.valid = true;  // the lists are swapped in and assigned, so that both sides keep their capacity
     memo.changes = changes;
-    memo.window = window;
-    memo.reindex = reindex;
+    memo.window.swap(window);
+    memo.reindex.swap(reindex);
     memo.begin = begin;
-    memo.cut = shifted ? i : slots;
-    memo.shift = shifted ? shift : 0;
+    memo.cut = cut;
+    memo.shift = rest_shift;
     memo.retimed = retimed;
     ResetStates();
     for (int32_t t : removed) state[t] = kClean;
     Rollback(old_configs);
     return Status::Ok();
   }
-  return Finish(begin, shifted ? i : slots, shifted ? shift : 0);
+  return Finish(begin, cut, rest_shift);
 }
-
-void DeltaSimulator::Impl::ResetStates() {
-  // Re-timing a task undid what marking it dirty added to its successors' counts; only dirty tasks left behind
-  // by an early stop still block theirs.
-  const sim::TaskGraph& tg = run.tg;
-  for (int32_t t : scratch.dirty_list) {
-    if (state[t] == kDirty)
-      for (int32_t k = 0; k < tg.succ_cnt[t]; ++k) blocked[tg.succ_pool[tg.succ_off[t] + k]] = 0;
-    state[t] = kClean;
-  }
-}
-
-Status DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
-  const sim::TaskGraph& tg = run.tg;
-  for (int32_t t : scratch.removed) {
-    state[t] = kClean;
-    slot_task[pos[t]] = -1;
-    DropSlot(t, pos[t]);
-    stale.push_back({t, pos[t]});
-    pos[t] = -1;
-    --placed;
-  }
-  ResetStates();
-  Place(begin, cut, shift, scratch.reindex);
-
-  // Garbage from replaced groups grows with every change (new tasks are appended, so the tasks a change touches
-  // spread over ever more memory); rebuild from scratch once it is a fifth of the live graph. Rebuilding that
-  // often (rather than at twice the live graph) makes the median change 4-8% and the mean 6-16% cheaper in
-  // paired runs on nmt and transformer graphs, rebuilds included.
-  if (tg.num_tasks() > live_tasks + live_tasks / 5 + 1024 ||
-      tg.succ_pool.size() > 3 * static_cast<size_t>(live_tasks) + 16384)
-    return FullRebuild();
-  // Lay the order out afresh when few holes are left, or when this change rewrote so many slots that the region
-  // it packed (without holes) would make later changes there move many tasks (and this one already did work of
-  // that order).
-  if (static_cast<int64_t>(slot_task.size()) - placed < placed / (2 * sim::kHoleEvery) ||
-      static_cast<int64_t>(window.size() + displaced.size()) >
-          std::max(placed / sim::kRelayoutDivisor, sim::kRelayoutMinSlots))
-    Relayout();
-  return Status::Ok();
-}
-
-DeltaSimulator::DeltaSimulator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-DeltaSimulator::DeltaSimulator(DeltaSimulator&&) noexcept = default;
-DeltaSimulator& DeltaSimulator::operator=(DeltaSimulator&&) noexcept = default;
-DeltaSimulator::~DeltaSimulator() = default;
-
-Expected<DeltaSimulator> DeltaSimulator::Create(const Graph& graph, const Topology& topology, Strategy strategy,
-                                                CostModel cost, SimOptions options) {
-  if (Status s = ValidateSimOptions(options); !s) return s.error();
-  if (Status s = sim::CheckGraph(graph); !s) return s.error();
-  if (Status s = sim::CheckStrategy(graph, topology, strategy); !s) return s.error();
-  auto impl = std::make_unique<Impl>(graph, topology, std::move(strategy), std::move(cost), options);
-  if (Status s = impl->FullRebuild(); !s) return s.error();
-  return DeltaSimulator(std::move(impl));
-}
-
-Status DeltaSimulator::SetConfig(OpId op, const OpConfig& config) {
-  const std::pair<OpId, OpConfig> change{op, config};
-  return SetConfigs({&change, 1});
-}
-
-Status DeltaSimulator::Impl::CheckChanges(std::span<const std::pair<OpId, OpConfig>> changes) const {
-  for (const auto& [op, config] : changes) {
-    if (op < 0 || op >= graph.num_ops())
-      return Error{"op id " + std::to_string(op) + " is not in graph '" + graph.name() + "'"};
-    if (Status s = sim::CheckConfig(graph, topology, op, config); !s) return s;
-  }
-  return Status::Ok();
-}
-
-Status DeltaSimulator::SetConfigs(std::span<const std::pair<OpId, OpConfig>> changes) {
-  if (Status s = impl_->CheckChanges(changes); !s) return s;
-  return impl_->Apply(std::vector<std::pair<OpId, OpConfig>>(changes.begin(), changes.end()));
-}
-
-Expected<double> DeltaSimulator::StepTimeIf(std::span<const std::pair<OpId, OpConfig>> changes) {
-  if (Status s = impl_->CheckChanges(changes); !s) return s.error();
-  Time step = 0;
-  if (Status s = impl_->Apply(std::vector<std::pair<OpId, OpConfig>>(changes.begin(), changes.end()), &step); !s)
-    return s.error();
-  return static_cast<double>(step) * sim::kSecondsPerTick;
-}
-
-Expected<double> DeltaSimulator::StepTimeIf(OpId op, const OpConfig& config) {
-  const std::pair<OpId, OpConfig> change{op, config};
-  return StepTimeIf({&change, 1});
-}
-
-const Strategy& DeltaSimulator::strategy() const { return impl_->strategy; }
-
-double DeltaSimulator::step_time() const {
-  return static_cast<double>(impl_->StepTicks()) * sim::kSecondsPerTick;
-}
-
-SimResult DeltaSimulator::result() const {
-  const Impl& m = *impl_;
-  m.Materialize();
-  std::vector<Time> last_end(static_cast<size_t>(m.run.tg.num_resources), -1);
-  for (size_t r = 0; r < last_end.size(); ++r)
-    if (m.run.last_task[r] >= 0) last_end[r] = m.End(m.run.last_task[r]);
-  return sim::Assemble(m.topology, m.run.tg, m.materialized, m.run.totals, last_end, m.run.last_task,
-                       m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.materialized, sim::MaxEnd(last_end)),
-                       m.options);
-}
-
-bool DeltaSimulator::oom() const {
-  const Impl& m = *impl_;
-  m.Materialize();
-  Time max_end = 0;
-  for (int32_t t : m.run.last_task)
-    if (t >= 0) max_end = std::max(max_end, m.End(t));
-  std::vector<int64_t> dynamic = m.peaks.DynamicPeaks(m.run.tg, m.materialized, max_end);
-  for (DeviceId d = 0; d < m.topology.num_devices(); ++d)
-    if (m.run.static_bytes[d] + dynamic[d] > m.topology.device(d).memory_bytes) return true;
-  return false;
-}
-
-int64_t DeltaSimulator::last_retimed_tasks() const { return impl_->retimed; }
 
 }  // namespace devplace

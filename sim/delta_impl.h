@@ -1,5 +1,6 @@
 // DeltaSimulator's state (internal to sim/): shared by delta.cc (the incremental run), delta_index.cc (the
-// layout of the dequeue order and its indexes) and delta_query.cc (queries: rolling a change back after its sweep).
+// layout of the dequeue order, its indexes, placing a change), delta_query.cc (rolling a query back after its
+// sweep) and delta_simulator.cc (the public methods).
 //
 // The dequeue order lives in slots: slot_task[s] is the task at slot s (-1: a hole), slots increase along the
 // order, and a fresh layout leaves a hole after every few tasks. A change rewrites the slots of the part of the

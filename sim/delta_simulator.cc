@@ -1,0 +1,90 @@
+// DeltaSimulator's public methods: creation, validation of changes, making and asking about them (the incremental
+// run is in delta.cc, queries in delta_query.cc), and the results of the current strategy.
+#include <algorithm>
+#include <string>
+
+#include "sim/delta_impl.h"
+
+namespace devplace {
+
+using sim::Time;
+
+DeltaSimulator::DeltaSimulator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DeltaSimulator::DeltaSimulator(DeltaSimulator&&) noexcept = default;
+DeltaSimulator& DeltaSimulator::operator=(DeltaSimulator&&) noexcept = default;
+DeltaSimulator::~DeltaSimulator() = default;
+
+Expected<DeltaSimulator> DeltaSimulator::Create(const Graph& graph, const Topology& topology, Strategy strategy,
+                                                CostModel cost, SimOptions options) {
+  if (Status s = ValidateSimOptions(options); !s) return s.error();
+  if (Status s = sim::CheckGraph(graph); !s) return s.error();
+  if (Status s = sim::CheckStrategy(graph, topology, strategy); !s) return s.error();
+  auto impl = std::make_unique<Impl>(graph, topology, std::move(strategy), std::move(cost), options);
+  if (Status s = impl->FullRebuild(); !s) return s.error();
+  return DeltaSimulator(std::move(impl));
+}
+
+Status DeltaSimulator::SetConfig(OpId op, const OpConfig& config) {
+  const std::pair<OpId, OpConfig> change{op, config};
+  return SetConfigs({&change, 1});
+}
+
+Status DeltaSimulator::Impl::CheckChanges(std::span<const std::pair<OpId, OpConfig>> changes) const {
+  for (const auto& [op, config] : changes) {
+    if (op < 0 || op >= graph.num_ops())
+      return Error{"op id " + std::to_string(op) + " is not in graph '" + graph.name() + "'"};
+    if (Status s = sim::CheckConfig(graph, topology, op, config); !s) return s;
+  }
+  return Status::Ok();
+}
+
+Status DeltaSimulator::SetConfigs(std::span<const std::pair<OpId, OpConfig>> changes) {
+  if (Status s = impl_->CheckChanges(changes); !s) return s;
+  return impl_->Apply(std::vector<std::pair<OpId, OpConfig>>(changes.begin(), changes.end()));
+}
+
+Expected<double> DeltaSimulator::StepTimeIf(std::span<const std::pair<OpId, OpConfig>> changes) {
+  if (Status s = impl_->CheckChanges(changes); !s) return s.error();
+  Time step = 0;
+  if (Status s = impl_->Apply(std::vector<std::pair<OpId, OpConfig>>(changes.begin(), changes.end()), &step); !s)
+    return s.error();
+  return static_cast<double>(step) * sim::kSecondsPerTick;
+}
+
+Expected<double> DeltaSimulator::StepTimeIf(OpId op, const OpConfig& config) {
+  const std::pair<OpId, OpConfig> change{op, config};
+  return StepTimeIf({&change, 1});
+}
+
+const Strategy& DeltaSimulator::strategy() const { return impl_->strategy; }
+
+double DeltaSimulator::step_time() const {
+  return static_cast<double>(impl_->StepTicks()) * sim::kSecondsPerTick;
+}
+
+SimResult DeltaSimulator::result() const {
+  const Impl& m = *impl_;
+  m.Materialize();
+  std::vector<Time> last_end(static_cast<size_t>(m.run.tg.num_resources), -1);
+  for (size_t r = 0; r < last_end.size(); ++r)
+    if (m.run.last_task[r] >= 0) last_end[r] = m.End(m.run.last_task[r]);
+  return sim::Assemble(m.topology, m.run.tg, m.materialized, m.run.totals, last_end, m.run.last_task,
+                       m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.materialized, sim::MaxEnd(last_end)),
+                       m.options);
+}
+
+bool DeltaSimulator::oom() const {
+  const Impl& m = *impl_;
+  m.Materialize();
+  Time max_end = 0;
+  for (int32_t t : m.run.last_task)
+    if (t >= 0) max_end = std::max(max_end, m.End(t));
+  std::vector<int64_t> dynamic = m.peaks.DynamicPeaks(m.run.tg, m.materialized, max_end);
+  for (DeviceId d = 0; d < m.topology.num_devices(); ++d)
+    if (m.run.static_bytes[d] + dynamic[d] > m.topology.device(d).memory_bytes) return true;
+  return false;
+}
+
+int64_t DeltaSimulator::last_retimed_tasks() const { return impl_->retimed; }
+
+}  // namespace devplace
