@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/format.h"  // the commands format amounts with it
 #include "core/status.h"
 
 namespace devplace::cli {
@@ -30,9 +31,5 @@ void Check(const Status& status);
 // Prints exactly one JSON object on stdout (the --json contract).
 void PrintJson(const nlohmann::json& object);
 
-// Human-readable byte and time amounts, e.g. "1.50 GiB", "12.3 ms".
-std::string FormatBytes(double bytes);
-std::string FormatSeconds(double seconds);
-std::string FormatCount(double count);  // e.g. "8.21 G"
 
 }  // namespace devplace::cli

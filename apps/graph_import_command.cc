@@ -38,7 +38,7 @@ CostTable MeasuredCostTable(const Graph& g, const std::vector<double>& seconds, 
   CostTable table;
   for (const auto& [key, total] : sums) {
     const auto& [type, role, dtype, shape, flops] = key;
-    table.entries.push_back(ProfiledEntry{device_kind, type, role, dtype, shape, flops, total.first / total.second});
+    table.entries.push_back(OpTiming{device_kind, type, role, dtype, shape, flops, total.first / total.second});
   }
   return table;
 }

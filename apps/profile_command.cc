@@ -7,7 +7,6 @@
 #include "apps/cli_util.h"
 #include "apps/commands.h"
 #include "apps/inputs.h"
-#include "apps/profile_table.h"
 #include "exec/profiler.h"
 
 namespace devplace::cli {
@@ -55,9 +54,9 @@ void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
     options.backend = opts->backend;
     options.seed = opts->seed;
     ProfileResult profile = Unwrap(ProfileGraph(graph, topology, options));
-    Check(WriteCostTableFile(ProfileToCostTable(profile), opts->output));
+    Check(WriteCostTableFile(CostTable{.entries = profile.entries}, opts->output));
     double total = 0.0;
-    for (const OpProfile& p : profile.entries) total += p.seconds * p.instances;
+    for (const OpTiming& p : profile.entries) total += p.seconds * p.instances;
     if (opts->json) {
       PrintJson({{"graph", graph.name()},
                  {"output", opts->output},

@@ -1,7 +1,7 @@
 // Settings of a placement environment (one typed config with defaults, validated before use).
 //
-// Experiment YAML files map their `env:` section onto EnvConfig field by field (the reader lives with the
-// experiment reader, which owns yaml-cpp; env/ only receives this typed struct). Keys and values:
+// Experiment YAML files' `env:` section is read straight into EnvConfig by config/experiment_config.cc (env/ only
+// receives this typed struct). Keys and values:
 //   env:
 //     kind: iterative | one_shot            -> EnvConfig::kind (ParseMdpKind)
 //     initial_placement: single | round_robin | random
@@ -12,7 +12,7 @@
 //     sim: {segment_bytes: 4194304, max_segments: 8, optimizer_state_factor: 2.0}
 //                                           -> EnvConfig::sim (sim/simulator.h SimOptions; keep_timeline is
 //                                              not an experiment key)
-// Unknown keys should be rejected by the reader; ValidateEnvConfig checks the values.
+// The reader rejects unknown keys; ValidateEnvConfig checks the values.
 #pragma once
 
 #include <string_view>

@@ -21,7 +21,7 @@ double Median(std::vector<double> v) {
 }
 
 // One entry per signature of `graph` for device kind `kind`, appended to `out`; returns the entry of every op.
-std::vector<size_t> IndexSignatures(const Graph& graph, const std::string& kind, std::vector<OpProfile>* out) {
+std::vector<size_t> IndexSignatures(const Graph& graph, const std::string& kind, std::vector<OpTiming>* out) {
   std::map<Signature, size_t> index;
   std::vector<size_t> entry_of_op;
   for (OpId op = 0; op < graph.num_ops(); ++op) {
@@ -29,7 +29,7 @@ std::vector<size_t> IndexSignatures(const Graph& graph, const std::string& kind,
     Signature key{o.type, o.role, o.dtype, o.shape, o.flops};
     auto [it, inserted] = index.emplace(key, out->size());
     if (inserted) {
-      OpProfile p;
+      OpTiming p;
       p.device_kind = kind;
       p.op_type = o.type;
       p.role = o.role;
@@ -48,7 +48,7 @@ std::vector<size_t> IndexSignatures(const Graph& graph, const std::string& kind,
 
 // In-graph: whole steps with every op on device `d`.
 Status ProfileInGraph(const Graph& graph, const Topology& topology, DeviceId d, const ProfileOptions& options,
-                      std::vector<OpProfile>* out) {
+                      std::vector<OpTiming>* out) {
   ExecOptions exec;
   exec.warmup_steps = options.warmup_runs;
   exec.timed_steps = options.timed_runs;
@@ -57,14 +57,14 @@ Status ProfileInGraph(const Graph& graph, const Topology& topology, DeviceId d, 
   exec.pin_threads = options.pin_threads;
   Expected<ExecResult> run = ExecuteStrategy(graph, topology, Strategy::AllOn(graph.num_ops(), d), exec);
   if (!run.ok()) return run.error();
-  std::vector<OpProfile> entries = InGraphProfile(graph, topology.device(d).kind, {*run});
+  std::vector<OpTiming> entries = InGraphProfile(graph, topology.device(d).kind, {*run});
   out->insert(out->end(), entries.begin(), entries.end());
   return Status::Ok();
 }
 
 // Isolated: each signature's kernel alone on `device`, on synthetic inputs. Runs on the calling thread.
 Status ProfileIsolated(const Graph& graph, const std::string& kind, const at::Device& device,
-                       const ProfileOptions& options, std::vector<OpProfile>* out) {
+                       const ProfileOptions& options, std::vector<OpTiming>* out) {
   const size_t first = out->size();
   const std::vector<size_t> entry_of_op = IndexSignatures(graph, kind, out);
   std::vector<OpId> representative(out->size() - first, -1);
@@ -74,7 +74,7 @@ Status ProfileIsolated(const Graph& graph, const std::string& kind, const at::De
   if (!plan.ok()) return plan.error();
   for (size_t i = 0; i < representative.size(); ++i) {
     const OpId op = representative[i];
-    OpProfile& p = (*out)[first + i];
+    OpTiming& p = (*out)[first + i];
     exec::Kernel& kernel = *plan->kernels[op];
     p.stand_in = kernel.stand_in();
     exec::KernelIo io;
@@ -104,12 +104,12 @@ Status ProfileIsolated(const Graph& graph, const std::string& kind, const at::De
 
 }  // namespace
 
-std::vector<OpProfile> InGraphProfile(const Graph& graph, const std::string& kind,
+std::vector<OpTiming> InGraphProfile(const Graph& graph, const std::string& kind,
                                       const std::vector<ExecResult>& runs) {
-  std::vector<OpProfile> entries;
+  std::vector<OpTiming> entries;
   const std::vector<size_t> entry_of_op = IndexSignatures(graph, kind, &entries);
   for (OpId op = 0; op < graph.num_ops(); ++op) {
-    OpProfile& p = entries[entry_of_op[op]];
+    OpTiming& p = entries[entry_of_op[op]];
     std::vector<double> samples;
     for (const ExecResult& run : runs) {
       samples.push_back(run.op_seconds.at(op) + run.op_handoff_seconds.at(op));
@@ -120,7 +120,7 @@ std::vector<OpProfile> InGraphProfile(const Graph& graph, const std::string& kin
     p.min_seconds = std::min(p.min_seconds, seconds);
     p.max_seconds = std::max(p.max_seconds, seconds);
   }
-  for (OpProfile& p : entries) p.seconds = std::max(p.seconds, 1e-9);
+  for (OpTiming& p : entries) p.seconds = std::max(p.seconds, 1e-9);
   return entries;
 }
 
@@ -165,8 +165,8 @@ Expected<ProfileResult> ProfileGraph(const Graph& graph, const Topology& topolog
     }
     if (!status.ok()) return status.error();
   }
-  for (OpProfile& p : result.entries) p.seconds = std::max(p.seconds, 1e-9);
-  for (const OpProfile& p : result.entries) result.stand_in_signatures += p.stand_in ? 1 : 0;
+  for (OpTiming& p : result.entries) p.seconds = std::max(p.seconds, 1e-9);
+  for (const OpTiming& p : result.entries) result.stand_in_signatures += p.stand_in ? 1 : 0;
   result.seconds = exec::NowSeconds() - start;
   return result;
 }

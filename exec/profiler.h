@@ -1,6 +1,6 @@
 // The op profiler: times every distinct op signature of a graph once per device kind with the executor's own
-// kernels, and returns the measurement table the simulator's profiled cost model reads (apps/ converts it to
-// sim's CostTable, which exec/ does not depend on). Two modes:
+// kernels, and returns the measurement table the simulator's profiled cost model reads (core/op_timing.h: a
+// profile's entries are a sim CostTable's entries). Two modes:
 // - in-graph (default): the executor runs whole training steps with every op on one device of the kind (warm-up
 //   steps, then timed steps); an op's time is its median kernel time plus the time its worker takes to hand the
 //   outputs on, as in a real step (caches and memory as the step leaves them), and a signature's time is the mean
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/graph.h"
+#include "core/op_timing.h"
 #include "core/status.h"
 #include "core/topology.h"
 #include "exec/executor.h"
@@ -35,25 +36,9 @@ struct ProfileOptions {
 // Checks option values; errors name the field.
 Status ValidateProfileOptions(const ProfileOptions& options);
 
-// The measured time of one op signature (device kind, op type, role, dtype, output shape, FLOPs) on one device kind.
-struct OpProfile {
-  std::string device_kind;
-  std::string op_type;
-  OpRole role = OpRole::kForward;
-  DType dtype = DType::kF32;
-  std::vector<int64_t> shape;
-  double flops = 0.0;
-  double seconds = 0.0;      // the signature's time (> 0; see the modes above)
-  double min_seconds = 0.0;  // in-graph: fastest and slowest op of the signature; isolated: of the timed runs
-  double max_seconds = 0.0;
-  int32_t instances = 0;     // ops of the graph with this signature
-  bool stand_in = false;     // the op ran a stand-in kernel
-  std::string example_op;    // the op that was timed
-};
-
 struct ProfileResult {
   BackendInfo backend;
-  std::vector<OpProfile> entries;  // in the order of the graph's first op with each signature, per device kind
+  std::vector<OpTiming> entries;    // in the order of the graph's first op with each signature, per device kind
   int32_t stand_in_signatures = 0;
   double seconds = 0.0;            // wall time of the profiling
 };
@@ -61,7 +46,7 @@ struct ProfileResult {
 // In-graph profile entries for device kind `kind` from runs of `graph` with every op on one device of that kind
 // (e.g. runs spread over time): an op's time is the median over the runs of its median kernel plus handoff time, and
 // a signature's time the mean over its ops. Precondition: every run is of `graph` (one entry per op).
-std::vector<OpProfile> InGraphProfile(const Graph& graph, const std::string& kind,
+std::vector<OpTiming> InGraphProfile(const Graph& graph, const std::string& kind,
                                       const std::vector<ExecResult>& runs);
 
 // Profiles `graph` on one device of every kind in `topology` (on the CPU backend every device is a core of this

@@ -82,7 +82,7 @@ std::string SignatureKey(const std::string& kind, const std::string& type, OpRol
 class ProfiledModel final : public CostModelImpl {
  public:
   explicit ProfiledModel(CostTable table) : analytic_(table.analytic), num_entries_(table.entries.size()) {
-    for (ProfiledEntry& e : table.entries)
+    for (OpTiming& e : table.entries)
       table_[SignatureKey(e.device_kind, e.op_type, e.role, e.dtype, e.shape)].push_back({e.flops, e.seconds});
   }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/graph.h"
+#include "core/op_timing.h"
 #include "core/status.h"
 #include "core/strategy.h"
 #include "core/topology.h"
@@ -93,18 +94,6 @@ Status ValidateAnalyticCostOptions(const AnalyticCostOptions& options);
 // The analytic roofline model. Precondition: ValidateAnalyticCostOptions(options) is ok.
 CostModel MakeAnalyticCostModel(const AnalyticCostOptions& options = {});
 
-// One measured op time. The signature of a part is (device_kind, op_type, role, dtype, shape, flops); a lookup
-// matches the first five exactly and flops to a relative 1e-6.
-struct ProfiledEntry {
-  std::string device_kind;
-  std::string op_type;
-  OpRole role = OpRole::kForward;
-  DType dtype = DType::kF32;
-  std::vector<int64_t> shape;  // the part's output shape
-  double flops = 0.0;          // the part's FLOPs
-  double seconds = 0.0;        // measured time (> 0)
-};
-
 // A profiled cost table: measured entries plus the analytic settings used where an entry is missing.
 // JSON form ("devplace.costs" version 1), documented in docs/simulator.md:
 //   {"format": "devplace.costs", "version": 1,
@@ -115,7 +104,7 @@ struct ProfiledEntry {
 // "analytic" and all of its fields are optional; unknown keys are rejected.
 struct CostTable {
   AnalyticCostOptions analytic;
-  std::vector<ProfiledEntry> entries;
+  std::vector<OpTiming> entries;
 };
 
 // Parses a cost table; errors read "<source>: <field path>: <reason>".

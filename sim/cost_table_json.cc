@@ -45,8 +45,8 @@ AnalyticCostOptions ReadAnalytic(JsonObject& obj) {
   return o;
 }
 
-ProfiledEntry ReadEntry(JsonObject& e) {
-  ProfiledEntry entry;
+OpTiming ReadEntry(JsonObject& e) {
+  OpTiming entry;
   entry.device_kind = e.string("device_kind");
   entry.op_type = e.string("op_type");
   const std::string role = e.string_or("role", "forward");
@@ -114,7 +114,7 @@ std::string CostTableToJson(const CostTable& table) {
   analytic["rules"] = std::move(rules);
   doc["analytic"] = std::move(analytic);
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
-  for (const ProfiledEntry& e : table.entries) {
+  for (const OpTiming& e : table.entries) {
     nlohmann::ordered_json j;
     j["device_kind"] = e.device_kind;
     j["op_type"] = e.op_type;

@@ -1,5 +1,5 @@
 // Training checkpoints: a directory with the policy parameters (model-<iteration>.pt), the optimizer state
-// (optim-<iteration>.pt, optional) and state.json (core/experiment_config.h CheckpointMeta) naming them. Files
+// (optim-<iteration>.pt, optional) and state.json (config/checkpoint_meta.h CheckpointMeta) naming them. Files
 // are written to temporaries and renamed; state.json is renamed last, so a checkpoint is always whole.
 // Internal to devplace_learn.
 #pragma once
@@ -9,7 +9,8 @@
 #include <torch/torch.h>
 
 #include "agents/learned/policy.h"
-#include "core/experiment_config.h"
+#include "config/checkpoint_meta.h"
+#include "config/experiment_config.h"
 #include "core/status.h"
 
 namespace devplace {

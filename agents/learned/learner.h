@@ -20,7 +20,7 @@
 
 #include "agents/learned/policy.h"
 #include "agents/learned/ppo.h"
-#include "core/experiment_config.h"
+#include "config/experiment_config.h"
 #include "core/status.h"
 #include "env/game.h"
 

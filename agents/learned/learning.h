@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "agents/learned/distributed.h"
-#include "core/experiment_config.h"
+#include "config/experiment_config.h"
 #include "core/graph.h"
 #include "core/status.h"
 #include "core/strategy.h"
@@ -72,9 +72,6 @@ struct TrainSummary {
 // ranks, so a group of N ranks trains what one process trains (up to the order of floating-point sums), and a
 // checkpoint resumes with any number of ranks.
 Expected<TrainSummary> TrainPolicy(const TrainOptions& options);
-
-// Builds the graph an experiment names (family member, zoo model or file).
-Expected<Graph> BuildGraphSource(const GraphSource& source);
 
 // Placement with a trained policy.
 struct PlaceOptions {

@@ -47,13 +47,12 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
   if (topology.num_devices() > exp.policy.max_devices)
     return Error{"topology '" + topology.name() + "' has " + std::to_string(topology.num_devices()) +
                  " devices; this policy places on at most " + std::to_string(exp.policy.max_devices)};
-  Expected<EnvConfig> env = EnvConfigFromExperiment(exp.env);
-  if (!env) return env.error();
-  env->sim = sim;
+  EnvConfig env = exp.env;
+  env.sim = sim;
   // Non-owning handles: the game lives only inside this call.
   std::shared_ptr<const Graph> g(std::shared_ptr<const Graph>{}, &graph);
   std::shared_ptr<const Topology> t(std::shared_ptr<const Topology>{}, &topology);
-  Expected<std::shared_ptr<const PlacementGame>> game = PlacementGame::Create(g, t, cost, *env);
+  Expected<std::shared_ptr<const PlacementGame>> game = PlacementGame::Create(g, t, cost, env);
   if (!game) return game.error();
   SetPolicyThreads(exp.threads);
   GameEntry entry = MakeGameEntry(std::move(game).value(), graph.name());

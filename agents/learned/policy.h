@@ -16,7 +16,7 @@
 
 #include <torch/torch.h>
 
-#include "core/experiment_config.h"
+#include "config/experiment_config.h"
 #include "env/game.h"
 #include "env/observation.h"
 #include "gnn/graphsage.h"

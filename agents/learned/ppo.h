@@ -8,7 +8,7 @@
 
 #include <torch/torch.h>
 
-#include "core/experiment_config.h"
+#include "config/experiment_config.h"
 
 namespace devplace {
 

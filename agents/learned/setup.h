@@ -5,15 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "core/experiment_config.h"
+#include "config/experiment_config.h"
 #include "core/status.h"
 #include "env/config.h"
 #include "env/game.h"
 
 namespace devplace {
-
-// The EnvConfig an experiment's env section describes. Errors name the field.
-Expected<EnvConfig> EnvConfigFromExperiment(const ExperimentEnv& env);
 
 struct LabelledGame {
   std::shared_ptr<const PlacementGame> game;

@@ -48,7 +48,7 @@ Status AddDemonstrations(const ExperimentConfig& config, std::vector<GameEntry>*
                          const std::function<void(const std::string&)>& say) {
   const std::vector<std::string>& algorithms = config.ppo.demonstrations;
   if (algorithms.empty()) return {};
-  if (config.env.kind != "one_shot")
+  if (config.env.kind != MdpKind::kOneShot)
     return Error{"ppo.demonstrations: only the one_shot environment replays demonstrations"};
   std::map<std::string, int32_t> wins;
   std::vector<double> relative;

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "apps/profile_table.h"
 #include "core/topology_yaml.h"
 #include "exec/calibration.h"
 #include "exec/profiler.h"
@@ -29,7 +28,7 @@ TEST(Profiler, EverySignatureIsTimedOnce) {
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_EQ(p->stand_in_signatures, 0);
   int32_t instances = 0;
-  for (const OpProfile& e : p->entries) {
+  for (const OpTiming& e : p->entries) {
     EXPECT_EQ(e.device_kind, "cpu");
     EXPECT_GT(e.seconds, 0.0);
     EXPECT_LE(e.min_seconds, e.seconds);
@@ -47,7 +46,7 @@ TEST(Profiler, IsolatedModeTimesEachSignatureAlone) {
   Expected<ProfileResult> p = ProfileGraph(g, testing::CpuLocal(), options);
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_EQ(p->stand_in_signatures, 0);
-  for (const OpProfile& e : p->entries) {
+  for (const OpTiming& e : p->entries) {
     EXPECT_GT(e.seconds, 0.0);
     EXPECT_LE(e.min_seconds, e.seconds);
     EXPECT_GE(e.max_seconds, e.seconds);
@@ -62,7 +61,7 @@ TEST(Profiler, TheSimulatorReadsTheTable) {
   Expected<ProfileResult> p = ProfileGraph(g, t, QuickProfile());
   ASSERT_TRUE(p.ok()) << p.error().message;
   const std::string path = (std::filesystem::temp_directory_path() / "devplace_exec_test_costs.json").string();
-  ASSERT_TRUE(WriteCostTableFile(cli::ProfileToCostTable(*p), path).ok());
+  ASSERT_TRUE(WriteCostTableFile(CostTable{.entries = p->entries}, path).ok());
   Expected<CostModel> model = ReadCostModelFile(path);
   std::remove(path.c_str());
   ASSERT_TRUE(model.ok()) << model.error().message;
@@ -71,11 +70,11 @@ TEST(Profiler, TheSimulatorReadsTheTable) {
   EXPECT_EQ(sim->cost_fallbacks, 0);
   // Each op is priced at exactly the time measured for its signature.
   double total = 0.0;
-  for (const OpProfile& e : p->entries) total += e.seconds * e.instances;
+  for (const OpTiming& e : p->entries) total += e.seconds * e.instances;
   EXPECT_NEAR(sim->devices[0].busy_seconds, total, 1e-6 * total);  // the JSON keeps ~12 digits
   const OpId fc = g.find("head/fc");
   const OpConfig config{{0}, {}};
-  for (const OpProfile& e : p->entries) {
+  for (const OpTiming& e : p->entries) {
     if (e.example_op != "head/fc") continue;
     EXPECT_NEAR(model->ComputeTime(g, fc, config, 0, t.device(0)), e.seconds, 1e-6 * e.seconds);
   }

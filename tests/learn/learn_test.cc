@@ -14,7 +14,7 @@
 #include "agents/learned/policy.h"
 #include "agents/learned/ppo.h"
 #include "core/atomic_file.h"
-#include "core/experiment_config.h"
+#include "config/experiment_config.h"
 #include "learn_test_util.h"
 
 namespace devplace {
@@ -347,44 +347,6 @@ TEST(Checkpoint, ResumeReproducesAnUninterruptedRunExactly) {
   for (const auto& e : std::filesystem::directory_iterator(a->checkpoint_dir)) files += e.path().extension() == ".pt";
   EXPECT_EQ(files, 2);
   std::filesystem::remove_all(dir);
-}
-
-TEST(Checkpoint, MetaRoundTripsAndRejectsGarbage) {
-  CheckpointMeta m;
-  m.iteration = 12;
-  m.evaluations = 345;
-  m.wall_seconds = 6.5;
-  m.rng_state = "1 2 3";
-  m.config_yaml = "name: x\n";
-  m.model_file = "model-12.pt";
-  m.best_relative_times = {0.5, 0.25};
-  Expected<CheckpointMeta> back = CheckpointMetaFromJson(CheckpointMetaToJson(m), "state.json");
-  ASSERT_TRUE(back.ok()) << back.error().message;
-  EXPECT_EQ(back->iteration, 12);
-  EXPECT_EQ(back->best_relative_times, m.best_relative_times);
-  EXPECT_EQ(back->config_yaml, m.config_yaml);
-  Expected<CheckpointMeta> bad = CheckpointMetaFromJson("{\"iteration\": 1}", "state.json");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("state.json"), std::string::npos);
-}
-
-TEST(ExperimentConfig, ExpandsSeedRangesAndRejectsUnknownKeys) {
-  Expected<ExperimentConfig> c = ExperimentConfigFromYaml(
-      "name: e\ntopologies: [t.yaml]\ntrain: [{family: nmt, seeds: {from: 4, count: 3}, target_ops: 200}, {zoo: gnmt2}]\n"
-      "ppo: {iterations: 5}\n",
-      "e.yaml", "");
-  ASSERT_TRUE(c.ok()) << c.error().message;
-  ASSERT_EQ(c->train.size(), 4u);
-  EXPECT_EQ(c->train[2].seed, 6u);
-  EXPECT_EQ(c->train[0].label(), "nmt-s4-n200");
-  EXPECT_EQ(c->ppo.iterations, 5);
-  Expected<ExperimentConfig> bad =
-      ExperimentConfigFromYaml("name: e\ntopologies: [t.yaml]\ntrain: [{zoo: gnmt2}]\nppo: {iteratons: 5}\n", "e.yaml", "");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("iteratons"), std::string::npos) << bad.error().message;
-  Expected<ExperimentConfig> mismatch = ExperimentConfigFromYaml(
-      "name: e\ntopologies: [t.yaml]\ntrain: [{zoo: gnmt2}]\nenv: {kind: iterative}\n", "e.yaml", "");
-  EXPECT_FALSE(mismatch.ok());
 }
 
 TEST(Placement, ZeroShotAndFineTunedPlacementsFromACheckpoint) {

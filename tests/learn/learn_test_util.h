@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "core/experiment_config.h"
+#include "config/experiment_config.h"
 #include "core/graph.h"
 #include "core/topology.h"
 #include "env/config.h"

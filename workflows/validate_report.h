@@ -9,7 +9,7 @@
 
 #include "core/status.h"
 
-namespace devplace::cli {
+namespace devplace {
 
 // One executed strategy.
 struct ValidateRow {
@@ -48,4 +48,4 @@ Status WriteValidateSummary(const std::vector<ValidateRow>& rows, const std::vec
 Status WriteValidateScatter(const std::vector<ValidateRow>& rows, const std::vector<std::string>& models,
                             const std::string& dir);
 
-}  // namespace devplace::cli
+}  // namespace devplace

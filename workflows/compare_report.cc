@@ -1,4 +1,4 @@
-#include "apps/compare_report.h"
+#include "workflows/compare_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 
 #include "core/atomic_file.h"
 
-namespace devplace::cli {
+namespace devplace {
 
 namespace {
 
@@ -178,4 +178,4 @@ Status WriteCompareChart(const std::vector<CompareCell>& cells, const std::vecto
   return Status::Ok();
 }
 
-}  // namespace devplace::cli
+}  // namespace devplace

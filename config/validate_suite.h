@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/compare_suite.h"
 #include "core/status.h"
+#include "datasets/graph_source.h"
 
 namespace devplace {
 
@@ -26,14 +26,17 @@ struct ValidateSuite {
   int32_t profile_timed_runs = 7;
   int64_t budget_evaluations = 0;    // per search (<= 0: the algorithm's default)
   double budget_seconds = 0.0;
-  std::vector<SuiteModel> models;
+  std::vector<GraphSource> models;
   std::vector<std::string> algorithms;  // placement algorithms (plain placements; see agents/search.h)
   int32_t random_placements = 0;        // plus this many random placements per model (seeds seed, seed + 1, ...)
-  std::string base_dir;
+  std::string source;                   // the file it was read from (errors about its entries name it)
+  std::string base_dir;                 // absolute folder of the suite file
 };
 
-// Reads a suite; errors read "<file>: <field>: <reason>", unknown keys are rejected.
+// Reads a suite; relative paths are relative to the suite file's folder. Errors read "<file>: <field>: <reason>",
+// unknown keys are rejected.
 Expected<ValidateSuite> ReadValidateSuite(const std::string& path);
+// The same from text: `source` names it in errors, `suite_dir` is what relative paths are resolved against.
 Expected<ValidateSuite> ValidateSuiteFromYaml(const std::string& text, const std::string& source,
                                               const std::string& suite_dir);
 

@@ -7,22 +7,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "datasets/graph_source.h"
 
 namespace devplace {
-
-// Where a model comes from: exactly one of zoo (with optional batch), family (with seed and optional target_ops),
-// or a graph file.
-struct SuiteModel {
-  std::string zoo;
-  int64_t batch = 0;
-  std::string family;
-  uint64_t seed = 0;
-  int32_t target_ops = 0;
-  std::string file;
-
-  // A short label for tables, e.g. "resnet50", "nmt-s3", or the file's stem.
-  std::string label() const;
-};
 
 struct CompareSuite {
   std::string name;
@@ -30,15 +17,17 @@ struct CompareSuite {
   int64_t budget_evaluations = 0;  // per search; <= 0: unlimited
   double budget_seconds = 0.0;     // per search; <= 0: unlimited
   std::string baseline = "expert"; // the algorithm improvements are measured against
-  std::vector<SuiteModel> models;
-  std::vector<std::string> topologies;  // topology YAML paths, relative paths resolved against `base_dir`
+  std::vector<GraphSource> models;      // the graph-list syntax of config/reader_util.h
+  std::vector<std::string> topologies;  // topology YAML paths, resolved against `base_dir`
   std::vector<std::string> algorithms;
-  std::string base_dir;                 // directory relative paths in the suite are resolved against
+  std::string source;                   // the file it was read from (errors about its entries name it)
+  std::string base_dir;                 // absolute folder of the suite file; relative paths are resolved against it
 };
 
-// Reads a suite; relative file paths are resolved against the repository-style base directory: the current
-// directory if the path exists there, else the suite file's directory. Errors: "<file>: <field>: <reason>".
+// Reads a suite; relative paths are relative to the suite file's folder. Unknown keys are rejected; errors read
+// "<file>: <field>: <reason>".
 Expected<CompareSuite> ReadCompareSuite(const std::string& path);
+// The same from text: `source` names it in errors, `suite_dir` is what relative paths are resolved against.
 Expected<CompareSuite> CompareSuiteFromYaml(const std::string& text, const std::string& source,
                                             const std::string& suite_dir);
 

@@ -1,10 +1,7 @@
-#include "core/validate_suite.h"
+#include "config/validate_suite.h"
 
-#include <filesystem>
-
-#include "core/atomic_file.h"
 #include "core/json_reader.h"
-#include "core/suite_reader.h"
+#include "config/reader_util.h"
 
 namespace devplace {
 
@@ -16,7 +13,7 @@ Expected<ValidateSuite> ValidateSuiteFromYaml(const std::string& text, const std
     ValidateSuite suite;
     suite.name = root.string("name");
     suite.seed = static_cast<uint64_t>(root.integer_or("seed", 0, 0));
-    suite.topology = ResolveSuitePath(root.string("topology"), suite_dir);
+    suite.topology = ResolveConfigPath(root.string("topology"), suite_dir);
     suite.calibrate = root.boolean_or("calibrate", true);
     if (const nlohmann::json* exec = root.optional("exec")) {
       JsonObject e(*exec, source, "exec");
@@ -34,26 +31,24 @@ Expected<ValidateSuite> ValidateSuiteFromYaml(const std::string& text, const std
       suite.profile_timed_runs = static_cast<int32_t>(p.integer_or("timed_runs", suite.profile_timed_runs, 1, 1000));
       p.finish();
     }
-    ReadSuiteBudget(root, &suite.budget_evaluations, &suite.budget_seconds);
-    suite.models = ReadSuiteModels(root, suite_dir);
+    ReadSearchBudget(root, &suite.budget_evaluations, &suite.budget_seconds);
+    suite.models = ReadGraphList(root, "models", suite_dir, true);
     if (const nlohmann::json* algorithms = root.optional("algorithms")) {
-      const nlohmann::json& list = RequireArray(*algorithms, source, "algorithms");
-      for (size_t i = 0; i < list.size(); ++i)
-        suite.algorithms.push_back(ReadString(list[i], source, "algorithms[" + std::to_string(i) + "]"));
+      RequireArray(*algorithms, source, "algorithms");
+      if (!algorithms->empty()) suite.algorithms = ReadStringList(root, "algorithms");
     }
     suite.random_placements = static_cast<int32_t>(root.integer_or("random_placements", 0, 0, 10'000));
     if (suite.algorithms.empty() && suite.random_placements == 0)
       root.fail("algorithms", "give at least one algorithm or random_placements > 0");
     root.finish();
+    suite.source = source;
     suite.base_dir = suite_dir;
     return suite;
   });
 }
 
 Expected<ValidateSuite> ReadValidateSuite(const std::string& path) {
-  Expected<std::string> text = ReadFile(path);
-  if (!text.ok()) return text.error();
-  return ValidateSuiteFromYaml(*text, path, std::filesystem::path(path).parent_path().string());
+  return ReadConfigFile<ValidateSuite>(path, ValidateSuiteFromYaml);
 }
 
 }  // namespace devplace

@@ -1,4 +1,4 @@
-#include "apps/validate_report.h"
+#include "workflows/validate_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include "core/atomic_file.h"
 
-namespace devplace::cli {
+namespace devplace {
 
 namespace {
 
@@ -172,4 +172,4 @@ Status WriteValidateScatter(const std::vector<ValidateRow>& rows, const std::vec
   return Status::Ok();
 }
 
-}  // namespace devplace::cli
+}  // namespace devplace

@@ -7,7 +7,7 @@
 
 #include "core/status.h"
 
-namespace devplace::cli {
+namespace devplace {
 
 // One cell of a comparison.
 struct CompareCell {
@@ -33,4 +33,4 @@ Status WriteCompareMarkdown(const std::vector<CompareCell>& cells, const std::ve
 Status WriteCompareChart(const std::vector<CompareCell>& cells, const std::vector<std::string>& algorithms,
                          const std::string& baseline, const std::string& dir);
 
-}  // namespace devplace::cli
+}  // namespace devplace

@@ -1,0 +1,31 @@
+// The JSON sidecar of a training checkpoint (RUN/ckpt/state.json): where training stood, the experiment it ran and
+// the tensor files that hold the model and optimizer (agents/learned/checkpoint.h reads and writes those).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace devplace {
+
+struct CheckpointMeta {
+  int64_t iteration = 0;           // iterations completed
+  int64_t evaluations = 0;         // simulator evaluations so far
+  double wall_seconds = 0.0;       // training wall time so far
+  std::string rng_state;           // the trainer's std::mt19937_64, as written by operator<<
+  std::string config_yaml;         // the experiment file's text
+  std::string config_source;       // its path when training started
+  std::string base_dir;            // the directory its relative paths were resolved against
+  std::string model_file;          // parameters, relative to the checkpoint directory
+  std::string optimizer_file;      // optimizer state, relative to the checkpoint directory (may be empty)
+  std::vector<double> best_relative_times;  // per training game: best T / T_ref seen so far
+};
+
+// The sidecar's JSON text (pretty-printed, newline-terminated).
+std::string CheckpointMetaToJson(const CheckpointMeta& meta);
+// Parses a sidecar; errors read "<source>: <field>: <reason>", unknown keys are rejected.
+Expected<CheckpointMeta> CheckpointMetaFromJson(const std::string& text, const std::string& source);
+
+}  // namespace devplace

@@ -1,0 +1,117 @@
+#include "config/experiment_config.h"
+
+#include "config/reader_util.h"
+#include "core/json_reader.h"
+
+namespace devplace {
+
+EnvConfig ExperimentConfig::DefaultExperimentEnv() {
+  EnvConfig env;
+  env.kind = MdpKind::kOneShot;
+  return env;
+}
+
+namespace {
+
+int32_t Int(JsonObject& o, const std::string& key, int32_t fallback, int32_t min, int32_t max) {
+  return static_cast<int32_t>(o.integer_or(key, fallback, min, max));
+}
+
+void ReadSimOptions(const nlohmann::json& value, const std::string& source, SimOptions* sim) {
+  JsonObject s(value, source, "env.sim");
+  sim->segment_bytes = s.integer_or("segment_bytes", sim->segment_bytes, 1);
+  sim->max_segments = Int(s, "max_segments", sim->max_segments, 1, 1 << 20);
+  sim->optimizer_state_factor = s.number_or("optimizer_state_factor", sim->optimizer_state_factor, 0.0);
+  s.finish();
+}
+
+void ReadEnv(const nlohmann::json& value, const std::string& source, EnvConfig* env) {
+  JsonObject o(value, source, "env");
+  const std::string kind = o.string_or("kind", std::string(ToString(env->kind)));
+  if (!ParseMdpKind(kind, &env->kind)) o.fail("kind", "expected one_shot or iterative, not '" + kind + "'");
+  const std::string initial = o.string_or("initial_placement", std::string(ToString(env->initial_placement)));
+  if (!ParseInitialPlacement(initial, &env->initial_placement))
+    o.fail("initial_placement", "expected single, round_robin or random, not '" + initial + "'");
+  env->oom_penalty = o.number_or("oom_penalty", env->oom_penalty, 0.0);
+  env->memory_aware_mask = o.boolean_or("memory_aware_mask", env->memory_aware_mask);
+  env->data_parallel_action = o.boolean_or("data_parallel_action", env->data_parallel_action);
+  if (const nlohmann::json* sim = o.optional("sim")) ReadSimOptions(*sim, source, &env->sim);
+  o.finish();
+  if (Status s = ValidateEnvConfig(*env); !s) throw InputError(source + ": " + s.error().message);
+}
+
+void ReadPolicy(const nlohmann::json& value, const std::string& source, PolicyConfig* p) {
+  JsonObject o(value, source, "policy");
+  p->kind = o.string_or("kind", p->kind);
+  if (p->kind != "transformer" && p->kind != "placeto") o.fail("kind", "expected transformer or placeto");
+  p->hidden = Int(o, "hidden", p->hidden, 4, 4096);
+  p->sage_layers = Int(o, "sage_layers", p->sage_layers, 1, 16);
+  p->transformer_layers = Int(o, "transformer_layers", p->transformer_layers, 0, 32);
+  p->heads = Int(o, "heads", p->heads, 1, 64);
+  if (p->hidden % p->heads != 0) o.fail("heads", "must divide policy.hidden");
+  p->feedforward = Int(o, "feedforward", p->feedforward, 1, 65536);
+  p->segment = Int(o, "segment", p->segment, 1, 65536);
+  p->max_devices = Int(o, "max_devices", p->max_devices, 1, 1024);
+  o.finish();
+}
+
+void ReadPpo(const nlohmann::json& value, const std::string& source, PpoConfig* p) {
+  JsonObject o(value, source, "ppo");
+  p->iterations = Int(o, "iterations", p->iterations, 0, 10'000'000);
+  p->graphs_per_iteration = Int(o, "graphs_per_iteration", p->graphs_per_iteration, 1, 100'000);
+  p->samples_per_graph = Int(o, "samples_per_graph", p->samples_per_graph, 1, 100'000);
+  p->epochs = Int(o, "epochs", p->epochs, 1, 1000);
+  p->minibatches = Int(o, "minibatches", p->minibatches, 1, 100'000);
+  if (p->minibatches > p->graphs_per_iteration)
+    o.fail("minibatches", "must be <= ppo.graphs_per_iteration (" + std::to_string(p->graphs_per_iteration) +
+                              "): minibatches split the iteration's graphs");
+  p->clip = o.number_or("clip", p->clip, 0.0);
+  p->value_coef = o.number_or("value_coef", p->value_coef, 0.0);
+  p->entropy_coef = o.number_or("entropy_coef", p->entropy_coef, 0.0);
+  p->lr = o.number_or("lr", p->lr, 0.0);
+  p->lr_final = o.number_or("lr_final", p->lr, 0.0);
+  p->max_grad_norm = o.number_or("max_grad_norm", p->max_grad_norm, 0.0);
+  p->gamma = o.number_or("gamma", p->gamma, 0.0);
+  if (p->gamma > 1.0) o.fail("gamma", "must be in [0, 1]");
+  p->gae_lambda = o.number_or("gae_lambda", p->gae_lambda, 0.0);
+  if (p->gae_lambda > 1.0) o.fail("gae_lambda", "must be in [0, 1]");
+  if (o.has("demonstrations")) p->demonstrations = ReadStringList(o, "demonstrations");
+  p->demonstration_coef = o.number_or("demonstration_coef", p->demonstration_coef, 0.0);
+  p->temperature = o.number_or("temperature", p->temperature, 0.0);
+  if (p->temperature <= 0.0) o.fail("temperature", "must be > 0");
+  o.finish();
+}
+
+}  // namespace
+
+Expected<ExperimentConfig> ExperimentConfigFromYaml(const std::string& text, const std::string& source,
+                                                    const std::string& base_dir) {
+  return CatchInputErrors<ExperimentConfig>([&]() {
+    nlohmann::json doc = ParseYamlAsJson(text, source);
+    JsonObject root(doc, source, "");
+    ExperimentConfig c;
+    c.name = root.string("name");
+    c.seed = static_cast<uint64_t>(root.integer_or("seed", 0, 0));
+    for (std::string& t : c.topologies = ReadStringList(root, "topologies")) t = ResolveConfigPath(t, base_dir);
+    c.train = ReadGraphList(root, "train", base_dir, true);
+    c.eval = ReadGraphList(root, "eval", base_dir, false);
+    if (const nlohmann::json* env = root.optional("env")) ReadEnv(*env, source, &c.env);
+    if (const nlohmann::json* policy = root.optional("policy")) ReadPolicy(*policy, source, &c.policy);
+    c.policy.data_parallel_action = c.env.data_parallel_action;
+    if (const nlohmann::json* ppo = root.optional("ppo")) ReadPpo(*ppo, source, &c.ppo);
+    if ((c.policy.kind == "transformer") != (c.env.kind == MdpKind::kOneShot))
+      root.fail("policy", "policy.kind transformer needs env.kind one_shot, placeto needs iterative");
+    c.eval_every = Int(root, "eval_every", c.eval_every, 0, 1'000'000);
+    c.checkpoint_every = Int(root, "checkpoint_every", c.checkpoint_every, 1, 1'000'000);
+    c.threads = Int(root, "threads", c.threads, 1, 256);
+    root.finish();
+    c.base_dir = base_dir;
+    return c;
+  });
+}
+
+Expected<ExperimentConfig> ReadExperimentConfig(const std::string& path) {
+  return ReadConfigFile<ExperimentConfig>(path, ExperimentConfigFromYaml);
+}
+
+}  // namespace devplace

@@ -1,0 +1,208 @@
+// The config readers: experiments, compare and validate suites, checkpoint sidecars, and what they share (graph
+// lists, path resolution against the config's folder, name checks, one-line errors naming file and field).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "config/checkpoint_meta.h"
+#include "config/compare_suite.h"
+#include "config/experiment_config.h"
+#include "config/validate_suite.h"
+
+namespace devplace {
+namespace {
+
+const std::string kExperiment = "name: e\ntopologies: [t.yaml]\ntrain: [{zoo: gnmt2}]\n";
+
+// The error of `config`, which must not parse.
+template <typename T>
+std::string ErrorOf(const Expected<T>& config) {
+  EXPECT_FALSE(config.ok());
+  return config.ok() ? "" : config.error().message;
+}
+
+TEST(ExperimentConfig, ExpandsSeedRangesAndRejectsUnknownKeys) {
+  Expected<ExperimentConfig> c = ExperimentConfigFromYaml(
+      "name: e\ntopologies: [t.yaml]\ntrain: [{family: nmt, seeds: {from: 4, count: 3}, target_ops: 200}, {zoo: gnmt2}]\n"
+      "ppo: {iterations: 5}\n",
+      "e.yaml", "");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_EQ(c->train.size(), 4u);
+  EXPECT_EQ(c->train[2].seed, 6u);
+  EXPECT_EQ(c->train[0].label(), "nmt-s4-n200");
+  EXPECT_EQ(c->ppo.iterations, 5);
+  EXPECT_EQ(c->env.kind, MdpKind::kOneShot);  // an experiment's default MDP is the transformer's
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "ppo: {iteratons: 5}\n", "e.yaml", "")).find("e.yaml: ppo"),
+            0u);
+  EXPECT_FALSE(ExperimentConfigFromYaml(kExperiment + "env: {kind: iterative}\n", "e.yaml", "").ok());
+}
+
+TEST(ExperimentConfig, EnvSectionIsReadIntoEnvConfig) {
+  Expected<ExperimentConfig> c = ExperimentConfigFromYaml(
+      kExperiment + "env: {kind: iterative, initial_placement: round_robin, oom_penalty: 2.5, data_parallel_action: true,"
+                    " sim: {segment_bytes: 1024, max_segments: 3, optimizer_state_factor: 1.0}}\npolicy: {kind: placeto}\n",
+      "e.yaml", "");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->env.kind, MdpKind::kIterative);
+  EXPECT_EQ(c->env.initial_placement, InitialPlacement::kRoundRobin);
+  EXPECT_EQ(c->env.oom_penalty, 2.5);
+  EXPECT_TRUE(c->env.data_parallel_action);
+  EXPECT_TRUE(c->policy.data_parallel_action);  // the policy's output layer follows the env
+  EXPECT_EQ(c->env.sim.segment_bytes, 1024);
+  EXPECT_EQ(c->env.sim.max_segments, 3);
+  EXPECT_EQ(c->env.sim.optimizer_state_factor, 1.0);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "env: {kind: greedy}\n", "e.yaml", "")),
+            "e.yaml: env.kind: expected one_shot or iterative, not 'greedy'");
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "env: {sim: {segment_bytes: 0}}\n", "e.yaml", ""))
+                .find("e.yaml: env.sim.segment_bytes"),
+            0u);
+}
+
+TEST(ExperimentConfig, RejectsUnknownNamesAndMoreMinibatchesThanGraphs) {
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml("name: e\ntopologies: [t.yaml]\ntrain: [{family: nmtt, seed: 1}]\n",
+                                             "e.yaml", ""))
+                .find("e.yaml: train[0].family: unknown family 'nmtt' (known: "),
+            0u);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "eval: [{zoo: gnmt3}]\n", "e.yaml", ""))
+                .find("e.yaml: eval[0].zoo: unknown zoo model 'gnmt3'"),
+            0u);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "ppo: {graphs_per_iteration: 2, minibatches: 3}\n",
+                                             "e.yaml", ""))
+                .find("e.yaml: ppo.minibatches: must be <= ppo.graphs_per_iteration (2)"),
+            0u);
+  EXPECT_TRUE(ExperimentConfigFromYaml(kExperiment + "ppo: {graphs_per_iteration: 3, minibatches: 3}\n", "e.yaml", "")
+                  .ok());
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml("name: e\ntopologies: [t.yaml]\ntrain: [{zoo: gnmt2}, {zoo: vgg16, seed: 2}]\n",
+                                             "e.yaml", ""))
+                .find("e.yaml: train[1].seeds: only family entries take seeds"),
+            0u);
+}
+
+// A scratch folder holding a config folder and a decoy file of the same name in the working directory.
+class ConfigPaths : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() /
+            ("devplace-config-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_ / "cfg");
+    Write(root_ / "t.yaml", "decoy in the working directory\n");
+    previous_ = std::filesystem::current_path();
+    std::filesystem::current_path(root_);
+  }
+  void TearDown() override {
+    std::filesystem::current_path(previous_);
+    std::filesystem::remove_all(root_);
+  }
+  static void Write(const std::filesystem::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+  std::filesystem::path root_, previous_;
+};
+
+TEST_F(ConfigPaths, ExperimentPathsAreRelativeToTheConfigFolderNotTheWorkingDirectory) {
+  Write(root_ / "cfg" / "e.yaml", "name: e\ntopologies: [t.yaml]\ntrain: [{file: g.json}]\n");
+  Expected<ExperimentConfig> c = ReadExperimentConfig("cfg/e.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->topologies[0], (root_ / "cfg" / "t.yaml").string());  // not the decoy ./t.yaml
+  EXPECT_EQ(c->train[0].file, (root_ / "cfg" / "g.json").string());
+  EXPECT_EQ(c->base_dir, (root_ / "cfg").string());  // absolute: a resumed run finds them from any directory
+}
+
+TEST_F(ConfigPaths, SuitePathsAreRelativeToTheSuiteFolder) {
+  Write(root_ / "cfg" / "s.yaml",
+        "name: s\nmodels: [{file: ../g.json}, {family: nmt, seeds: [1, 2]}]\ntopologies: [t.yaml]\nalgorithms: [m-etf]\n");
+  Expected<CompareSuite> s = ReadCompareSuite("cfg/s.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->topologies[0], (root_ / "cfg" / "t.yaml").string());
+  EXPECT_EQ(s->models[0].file, (root_ / "g.json").string());
+  ASSERT_EQ(s->models.size(), 3u);  // suites take seed lists like experiments
+  EXPECT_EQ(s->models[2].label(), "nmt-s2");
+  Write(root_ / "cfg" / "v.yaml", "name: v\ntopology: /abs/t.yaml\nmodels: [{zoo: vgg16}]\nrandom_placements: 1\n");
+  Expected<ValidateSuite> v = ReadValidateSuite("cfg/v.yaml");
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  EXPECT_EQ(v->topology, "/abs/t.yaml");
+}
+
+TEST(ShippedConfigs, ReadAndNameExistingFiles) {
+  for (const auto& dir : {"configs/experiments", "configs/suites"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(DEVPLACE_SOURCE_DIR) / dir)) {
+      const std::string path = entry.path().string();
+      std::vector<std::string> files;
+      if (std::string(dir) == "configs/experiments") {
+        Expected<ExperimentConfig> c = ReadExperimentConfig(path);
+        ASSERT_TRUE(c.ok()) << c.error().message;
+        files = c->topologies;
+      } else if (entry.path().filename().string().rfind("validate", 0) == 0) {
+        Expected<ValidateSuite> v = ReadValidateSuite(path);
+        ASSERT_TRUE(v.ok()) << v.error().message;
+        files = {v->topology};
+      } else {
+        Expected<CompareSuite> s = ReadCompareSuite(path);
+        ASSERT_TRUE(s.ok()) << s.error().message;
+        files = s->topologies;
+        for (const GraphSource& m : s->models)
+          if (!m.file.empty()) files.push_back(m.file);
+      }
+      for (const std::string& f : files) EXPECT_TRUE(std::filesystem::exists(f)) << path << " names " << f;
+    }
+  }
+}
+
+TEST(CompareSuite, RejectsBadSuites) {
+  const std::string base = "name: s\ntopologies: [t.yaml]\nalgorithms: [m-etf]\n";
+  EXPECT_TRUE(CompareSuiteFromYaml(base + "models: [{zoo: vgg16, batch: 32}]\n", "s.yaml", "").ok());
+  EXPECT_EQ(ErrorOf(CompareSuiteFromYaml(base + "models: [{zoo: vgg61}]\n", "s.yaml", "")).find("s.yaml: models[0].zoo"),
+            0u);
+  EXPECT_EQ(ErrorOf(CompareSuiteFromYaml(base + "models: [{family: nmt, batch: 2}]\n", "s.yaml", ""))
+                .find("s.yaml: models[0].batch: only zoo entries take a batch"),
+            0u);
+  EXPECT_EQ(ErrorOf(CompareSuiteFromYaml(base + "models: []\n", "s.yaml", "")), "s.yaml: models: must not be empty");
+  EXPECT_EQ(ErrorOf(CompareSuiteFromYaml(base + "models: [{zoo: vgg16}]\nbudget: {evaluations: -1}\n", "s.yaml", ""))
+                .find("s.yaml: budget.evaluations"),
+            0u);
+}
+
+TEST(ValidateSuite, ReadsTheShippedSuite) {
+  Expected<ValidateSuite> suite = ReadValidateSuite(DEVPLACE_SOURCE_DIR "/configs/suites/validate-cpu.yaml");
+  ASSERT_TRUE(suite.ok()) << suite.error().message;
+  EXPECT_EQ(suite->name, "validate-cpu");
+  EXPECT_TRUE(suite->calibrate);
+  EXPECT_FALSE(suite->profile_isolated);
+  EXPECT_GE(suite->models.size(), 3u);
+  EXPECT_GE(suite->models.size() * (suite->algorithms.size() + suite->random_placements), 20u);
+}
+
+TEST(ValidateSuite, RejectsBadSuites) {
+  const std::string base = "name: v\ntopology: t.yaml\nmodels: [{zoo: resnet50}]\n";
+  EXPECT_TRUE(ValidateSuiteFromYaml(base + "algorithms: [single]\n", "v.yaml", "").ok());
+  EXPECT_NE(ErrorOf(ValidateSuiteFromYaml(base + "algorithms: [single]\ncolour: red\n", "v.yaml", "")).find("colour"),
+            std::string::npos);
+  EXPECT_FALSE(ValidateSuiteFromYaml(base, "v.yaml", "").ok());  // nothing to place with
+  EXPECT_NE(ErrorOf(ValidateSuiteFromYaml(base + "random_placements: 2\nprofile: {mode: fast}\n", "v.yaml", ""))
+                .find("profile.mode"),
+            std::string::npos);
+  EXPECT_FALSE(ValidateSuiteFromYaml(base + "random_placements: 2\nexec: {timed_steps: 0}\n", "v.yaml", "").ok());
+}
+
+TEST(CheckpointMeta, RoundTripsAndRejectsGarbage) {
+  CheckpointMeta m;
+  m.iteration = 12;
+  m.evaluations = 345;
+  m.wall_seconds = 6.5;
+  m.rng_state = "1 2 3";
+  m.config_yaml = "name: x\n";
+  m.model_file = "model-12.pt";
+  m.best_relative_times = {0.5, 0.25};
+  Expected<CheckpointMeta> back = CheckpointMetaFromJson(CheckpointMetaToJson(m), "state.json");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->iteration, 12);
+  EXPECT_EQ(back->best_relative_times, m.best_relative_times);
+  EXPECT_EQ(back->config_yaml, m.config_yaml);
+  Expected<CheckpointMeta> bad = CheckpointMetaFromJson("{\"iteration\": 1}", "state.json");
+  EXPECT_EQ(ErrorOf(bad).find("state.json"), 0u);
+}
+
+}  // namespace
+}  // namespace devplace

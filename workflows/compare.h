@@ -1,0 +1,34 @@
+// `devplace compare` as a library call: every (model, topology, algorithm) cell of a suite searched with the suite's
+// budget and seed, simulated, and written as DIR/results.csv, results.md and chart.png (workflows/compare_report.h).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "config/compare_suite.h"
+#include "core/status.h"
+#include "workflows/compare_report.h"
+
+namespace devplace {
+
+struct CompareRunOptions {
+  std::string output_dir;  // created if missing
+  std::string command;     // the command line quoted in results.md
+  // Called before a cell runs (`done` false) and after (`done` true, the cell filled in); may be empty.
+  std::function<void(size_t index, size_t total, const CompareCell& cell, bool done)> on_cell;
+};
+
+struct CompareRun {
+  std::vector<CompareCell> cells;  // model-major, then topology, then the suite's algorithm order
+  int32_t failed = 0;              // cells whose search, validation or simulation failed
+  Status chart;                    // whether chart.png was drawn (gnuplot may be missing)
+};
+
+// Runs the suite. Every input is checked before anything is written: an unknown algorithm, a topology or graph
+// that does not load is an error naming the suite file and entry (e.g. "s.yaml: algorithms[2]: unknown search
+// algorithm 'mcmcc'") and leaves no output directory. A failing cell is recorded in its row, not an error.
+Expected<CompareRun> RunCompareSuite(const CompareSuite& suite, const CompareRunOptions& options);
+
+}  // namespace devplace

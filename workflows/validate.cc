@@ -1,0 +1,280 @@
+#include "workflows/validate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "agents/search.h"
+#include "core/atomic_file.h"
+#include "core/format.h"
+#include "core/topology_yaml.h"
+#include "exec/calibration.h"
+#include "exec/executor.h"
+#include "exec/profiler.h"
+#include "sim/simulator.h"
+#include "workflows/suite_inputs.h"
+
+namespace devplace {
+
+namespace {
+
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return in ? one + " " + five + " " + fifteen : "unknown";
+}
+
+std::string OpsPerDevice(const Strategy& strategy, int32_t devices) {
+  std::vector<int32_t> count(devices, 0);
+  for (const OpConfig& c : strategy.configs) ++count[c.devices[0]];
+  std::string s;
+  for (int32_t d = 0; d < devices; ++d) s += (d ? "/" : "") + std::to_string(count[d]);
+  return s;
+}
+
+// The suite's inputs, all loaded before anything is written.
+struct ValidateInputs {
+  Topology topology;
+  std::vector<Graph> graphs;
+  std::vector<std::unique_ptr<SearchAlgorithm>> algorithms;
+  std::unique_ptr<SearchAlgorithm> random;
+};
+
+Expected<ValidateInputs> LoadInputs(const ValidateSuite& suite) {
+  ValidateInputs in;
+  Expected<Topology> t = ReadTopologyFile(suite.topology);
+  if (!t) return t.error();
+  in.topology = std::move(t).value();
+  for (size_t i = 0; i < suite.algorithms.size(); ++i) {
+    Expected<std::unique_ptr<SearchAlgorithm>> algo = MakeSearchAlgorithm(suite.algorithms[i]);
+    if (!algo) return Error{suite.source + ": algorithms[" + std::to_string(i) + "]: " + algo.error().message};
+    in.algorithms.push_back(std::move(algo).value());
+  }
+  Expected<std::unique_ptr<SearchAlgorithm>> random = MakeSearchAlgorithm("random");
+  if (!random) return random.error();
+  in.random = std::move(random).value();
+  Expected<std::vector<Graph>> graphs = BuildSuiteGraphs(suite.models, suite.source);
+  if (!graphs) return graphs.error();
+  in.graphs = std::move(graphs).value();
+  return in;
+}
+
+struct NamedStrategy {
+  std::string name;
+  Strategy strategy;
+  std::string error;  // why there is no strategy
+};
+
+// The strategies to validate for one model: the suite's algorithms, then its random placements, without repeats.
+std::vector<NamedStrategy> Strategies(const ValidateSuite& suite, const ValidateInputs& in, const Graph& graph,
+                                      const CostModel& cost) {
+  std::vector<NamedStrategy> out;
+  auto add = [&](const std::string& name, Expected<SearchResult> result) {
+    NamedStrategy s{name, Strategy{}, result.ok() ? "" : result.error().message};
+    if (result.ok()) s.strategy = std::move(result->strategy);
+    if (s.error.empty() && !s.strategy.is_plain_placement())
+      s.error = "the strategy partitions ops; the executor runs plain placements only";
+    for (const NamedStrategy& prior : out)
+      if (s.error.empty() && prior.error.empty() && prior.strategy == s.strategy) return;  // a repeat
+    out.push_back(std::move(s));
+  };
+  SearchProblem problem{&graph, &in.topology, cost, SimOptions{}};
+  for (const auto& algo : in.algorithms) {
+    SearchRequest request;
+    request.budget = SearchBudget{suite.budget_evaluations, suite.budget_seconds};
+    request.seed = suite.seed;
+    add(algo->name(), algo->Search(problem, request));
+  }
+  for (int32_t i = 0; i < suite.random_placements; ++i) {
+    SearchRequest request;
+    request.seed = suite.seed + static_cast<uint64_t>(i);
+    add("random-" + std::to_string(i), in.random->Search(problem, request));
+  }
+  return out;
+}
+
+// Calibrates `topology` in place when the suite asks for it (writing the calibrated machine to the output folder)
+// and returns the summary's description of the machine.
+Expected<std::string> PrepareMachine(const ValidateSuite& suite, const ValidateRunOptions& options,
+                                     Topology* topology) {
+  std::ostringstream machine;
+  if (!suite.calibrate) {
+    machine << "Machine: `" << suite.topology << "` as given (not calibrated).\n";
+    return machine.str();
+  }
+  if (options.progress) options.progress("calibrating " + topology->name() + " ...");
+  Expected<CalibrationResult> c = Calibrate(*topology);
+  if (!c) return c.error();
+  Expected<Topology> calibrated = ApplyCalibration(*topology, *c);
+  if (!calibrated) return calibrated.error();
+  *topology = std::move(calibrated).value();
+  if (Status s = WriteFileAtomic(options.output_dir + "/topology-calibrated.yaml", TopologyToYaml(*topology)); !s)
+    return s.error();
+  machine << "Machine: `" << suite.topology << "`, calibrated (" << c->backend.name << " backend, "
+          << c->backend.cpu_cores << " cores visible):\n";
+  for (const PairCalibration& p : c->pairs)
+    machine << "- " << topology->device(p.src).name << " -> " << topology->device(p.dst).name << ": latency "
+            << FormatSeconds(p.latency) << ", bandwidth " << FormatBytes(p.bandwidth) << "/s\n";
+  for (DeviceId d = 0; d < topology->num_devices(); ++d)
+    machine << "- " << topology->device(d).name << ": " << FormatCount(c->peak_flops[d]) << "FLOP/s peak (matmul), "
+            << FormatBytes(c->memory_bandwidth[d]) << "/s copy bandwidth\n";
+  return machine.str();
+}
+
+// The first device of each kind: in-graph profiling runs every op on it.
+std::vector<DeviceId> FirstDeviceOfEachKind(const Topology& topology) {
+  std::vector<std::string> kinds;
+  std::vector<DeviceId> devices;
+  for (DeviceId d = 0; d < topology.num_devices(); ++d) {
+    if (std::find(kinds.begin(), kinds.end(), topology.device(d).kind) != kinds.end()) continue;
+    kinds.push_back(topology.device(d).kind);
+    devices.push_back(d);
+  }
+  return devices;
+}
+
+// Executes one model's strategies for the suite's rounds, every strategy in turn in each round (so that a change
+// in the machine's load affects them all alike), and, for in-graph profiling, the single-device profile runs
+// beside them so the simulation's op costs are measured under the same conditions. Fills the rows' execution
+// fields and errors; returns each strategy's step times and the cost table measured alongside.
+Expected<CostTable> ExecuteRounds(const ValidateSuite& suite, const Graph& graph, const Topology& topology,
+                                  const std::vector<NamedStrategy>& strategies, const ProfileResult& profile,
+                                  ValidateRow* rows, std::vector<std::vector<double>>* steps) {
+  ExecOptions options;
+  options.warmup_steps = suite.warmup_steps;
+  options.timed_steps = suite.timed_steps;
+  options.seed = suite.seed;
+  ExecOptions profile_exec = options;
+  profile_exec.warmup_steps = suite.profile_warmup_runs;
+  profile_exec.timed_steps = suite.profile_timed_runs;
+  const std::vector<DeviceId> profile_devices =
+      suite.profile_isolated ? std::vector<DeviceId>{} : FirstDeviceOfEachKind(topology);
+  std::vector<std::vector<ExecResult>> profile_runs(profile_devices.size());
+  steps->assign(strategies.size(), {});
+  // An executor lives for one run, so that one strategy's threads and memory are gone before the next starts.
+  for (int32_t round = 0; round < suite.rounds; ++round) {
+    for (size_t k = 0; k < profile_devices.size(); ++k) {
+      Expected<ExecResult> run =
+          ExecuteStrategy(graph, topology, Strategy::AllOn(graph.num_ops(), profile_devices[k]), profile_exec);
+      if (!run) return run.error();
+      profile_runs[k].push_back(std::move(run).value());
+    }
+    for (size_t i = 0; i < strategies.size(); ++i) {
+      ValidateRow& row = rows[i];
+      if (!row.error.empty()) continue;
+      Expected<ExecResult> run = ExecuteStrategy(graph, topology, strategies[i].strategy, options);
+      if (!run.ok()) {
+        row.error = run.error().message;
+        continue;
+      }
+      (*steps)[i].insert((*steps)[i].end(), run->step_seconds.begin(), run->step_seconds.end());
+      row.copies = run->num_copies;
+      row.bytes_copied = run->bytes_copied;
+      row.stand_in_ops = run->stand_in_ops;
+    }
+  }
+  CostTable table{.entries = profile.entries};
+  if (!suite.profile_isolated) {
+    table.entries.clear();
+    for (size_t k = 0; k < profile_devices.size(); ++k) {
+      std::vector<OpTiming> entries =
+          InGraphProfile(graph, topology.device(profile_devices[k]).kind, profile_runs[k]);
+      table.entries.insert(table.entries.end(), entries.begin(), entries.end());
+    }
+  }
+  return table;
+}
+
+// Simulates the rows that ran with the measured costs and fills in simulated and measured (median) times.
+void SimulateRows(const Graph& graph, const Topology& topology, const std::vector<NamedStrategy>& strategies,
+                  const CostModel& cost, std::vector<std::vector<double>>& steps, ValidateRow* rows,
+                  const ValidateRunOptions& options) {
+  for (size_t i = 0; i < strategies.size(); ++i) {
+    ValidateRow& row = rows[i];
+    if (!row.error.empty() || steps[i].empty()) continue;
+    Expected<SimResult> sim = Simulate(graph, topology, strategies[i].strategy, cost);
+    if (!sim.ok()) {
+      row.error = sim.error().message;
+      continue;
+    }
+    row.simulated = sim->step_time;
+    std::sort(steps[i].begin(), steps[i].end());
+    const size_t m = steps[i].size() / 2;
+    row.ok = true;
+    row.measured = steps[i].size() % 2 ? steps[i][m] : 0.5 * (steps[i][m - 1] + steps[i][m]);
+    row.measured_min = steps[i].front();
+    row.measured_max = steps[i].back();
+    if (options.progress) {
+      char line[256];
+      std::snprintf(line, sizeof line, "  %-14s measured %8.2f ms  simulated %8.2f ms  (%+.1f%%)",
+                    row.strategy.c_str(), row.measured * 1e3, row.simulated * 1e3,
+                    100 * (row.simulated - row.measured) / row.measured);
+      options.progress(line);
+    }
+  }
+  for (size_t i = 0; i < strategies.size(); ++i)
+    if (options.progress && !rows[i].error.empty())
+      options.progress("  " + rows[i].strategy + " failed: " + rows[i].error);
+}
+
+// Profiles, places, executes and simulates one model, appending its rows.
+Status ValidateModel(const ValidateSuite& suite, const ValidateInputs& in, const Topology& topology,
+                     const Graph& graph, const std::string& label, const ValidateRunOptions& options,
+                     std::vector<ValidateRow>* rows) {
+  if (options.progress) options.progress(label + ": profiling " + std::to_string(graph.num_ops()) + " ops ...");
+  ProfileOptions profile_options;
+  profile_options.mode = suite.profile_isolated ? ProfileMode::kIsolated : ProfileMode::kInGraph;
+  profile_options.warmup_runs = suite.profile_warmup_runs;
+  profile_options.timed_runs = suite.profile_timed_runs;
+  profile_options.seed = suite.seed;
+  Expected<ProfileResult> profile = ProfileGraph(graph, topology, profile_options);
+  if (!profile) return profile.error();
+  const CostModel search_cost = MakeProfiledCostModel(CostTable{.entries = profile->entries});
+  const std::vector<NamedStrategy> strategies = Strategies(suite, in, graph, search_cost);
+  const size_t first = rows->size();
+  for (const NamedStrategy& s : strategies) {
+    ValidateRow row{label, s.name};
+    row.error = s.error;
+    if (row.error.empty()) row.device_ops = OpsPerDevice(s.strategy, topology.num_devices());
+    rows->push_back(std::move(row));
+  }
+  std::vector<std::vector<double>> steps;
+  Expected<CostTable> table = ExecuteRounds(suite, graph, topology, strategies, *profile, rows->data() + first, &steps);
+  if (!table) return table.error();
+  if (Status s = WriteCostTableFile(*table, options.output_dir + "/costs-" + label + ".json"); !s) return s;
+  SimulateRows(graph, topology, strategies, MakeProfiledCostModel(*table), steps, rows->data() + first, options);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Expected<ValidateRun> RunValidateSuite(const ValidateSuite& suite, const ValidateRunOptions& options) {
+  Expected<ValidateInputs> in = LoadInputs(suite);
+  if (!in) return in.error();
+  if (Status s = CreateOutputDir(options.output_dir); !s) return s.error();
+  const std::string load_before = LoadAverage();
+  Topology topology = in->topology;
+  Expected<std::string> machine = PrepareMachine(suite, options, &topology);
+  if (!machine) return machine.error();
+
+  ValidateRun run;
+  for (size_t m = 0; m < in->graphs.size(); ++m) {
+    run.models.push_back(suite.models[m].label());
+    if (Status s = ValidateModel(suite, *in, topology, in->graphs[m], run.models.back(), options, &run.rows); !s)
+      return s.error();
+  }
+  for (const ValidateRow& r : run.rows) run.failed += !r.ok;
+  *machine += "\nHost load average (1, 5, 15 min) before: " + load_before + "; after: " + LoadAverage() + ".\n";
+  if (Status s = WriteValidateCsv(run.rows, options.output_dir + "/results.csv"); !s) return s.error();
+  if (Status s = WriteValidateSummary(run.rows, run.models, suite.name, options.command, *machine,
+                                      options.output_dir + "/summary.md");
+      !s)
+    return s.error();
+  run.scatter = WriteValidateScatter(run.rows, run.models, options.output_dir);
+  return run;
+}
+
+}  // namespace devplace
