@@ -5,6 +5,7 @@
 
 #include "apps/cli_util.h"
 #include "apps/commands.h"
+#include "apps/file_command.h"
 #include "core/graph_json.h"
 
 namespace devplace::cli {
@@ -58,22 +59,12 @@ void PrintHuman(const Graph& g) {
 CLI::App* RegisterGraphCommands(CLI::App& app, CommandContext& ctx) {
   CLI::App* graph = app.add_subcommand("graph", "Create, import and inspect computation graphs");
   graph->require_subcommand(1);
-  struct Options {
-    std::string path;
-    bool json = false;
-  };
-  auto opts = std::make_shared<Options>();
-  CLI::App* info = graph->add_subcommand("info", "Validate a graph file and summarise it");
-  info->add_option("graph", opts->path, "Graph JSON file")->required();
-  info->add_flag("--json", opts->json, "Print one JSON object on stdout");
-  info->callback([opts, &ctx]() {
-    Graph g = Unwrap(ReadGraphFile(opts->path));
-    if (opts->json)
-      PrintJson(GraphSummaryJson(g));
-    else
-      PrintHuman(g);
-    ctx.exit_code = 0;
-  });
+  AddFileCommand(graph, ctx, {"info", "Validate a graph file and summarise it", "graph", "Graph JSON file",
+                              [](const std::string& path, bool json) {
+                                const Graph g = Unwrap(ReadGraphFile(path));
+                                if (json) PrintJson(GraphSummaryJson(g));
+                                else PrintHuman(g);
+                              }});
   return graph;
 }
 

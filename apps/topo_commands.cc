@@ -4,6 +4,7 @@
 
 #include "apps/cli_util.h"
 #include "apps/commands.h"
+#include "apps/file_command.h"
 #include "core/topology_yaml.h"
 
 namespace devplace::cli {
@@ -77,22 +78,13 @@ void PrintHuman(const Topology& t) {
 void RegisterTopoCommands(CLI::App& app, CommandContext& ctx) {
   CLI::App* topo = app.add_subcommand("topo", "Inspect machine descriptions (devices, links, routes)");
   topo->require_subcommand(1);
-  struct Options {
-    std::string path;
-    bool json = false;
-  };
-  auto opts = std::make_shared<Options>();
-  CLI::App* show = topo->add_subcommand("show", "Validate a topology YAML file and print its devices, links and routes");
-  show->add_option("topology", opts->path, "Topology YAML file (see configs/topologies/)")->required();
-  show->add_flag("--json", opts->json, "Print one JSON object on stdout");
-  show->callback([opts, &ctx]() {
-    Topology t = Unwrap(ReadTopologyFile(opts->path));
-    if (opts->json)
-      PrintJson(TopologyJson(t));
-    else
-      PrintHuman(t);
-    ctx.exit_code = 0;
-  });
+  AddFileCommand(topo, ctx, {"show", "Validate a topology YAML file and print its devices, links and routes",
+                             "topology", "Topology YAML file (see configs/topologies/)",
+                             [](const std::string& path, bool json) {
+                               const Topology t = Unwrap(ReadTopologyFile(path));
+                               if (json) PrintJson(TopologyJson(t));
+                               else PrintHuman(t);
+                             }});
 }
 
 }  // namespace devplace::cli
