@@ -5,7 +5,7 @@
 
 #include "agents/search.h"
 #include "datasets/families.h"
-#include "test_graphs.h"
+#include "tests/testing/agents_graphs.h"
 
 namespace devplace {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "core/colocation.h"
 #include "core/training_graph.h"
-#include "test_graphs.h"
+#include "tests/testing/agents_graphs.h"
 
 namespace devplace {
 namespace {

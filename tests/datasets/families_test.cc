@@ -8,7 +8,7 @@
 #include <string>
 #include <tuple>
 
-#include "graph_checks.h"
+#include "tests/testing/graph_checks.h"
 
 namespace devplace {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "graph_checks.h"
+#include "tests/testing/graph_checks.h"
 
 namespace devplace {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "env/batch.h"
-#include "env_test_util.h"
+#include "tests/testing/env_fixtures.h"
 
 namespace devplace::envtest {
 namespace {

@@ -14,7 +14,7 @@
 #include "env/config.h"
 #include "env/game.h"
 #include "env/state.h"
-#include "env_test_util.h"
+#include "tests/testing/env_fixtures.h"
 #include "sim/simulator.h"
 
 namespace devplace::envtest {

@@ -5,7 +5,7 @@
 #include "core/strategy.h"
 #include "datasets/layers.h"
 #include "exec/executor.h"
-#include "tests/exec/test_graphs.h"
+#include "tests/testing/exec_graphs.h"
 
 namespace devplace {
 namespace {

@@ -9,7 +9,7 @@
 #include "exec/calibration.h"
 #include "exec/profiler.h"
 #include "sim/simulator.h"
-#include "tests/exec/test_graphs.h"
+#include "tests/testing/exec_graphs.h"
 
 namespace devplace {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "agents/learned/demonstration.h"
 #include "agents/learned/learner.h"
-#include "learn_test_util.h"
+#include "tests/testing/learn_fixtures.h"
 
 namespace devplace {
 namespace {

@@ -24,7 +24,7 @@
 #include "agents/learned/learning.h"
 #include "agents/learned/policy.h"
 #include "core/atomic_file.h"
-#include "learn_test_util.h"
+#include "tests/testing/learn_fixtures.h"
 
 extern char** environ;
 

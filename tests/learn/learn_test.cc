@@ -15,7 +15,7 @@
 #include "agents/learned/ppo.h"
 #include "core/atomic_file.h"
 #include "config/experiment_config.h"
-#include "learn_test_util.h"
+#include "tests/testing/learn_fixtures.h"
 
 namespace devplace {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "sim/cost_model.h"
 #include "sim/simulator.h"
-#include "test_util.h"
+#include "tests/testing/sim_fixtures.h"
 
 namespace devplace {
 namespace {

@@ -5,7 +5,7 @@
 #include "core/training_graph.h"
 #include "datasets/families.h"
 #include "sim/simulator.h"
-#include "test_util.h"
+#include "tests/testing/sim_fixtures.h"
 
 namespace devplace {
 namespace {

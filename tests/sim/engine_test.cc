@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "sim/engine.h"
-#include "test_util.h"
+#include "tests/testing/sim_fixtures.h"
 
 namespace devplace::sim {
 namespace {

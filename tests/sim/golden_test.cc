@@ -11,7 +11,7 @@
 
 #include "core/topology_yaml.h"
 #include "sim/simulator.h"
-#include "test_util.h"
+#include "tests/testing/sim_fixtures.h"
 
 namespace devplace {
 namespace {

@@ -8,7 +8,7 @@
 #include "core/training_graph.h"
 #include "sim/memory.h"
 #include "sim/simulator.h"
-#include "test_util.h"
+#include "tests/testing/sim_fixtures.h"
 
 namespace devplace {
 namespace {

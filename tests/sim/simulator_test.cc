@@ -5,7 +5,7 @@
 
 #include "sim/simulator.h"
 #include "sim/trace.h"
-#include "test_util.h"
+#include "tests/testing/sim_fixtures.h"
 
 namespace devplace {
 namespace {

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "core/graph_json.h"
-#include "tests/exec/test_graphs.h"
+#include "tests/testing/exec_graphs.h"
 #include "workflows/validate.h"
 
 namespace devplace {

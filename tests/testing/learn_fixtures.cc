@@ -1,4 +1,4 @@
-#include "learn_test_util.h"
+#include "tests/testing/learn_fixtures.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "env_test_util.h"
+#include "tests/testing/env_fixtures.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,5 @@
-// Small graphs, machines and experiments for the learning tests.
+// The learning tests' fixtures: a small MLP graph and two-device machine, games over them, a tiny experiment file,
+// a tiny policy and scratch folders.
 #pragma once
 
 #include <memory>

@@ -1,4 +1,4 @@
-#include "tests/exec/test_graphs.h"
+#include "tests/testing/exec_graphs.h"
 
 #include <map>
 #include <string>

@@ -1,4 +1,4 @@
-#include "test_util.h"
+#include "tests/testing/sim_fixtures.h"
 
 #include <algorithm>
 #include <memory>
