@@ -1,4 +1,4 @@
-// One rank of a training group, for learn_test's multi-process tests (tests/learn/distributed_test.cc):
+// One rank of a training group, for learn_test's multi-process tests (tests/agents/learned/distributed_test.cc):
 //   dist_rank_helper CONFIG RUN_DIR ITERATIONS TIMEOUT_SECONDS [--resume]
 // reads the group from the environment as `devplace train` does, trains up to ITERATIONS iterations of this
 // call, and exits 0, or 1 with the error on stderr.
