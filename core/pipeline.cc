@@ -1,0 +1,166 @@
+#include "core/pipeline.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <utility>
+
+namespace devplace {
+namespace {
+
+constexpr std::pair<PipelineSchedule, std::string_view> kScheduleNames[] = {
+    {PipelineSchedule::kGPipe, "gpipe"},
+    {PipelineSchedule::kOneFOneB, "1f1b"},
+    {PipelineSchedule::kEagerOneFOneB, "eager-1f1b"}};
+
+Error StageError(const PipelineStage& stage, const std::string& what) {
+  return Error{"stage '" + stage.name + "': " + what};
+}
+
+// Marks the forward ops of `stage` in *stage_of (as `index`); errors name the stage.
+Status MarkStageOps(const PipelinePlan& plan, int32_t index, const Graph& graph,
+                    const std::unordered_map<std::string, int32_t>& layer_rank, std::vector<int32_t>* stage_of) {
+  const PipelineStage& stage = plan.stages[index];
+  const StageOps& r = stage.ops;
+  auto in_range = [&](OpId op) -> bool {
+    if (r.kind == StageOps::Kind::kOpRange)
+      return graph.topological_rank(op) >= graph.topological_rank(r.first_op) &&
+             graph.topological_rank(op) <= graph.topological_rank(r.last_op);
+    const int32_t rank = layer_rank.at(graph.op(op).layer);
+    return rank >= layer_rank.at(r.first_layer) && rank <= layer_rank.at(r.last_layer);
+  };
+  if (r.kind == StageOps::Kind::kOpRange) {
+    for (OpId end : {r.first_op, r.last_op}) {
+      if (end < 0 || end >= graph.num_ops()) return StageError(stage, "op range names no op of the graph");
+      if (graph.op(end).role != OpRole::kForward)
+        return StageError(stage, "op range ends at '" + graph.op(end).name + "', which is not a forward op");
+    }
+    if (graph.topological_rank(r.first_op) > graph.topological_rank(r.last_op))
+      return StageError(stage, "op range is empty: '" + graph.op(r.first_op).name + "' comes after '" +
+                                   graph.op(r.last_op).name + "' in the topological order");
+  } else {
+    for (const std::string* end : {&r.first_layer, &r.last_layer})
+      if (!layer_rank.contains(*end))
+        return StageError(stage, "no forward op has layer '" + *end + "' in graph '" + graph.name() + "'");
+    if (layer_rank.at(r.first_layer) > layer_rank.at(r.last_layer))
+      return StageError(stage, "layer range is empty: '" + r.first_layer + "' comes after '" + r.last_layer + "'");
+  }
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    if (graph.op(op).role != OpRole::kForward || !in_range(op)) continue;
+    if ((*stage_of)[op] >= 0)
+      return StageError(stage, "op '" + graph.op(op).name + "' is also in stage '" +
+                                   plan.stages[(*stage_of)[op]].name + "'");
+    (*stage_of)[op] = index;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string_view ToString(PipelineSchedule schedule) {
+  for (const auto& [value, name] : kScheduleNames)
+    if (value == schedule) return name;
+  return "?";
+}
+
+bool ParsePipelineSchedule(std::string_view text, PipelineSchedule* schedule) {
+  for (const auto& [value, name] : kScheduleNames)
+    if (name == text) {
+      *schedule = value;
+      return true;
+    }
+  return false;
+}
+
+std::vector<std::string> ForwardLayerOrder(const Graph& graph) {
+  std::vector<std::string> layers;
+  std::unordered_map<std::string, int32_t> seen;
+  for (OpId op : graph.topological_order()) {
+    const Op& o = graph.op(op);
+    if (o.role == OpRole::kForward && seen.emplace(o.layer, static_cast<int32_t>(layers.size())).second)
+      layers.push_back(o.layer);
+  }
+  return layers;
+}
+
+Expected<std::vector<int32_t>> AssignStages(const PipelinePlan& plan, const Graph& graph) {
+  std::unordered_map<std::string, int32_t> layer_rank;
+  const std::vector<std::string> layers = ForwardLayerOrder(graph);
+  for (size_t k = 0; k < layers.size(); ++k) layer_rank.emplace(layers[k], static_cast<int32_t>(k));
+  std::vector<int32_t> stage_of(static_cast<size_t>(graph.num_ops()), -1);
+  for (int32_t s = 0; s < static_cast<int32_t>(plan.stages.size()); ++s)
+    if (Status st = MarkStageOps(plan, s, graph, layer_rank, &stage_of); !st) return st.error();
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    const Op& o = graph.op(op);
+    if (o.role == OpRole::kForward) {
+      if (stage_of[op] < 0) return Error{"op '" + o.name + "': is in no pipeline stage"};
+      continue;
+    }
+    const OpId forward = o.forward_op.empty() ? -1 : graph.find(o.forward_op);
+    if (forward < 0 || graph.op(forward).role != OpRole::kForward)
+      return Error{"op '" + o.name + "': a " + std::string(ToString(o.role)) +
+                   " op needs its forward op (forward_op) to be placed in a pipeline stage"};
+    stage_of[op] = stage_of[forward];
+  }
+  // Forward ops feed their own or later stages, backward ops their own or earlier stages' backward ops.
+  for (const Edge& e : graph.edges()) {
+    const int32_t from = stage_of[e.src], to = stage_of[e.dst];
+    if (from == to) continue;
+    const bool forward = graph.op(e.src).role == OpRole::kForward;
+    if (forward ? from < to : (from > to && graph.op(e.dst).role != OpRole::kForward)) continue;
+    return StageError(plan.stages[to], "op '" + graph.op(e.dst).name + "' reads '" + graph.op(e.src).name +
+                                           "' of stage '" + plan.stages[from].name +
+                                           "' (stages must follow the data flow)");
+  }
+  return stage_of;
+}
+
+Status ValidatePipelinePlan(const PipelinePlan& plan, const Graph& graph, const Topology& topology) {
+  if (plan.stages.empty()) return Error{"pipeline has no stages"};
+  if (plan.microbatches < 1 || plan.microbatches > kMaxMicrobatches)
+    return Error{"microbatches: must be in [1, " + std::to_string(kMaxMicrobatches) + "], got " +
+                 std::to_string(plan.microbatches)};
+  std::unordered_map<std::string, int32_t> names;
+  std::vector<int32_t> user(static_cast<size_t>(topology.num_devices()), -1);
+  for (int32_t s = 0; s < static_cast<int32_t>(plan.stages.size()); ++s) {
+    const PipelineStage& stage = plan.stages[s];
+    if (stage.name.empty()) return Error{"stage " + std::to_string(s) + ": has no name"};
+    if (!names.emplace(stage.name, s).second) return StageError(stage, "the name is used by two stages");
+    if (stage.devices.empty()) return StageError(stage, "has no devices");
+    for (DeviceId d : stage.devices) {
+      if (d < 0 || d >= topology.num_devices())
+        return StageError(stage, "device " + std::to_string(d) + " is not in topology '" + topology.name() + "'");
+      if (user[d] == s) return StageError(stage, "device '" + topology.device(d).name + "' is listed twice");
+      if (user[d] >= 0)
+        return StageError(stage, "device '" + topology.device(d).name + "' is already used by stage '" +
+                                     plan.stages[user[d]].name + "'");
+      user[d] = s;
+    }
+    if (!stage.shape.empty()) {
+      int64_t product = 1;
+      for (int32_t extent : stage.shape) {
+        if (extent < 1) return StageError(stage, "shape extents must be >= 1");
+        product *= extent;
+      }
+      if (product != static_cast<int64_t>(stage.devices.size()))
+        return StageError(stage, "shape has " + std::to_string(product) + " places but " +
+                                     std::to_string(stage.devices.size()) + " devices are given");
+    }
+  }
+  Expected<std::vector<int32_t>> stage_of = AssignStages(plan, graph);
+  if (!stage_of) return stage_of.error();
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    const Op& o = graph.op(op);
+    int64_t largest = 0;
+    for (const PartitionDim& dim : o.dims)
+      if (dim.kind == DimKind::kSample) largest = std::max(largest, dim.size);
+    const PipelineStage& stage = plan.stages[(*stage_of)[op]];
+    const int64_t need = int64_t{plan.microbatches} * static_cast<int64_t>(stage.devices.size());
+    if (o.role != OpRole::kUpdate && largest > 0 && largest < need)
+      return StageError(stage, "op '" + o.name + "': its sample dimension (" + std::to_string(largest) +
+                                   ") cannot be cut into " + std::to_string(plan.microbatches) + " micro-batches x " +
+                                   std::to_string(stage.devices.size()) + " devices");
+  }
+  return Status::Ok();
+}
+
+}  // namespace devplace

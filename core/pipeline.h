@@ -1,0 +1,90 @@
+// Pipeline strategies: the graph cut into stages, each stage's ops run on its own devices, and micro-batches
+// streamed through them under a schedule (GPipe, 1F1B, eager-1F1B). A PipelinePlan is a value type; the
+// simulator prices it (sim/pipeline.h) and core/pipeline_json.h reads and writes it. Format: docs/formats.md.
+//
+// Submeshes: until core's Mesh lands, a stage's submesh is its device list (row-major) plus an optional shape.
+// Once core/mesh.h exists, a stage maps to a Mesh slice of the same shape over the same devices, and gains an
+// optional ShardingSpec for its ops; a stage of k > 1 devices without a spec keeps the meaning it has here
+// (data parallelism over all k devices, the ops split along their sample dimension as SplitConfig does).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/status.h"
+#include "core/topology.h"
+
+namespace devplace {
+
+// How micro-batches are ordered on each stage. With S stages and M micro-batches, stage i (0-based) runs W(i)
+// forwards first, then alternates one backward and one forward while forwards remain, then the rest of the
+// backwards: GPipe W = M (all forwards, then all backwards), 1F1B W = min(M, S - i), eager-1F1B
+// W = min(M, 2(S - i) - 1) (more forwards in flight, so activations are sent early and their transfers hide
+// behind compute).
+enum class PipelineSchedule : uint8_t { kGPipe, kOneFOneB, kEagerOneFOneB };
+// "gpipe", "1f1b", "eager-1f1b".
+std::string_view ToString(PipelineSchedule schedule);
+// Parses the names ToString gives; false on an unknown name.
+bool ParsePipelineSchedule(std::string_view text, PipelineSchedule* schedule);
+
+// Which forward ops a stage holds (its backward and update ops follow their forward op).
+// - kOpRange: the forward ops whose position in the graph's topological order lies between those of first_op and
+//   last_op (both forward ops, inclusive).
+// - kLayerRange: the forward ops whose layer lies between first_layer and last_layer (inclusive) in the order
+//   of ForwardLayerOrder.
+struct StageOps {
+  enum class Kind : uint8_t { kOpRange, kLayerRange };
+  Kind kind = Kind::kOpRange;
+  OpId first_op = -1, last_op = -1;
+  std::string first_layer, last_layer;
+  bool operator==(const StageOps&) const = default;
+};
+
+// One stage: its ops and its submesh. One device runs the stage's ops whole; k > 1 devices run them
+// data-parallel (each op split along its sample dimension over the k devices, weights replicated, gradients
+// all-reduced once per step).
+struct PipelineStage {
+  std::string name;               // unique within the plan
+  StageOps ops;
+  std::vector<DeviceId> devices;  // the submesh's devices, row-major over `shape`
+  std::vector<int32_t> shape;     // optional submesh shape, product = devices.size(); empty = 1-D
+  bool operator==(const PipelineStage&) const = default;
+};
+
+// A pipeline strategy. Stages are listed in pipeline order: data flows from lower to higher stages in the
+// forward pass (a stage may also feed any later stage directly, as U-shaped skip connections do).
+struct PipelinePlan {
+  std::vector<PipelineStage> stages;
+  int32_t microbatches = 1;
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  // Split each backward into an activation-gradient task and a weight-gradient task that runs after it, so the
+  // gradient sent to the previous stage leaves before the weight gradient is computed.
+  bool delay_weight_gradients = false;
+  bool operator==(const PipelinePlan&) const = default;
+};
+
+// Upper bound on micro-batches per step (a sign of a unit error beyond it).
+inline constexpr int32_t kMaxMicrobatches = 1 << 16;
+
+// The distinct layer names of the graph's forward ops in order of first appearance along its topological order
+// (the order layer ranges refer to).
+std::vector<std::string> ForwardLayerOrder(const Graph& graph);
+
+// The stage of every op (indexed by OpId): forward ops by the stages' ranges, backward and update ops by their
+// forward op. Errors name the stage or the op: a range naming unknown or non-forward ops or unknown layers,
+// an empty range, a forward op in no stage or in two, a backward/update op whose forward op is missing, and an
+// edge against the data flow (forward ops may feed only their own or later stages, backward ops only their own
+// or earlier stages' backward and update ops: the stages must be a topological cut).
+Expected<std::vector<int32_t>> AssignStages(const PipelinePlan& plan, const Graph& graph);
+
+// Checks the plan against the graph and machine: at least one stage, 1 <= microbatches <= kMaxMicrobatches,
+// unique non-empty stage names, devices known and used by one stage only, a shape (if given) with positive
+// extents multiplying to the device count, AssignStages, and micro-batches that fit: an op with sample
+// dimensions needs one of size >= microbatches x the stage's devices. Errors name the stage:
+// "stage 'dec': device 'gpu0' is already used by stage 'enc'".
+Status ValidatePipelinePlan(const PipelinePlan& plan, const Graph& graph, const Topology& topology);
+
+}  // namespace devplace

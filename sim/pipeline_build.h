@@ -1,0 +1,39 @@
+// The task graph of a pipeline step (internal to sim/): built by BuildPipelineTasks from a validated plan, run
+// by the Engine like any task graph. Task ids follow creation order and keys equal ids, so ties break by id.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/pipeline.h"
+#include "core/status.h"
+#include "core/topology.h"
+#include "sim/cost_model.h"
+#include "sim/pipeline.h"
+#include "sim/simulator.h"
+#include "sim/task_graph.h"
+
+namespace devplace::sim {
+
+struct PipelineTasks {
+  TaskGraph tg;                          // tg.op holds each task's stage
+  TaskTotals totals;
+  std::vector<PipelineTaskKind> kind;    // per task
+  std::vector<int32_t> peer;             // per task: receiving stage of a transfer, else -1
+  std::vector<int32_t> microbatch;       // per task: -1 for all-reduce steps and updates
+  std::vector<int64_t> stash_bytes;      // per task: the activations a forward task keeps (its mem_bytes), else 0
+  std::vector<int64_t> static_bytes;     // per device: weights, gradients and optimizer state of its stage
+  std::vector<int32_t> max_in_flight;    // per stage
+};
+
+// Builds the tasks of one step of `plan` (validated) with `stage_of` from AssignStages.
+// Pricing: op o of a stage with k devices on micro-batch m and device j is the part m * k + j of o split into
+// M * k parts along its sample dimension (SplitConfig over M * k places), priced by `cost` with the partition
+// model's shape, FLOPs and bytes (weights are read whole by every part). Ops without a sample dimension are
+// priced whole with their FLOPs and activation bytes divided by M * k.
+void BuildPipelineTasks(const Graph& graph, const Topology& topology, const PipelinePlan& plan,
+                        const std::vector<int32_t>& stage_of, const CostModel& cost, const SimOptions& options,
+                        PipelineTasks* out);
+
+}  // namespace devplace::sim
