@@ -1,13 +1,17 @@
 // `devplace simulate -g G.json -t T.yaml -p P.json [--costs C.json] [--trace X.json] [--json]`: simulates one
-// training step of a placed graph and prints a summary (or one JSON object with --json).
+// training step of a placed graph and prints a summary (or one JSON object with --json). A strategy file in the
+// pipeline form (a "pipeline" object) is simulated with its schedule and also reports the bubble fraction and
+// each stage's peak memory.
 #include <iostream>
 #include <memory>
 
 #include "apps/cli_util.h"
 #include "apps/commands.h"
 #include "core/graph_json.h"
+#include "core/pipeline_json.h"
 #include "core/strategy_json.h"
 #include "core/topology_yaml.h"
+#include "sim/pipeline.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
 
@@ -57,18 +61,56 @@ nlohmann::json ResultJson(const SimResult& r, const Graph& g, const Topology& t,
           {"critical_path_compute_ms", r.critical_compute_seconds * 1e3}};
 }
 
-void PrintHuman(const SimResult& r, const Graph& g, const Topology& t, const CostModel& cost, bool profiled) {
+nlohmann::json PipelineJson(const PipelineResult& r, const PipelinePlan& plan, const Topology& t) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const PipelineStageStats& st = r.stages[s];
+    nlohmann::json devices = nlohmann::json::array();
+    for (DeviceId d : plan.stages[s].devices) devices.push_back(t.device(d).name);
+    stages.push_back({{"name", plan.stages[s].name},
+                      {"devices", std::move(devices)},
+                      {"busy_ms", st.busy_seconds * 1e3},
+                      {"bubble_fraction", st.bubble_fraction},
+                      {"max_in_flight", st.max_in_flight},
+                      {"activation_peak_bytes", st.activation_peak_bytes},
+                      {"peak_memory_bytes", st.peak_bytes}});
+  }
+  return {{"schedule", std::string(ToString(plan.schedule))},
+          {"microbatches", plan.microbatches},
+          {"delay_weight_gradients", plan.delay_weight_gradients},
+          {"bubble_fraction", r.bubble_fraction},
+          {"stages", std::move(stages)}};
+}
+
+void PrintPipeline(const PipelineResult& r, const PipelinePlan& plan) {
+  std::cout << "  pipeline:      " << plan.stages.size() << " stages, " << plan.microbatches << " micro-batches, "
+            << ToString(plan.schedule) << (plan.delay_weight_gradients ? ", weight gradients delayed" : "")
+            << ", bubble " << static_cast<int>(r.bubble_fraction * 1000 + 0.5) / 10.0 << "%\n";
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    const PipelineStageStats& st = r.stages[s];
+    std::cout << "    stage " << plan.stages[s].name << "  busy " << FormatSeconds(st.busy_seconds) << "  bubble "
+              << static_cast<int>(st.bubble_fraction * 1000 + 0.5) / 10.0 << "%  in flight " << st.max_in_flight
+              << "  activations " << FormatBytes(static_cast<double>(st.activation_peak_bytes)) << "  peak memory "
+              << FormatBytes(static_cast<double>(st.peak_bytes)) << "\n";
+  }
+}
+
+void PrintHuman(const SimResult& r, const Graph& g, const Topology& t, const CostModel& cost, bool profiled,
+                const PipelineResult* pipeline = nullptr, const PipelinePlan* plan = nullptr) {
   std::cout << "simulated one training step of '" << g.name() << "' (" << g.num_ops() << " ops, " << r.num_tasks
             << " tasks) on '" << t.name() << "'\n"
             << "  cost model:    " << cost.Describe() << "\n";
   if (profiled)
     std::cout << "  fallbacks:     " << r.cost_fallbacks << " of " << r.num_compute_tasks
               << " compute tasks had no profiled entry and were priced analytically\n";
-  std::cout << "  step time:     " << FormatSeconds(r.step_time) << "\n"
-            << "  critical path: " << r.critical_path.size() << " ops, " << FormatSeconds(r.critical_compute_seconds)
-            << " computing, " << FormatSeconds(r.step_time - r.critical_compute_seconds)
-            << " moving data or waiting\n"
-            << "  bytes moved:   " << FormatBytes(static_cast<double>(r.bytes_moved)) << "\n"
+  std::cout << "  step time:     " << FormatSeconds(r.step_time) << "\n";
+  if (pipeline)
+    PrintPipeline(*pipeline, *plan);
+  else
+    std::cout << "  critical path: " << r.critical_path.size() << " ops, " << FormatSeconds(r.critical_compute_seconds)
+              << " computing, " << FormatSeconds(r.step_time - r.critical_compute_seconds)
+              << " moving data or waiting\n";
+  std::cout << "  bytes moved:   " << FormatBytes(static_cast<double>(r.bytes_moved)) << "\n"
             << "  devices:\n";
   size_t width = 0;
   for (const Device& d : t.devices()) width = std::max(width, d.name.size());
@@ -104,17 +146,33 @@ void RegisterSimulateCommand(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of a placed graph");
   cmd->add_option("-g,--graph", opts->graph, "Graph JSON file")->required();
   cmd->add_option("-t,--topology", opts->topology, "Topology YAML file (see configs/topologies/)")->required();
-  cmd->add_option("-p,--placement", opts->placement, "Strategy JSON file (placement or partitioning)")->required();
+  cmd->add_option("-p,--placement", opts->placement, "Strategy JSON file (placement, partitioning or pipeline)")->required();
   cmd->add_option("--costs", opts->costs, "Profiled cost table JSON (default: the analytic roofline model)");
   cmd->add_option("--trace", opts->trace, "Write a Chrome trace (opens in Perfetto) to this file");
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
   cmd->callback([opts, &ctx]() {
     const Graph graph = Unwrap(ReadGraphFile(opts->graph));
     const Topology topology = Unwrap(ReadTopologyFile(opts->topology));
-    const Strategy strategy = Unwrap(ReadStrategyFile(opts->placement, graph, topology));
     const CostModel cost = opts->costs.empty() ? MakeAnalyticCostModel() : Unwrap(ReadCostModelFile(opts->costs));
     SimOptions options;
     options.keep_timeline = !opts->trace.empty();
+    if (Unwrap(DetectStrategyFileForm(opts->placement)) == StrategyForm::kPipeline) {
+      const PipelinePlan plan = Unwrap(ReadPipelinePlanFile(opts->placement, graph, topology));
+      const PipelineResult result = Unwrap(SimulatePipeline(graph, topology, plan, cost, options));
+      if (!opts->trace.empty()) Check(WritePipelineChromeTrace(result, plan, topology, opts->trace));
+      if (opts->json) {
+        nlohmann::json out = ResultJson(result.sim, graph, topology, cost);
+        out.erase("critical_path");
+        out.erase("critical_path_compute_ms");
+        out["pipeline"] = PipelineJson(result, plan, topology);
+        PrintJson(out);
+      } else {
+        PrintHuman(result.sim, graph, topology, cost, !opts->costs.empty(), &result, &plan);
+      }
+      ctx.exit_code = 0;
+      return;
+    }
+    const Strategy strategy = Unwrap(ReadStrategyFile(opts->placement, graph, topology));
     const SimResult result = Unwrap(Simulate(graph, topology, strategy, cost, options));
     if (!opts->trace.empty()) Check(WriteChromeTrace(result, graph, topology, opts->trace));
     if (opts->json)

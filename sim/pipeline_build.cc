@@ -90,8 +90,8 @@ class PipelineBuilder {
     tg_.mem_device[task] = on;
   }
 
-  // Seconds of op `op`'s share `chunk` (of k * M) on `device`, and the bytes of its output share.
-  std::pair<double, int64_t> Share(OpId op, int32_t parts, int32_t chunk, const Device& device) {
+  // The price of op `op`'s share `chunk` (of k * M) on `device`, and the bytes of its output share.
+  std::pair<PartCost, int64_t> Share(OpId op, int32_t parts, int32_t chunk, const Device& device) {
     const Op& o = graph_.op(op);
     places_.resize(static_cast<size_t>(parts));
     std::iota(places_.begin(), places_.end(), 0);
@@ -118,7 +118,7 @@ class PipelineBuilder {
     work.shape = shape_;
     const PartCost c = cost_.Cost(work, device);
     DEVPLACE_CHECK(c.seconds > 0 && std::isfinite(c.seconds), "cost model returned a non-positive time");
-    return {c.seconds, output};
+    return {c, output};
   }
 
   // Per stage, device and micro-batch: forward, backward and weight-gradient ticks and kept activations; per
@@ -127,6 +127,7 @@ class PipelineBuilder {
     const size_t n = static_cast<size_t>(offset_[S_]);
     std::vector<double> fwd(n, 0.0), bwd(n, 0.0), wgt(n, 0.0), upd(static_cast<size_t>(offset_[S_] / M_), 0.0);
     stash_.assign(n, 0);
+    fallback_.assign(n + n / M_, 0);
     out_.static_bytes.assign(static_cast<size_t>(topology_.num_devices()), 0);
     for (OpId op = 0; op < graph_.num_ops(); ++op) {
       const Op& o = graph_.op(op);
@@ -141,12 +142,16 @@ class PipelineBuilder {
         const Device& dev = topology_.device(device(s, j));
         out_.static_bytes[device(s, j)] += held;
         if (o.role == OpRole::kUpdate) {
-          upd[static_cast<size_t>(offset_[s] / M_ + j)] += cost_.ComputeTime(graph_, op, OpConfig{{0}, {}}, 0, dev);
+          const auto [price, output] = Share(op, 1, 0, dev);
+          upd[static_cast<size_t>(offset_[s] / M_ + j)] += price.seconds;
+          fallback_[n + offset_[s] / M_ + j] |= price.fallback;
           continue;
         }
         for (int32_t m = 0; m < M_; ++m) {
-          const auto [seconds, output] = Share(op, k * M_, m * k + j, dev);
+          const auto [price, output] = Share(op, k * M_, m * k + j, dev);
+          const double seconds = price.seconds;
           const size_t x = at(s, j, m);
+          fallback_[x] |= price.fallback;
           if (o.role == OpRole::kForward) {
             fwd[x] += seconds;
             if (kept) stash_[x] += output;
@@ -189,12 +194,14 @@ class PipelineBuilder {
           int32_t t;
           if (step.forward) {
             t = f_task_[x] = Task(d, fwd_[x], PipelineTaskKind::kForward, s, -1, step.microbatch);
+            tg_.fallback[t] = fallback_[x];
             Hold(t, stash_[x], d);
             out_.stash_bytes[t] = stash_[x];
             out_.max_in_flight[s] = std::max(out_.max_in_flight[s], ++in_flight);
           } else {
             --in_flight;
             t = b_task_[x] = Task(d, bwd_[x], PipelineTaskKind::kBackward, s, -1, step.microbatch);
+            tg_.fallback[t] = fallback_[x];
             Dep(f_task_[x], t);
             if (plan_.delay_weight_gradients) {
               if (prev >= 0) Dep(prev, t);
@@ -211,6 +218,7 @@ class PipelineBuilder {
         last_compute_[sj] = prev;
         if (upd_[sj] > 0) {
           update_[sj] = Task(d, upd_[sj], PipelineTaskKind::kUpdate, s, -1, -1);
+          tg_.fallback[update_[sj]] = fallback_[n + sj];
           Dep(prev, update_[sj]);
         }
       }
@@ -346,6 +354,7 @@ class PipelineBuilder {
   std::vector<int32_t> offset_;                   // per stage: first (device, micro-batch) slot
   std::vector<Time> fwd_, bwd_, wgt_, upd_;       // per slot (upd_: per stage device)
   std::vector<int64_t> stash_;                    // per slot
+  std::vector<uint8_t> fallback_;                 // per slot, then per stage device (update): a share fell back
   std::vector<int32_t> f_task_, b_task_, last_task_;  // per slot: forward, backward, last backward task
   std::vector<int32_t> last_compute_, update_;    // per stage device
   std::vector<int32_t> firsts_, lasts_;

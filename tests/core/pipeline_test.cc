@@ -1,0 +1,143 @@
+#include "core/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include "core/pipeline_json.h"
+#include "core/training_graph.h"
+
+namespace devplace {
+namespace {
+
+struct Fixture {
+  Graph graph;
+  Topology topology;
+};
+
+// A training chain a -> b -> c -> d (layers "in", "mid", "mid", "out"; sample dimension 8) on four devices.
+Fixture Make() {
+  GraphBuilder g("chain");
+  const char* layers[] = {"in", "mid", "mid", "out"};
+  OpId prev = -1;
+  for (int i = 0; i < 4; ++i) {
+    Op op{.name = std::string(1, static_cast<char>('a' + i)), .type = "matmul", .layer = layers[i],
+          .shape = {8, 4}, .param_bytes = 64, .flops = 100};
+    op.dims = {PartitionDim{DimKind::kSample, 0, 0, 8}};
+    const OpId id = g.add_op(op);
+    if (prev >= 0) g.add_edge(prev, id);
+    prev = id;
+  }
+  TopologyBuilder t("four");
+  for (int i = 0; i < 4; ++i)
+    t.add_device(Device{.name = "gpu" + std::to_string(i), .kind = "gpu", .peak_flops_f32 = 1e12,
+                        .memory_bandwidth = 1e11, .memory_bytes = 1 << 30});
+  for (int i = 0; i < 4; ++i)
+    for (int j = i + 1; j < 4; ++j) t.add_bidirectional_link(i, j, 1e10, 1e-6, "nvlink");
+  Graph forward = std::move(g).Build().value();
+  return {DeriveTrainingGraph(forward).value(), std::move(t).Build().value()};
+}
+
+// Two stages: ops a..b on gpu0 and gpu1, ops c..d on gpu2.
+PipelinePlan TwoStages(const Graph& graph) {
+  PipelinePlan plan;
+  plan.microbatches = 4;
+  plan.schedule = PipelineSchedule::kEagerOneFOneB;
+  plan.stages.push_back({"front", {StageOps::Kind::kOpRange, graph.find("a"), graph.find("b"), "", ""}, {0, 1}, {2}});
+  plan.stages.push_back({"back", {StageOps::Kind::kOpRange, graph.find("c"), graph.find("d"), "", ""}, {2}, {}});
+  return plan;
+}
+
+std::string Validate(const PipelinePlan& plan, const Fixture& f) {
+  const Status s = ValidatePipelinePlan(plan, f.graph, f.topology);
+  return s.ok() ? "" : s.error().message;
+}
+
+TEST(PipelinePlan, AssignsForwardOpsByRangeAndTheRestByTheirForwardOp) {
+  const Fixture f = Make();
+  const PipelinePlan plan = TwoStages(f.graph);
+  EXPECT_EQ(Validate(plan, f), "");
+  const std::vector<int32_t> stage_of = AssignStages(plan, f.graph).value();
+  for (const char* name : {"a", "b", "b/grad", "b/update"}) EXPECT_EQ(stage_of[f.graph.find(name)], 0) << name;
+  for (const char* name : {"c", "d", "c/grad", "d/update"}) EXPECT_EQ(stage_of[f.graph.find(name)], 1) << name;
+  PipelinePlan by_layers = plan;
+  by_layers.stages[0].ops = {StageOps::Kind::kLayerRange, -1, -1, "in", "mid"};
+  by_layers.stages[1].ops = {StageOps::Kind::kLayerRange, -1, -1, "out", "out"};
+  EXPECT_EQ(ForwardLayerOrder(f.graph), (std::vector<std::string>{"in", "mid", "out"}));
+  const std::vector<int32_t> by_layer = AssignStages(by_layers, f.graph).value();
+  EXPECT_EQ(by_layer[f.graph.find("c")], 0);
+  EXPECT_EQ(by_layer[f.graph.find("d")], 1);
+}
+
+TEST(PipelinePlan, ValidationErrorsNameTheStage) {
+  const Fixture f = Make();
+  PipelinePlan plan = TwoStages(f.graph);
+  plan.stages[1].devices = {1};
+  EXPECT_EQ(Validate(plan, f), "stage 'back': device 'gpu1' is already used by stage 'front'");
+  plan = TwoStages(f.graph);
+  plan.stages[0].shape = {3};
+  EXPECT_EQ(Validate(plan, f), "stage 'front': shape has 3 places but 2 devices are given");
+  plan = TwoStages(f.graph);
+  plan.stages[1].ops.first_op = f.graph.find("b");
+  EXPECT_EQ(Validate(plan, f), "stage 'back': op 'b' is also in stage 'front'");
+  plan = TwoStages(f.graph);
+  plan.stages[1].ops.first_op = f.graph.find("d");
+  EXPECT_EQ(Validate(plan, f), "op 'c': is in no pipeline stage");
+  plan = TwoStages(f.graph);
+  std::swap(plan.stages[0].ops, plan.stages[1].ops);
+  EXPECT_EQ(Validate(plan, f), "stage 'front': op 'c' reads 'b' of stage 'back' (stages must follow the data flow)");
+  plan = TwoStages(f.graph);
+  plan.stages[0].ops.last_op = f.graph.find("b/grad");
+  EXPECT_EQ(Validate(plan, f), "stage 'front': op range ends at 'b/grad', which is not a forward op");
+  plan = TwoStages(f.graph);
+  plan.microbatches = 8;  // 8 micro-batches x 2 devices > the batch of 8
+  EXPECT_EQ(Validate(plan, f),
+            "stage 'front': op 'a': its sample dimension (8) cannot be cut into 8 micro-batches x 2 devices");
+  plan.microbatches = 0;
+  EXPECT_EQ(Validate(plan, f), "microbatches: must be in [1, 65536], got 0");
+  plan = TwoStages(f.graph);
+  plan.stages[1].ops = {StageOps::Kind::kLayerRange, -1, -1, "out", "head"};
+  EXPECT_EQ(Validate(plan, f), "stage 'back': no forward op has layer 'head' in graph 'chain'");
+}
+
+TEST(PipelinePlan, JsonRoundTripsAndIsDetectedAsThePipelineForm) {
+  const Fixture f = Make();
+  PipelinePlan plan = TwoStages(f.graph);
+  plan.delay_weight_gradients = true;
+  plan.stages[1].ops = {StageOps::Kind::kLayerRange, -1, -1, "out", "out"};
+  plan.stages[0].ops.last_op = f.graph.find("c");
+  const std::string text = PipelinePlanToJson(plan, f.graph, f.topology);
+  EXPECT_EQ(DetectStrategyForm(text, "p.json").value(), StrategyForm::kPipeline);
+  EXPECT_EQ(DetectStrategyForm(R"({"format": "devplace.strategy", "ops": []})", "p.json").value(),
+            StrategyForm::kOps);
+  EXPECT_FALSE(DetectStrategyForm("[1]", "p.json").ok());
+  const Expected<PipelinePlan> back = PipelinePlanFromJson(text, "p.json", f.graph, f.topology);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, plan);
+}
+
+TEST(PipelinePlan, JsonErrorsNameTheFileAndField) {
+  const Fixture f = Make();
+  auto error = [&](const std::string& pipeline) {
+    const std::string text = R"({"format": "devplace.strategy", "version": 1, "pipeline": )" + pipeline + "}";
+    const Expected<PipelinePlan> p = PipelinePlanFromJson(text, "p.json", f.graph, f.topology);
+    return p.ok() ? std::string() : p.error().message;
+  };
+  const std::string stage0 = R"({"name": "s", "ops": {"first": "a", "last": "d"}, "devices": ["gpu0"]})";
+  EXPECT_EQ(error(R"({"microbatches": 2, "stages": [)" + stage0 + "]}"), "");
+  EXPECT_EQ(error(R"({"microbatches": 2, "schedule": "zb", "stages": [)" + stage0 + "]}"),
+            "p.json: pipeline.schedule: unknown schedule 'zb' (expected gpipe, 1f1b or eager-1f1b)");
+  EXPECT_EQ(error(R"({"microbatches": 2, "stages": [{"name": "s", "ops": {"first": "a", "last": "z"},
+                    "devices": ["gpu0"]}]})"),
+            "p.json: pipeline.stages[0].ops.last: no op named 'z' in graph 'chain'");
+  EXPECT_EQ(error(R"({"microbatches": 2, "stages": [{"name": "s", "ops": {"first": "a", "last": "d"},
+                    "devices": ["gpu9"]}]})"),
+            "p.json: pipeline.stages[0].devices[0]: unknown device 'gpu9' (topology 'four')");
+  EXPECT_EQ(error(R"({"microbatches": 2, "stages": [{"name": "s", "devices": ["gpu0"]}]})"),
+            "p.json: pipeline.stages[0].ops: give exactly one of \"ops\" and \"layers\"");
+  EXPECT_EQ(error(R"({"microbatches": 2, "stages": [{"name": "s", "ops": {"first": "a", "last": "c"},
+                    "devices": ["gpu0"]}]})"),
+            "p.json: op 'd': is in no pipeline stage");
+  EXPECT_NE(error(R"({"microbatches": 2, "stages": [], "extra": 1})").find("unknown field"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace devplace
