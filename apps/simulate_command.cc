@@ -146,7 +146,8 @@ void RegisterSimulateCommand(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of a placed graph");
   cmd->add_option("-g,--graph", opts->graph, "Graph JSON file")->required();
   cmd->add_option("-t,--topology", opts->topology, "Topology YAML file (see configs/topologies/)")->required();
-  cmd->add_option("-p,--placement", opts->placement, "Strategy JSON file (placement, partitioning or pipeline)")->required();
+  cmd->add_option("-p,--placement", opts->placement, "Strategy JSON file (placement, partitioning or pipeline)")
+      ->required();
   cmd->add_option("--costs", opts->costs, "Profiled cost table JSON (default: the analytic roofline model)");
   cmd->add_option("--trace", opts->trace, "Write a Chrome trace (opens in Perfetto) to this file");
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");

@@ -148,17 +148,16 @@ Status ValidatePipelinePlan(const PipelinePlan& plan, const Graph& graph, const 
   }
   Expected<std::vector<int32_t>> stage_of = AssignStages(plan, graph);
   if (!stage_of) return stage_of.error();
-  for (OpId op = 0; op < graph.num_ops(); ++op) {
-    const Op& o = graph.op(op);
-    int64_t largest = 0;
+  int64_t batch = 0;  // the largest sample dimension of the graph
+  for (const Op& o : graph.ops())
     for (const PartitionDim& dim : o.dims)
-      if (dim.kind == DimKind::kSample) largest = std::max(largest, dim.size);
-    const PipelineStage& stage = plan.stages[(*stage_of)[op]];
+      if (dim.kind == DimKind::kSample) batch = std::max(batch, dim.size);
+  for (const PipelineStage& stage : plan.stages) {
     const int64_t need = int64_t{plan.microbatches} * static_cast<int64_t>(stage.devices.size());
-    if (o.role != OpRole::kUpdate && largest > 0 && largest < need)
-      return StageError(stage, "op '" + o.name + "': its sample dimension (" + std::to_string(largest) +
-                                   ") cannot be cut into " + std::to_string(plan.microbatches) + " micro-batches x " +
-                                   std::to_string(stage.devices.size()) + " devices");
+    if (batch > 0 && need > batch)
+      return StageError(stage, std::to_string(plan.microbatches) + " micro-batches x " +
+                                   std::to_string(stage.devices.size()) + " devices exceed the batch (" +
+                                   std::to_string(batch) + ", the graph's largest sample dimension)");
   }
   return Status::Ok();
 }

@@ -82,8 +82,8 @@ Expected<std::vector<int32_t>> AssignStages(const PipelinePlan& plan, const Grap
 
 // Checks the plan against the graph and machine: at least one stage, 1 <= microbatches <= kMaxMicrobatches,
 // unique non-empty stage names, devices known and used by one stage only, a shape (if given) with positive
-// extents multiplying to the device count, AssignStages, and micro-batches that fit: an op with sample
-// dimensions needs one of size >= microbatches x the stage's devices. Errors name the stage:
+// extents multiplying to the device count, AssignStages, and micro-batches that fit: microbatches x a stage's
+// devices at most the batch (the graph's largest sample dimension). Errors name the stage:
 // "stage 'dec': device 'gpu0' is already used by stage 'enc'".
 Status ValidatePipelinePlan(const PipelinePlan& plan, const Graph& graph, const Topology& topology);
 

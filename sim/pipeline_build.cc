@@ -102,19 +102,12 @@ class PipelineBuilder {
         by_sample = by_sample || (split->degrees[k] > 1 && o.dims[k].kind == DimKind::kSample);
     PartWork work;
     work.op = &o;
-    work.flops = o.flops / parts;
-    int64_t output = 0;
-    if (by_sample) {
-      work.bytes_accessed = PartBytesAccessed(graph_, op, *split, chunk, &shape_);
-      int64_t volume = 1;
-      for (int64_t extent : shape_) volume *= extent;
-      output = ScaleBytes(OutputBytes(o), volume, std::max<int64_t>(1, NumElements(o)));
-    } else {
-      const int64_t weights = ParamBytesOf(graph_, op);
-      const int64_t whole = PartBytesAccessed(graph_, op, OpConfig{{0}, {}}, 0, &shape_);
-      work.bytes_accessed = (whole - weights) / parts + weights;
-      output = OutputBytes(o) / parts;
-    }
+    work.flops = by_sample ? o.flops / parts : o.flops;
+    work.bytes_accessed = PartBytesAccessed(graph_, op, by_sample ? *split : OpConfig{{0}, {}},
+                                            by_sample ? chunk : 0, &shape_);
+    int64_t volume = 1;
+    for (int64_t extent : shape_) volume *= extent;
+    const int64_t output = ScaleBytes(OutputBytes(o), volume, std::max<int64_t>(1, NumElements(o)));
     work.shape = shape_;
     const PartCost c = cost_.Cost(work, device);
     DEVPLACE_CHECK(c.seconds > 0 && std::isfinite(c.seconds), "cost model returned a non-positive time");
@@ -268,8 +261,9 @@ class PipelineBuilder {
   // Activations (stage a -> later stage b) and gradients (b -> a) of every micro-batch, between the devices
   // whose sample ranges overlap.
   void AddStageTransfers() {
-    // Bytes per step crossing each stage pair: a tensor counts once per receiving stage (the largest edge from
-    // the producer into that stage), a forward producer's as activations, a backward producer's as gradients.
+    // Bytes per step crossing each stage pair. A forward op's output goes once to each later stage that reads
+    // it (the largest edge into that stage); the gradient of a tensor is summed in the stage that computes it and
+    // sent once (the largest edge into each backward op from each later stage).
     const size_t pairs = static_cast<size_t>(S_) * S_;
     std::vector<int64_t> act(pairs, 0), grad(pairs, 0);
     std::vector<uint8_t> linked(pairs, 0);
@@ -277,16 +271,18 @@ class PipelineBuilder {
     for (OpId op = 0; op < graph_.num_ops(); ++op) {
       const OpRole role = graph_.op(op).role;
       if (role == OpRole::kUpdate) continue;
+      const bool forward = role == OpRole::kForward;
       std::fill(largest.begin(), largest.end(), -1);
-      for (int32_t e : graph_.out_edges(op)) {
-        const int32_t b = stage_of_[graph_.edge(e).dst];
-        if (b != stage_of_[op] && graph_.op(graph_.edge(e).dst).role != OpRole::kUpdate)
-          largest[b] = std::max(largest[b], graph_.edge(e).bytes);
+      for (int32_t e : forward ? graph_.out_edges(op) : graph_.in_edges(op)) {
+        const OpId other = forward ? graph_.edge(e).dst : graph_.edge(e).src;
+        if (stage_of_[other] != stage_of_[op] && graph_.op(other).role != OpRole::kUpdate)
+          largest[stage_of_[other]] = std::max(largest[stage_of_[other]], graph_.edge(e).bytes);
       }
       for (int32_t b = 0; b < S_; ++b) {
         if (largest[b] < 0) continue;
-        const size_t p = static_cast<size_t>(stage_of_[op]) * S_ + b;
-        (role == OpRole::kForward ? act : grad)[p] += largest[b];
+        const int32_t from = forward ? stage_of_[op] : b, to = forward ? b : stage_of_[op];
+        const size_t p = static_cast<size_t>(from) * S_ + to;
+        (forward ? act : grad)[p] += largest[b];
         linked[p] = 1;
       }
     }

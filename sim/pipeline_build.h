@@ -30,8 +30,9 @@ struct PipelineTasks {
 // Builds the tasks of one step of `plan` (validated) with `stage_of` from AssignStages.
 // Pricing: op o of a stage with k devices on micro-batch m and device j is the part m * k + j of o split into
 // M * k parts along its sample dimension (SplitConfig over M * k places), priced by `cost` with the partition
-// model's shape, FLOPs and bytes (weights are read whole by every part). Ops without a sample dimension are
-// priced whole with their FLOPs and activation bytes divided by M * k.
+// model's shape, FLOPs and bytes (weights are read whole by every part). An op without a sample dimension of at
+// least M * k does not scale with the batch (e.g. relative positions shared by all samples): it runs whole for
+// every micro-batch on every device.
 void BuildPipelineTasks(const Graph& graph, const Topology& topology, const PipelinePlan& plan,
                         const std::vector<int32_t>& stage_of, const CostModel& cost, const SimOptions& options,
                         PipelineTasks* out);

@@ -90,7 +90,7 @@ TEST(PipelinePlan, ValidationErrorsNameTheStage) {
   plan = TwoStages(f.graph);
   plan.microbatches = 8;  // 8 micro-batches x 2 devices > the batch of 8
   EXPECT_EQ(Validate(plan, f),
-            "stage 'front': op 'a': its sample dimension (8) cannot be cut into 8 micro-batches x 2 devices");
+            "stage 'front': 8 micro-batches x 2 devices exceed the batch (8, the graph's largest sample dimension)");
   plan.microbatches = 0;
   EXPECT_EQ(Validate(plan, f), "microbatches: must be in [1, 65536], got 0");
   plan = TwoStages(f.graph);

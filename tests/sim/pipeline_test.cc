@@ -75,7 +75,8 @@ PipelinePlan EqualStages(const Graph& graph, int layers, int stages, int microba
   return plan;
 }
 
-PipelineResult Simulated(const Graph& graph, const Topology& topology, const PipelinePlan& plan, SimOptions options = {}) {
+PipelineResult Simulated(const Graph& graph, const Topology& topology, const PipelinePlan& plan,
+                         SimOptions options = {}) {
   Expected<PipelineResult> r = SimulatePipeline(graph, topology, plan, FixedRateCost(kRate), options);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
   return r.ok() ? *r : PipelineResult{};
@@ -123,10 +124,11 @@ TEST(Pipeline, ActivationMemoryFollowsTheSchedule) {
   const Graph graph = Chain(8);
   const Topology free = FullyConnected(4, 1e30, 0.0);
   const int stages = 4, microbatches = 8;
-  const PipelineResult gpipe = Simulated(graph, free, EqualStages(graph, 8, stages, microbatches, PipelineSchedule::kGPipe));
-  const PipelineResult one = Simulated(graph, free, EqualStages(graph, 8, stages, microbatches, PipelineSchedule::kOneFOneB));
-  const PipelineResult eager =
-      Simulated(graph, free, EqualStages(graph, 8, stages, microbatches, PipelineSchedule::kEagerOneFOneB));
+  auto run = [&](PipelineSchedule schedule) {
+    return Simulated(graph, free, EqualStages(graph, 8, stages, microbatches, schedule));
+  };
+  const PipelineResult gpipe = run(PipelineSchedule::kGPipe), one = run(PipelineSchedule::kOneFOneB),
+                       eager = run(PipelineSchedule::kEagerOneFOneB);
   // Each stage keeps the outputs of its two layers for every micro-batch in flight.
   const int64_t per_microbatch = 2 * kBatch * kWidth * 4 / microbatches;
   for (int s = 0; s < stages; ++s) {
@@ -177,7 +179,8 @@ TEST(Pipeline, MoreMicrobatchesShrinkTheBubbleAndStagesNeverOverlapTheirWork) {
       for (int microbatches : {1, 2, 4, 8, 16}) {
         SimOptions options;
         options.keep_timeline = true;
-        const PipelineResult r = Simulated(graph, machine, EqualStages(graph, 12, stages, microbatches, schedule), options);
+        const PipelineResult r =
+            Simulated(graph, machine, EqualStages(graph, 12, stages, microbatches, schedule), options);
         EXPECT_LT(r.bubble_fraction, previous);
         previous = r.bubble_fraction;
         // Lower bound: one stage's work; the bubble is at least the textbook one (links only add to it).
