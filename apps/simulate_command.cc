@@ -2,6 +2,7 @@
 // training step of a placed graph and prints a summary (or one JSON object with --json). A strategy file in the
 // pipeline form (a "pipeline" object) is simulated with its schedule and also reports the bubble fraction and
 // each stage's peak memory.
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
@@ -82,14 +83,21 @@ nlohmann::json PipelineJson(const PipelineResult& r, const PipelinePlan& plan, c
           {"stages", std::move(stages)}};
 }
 
+// A fraction as a percentage with one decimal, e.g. "35.0%".
+std::string Percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f%%", fraction * 100);
+  return text;
+}
+
 void PrintPipeline(const PipelineResult& r, const PipelinePlan& plan) {
   std::cout << "  pipeline:      " << plan.stages.size() << " stages, " << plan.microbatches << " micro-batches, "
             << ToString(plan.schedule) << (plan.delay_weight_gradients ? ", weight gradients delayed" : "")
-            << ", bubble " << static_cast<int>(r.bubble_fraction * 1000 + 0.5) / 10.0 << "%\n";
+            << ", bubble " << Percent(r.bubble_fraction) << "\n";
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PipelineStageStats& st = r.stages[s];
     std::cout << "    stage " << plan.stages[s].name << "  busy " << FormatSeconds(st.busy_seconds) << "  bubble "
-              << static_cast<int>(st.bubble_fraction * 1000 + 0.5) / 10.0 << "%  in flight " << st.max_in_flight
+              << Percent(st.bubble_fraction) << "  in flight " << st.max_in_flight
               << "  activations " << FormatBytes(static_cast<double>(st.activation_peak_bytes)) << "  peak memory "
               << FormatBytes(static_cast<double>(st.peak_bytes)) << "\n";
   }
