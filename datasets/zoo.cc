@@ -35,6 +35,7 @@ const std::vector<ZooEntry>& Entries() {
       {"resnet152", 32, [](LayerBuilder& b, int64_t n) { BuildResNet(b, 152, n); }},
       {"vgg16", 32, [](LayerBuilder& b, int64_t n) { BuildVgg16(b, n); }},
       {"amoebanet", 32, [](LayerBuilder& b, int64_t n) { BuildAmoebaNet(b, n); }},
+      {"u_transformer", 8, [](LayerBuilder& b, int64_t n) { BuildUTransformer(b, 12, n); }},
   };
   return kEntries;
 }

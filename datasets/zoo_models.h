@@ -23,5 +23,8 @@ void BuildRnnlm(LayerBuilder& b, int32_t layers, int64_t batch);
 void BuildTransformerXl(LayerBuilder& b, int32_t layers, int64_t batch);
 // WaveNet (van den Oord et al. 2016) with `stacks` dilation stacks and `layers` layers in all.
 void BuildWaveNet(LayerBuilder& b, int32_t stacks, int32_t layers, int64_t batch);
+// A U-Transformer (zoo_utransformer.cc): `half_layers` encoder and `half_layers` decoder layers (width 1024, 16
+// heads, 1,024 tokens) with U-shaped skip connections from encoder layer L-1-j into decoder layer j (j >= 1).
+void BuildUTransformer(LayerBuilder& b, int32_t half_layers, int64_t batch);
 
 }  // namespace devplace

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 
+#include "datasets/zoo.h"
 #include "tests/testing/sim_fixtures.h"
 
 namespace devplace {
@@ -260,6 +261,51 @@ TEST(Pipeline, InvalidPlansAreRejectedNamingTheStage) {
   const Expected<PipelineResult> r = SimulatePipeline(graph, machine, plan, FixedRateCost());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "stage 's1': device 'd0' is already used by stage 's0'");
+}
+
+// The zoo's U-Transformer in four stages over two hosts (encoder on h0, decoder on h1): the U-shaped skip
+// connections run from each encoder stage to its mirrored decoder stage, over the hosts' slow link.
+TEST(Pipeline, UTransformerSkipConnectionsCrossToTheMirroredStage) {
+  const Graph graph = BuildZooModel("u_transformer", 8).value();
+  // 40 MB/s and 8 us between the hosts: the cross-stage traffic takes about as long as the stages' compute.
+  const Topology machine = testing::TwoHosts(2, 16e7, 2e-6);
+  PipelinePlan plan;
+  plan.microbatches = 8;
+  const std::pair<const char*, const char*> ranges[] = {{"input", "encoder/layer5"},
+                                                        {"encoder/layer6", "encoder/layer11"},
+                                                        {"decoder/layer0", "decoder/layer5"},
+                                                        {"decoder/layer6", "head"}};
+  for (int s = 0; s < 4; ++s)
+    plan.stages.push_back({"s" + std::to_string(s),
+                           {StageOps::Kind::kLayerRange, -1, -1, ranges[s].first, ranges[s].second},
+                           {s},
+                           {}});
+  SimOptions options;
+  options.keep_timeline = true;
+  std::vector<double> step;
+  std::vector<int64_t> kept;
+  for (PipelineSchedule schedule :
+       {PipelineSchedule::kGPipe, PipelineSchedule::kOneFOneB, PipelineSchedule::kEagerOneFOneB}) {
+    plan.schedule = schedule;
+    const Expected<PipelineResult> result = SimulatePipeline(graph, machine, plan, MakeAnalyticCostModel(), options);
+    ASSERT_TRUE(result.ok()) << result.error().message;
+    const PipelineResult& r = *result;
+    int64_t skip = 0, back = 0;
+    for (const PipelineTimelineTask& t : r.timeline) {
+      if (t.kind == PipelineTaskKind::kActivation && t.stage == 0 && t.peer == 3) skip += t.bytes;
+      if (t.kind == PipelineTaskKind::kGradient && t.stage == 3 && t.peer == 0) back += t.bytes;
+    }
+    // Three hops (pcie, ethernet, pcie) of the skips from encoder layers 0..5 (8 x 1024 x 1024 floats each) and
+    // their gradients; the labels (8 x 1024 integers) go to the loss without a gradient.
+    EXPECT_EQ(back, 3 * 6 * int64_t{8 * 1024 * 1024 * 4});
+    EXPECT_EQ(skip, back + 3 * 8 * 1024 * 4);
+    step.push_back(r.sim.step_time);
+    kept.push_back(r.stages[0].activation_peak_bytes);
+  }
+  EXPECT_LT(step[2], step[1]);  // eager-1F1B hides what 1F1B waits for
+  EXPECT_LT(step[1], step[0]);  // GPipe is slower still here (its transfers come in bursts on the slow link)
+  EXPECT_GT(kept[0], kept[2]);  // at the price of activations between 1F1B's and GPipe's
+  EXPECT_GT(kept[2], kept[1]);
 }
 
 }  // namespace
