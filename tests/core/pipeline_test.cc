@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "core/pipeline_json.h"
 #include "core/training_graph.h"
 
@@ -112,6 +114,11 @@ TEST(PipelinePlan, JsonRoundTripsAndIsDetectedAsThePipelineForm) {
   const Expected<PipelinePlan> back = PipelinePlanFromJson(text, "p.json", f.graph, f.topology);
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, plan);
+  const std::string path = ::testing::TempDir() + "devplace_pipeline_test.json";
+  ASSERT_TRUE(WritePipelinePlanFile(plan, f.graph, f.topology, path).ok());
+  EXPECT_EQ(DetectStrategyFileForm(path).value(), StrategyForm::kPipeline);
+  EXPECT_EQ(ReadPipelinePlanFile(path, f.graph, f.topology).value(), plan);
+  std::remove(path.c_str());
 }
 
 TEST(PipelinePlan, JsonErrorsNameTheFileAndField) {
