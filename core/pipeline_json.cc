@@ -102,7 +102,7 @@ std::string PipelinePlanToJson(const PipelinePlan& plan, const Graph& graph, con
 
 Expected<PipelinePlan> PipelinePlanFromJson(const std::string& text, const std::string& source, const Graph& graph,
                                             const Topology& topology) {
-  Expected<PipelinePlan> parsed = CatchInputErrors<PipelinePlan>([&]() {
+  return CatchInputErrors<PipelinePlan>([&]() {
     nlohmann::json doc = ParseJson(text, source);
     JsonObject root(doc, source, "");
     if (root.string("format") != kFormat) root.fail("format", std::string("expected \"") + kFormat + "\"");
@@ -122,18 +122,15 @@ Expected<PipelinePlan> PipelinePlanFromJson(const std::string& text, const std::
           ReadStage(stages[s], source, "pipeline.stages[" + std::to_string(s) + "]", graph, topology));
     pipeline.finish();
     root.finish();
+    if (Status st = ValidatePipelinePlan(plan, graph, topology); !st.ok())
+      throw InputError(source + ": " + st.error().message);
     return plan;
   });
-  if (!parsed.ok()) return parsed;
-  if (Status st = ValidatePipelinePlan(*parsed, graph, topology); !st.ok())
-    return Error{source + ": " + st.error().message};
-  return parsed;
 }
 
 Expected<PipelinePlan> ReadPipelinePlanFile(const std::string& path, const Graph& graph, const Topology& topology) {
-  Expected<std::string> text = ReadFile(path);
-  if (!text.ok()) return text.error();
-  return PipelinePlanFromJson(*text, path, graph, topology);
+  const Expected<std::string> text = ReadFile(path);
+  return text.ok() ? PipelinePlanFromJson(*text, path, graph, topology) : Expected<PipelinePlan>(text.error());
 }
 
 Status WritePipelinePlanFile(const PipelinePlan& plan, const Graph& graph, const Topology& topology,

@@ -62,22 +62,19 @@ Expected<std::string> PipelineChromeTraceJson(const PipelineResult& result, cons
                       {"tid", on_device ? t.resource : t.resource - devices},
                       {"args", std::move(args)}});
   }
-  nlohmann::json doc = {{"traceEvents", std::move(events)},
-                        {"displayTimeUnit", "ms"},
-                        {"otherData",
-                         {{"topology", topology.name()},
-                          {"schedule", std::string(ToString(plan.schedule))},
-                          {"microbatches", plan.microbatches},
-                          {"step_time_s", result.sim.step_time},
-                          {"bubble_fraction", result.bubble_fraction}}}};
-  return doc.dump() + "\n";
+  const nlohmann::json about = {{"topology", topology.name()},
+                                {"schedule", std::string(ToString(plan.schedule))},
+                                {"microbatches", plan.microbatches},
+                                {"step_time_s", result.sim.step_time},
+                                {"bubble_fraction", result.bubble_fraction}};
+  return nlohmann::json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}, {"otherData", about}}.dump() +
+         "\n";
 }
 
 Status WritePipelineChromeTrace(const PipelineResult& result, const PipelinePlan& plan, const Topology& topology,
                                 const std::string& path) {
-  Expected<std::string> text = PipelineChromeTraceJson(result, plan, topology);
-  if (!text) return text.error();
-  return WriteFileAtomic(path, *text);
+  const Expected<std::string> text = PipelineChromeTraceJson(result, plan, topology);
+  return text.ok() ? WriteFileAtomic(path, *text) : Status(text.error());
 }
 
 }  // namespace devplace

@@ -10,33 +10,40 @@
 namespace devplace {
 namespace {
 
-struct Fixture {
-  Graph graph;
-  Topology topology;
-};
-
 // A training chain a -> b -> c -> d (layers "in", "mid", "mid", "out"; sample dimension 8) on four devices.
-Fixture Make() {
-  GraphBuilder g("chain");
-  const char* layers[] = {"in", "mid", "mid", "out"};
-  OpId prev = -1;
-  for (int i = 0; i < 4; ++i) {
-    Op op{.name = std::string(1, static_cast<char>('a' + i)), .type = "matmul", .layer = layers[i],
-          .shape = {8, 4}, .param_bytes = 64, .flops = 100};
-    op.dims = {PartitionDim{DimKind::kSample, 0, 0, 8}};
-    const OpId id = g.add_op(op);
-    if (prev >= 0) g.add_edge(prev, id);
-    prev = id;
+class PipelinePlanTest : public ::testing::Test {
+ protected:
+  PipelinePlanTest() {
+    TopologyBuilder t("four");
+    for (int i = 0; i < 4; ++i)
+      t.add_device(Device{.name = "gpu" + std::to_string(i), .kind = "gpu", .peak_flops_f32 = 1e12,
+                          .memory_bandwidth = 1e11, .memory_bytes = 1 << 30});
+    for (int i = 0; i < 4; ++i)
+      for (int j = i + 1; j < 4; ++j) t.add_bidirectional_link(i, j, 1e10, 1e-6, "nvlink");
+    GraphBuilder g("chain");
+    const char* layers[] = {"in", "mid", "mid", "out"};
+    OpId prev = -1;
+    for (int i = 0; i < 4; ++i) {
+      Op op{.name = std::string(1, static_cast<char>('a' + i)), .type = "matmul", .layer = layers[i],
+            .shape = {8, 4}, .param_bytes = 64, .flops = 100};
+      op.dims = {PartitionDim{DimKind::kSample, 0, 0, 8}};
+      const OpId id = g.add_op(op);
+      if (prev >= 0) g.add_edge(prev, id);
+      prev = id;
+    }
+    graph_ = DeriveTrainingGraph(std::move(g).Build().value()).value();
+    topology_ = std::move(t).Build().value();
   }
-  TopologyBuilder t("four");
-  for (int i = 0; i < 4; ++i)
-    t.add_device(Device{.name = "gpu" + std::to_string(i), .kind = "gpu", .peak_flops_f32 = 1e12,
-                        .memory_bandwidth = 1e11, .memory_bytes = 1 << 30});
-  for (int i = 0; i < 4; ++i)
-    for (int j = i + 1; j < 4; ++j) t.add_bidirectional_link(i, j, 1e10, 1e-6, "nvlink");
-  Graph forward = std::move(g).Build().value();
-  return {DeriveTrainingGraph(forward).value(), std::move(t).Build().value()};
-}
+
+  // ValidatePipelinePlan's message ("" when valid).
+  std::string Validate(const PipelinePlan& plan) const {
+    const Status s = ValidatePipelinePlan(plan, graph_, topology_);
+    return s.ok() ? "" : s.error().message;
+  }
+
+  Graph graph_;
+  Topology topology_;
+};
 
 // Two stages: ops a..b on gpu0 and gpu1, ops c..d on gpu2.
 PipelinePlan TwoStages(const Graph& graph) {
@@ -48,84 +55,75 @@ PipelinePlan TwoStages(const Graph& graph) {
   return plan;
 }
 
-std::string Validate(const PipelinePlan& plan, const Fixture& f) {
-  const Status s = ValidatePipelinePlan(plan, f.graph, f.topology);
-  return s.ok() ? "" : s.error().message;
-}
-
-TEST(PipelinePlan, AssignsForwardOpsByRangeAndTheRestByTheirForwardOp) {
-  const Fixture f = Make();
-  const PipelinePlan plan = TwoStages(f.graph);
-  EXPECT_EQ(Validate(plan, f), "");
-  const std::vector<int32_t> stage_of = AssignStages(plan, f.graph).value();
-  for (const char* name : {"a", "b", "b/grad", "b/update"}) EXPECT_EQ(stage_of[f.graph.find(name)], 0) << name;
-  for (const char* name : {"c", "d", "c/grad", "d/update"}) EXPECT_EQ(stage_of[f.graph.find(name)], 1) << name;
+TEST_F(PipelinePlanTest, AssignsForwardOpsByRangeAndTheRestByTheirForwardOp) {
+  const PipelinePlan plan = TwoStages(graph_);
+  EXPECT_EQ(Validate(plan), "");
+  const std::vector<int32_t> stage_of = AssignStages(plan, graph_).value();
+  for (const char* name : {"a", "b", "b/grad", "b/update"}) EXPECT_EQ(stage_of[graph_.find(name)], 0) << name;
+  for (const char* name : {"c", "d", "c/grad", "d/update"}) EXPECT_EQ(stage_of[graph_.find(name)], 1) << name;
   PipelinePlan by_layers = plan;
   by_layers.stages[0].ops = {StageOps::Kind::kLayerRange, -1, -1, "in", "mid"};
   by_layers.stages[1].ops = {StageOps::Kind::kLayerRange, -1, -1, "out", "out"};
-  EXPECT_EQ(ForwardLayerOrder(f.graph), (std::vector<std::string>{"in", "mid", "out"}));
-  const std::vector<int32_t> by_layer = AssignStages(by_layers, f.graph).value();
-  EXPECT_EQ(by_layer[f.graph.find("c")], 0);
-  EXPECT_EQ(by_layer[f.graph.find("d")], 1);
+  EXPECT_EQ(ForwardLayerOrder(graph_), (std::vector<std::string>{"in", "mid", "out"}));
+  const std::vector<int32_t> by_layer = AssignStages(by_layers, graph_).value();
+  EXPECT_EQ(by_layer[graph_.find("c")], 0);
+  EXPECT_EQ(by_layer[graph_.find("d")], 1);
 }
 
-TEST(PipelinePlan, ValidationErrorsNameTheStage) {
-  const Fixture f = Make();
-  PipelinePlan plan = TwoStages(f.graph);
+TEST_F(PipelinePlanTest, ValidationErrorsNameTheStage) {
+  PipelinePlan plan = TwoStages(graph_);
   plan.stages[1].devices = {1};
-  EXPECT_EQ(Validate(plan, f), "stage 'back': device 'gpu1' is already used by stage 'front'");
-  plan = TwoStages(f.graph);
+  EXPECT_EQ(Validate(plan), "stage 'back': device 'gpu1' is already used by stage 'front'");
+  plan = TwoStages(graph_);
   plan.stages[0].shape = {3};
-  EXPECT_EQ(Validate(plan, f), "stage 'front': shape has 3 places but 2 devices are given");
-  plan = TwoStages(f.graph);
-  plan.stages[1].ops.first_op = f.graph.find("b");
-  EXPECT_EQ(Validate(plan, f), "stage 'back': op 'b' is also in stage 'front'");
-  plan = TwoStages(f.graph);
-  plan.stages[1].ops.first_op = f.graph.find("d");
-  EXPECT_EQ(Validate(plan, f), "op 'c': is in no pipeline stage");
-  plan = TwoStages(f.graph);
+  EXPECT_EQ(Validate(plan), "stage 'front': shape has 3 places but 2 devices are given");
+  plan = TwoStages(graph_);
+  plan.stages[1].ops.first_op = graph_.find("b");
+  EXPECT_EQ(Validate(plan), "stage 'back': op 'b' is also in stage 'front'");
+  plan = TwoStages(graph_);
+  plan.stages[1].ops.first_op = graph_.find("d");
+  EXPECT_EQ(Validate(plan), "op 'c': is in no pipeline stage");
+  plan = TwoStages(graph_);
   std::swap(plan.stages[0].ops, plan.stages[1].ops);
-  EXPECT_EQ(Validate(plan, f), "stage 'front': op 'c' reads 'b' of stage 'back' (stages must follow the data flow)");
-  plan = TwoStages(f.graph);
-  plan.stages[0].ops.last_op = f.graph.find("b/grad");
-  EXPECT_EQ(Validate(plan, f), "stage 'front': op range ends at 'b/grad', which is not a forward op");
-  plan = TwoStages(f.graph);
+  EXPECT_EQ(Validate(plan), "stage 'front': op 'c' reads 'b' of stage 'back' (stages must follow the data flow)");
+  plan = TwoStages(graph_);
+  plan.stages[0].ops.last_op = graph_.find("b/grad");
+  EXPECT_EQ(Validate(plan), "stage 'front': op range ends at 'b/grad', which is not a forward op");
+  plan = TwoStages(graph_);
   plan.microbatches = 8;  // 8 micro-batches x 2 devices > the batch of 8
-  EXPECT_EQ(Validate(plan, f),
+  EXPECT_EQ(Validate(plan),
             "stage 'front': 8 micro-batches x 2 devices exceed the batch (8, the graph's largest sample dimension)");
   plan.microbatches = 0;
-  EXPECT_EQ(Validate(plan, f), "microbatches: must be in [1, 65536], got 0");
-  plan = TwoStages(f.graph);
+  EXPECT_EQ(Validate(plan), "microbatches: must be in [1, 65536], got 0");
+  plan = TwoStages(graph_);
   plan.stages[1].ops = {StageOps::Kind::kLayerRange, -1, -1, "out", "head"};
-  EXPECT_EQ(Validate(plan, f), "stage 'back': no forward op has layer 'head' in graph 'chain'");
+  EXPECT_EQ(Validate(plan), "stage 'back': no forward op has layer 'head' in graph 'chain'");
 }
 
-TEST(PipelinePlan, JsonRoundTripsAndIsDetectedAsThePipelineForm) {
-  const Fixture f = Make();
-  PipelinePlan plan = TwoStages(f.graph);
+TEST_F(PipelinePlanTest, JsonRoundTripsAndIsDetectedAsThePipelineForm) {
+  PipelinePlan plan = TwoStages(graph_);
   plan.delay_weight_gradients = true;
   plan.stages[1].ops = {StageOps::Kind::kLayerRange, -1, -1, "out", "out"};
-  plan.stages[0].ops.last_op = f.graph.find("c");
-  const std::string text = PipelinePlanToJson(plan, f.graph, f.topology);
+  plan.stages[0].ops.last_op = graph_.find("c");
+  const std::string text = PipelinePlanToJson(plan, graph_, topology_);
   EXPECT_EQ(DetectStrategyForm(text, "p.json").value(), StrategyForm::kPipeline);
   EXPECT_EQ(DetectStrategyForm(R"({"format": "devplace.strategy", "ops": []})", "p.json").value(),
             StrategyForm::kOps);
   EXPECT_FALSE(DetectStrategyForm("[1]", "p.json").ok());
-  const Expected<PipelinePlan> back = PipelinePlanFromJson(text, "p.json", f.graph, f.topology);
+  const Expected<PipelinePlan> back = PipelinePlanFromJson(text, "p.json", graph_, topology_);
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, plan);
   const std::string path = ::testing::TempDir() + "devplace_pipeline_test.json";
-  ASSERT_TRUE(WritePipelinePlanFile(plan, f.graph, f.topology, path).ok());
+  ASSERT_TRUE(WritePipelinePlanFile(plan, graph_, topology_, path).ok());
   EXPECT_EQ(DetectStrategyFileForm(path).value(), StrategyForm::kPipeline);
-  EXPECT_EQ(ReadPipelinePlanFile(path, f.graph, f.topology).value(), plan);
+  EXPECT_EQ(ReadPipelinePlanFile(path, graph_, topology_).value(), plan);
   std::remove(path.c_str());
 }
 
-TEST(PipelinePlan, JsonErrorsNameTheFileAndField) {
-  const Fixture f = Make();
+TEST_F(PipelinePlanTest, JsonErrorsNameTheFileAndField) {
   auto error = [&](const std::string& pipeline) {
     const std::string text = R"({"format": "devplace.strategy", "version": 1, "pipeline": )" + pipeline + "}";
-    const Expected<PipelinePlan> p = PipelinePlanFromJson(text, "p.json", f.graph, f.topology);
+    const Expected<PipelinePlan> p = PipelinePlanFromJson(text, "p.json", graph_, topology_);
     return p.ok() ? std::string() : p.error().message;
   };
   const std::string stage0 = R"({"name": "s", "ops": {"first": "a", "last": "d"}, "devices": ["gpu0"]})";
