@@ -9,7 +9,7 @@ packages=(
   libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   libcli11-dev libspdlog-dev libfmt-dev
   libscotch-dev libmetis-dev gnuplot-nox
-  libonnx-dev libprotobuf-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler zlib1g-dev
 )
 
 missing=()

@@ -1,5 +1,8 @@
-// ImportModelFile: reads a file and dispatches on its content (JSON text: Chakra trace; otherwise ONNX).
+// ImportModelFile: reads a file, inflates gzip, and dispatches on its content (JSON text: a trace; a .et name: a
+// binary Chakra trace; otherwise ONNX).
 #include <filesystem>
+
+#include <zlib.h>
 
 #include "core/atomic_file.h"
 #include "datasets/import/importers.h"
@@ -8,11 +11,43 @@ namespace devplace {
 
 namespace {
 
+// Inflated files larger than this are refused (a guard against decompression bombs).
+constexpr size_t kMaxInflatedBytes = size_t{4} << 30;
+
 // The first byte that is not white space, or 0.
 char FirstSignificant(const std::string& text) {
   for (char c : text)
     if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return c;
   return 0;
+}
+
+bool IsGzip(const std::string& bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+// The inflated content of a gzip file (concatenated members included).
+Expected<std::string> Gunzip(const std::string& bytes, const std::string& path) {
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 32) != Z_OK) return Error{path + ": gzip: cannot initialise zlib"};
+  std::string out;
+  char buffer[1 << 16];
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  z.avail_in = static_cast<uInt>(bytes.size());
+  int rc = Z_OK;
+  while (true) {
+    z.next_out = reinterpret_cast<Bytef*>(buffer);
+    z.avail_out = sizeof(buffer);
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buffer, sizeof(buffer) - z.avail_out);
+    if (out.size() > kMaxInflatedBytes) rc = Z_MEM_ERROR;
+    if (rc == Z_STREAM_END && z.avail_in > 0) rc = inflateReset(&z);  // another gzip member follows
+    else if (rc == Z_STREAM_END) break;
+    if (rc != Z_OK || (z.avail_in == 0 && z.avail_out != 0)) break;
+  }
+  inflateEnd(&z);
+  if (rc == Z_STREAM_END) return out;
+  if (rc == Z_MEM_ERROR) return Error{path + ": gzip: inflates to more than 4 GiB"};
+  return Error{path + ": gzip: corrupt or truncated compressed data"};
 }
 
 }  // namespace
@@ -21,14 +56,21 @@ Expected<ImportResult> ImportModelFile(const std::string& path, const ImportOpti
   Expected<std::string> text = ReadFile(path);
   if (!text.ok()) return text.error();
   if (text->empty()) return Error{path + ": the file is empty"};
-  const std::string name = std::filesystem::path(path).stem().string();
+  std::filesystem::path name(path);
+  if (IsGzip(*text)) {
+    text = Gunzip(*text, path);
+    if (!text.ok()) return text.error();
+    if (text->empty()) return Error{path + ": the file is empty once inflated"};
+    if (name.extension() == ".gz") name = name.stem();
+  }
+  std::string stem = name.stem().string();
+  if (name.extension() == ".json" && std::filesystem::path(stem).extension() == ".et") stem = std::filesystem::path(stem).stem().string();
   const char first = FirstSignificant(*text);
-  if (first == '{' || first == '[') return ImportChakraTrace(*text, path, name, options);
-  const std::string ext = std::filesystem::path(path).extension().string();
-  if (ext == ".json") return Error{path + ": not a JSON document (a Chakra trace starts with '{' or '[')"};
-  if (ext == ".et")
-    return Error{path + ": binary Chakra traces are not read: convert them to JSON with chakra_jsonizer first"};
-  return ImportOnnxModel(*text, path, name.empty() ? "model" : name, options);
+  if (first == '{' || first == '[') return ImportChakraTrace(*text, path, stem, options);
+  const std::string ext = name.extension().string();
+  if (ext == ".json") return Error{path + ": not a JSON document (a trace starts with '{' or '[')"};
+  if (ext == ".et") return ImportChakraBinaryTrace(*text, path, stem, options);
+  return ImportOnnxModel(*text, path, stem.empty() ? "model" : stem, options);
 }
 
 }  // namespace devplace
