@@ -149,7 +149,7 @@ Status SetInputDims(onnx::GraphProto* g, const std::set<std::string>& data, cons
     if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape())
       return Error{where + ": has no tensor shape"};
     if (ElementBytes(in.type().tensor_type().elem_type()) == 0)
-      return Error{where + ": element type " + std::to_string(in.type().tensor_type().elem_type()) +
+      return Error{where + ": element type " + ElementTypeName(in.type().tensor_type().elem_type()) +
                    " is not supported"};
     auto* dims = in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim();
     for (int d = 0; d < dims->size(); ++d) {
@@ -236,12 +236,27 @@ const TensorInfo* GraphAssembler::Info(const std::string& name) const {
 
 Status GraphAssembler::Require(const std::string& tensor, const onnx::NodeProto& node) const {
   const TensorInfo* info = Info(tensor);
-  if (!info || !info->is_static())
+  if (!info || !info->is_static()) {
+    const std::string& op = node.op_type();
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      return Error{source_ + ": " + Describe(node) + " is from the custom domain '" + node.domain() +
+                   "': ONNX cannot infer the shape of its output '" + tensor + "', so devplace cannot import it"};
+    if (op.find("Sequence") != std::string::npos || op == "Optional" || op == "OptionalGetElement")
+      return Error{source_ + ": " + Describe(node) + ": sequence and optional values are not supported (tensor '" +
+                   tensor + "')"};
+    for (int i = 1; i < node.input_size(); ++i) {  // a shape operand computed at run time from the data
+      const TensorInfo* in = Info(node.input(i));
+      if (in && (in->elem_type == onnx::TensorProto_DataType_INT64 || in->elem_type == onnx::TensorProto_DataType_INT32) &&
+          (data_inputs_.count(node.input(i)) || op_of_.count(node.input(i))))
+        return Error{source_ + ": the shape of tensor '" + tensor + "' (at " + Describe(node) +
+                     ") depends on the values of its input '" + node.input(i) + "', known only at run time"};
+    }
     return Error{source_ + ": shape inference failed: the shape of tensor '" + tensor + "' (at " + Describe(node) +
                  ") is unknown"};
+  }
   if (ElementBytes(info->elem_type) == 0)
     return Error{source_ + ": tensor '" + tensor + "' (at " + Describe(node) + ") has element type " +
-                 std::to_string(info->elem_type) + ", which is not supported"};
+                 ElementTypeName(info->elem_type) + ", which is not supported"};
   return Status::Ok();
 }
 
@@ -303,7 +318,19 @@ void GraphAssembler::FoldNode(const onnx::NodeProto& node) {
   for (const std::string& in : node.input())
     if (!in.empty())
       for (std::string& s : Sources(in)) merged.insert(std::move(s));
-  if (merged.empty()) return;
+  if (merged.empty()) {
+    // A float constant generated in the graph (Constant, ConstantOfShape: ONNX's "light" models replace every
+    // initializer so) and read at a weight slot is a weight of its own.
+    if (node.op_type() != "Constant" && node.op_type() != "ConstantOfShape") return;
+    for (const std::string& out : node.output()) {
+      const TensorInfo* info = Info(out);
+      auto uses = t_.uses.find(out);
+      if (!info || !IsFloatType(info->elem_type) || uses == t_.uses.end()) continue;
+      for (auto [user, slot] : uses->second)
+        if (IsWeightSlot(g_.node(user).op_type(), slot)) sources_[out] = {out};
+    }
+    return;
+  }
   for (const std::string& out : node.output())
     if (!out.empty()) sources_[out].assign(merged.begin(), merged.end());
 }

@@ -1,5 +1,6 @@
 // Shape inference for the ONNX importer: ONNX's own InferShapes, alternated with the constant evaluator until
 // every shape computation that can be folded has been (see InferShapes in onnx_internal.h).
+#include <algorithm>
 #include <exception>
 
 #include <onnx/defs/schema.h>
@@ -31,13 +32,18 @@ onnx::ModelProto WorkingModel(const onnx::ModelProto& model, const std::vector<i
                               const std::vector<char>& folded, const ValueMap& values,
                               const std::vector<std::string>& folded_outputs) {
   onnx::ModelProto work;
-  work.set_ir_version(model.ir_version());
+  // IR 3 lists every initializer among the graph inputs and makes ONNX's inference ignore initializers that are
+  // not: the working model drops those inputs (initializers are constants here) and says IR 4 at least.
+  work.set_ir_version(std::max<int64_t>(model.ir_version(), 4));
   *work.mutable_opset_import() = model.opset_import();
   *work.mutable_functions() = model.functions();
   const onnx::GraphProto& g = model.graph();
   onnx::GraphProto* w = work.mutable_graph();
   w->set_name(g.name());
-  *w->mutable_input() = g.input();
+  std::unordered_set<std::string> initializers;
+  for (const auto& t : g.initializer()) initializers.insert(t.name());
+  for (const auto& in : g.input())
+    if (!initializers.count(in.name())) *w->add_input() = in;
   *w->mutable_output() = g.output();
   for (const auto& t : g.initializer()) {
     onnx::TensorProto* copy = w->add_initializer();

@@ -46,6 +46,8 @@ using InfoMap = std::unordered_map<std::string, TensorInfo>;
 bool IsIntegralType(int32_t elem_type);
 // Size in bytes of one element, or 0 for types devplace cannot size (strings, complex, unknown).
 int64_t ElementBytes(int32_t elem_type);
+// ONNX's name of an element type ("STRING", "FLOAT16"), or "unknown (N)".
+std::string ElementTypeName(int32_t elem_type);
 // The devplace dtype with the same element size (and kind where one exists). Precondition: ElementBytes > 0.
 DType ToDType(int32_t elem_type);
 

@@ -65,6 +65,11 @@ bool IsIntegralType(int32_t t) {
   }
 }
 
+std::string ElementTypeName(int32_t elem_type) {
+  if (!onnx::TensorProto_DataType_IsValid(elem_type)) return "unknown (" + std::to_string(elem_type) + ")";
+  return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(elem_type));
+}
+
 int64_t ElementBytes(int32_t t) {
   switch (t) {
     case onnx::TensorProto_DataType_UINT8:

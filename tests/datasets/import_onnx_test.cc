@@ -326,6 +326,37 @@ TEST(ImportOnnx, SymbolicDimsNeedSizes) {
   EXPECT_EQ(g.op(1).shape, (std::vector<int64_t>{2, 7}));
 }
 
+// IR 3 (ONNX's "light" models): initializers are also graph inputs, and every float initializer is replaced by a
+// ConstantOfShape; they are constants, inference sees through them, and the generated weights are parameters:
+// ResNet-50 has PyTorch's 25,557,032 and bvlc AlexNet Caffe's 60,965,224.
+TEST(ImportOnnx, Ir3InitializerInputsAreConstants) {
+  const std::string dir = std::string(DEVPLACE_SOURCE_DIR) + "/tests/data/real/onnx/";
+  ImportOptions forward{.derive_training = false};
+  Expected<ImportResult> resnet = ImportModelFile(dir + "light_resnet50.onnx", forward);
+  ASSERT_TRUE(resnet.ok()) << resnet.error().message;
+  EXPECT_EQ(resnet->graph.total_param_bytes(), 4 * 25557032);
+  EXPECT_NEAR(resnet->graph.total_flops(), 8.2e9, 0.2e9);  // 4.1 GMACs
+  Expected<ImportResult> alexnet = ImportModelFile(dir + "light_bvlc_alexnet.onnx", forward);
+  ASSERT_TRUE(alexnet.ok()) << alexnet.error().message;
+  EXPECT_EQ(alexnet->graph.total_param_bytes(), 4 * 60965224);
+}
+
+// Unsupported constructs name themselves in one line: string tensors by their type name, sequences, custom
+// domains, shapes known only at run time.
+TEST(ImportOnnx, UnsupportedConstructsSayWhat) {
+  const std::string dir = std::string(DEVPLACE_SOURCE_DIR) + "/tests/data/real/onnx/";
+  for (const auto& [file, fragment] :
+       {std::pair{"simple_test_strnorm_model_monday_empty_output.onnx", "element type STRING is not supported"},
+        {"simple_test_sequence_model2.onnx", "(SequenceConstruct): sequence and optional values are not supported"},
+        {"simple_test_gradient_of_add.onnx", "custom domain 'ai.onnx.preview.training'"},
+        {"simple_test_expand_shape_model1.onnx", "depends on the values of its input 'shape'"}}) {
+    Expected<ImportResult> r = ImportModelFile(dir + file);
+    ASSERT_FALSE(r.ok()) << file;
+    EXPECT_EQ(r.error().message.find('\n'), std::string::npos);
+    EXPECT_NE(r.error().message.find(fragment), std::string::npos) << r.error().message;
+  }
+}
+
 TEST(ImportModelFile, DispatchesOnContent) {
   Expected<ImportResult> missing = ImportModelFile("/nonexistent/model.onnx");
   ASSERT_FALSE(missing.ok());
