@@ -70,7 +70,9 @@ Expected<ImportResult> ImportModelFile(const std::string& path, const ImportOpti
   const std::string ext = name.extension().string();
   if (ext == ".json") return Error{path + ": not a JSON document (a trace starts with '{' or '[')"};
   if (ext == ".et") return ImportChakraBinaryTrace(*text, path, stem, options);
-  return ImportOnnxModel(*text, path, stem.empty() ? "model" : stem, options);
+  ImportOptions onnx_options = options;
+  if (onnx_options.model_dir.empty()) onnx_options.model_dir = std::filesystem::path(path).parent_path().string();
+  return ImportOnnxModel(*text, path, stem.empty() ? "model" : stem, onnx_options);
 }
 
 }  // namespace devplace

@@ -24,6 +24,9 @@ struct ImportOptions {
   int64_t batch = 0;
   // ONNX: sizes of other symbolic input dimensions, by their dim_param name (e.g. {"seq": 128}).
   std::map<std::string, int64_t> dims;
+  // ONNX: the directory that external data locations are relative to (ImportModelFile sets the model file's
+  // directory; empty means the working directory).
+  std::string model_dir;
   // ONNX: return the training graph (DeriveTrainingGraph of the imported forward graph) rather than the
   // forward graph. Chakra traces are already whole training steps and are never derived.
   bool derive_training = true;

@@ -8,8 +8,6 @@
 #include <queue>
 #include <set>
 
-#include <onnx/checker.h>
-
 #include "datasets/import/importers.h"
 #include "datasets/import/one_line.h"
 #include "datasets/import/onnx_internal.h"
@@ -19,7 +17,6 @@ namespace devplace {
 namespace {
 
 using namespace onnx_import;  // NOLINT: the importer's own internals
-using import_detail::OneLine;
 
 // Tensors of the graph and who produces and consumes them.
 struct Tensors {
@@ -474,11 +471,7 @@ Expected<ImportResult> Import(std::string_view bytes, const std::string& source,
   onnx::GraphProto* g = model.mutable_graph();
   Tensors tensors;
   if (Status s = SortAndIndex(g, source, &tensors); !s.ok()) return s.error();
-  try {
-    onnx::checker::check_model(model);
-  } catch (const std::exception& e) {
-    return Error{source + ": invalid ONNX model: " + OneLine(e.what())};
-  }
+  if (Status s = PrepareAndCheck(&model, options.model_dir, source); !s.ok()) return s.error();
   const std::set<std::string> data_inputs = DataInputs(*g, tensors);
   if (data_inputs.empty()) return Error{source + ": the model has no data input"};
   if (Status s = SetInputDims(g, data_inputs, options, source, &result.warnings); !s.ok()) return s.error();

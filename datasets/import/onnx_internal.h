@@ -51,6 +51,11 @@ std::string ElementTypeName(int32_t elem_type);
 // The devplace dtype with the same element size (and kind where one exists). Precondition: ElementBytes > 0.
 DType ToDType(int32_t elem_type);
 
+// Reads the external data of small initializers (those the evaluator may fold) from files relative to
+// `model_dir` (empty: the working directory), then runs ONNX's checker with that directory. Errors name the
+// tensor and the file.
+Status PrepareAndCheck(onnx::ModelProto* model, const std::string& model_dir, const std::string& source);
+
 // Reads an initializer or Constant tensor. Returns false (no error) when it is too large to fold or of a type
 // the evaluator does not handle; an Error when the tensor is malformed (data size inconsistent with dims).
 Expected<bool> ReadTensor(const onnx::TensorProto& tensor, const std::string& source, ConstValue* out);

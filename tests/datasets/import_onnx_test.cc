@@ -357,6 +357,30 @@ TEST(ImportOnnx, UnsupportedConstructsSayWhat) {
   }
 }
 
+// External data is resolved against the model file's directory, whatever the working directory: the Reshape
+// target lives in model_ext.data and must be read to fold. tests/datasets/onnx_external/ was written by
+// python3-onnx 1.12: Conv(x[1,3,8,8], W[8,3,3,3]) -> Reshape(shape=[1,-1]), saved with
+// onnx.save_model(m, "model_ext.onnx", save_as_external_data=True, location="model_ext.data", size_threshold=0).
+TEST(ImportOnnx, ExternalDataRelativeToTheModelFile) {
+  const std::string dir = std::string(DEVPLACE_SOURCE_DIR) + "/tests/datasets/onnx_external";
+  ImportOptions forward{.derive_training = false};
+  Expected<ImportResult> r = ImportModelFile(dir + "/model_ext.onnx", forward);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Graph& g = r->graph;
+  EXPECT_EQ(g.op(g.num_ops() - 1).shape, (std::vector<int64_t>{1, 8 * 6 * 6}));
+  EXPECT_EQ(g.total_param_bytes(), 8 * 3 * 3 * 3 * 4);
+  // In memory, the directory comes from the options; without it the working directory is searched, and the
+  // error names the tensor and the file.
+  const std::string bytes = ReadFile(dir + "/model_ext.onnx").value();
+  forward.model_dir = dir;
+  EXPECT_TRUE(ImportOnnxModel(bytes, "m.onnx", "m", forward).ok());
+  forward.model_dir = "/nonexistent";
+  Expected<ImportResult> missing = ImportOnnxModel(bytes, "m.onnx", "m", forward);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("m.onnx: tensor 'W': external data 'model_ext.data': cannot open /nonexistent/model_ext.data"), std::string::npos)
+      << missing.error().message;
+}
+
 TEST(ImportModelFile, DispatchesOnContent) {
   Expected<ImportResult> missing = ImportModelFile("/nonexistent/model.onnx");
   ASSERT_FALSE(missing.ok());
