@@ -1,6 +1,8 @@
-// `devplace graph import FILE [--batch B] [--dim NAME=N]... [--forward-only] -o G.json` for ONNX models, and
-// `devplace graph import TRACE.json --device-kind K -o G.json [--costs C.json]` for Chakra traces, whose recorded
-// runtimes are written as a profiled cost table beside the graph (G.costs.json unless --costs says otherwise).
+// `devplace graph import FILE [--batch B] [--dim NAME=N]... [--forward-only] -o G.json` for ONNX models and PyTorch
+// execution traces, and `devplace graph import TRACE --device-kind K -o G.json [--costs C.json]` for traces with
+// recorded runtimes (Chakra JSON or .et, Kineto), which are written as a profiled cost table beside the graph
+// (G.costs.json unless --costs says otherwise). Gzipped files are read directly.
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <tuple>
@@ -53,15 +55,20 @@ void RegisterGraphImportCommand(CLI::App& graph, CommandContext& ctx) {
     bool forward_only = false, json = false;
   };
   auto opts = std::make_shared<Options>();
-  CLI::App* cmd = graph.add_subcommand("import", "Import an ONNX model or a Chakra execution trace (JSON) as a graph");
-  cmd->add_option("file", opts->input, "Model file: .onnx, or a Chakra trace in JSON")->required();
+  CLI::App* cmd = graph.add_subcommand(
+      "import", "Import an ONNX model or an execution trace (Chakra JSON or .et, PyTorch, Kineto) as a graph");
+  cmd->add_option("file", opts->input,
+                  "Model file: .onnx, or a trace: Chakra JSON or .et, PyTorch execution trace, Kineto (also .gz)")
+      ->required();
   cmd->add_option("--batch", opts->batch, "ONNX: batch size of the data inputs (default: the model's, 1 if symbolic)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--dim", opts->dims, "ONNX: size of another symbolic input dimension, NAME=N (repeatable)");
   cmd->add_flag("--forward-only", opts->forward_only, "ONNX: write the forward graph, not the training graph");
   cmd->add_option("--device-kind", opts->device_kind,
-                  "Chakra: kind of the devices the trace was recorded on, as the topology names it (e.g. v100)");
-  cmd->add_option("--costs", opts->costs, "Chakra: where to write the profiled cost table (default: G.costs.json)");
+                  "Timed traces (Chakra, Kineto): kind of the devices the trace was recorded on, as the topology "
+                  "names it (e.g. v100)");
+  cmd->add_option("--costs", opts->costs,
+                  "Timed traces: where to write the profiled cost table (default: G.costs.json)");
   cmd->add_option("-o,--output", opts->output, "Output graph JSON file")->required();
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
   cmd->callback([opts, &ctx]() {
@@ -83,13 +90,15 @@ void RegisterGraphImportCommand(CLI::App& graph, CommandContext& ctx) {
     }
     ImportResult r = Unwrap(ImportModelFile(opts->input, options));
     std::string costs_path;
-    if (r.format == "chakra") {
+    const bool timed = std::any_of(r.measured_seconds.begin(), r.measured_seconds.end(), [](double t) { return t > 0; });
+    if (timed) {
       if (opts->device_kind.empty())
-        throw CliError(opts->input + ": a Chakra trace needs --device-kind (the kind of the devices it was recorded "
-                                     "on, as the topology names them, e.g. v100)");
+        throw CliError(opts->input + ": a trace with recorded runtimes needs --device-kind (the kind of the devices "
+                                     "it was recorded on, as the topology names them, e.g. v100)");
       costs_path = opts->costs.empty() ? CostsPathFor(opts->output) : opts->costs;
     } else if (!opts->costs.empty() || !opts->device_kind.empty()) {
-      throw CliError(opts->input + ": --costs and --device-kind apply to Chakra traces only");
+      throw CliError(opts->input + ": --costs and --device-kind apply to traces with recorded runtimes only (this " +
+                     r.format + " file records none)");
     }
     for (const std::string& w : r.warnings) std::cerr << "warning: " << w << "\n";
     Check(WriteGraphFile(r.graph, opts->output));

@@ -1,4 +1,5 @@
-// libFuzzer target: ImportChakraTrace on arbitrary text must return a graph or a one-line Error, never crash.
+// libFuzzer target: ImportChakraTrace on arbitrary text (Chakra JSON in its layouts, PyTorch execution traces, Kineto
+// traces: it routes all three) must return a graph or a one-line Error, never crash.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -44,8 +44,14 @@ std::string Lower(std::string s) {
 
 Expected<std::vector<json>> ParseJsonDocuments(std::string_view text, const std::string& source) {
   if (!DepthOk(text)) return Error{source + ": invalid JSON: nested deeper than " + std::to_string(kMaxDepth)};
-  std::istringstream in{std::string(text)};
   std::vector<json> docs;
+  // One document (the common case) parses straight from the text; a stream of documents goes through a stream.
+  json single = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!single.is_discarded()) {
+    docs.push_back(std::move(single));
+    return docs;
+  }
+  std::istringstream in{std::string(text)};
   while (true) {
     in >> std::ws;
     if (in.peek() == std::char_traits<char>::eof()) break;
