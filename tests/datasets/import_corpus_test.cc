@@ -30,10 +30,11 @@ std::vector<std::string> CorpusFiles() {
 TEST(ImportCorpus, RealFilesImportOrFailWithOneLine) {
   const std::vector<std::string> files = CorpusFiles();
   ASSERT_GE(files.size(), 30u);
-  int imported = 0;
+  int imported = 0, tried = 0;
   const char* only = std::getenv("DEVPLACE_CORPUS_ONLY");  // a substring of the paths to import (debugging)
   for (const std::string& path : files) {
     if (only && path.find(only) == std::string::npos) continue;
+    ++tried;
     const std::string shown = path.substr(path.find("tests/data/real/") + 16);
     Expected<ImportResult> r = ImportModelFile(path);
     if (r.ok()) {
@@ -51,9 +52,11 @@ TEST(ImportCorpus, RealFilesImportOrFailWithOneLine) {
       std::printf("  FAIL  %-58s %s\n", shown.c_str(), msg.substr(std::min(msg.size(), path.size() + 2)).c_str());
     }
   }
-  const double percent = 100.0 * imported / static_cast<double>(files.size());
-  std::printf("import rate: %d of %zu files (%.1f%%)\n", imported, files.size(), percent);
-  EXPECT_GE(percent, kMinImportedPercent);
+  const double percent = 100.0 * imported / static_cast<double>(tried);
+  std::printf("import rate: %d of %d files (%.1f%%)\n", imported, tried, percent);
+  if (!only) {
+    EXPECT_GE(percent, kMinImportedPercent);
+  }
 }
 
 }  // namespace
