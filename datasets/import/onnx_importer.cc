@@ -470,6 +470,7 @@ Expected<ImportResult> Import(std::string_view bytes, const std::string& source,
   result.format = "onnx";
   onnx::GraphProto* g = model.mutable_graph();
   Tensors tensors;
+  if (Status s = DowngradeToKnownOpset(&model, source, &result.warnings); !s.ok()) return s.error();
   if (Status s = SortAndIndex(g, source, &tensors); !s.ok()) return s.error();
   if (Status s = PrepareAndCheck(&model, options.model_dir, source); !s.ok()) return s.error();
   const std::set<std::string> data_inputs = DataInputs(*g, tensors);

@@ -51,6 +51,12 @@ std::string ElementTypeName(int32_t elem_type);
 // The devplace dtype with the same element size (and kind where one exists). Precondition: ElementBytes > 0.
 DType ToDType(int32_t elem_type);
 
+// Models newer than Debian's libonnx 1.12 (IR > 8, opset > 17): rewrites the nodes whose schemas changed since
+// opset 17 to their opset-17 forms (ReduceX axes from an input back to an attribute, Split's num_outputs, Resize's
+// and Pad's new defaults, Cast's saturate, ...) and says opset 17 and IR 8, with one warning. Errors name the node
+// whose form opset 17 cannot express.
+Status DowngradeToKnownOpset(onnx::ModelProto* model, const std::string& source, std::vector<std::string>* warnings);
+
 // Reads the external data of small initializers (those the evaluator may fold) from files relative to
 // `model_dir` (empty: the working directory), then runs ONNX's checker with that directory. Errors name the
 // tensor and the file.

@@ -381,6 +381,23 @@ TEST(ImportOnnx, ExternalDataRelativeToTheModelFile) {
       << missing.error().message;
 }
 
+// Current exporters write IR 9+ and opset 18+, newer than Debian's libonnx 1.12 (IR 8, opset 17): the nodes whose
+// schemas changed are rewritten to their opset-17 forms. tests/datasets/onnx_opset18/opset18_ir9.onnx is a
+// minimal reproducer written with python3-onnx (Pad -> Conv -> Split(num_outputs=2) -> ReduceMean(axes input)
+// -> Mul -> Resize(antialias=0, keep_aspect_ratio_policy=stretch) -> Cast).
+TEST(ImportOnnx, Opset18AndIr9Models) {
+  ImportOptions forward{.batch = 2, .derive_training = false};
+  Expected<ImportResult> r =
+      ImportModelFile(std::string(DEVPLACE_SOURCE_DIR) + "/tests/datasets/onnx_opset18/opset18_ir9.onnx", forward);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Graph& g = r->graph;
+  EXPECT_EQ(g.op(g.find("mean")).shape, (std::vector<int64_t>{2, 4, 1, 1}));
+  EXPECT_EQ(g.op(g.find("up")).shape, (std::vector<int64_t>{2, 4, 8, 8}));
+  EXPECT_EQ(g.op(g.find("conv")).flops, 2.0 * 2 * 8 * 4 * 4 * (8 * 3 * 3));
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_NE(r->warnings[0].find("IR 9, opset 18 read as IR 8, opset 17"), std::string::npos) << r->warnings[0];
+}
+
 TEST(ImportModelFile, DispatchesOnContent) {
   Expected<ImportResult> missing = ImportModelFile("/nonexistent/model.onnx");
   ASSERT_FALSE(missing.ok());
