@@ -26,11 +26,26 @@ void Record(const onnx::ValueInfoProto& v, InfoMap* infos) {
   (*infos)[v.name()] = std::move(info);
 }
 
+// Axes given to Squeeze nodes that have none (opset < 13 squeezes every extent of 1, which ONNX 1.12's
+// inference of those versions does not follow), by node index.
+using SqueezeAxes = std::unordered_map<int, std::vector<int64_t>>;
+
+// The axes of extent 1 of a Squeeze node without axes (opset < 13) whose input shape is known, or false.
+bool ImplicitSqueezeAxes(const onnx::NodeProto& node, int64_t opset, const InfoMap& infos, std::vector<int64_t>* axes) {
+  if (node.op_type() != "Squeeze" || opset >= 13 || node.input_size() != 1 || HasAttr(node, "axes")) return false;
+  auto it = infos.find(node.input(0));
+  if (it == infos.end() || !it->second.is_static()) return false;
+  axes->clear();
+  for (size_t d = 0; d < it->second.dims.size(); ++d)
+    if (it->second.dims[d] == 1) axes->push_back(static_cast<int64_t>(d));
+  return true;
+}
+
 // The graph given to ONNX's inference: nodes in topological order minus the folded ones, initializers with the
 // data of large tensors dropped (inference only needs their dims), folded values as initializers.
 onnx::ModelProto WorkingModel(const onnx::ModelProto& model, const std::vector<int>& order,
                               const std::vector<char>& folded, const ValueMap& values,
-                              const std::vector<std::string>& folded_outputs) {
+                              const std::vector<std::string>& folded_outputs, const SqueezeAxes& squeeze_axes) {
   onnx::ModelProto work;
   // IR 3 lists every initializer among the graph inputs and makes ONNX's inference ignore initializers that are
   // not: the working model drops those inputs (initializers are constants here) and says IR 4 at least.
@@ -58,8 +73,17 @@ onnx::ModelProto WorkingModel(const onnx::ModelProto& model, const std::vector<i
       *copy = t;
     }
   }
-  for (int i : order)
-    if (!folded[i]) *w->add_node() = g.node(i);
+  for (int i : order) {
+    if (folded[i]) continue;
+    onnx::NodeProto* node = w->add_node();
+    *node = g.node(i);
+    if (auto it = squeeze_axes.find(i); it != squeeze_axes.end()) {
+      onnx::AttributeProto* axes = node->add_attribute();
+      axes->set_name("axes");
+      axes->set_type(onnx::AttributeProto_AttributeType_INTS);
+      for (int64_t a : it->second) axes->add_ints(a);
+    }
+  }
   for (const std::string& name : folded_outputs) *w->add_initializer() = WriteTensor(values.at(name), name);
   return work;
 }
@@ -78,8 +102,12 @@ Status InferShapes(const onnx::ModelProto& model, const std::vector<int>& order,
   }
   std::vector<char> folded(g.node_size(), 0);
   std::vector<std::string> folded_outputs;
+  SqueezeAxes squeeze_axes;
+  int64_t opset = 1;
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   for (int round = 0; round < kMaxRounds; ++round) {
-    onnx::ModelProto work = WorkingModel(model, order, folded, *values, folded_outputs);
+    onnx::ModelProto work = WorkingModel(model, order, folded, *values, folded_outputs, squeeze_axes);
     try {
       onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/1, /*data_prop=*/false);
       onnx::shape_inference::InferShapes(work, onnx::OpSchemaRegistry::Instance(), options);
@@ -99,6 +127,13 @@ Status InferShapes(const onnx::ModelProto& model, const std::vector<int>& order,
       (*infos)[t.name()] = std::move(info);
     }
     bool progress = false;
+    for (int i : order) {
+      std::vector<int64_t> axes;
+      if (!squeeze_axes.count(i) && ImplicitSqueezeAxes(g.node(i), opset, *infos, &axes)) {
+        squeeze_axes[i] = std::move(axes);
+        progress = true;
+      }
+    }
     for (int i : order) {
       if (folded[i] || !foldable.count(i)) continue;
       std::vector<ConstValue> out;

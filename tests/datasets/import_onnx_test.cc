@@ -382,13 +382,13 @@ TEST(ImportOnnx, ExternalDataRelativeToTheModelFile) {
 }
 
 // Current exporters write IR 9+ and opset 18+, newer than Debian's libonnx 1.12 (IR 8, opset 17): the nodes whose
-// schemas changed are rewritten to their opset-17 forms. tests/datasets/onnx_opset18/opset18_ir9.onnx is a
-// minimal reproducer written with python3-onnx (Pad -> Conv -> Split(num_outputs=2) -> ReduceMean(axes input)
-// -> Mul -> Resize(antialias=0, keep_aspect_ratio_policy=stretch) -> Cast).
+// schemas changed are rewritten to their opset-17 forms. The reproducers of tests/datasets/onnx_reproducers/
+// are written by its make.py with python3-onnx.
+const std::string kReproducers = std::string(DEVPLACE_SOURCE_DIR) + "/tests/datasets/onnx_reproducers/";
 TEST(ImportOnnx, Opset18AndIr9Models) {
   ImportOptions forward{.batch = 2, .derive_training = false};
   Expected<ImportResult> r =
-      ImportModelFile(std::string(DEVPLACE_SOURCE_DIR) + "/tests/datasets/onnx_opset18/opset18_ir9.onnx", forward);
+      ImportModelFile(kReproducers + "opset18_ir9.onnx", forward);
   ASSERT_TRUE(r.ok()) << r.error().message;
   const Graph& g = r->graph;
   EXPECT_EQ(g.op(g.find("mean")).shape, (std::vector<int64_t>{2, 4, 1, 1}));
@@ -396,6 +396,21 @@ TEST(ImportOnnx, Opset18AndIr9Models) {
   EXPECT_EQ(g.op(g.find("conv")).flops, 2.0 * 2 * 8 * 4 * 4 * (8 * 3 * 3));
   ASSERT_EQ(r->warnings.size(), 1u);
   EXPECT_NE(r->warnings[0].find("IR 9, opset 18 read as IR 8, opset 17"), std::string::npos) << r->warnings[0];
+}
+
+// Squeeze without axes (opset < 13) squeezes every extent of 1; an LSTM may omit its first output.
+TEST(ImportOnnx, SqueezeWithoutAxesAndLstmWithoutY) {
+  ImportOptions forward{.derive_training = false};
+  Expected<ImportResult> sq = ImportModelFile(kReproducers + "squeeze_no_axes_opset11.onnx", forward);
+  ASSERT_TRUE(sq.ok()) << sq.error().message;
+  EXPECT_EQ(sq->graph.op(sq->graph.find("sq")).shape, (std::vector<int64_t>{5, 3}));
+  EXPECT_EQ(sq->graph.op(sq->graph.find("unsq")).shape, (std::vector<int64_t>{1, 5, 3}));
+  Expected<ImportResult> lstm = ImportModelFile(kReproducers + "lstm_without_y.onnx", forward);
+  ASSERT_TRUE(lstm.ok()) << lstm.error().message;
+  const OpId id = lstm->graph.find("lstm");
+  ASSERT_GE(id, 0);
+  EXPECT_EQ(lstm->graph.op(id).type, "lstm");
+  EXPECT_EQ(lstm->graph.op(id).param_bytes, (16 * 3 + 16 * 4) * 4);
 }
 
 TEST(ImportModelFile, DispatchesOnContent) {
