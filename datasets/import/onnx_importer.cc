@@ -114,9 +114,10 @@ std::set<std::string> DataInputs(const onnx::GraphProto& g, const Tensors& t) {
 }
 
 // Gives every data input concrete dims: the batch dimension from options.batch (or 1 with a warning when it
-// is symbolic), other symbolic dims from options.dims.
+// is symbolic), other symbolic dims from options.dims. `static_batch` receives the model's own batch when
+// options.batch replaced a static one (else 0).
 Status SetInputDims(onnx::GraphProto* g, const std::set<std::string>& data, const ImportOptions& options,
-                    const std::string& source, std::vector<std::string>* warnings) {
+                    const std::string& source, std::vector<std::string>* warnings, int64_t* static_batch) {
   std::string batch_symbol;
   bool symbolic = false;
   for (const auto& in : g->input()) {
@@ -156,6 +157,7 @@ Status SetInputDims(onnx::GraphProto* g, const std::set<std::string>& data, cons
       const bool is_batch = sym ? (name == batch_symbol || (name.empty() && d == 0)) : (!symbolic && d == 0);
       int64_t value = dim.dim_value();
       if (is_batch && options.batch > 0) {
+        if (!sym) *static_batch = value;
         value = options.batch;
       } else if (sym && is_batch) {
         value = 1;
@@ -186,6 +188,24 @@ int64_t TensorBytes(const TensorInfo& info) {
 std::string ScopeOf(const std::string& name, char separator) {
   const size_t cut = name.rfind(separator);
   return cut == std::string::npos ? std::string() : name.substr(0, cut);
+}
+
+// A static-batch export whose Reshape targets spell out its batch: under --batch the data reaches the Reshape with
+// the new batch and leaves with the old one leading, a silently wrong graph. Refused with one line.
+Status CheckBakedBatch(const onnx::GraphProto& g, const std::unordered_set<std::string>& data, const InfoMap& infos,
+                       int64_t static_batch, int64_t batch, const std::string& source) {
+  if (static_batch <= 0 || static_batch == batch) return Status::Ok();
+  for (const onnx::NodeProto& node : g.node()) {
+    if (node.op_type() != "Reshape" || node.input_size() < 1 || !data.count(node.input(0))) continue;
+    auto in = infos.find(node.input(0));
+    auto out = infos.find(node.output(0));
+    if (in == infos.end() || out == infos.end() || in->second.dims.empty() || out->second.dims.empty()) continue;
+    if (in->second.dims[0] == batch && out->second.dims[0] == static_batch)
+      return Error{source + ": " + Describe(node) + ": its target shape bakes in the model's batch size " +
+                   std::to_string(static_batch) + ", so --batch " + std::to_string(batch) +
+                   " would give a wrong graph: export with a dynamic batch axis, or import without --batch"};
+  }
+  return Status::Ok();
 }
 
 // Builds the forward graph from a checked, inferred model.
@@ -475,7 +495,9 @@ Expected<ImportResult> Import(std::string_view bytes, const std::string& source,
   if (Status s = PrepareAndCheck(&model, options.model_dir, source); !s.ok()) return s.error();
   const std::set<std::string> data_inputs = DataInputs(*g, tensors);
   if (data_inputs.empty()) return Error{source + ": the model has no data input"};
-  if (Status s = SetInputDims(g, data_inputs, options, source, &result.warnings); !s.ok()) return s.error();
+  int64_t static_batch = 0;
+  if (Status s = SetInputDims(g, data_inputs, options, source, &result.warnings, &static_batch); !s.ok())
+    return s.error();
   g->clear_value_info();
   for (auto& out : *g->mutable_output())
     if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
@@ -497,6 +519,7 @@ Expected<ImportResult> Import(std::string_view bytes, const std::string& source,
   InfoMap infos;
   ValueMap values;
   if (Status s = InferShapes(model, order, foldable, source, &infos, &values); !s.ok()) return s.error();
+  if (Status s = CheckBakedBatch(*g, data, infos, static_batch, options.batch, source); !s.ok()) return s.error();
   GraphAssembler assembler(*g, tensors, infos, values, data_inputs, DefaultOpset(model), source, graph_name);
   Expected<Graph> forward = assembler.Build(&result.warnings);
   if (!forward.ok()) return forward.error();

@@ -413,6 +413,16 @@ TEST(ImportOnnx, SqueezeWithoutAxesAndLstmWithoutY) {
   EXPECT_EQ(lstm->graph.op(id).param_bytes, (16 * 3 + 16 * 4) * 4);
 }
 
+// A static batch spelled out in a Reshape target cannot follow --batch: one line, not a wrong graph.
+TEST(ImportOnnx, BatchBakedIntoReshapeIsRefusedUnderBatch) {
+  EXPECT_TRUE(ImportModelFile(kReproducers + "baked_batch.onnx").ok());
+  Expected<ImportResult> r = ImportModelFile(kReproducers + "baked_batch.onnx", {.batch = 8});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("node 'flatten' (Reshape): its target shape bakes in the model's batch size 1"),
+            std::string::npos)
+      << r.error().message;
+}
+
 TEST(ImportModelFile, DispatchesOnContent) {
   Expected<ImportResult> missing = ImportModelFile("/nonexistent/model.onnx");
   ASSERT_FALSE(missing.ok());

@@ -4,6 +4,7 @@
 #                                 ReduceMean(axes as an input), Mul, Resize(new default attributes), Cast
 #   squeeze_no_axes_opset11.onnx  Squeeze without axes at opset 11 (squeezes every extent of 1)
 #   lstm_without_y.onnx           an LSTM whose first output (Y) is omitted, only Y_h used
+#   baked_batch.onnx              a static batch 1 spelled out in a Reshape target: Conv -> Reshape([1, -1]) -> Relu
 import os
 import numpy as np
 import onnx
@@ -50,3 +51,12 @@ nodes = [helper.make_node("LSTM", ["x", "W", "R"], ["", "h"], name="lstm", hidde
 g = helper.make_graph(nodes, "lstm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [7, 2, 3])],
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4])], [W, R])
 save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]), 7, "lstm_without_y.onnx")
+
+W = numpy_helper.from_array(np.ones((2, 3, 1, 1), np.float32), "W")
+target = numpy_helper.from_array(np.array([1, -1], np.int64), "target")
+nodes = [helper.make_node("Conv", ["x", "W"], ["c"], name="conv"),
+         helper.make_node("Reshape", ["c", "target"], ["f"], name="flatten"),
+         helper.make_node("Relu", ["f"], ["y"], name="relu")]
+g = helper.make_graph(nodes, "baked", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])], [W, target])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), 7, "baked_batch.onnx")
