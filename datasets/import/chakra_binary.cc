@@ -3,6 +3,7 @@
 // chakra_jsonizer would print (proto field names) and imported by the same code as JSON traces.
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
 
 #include "datasets/import/one_line.h"
 #include "datasets/import/trace_internal.h"
@@ -87,6 +88,8 @@ json NodeJson(const ChakraProtoMsg::Node& n) {
 
 Expected<ImportResult> ImportChakraBinaryTrace(std::string_view bytes, const std::string& source,
                                                const std::string& graph_name, const ImportOptions& /*options*/) {
+  // A malformed record makes libprotobuf log to stderr besides failing; the one-line error says it all.
+  const google::protobuf::LogSilencer quiet;
   google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(std::min<size_t>(bytes.size(), INT32_MAX)));
   google::protobuf::io::CodedInputStream in(&raw);
   in.SetTotalBytesLimit(INT32_MAX);
