@@ -141,6 +141,7 @@ Status SetInputDims(onnx::GraphProto* g, const std::set<std::string>& data, cons
     }
   }
   bool warned = false;
+  std::vector<std::string> missing;  // every dimension without a size, named in one error
   for (auto& in : *g->mutable_input()) {
     if (!data.count(in.name())) continue;
     const std::string where = source + ": input '" + in.name() + "'";
@@ -152,10 +153,10 @@ Status SetInputDims(onnx::GraphProto* g, const std::set<std::string>& data, cons
     auto* dims = in.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim();
     for (int d = 0; d < dims->size(); ++d) {
       auto& dim = (*dims)[d];
-      const bool sym = !dim.has_dim_value();
+      const bool sym = !dim.has_dim_value() || dim.dim_value() < 0;  // dim_value -1: unknown, as a symbol
       const std::string name = dim.dim_param();
       const bool is_batch = sym ? (name == batch_symbol || (name.empty() && d == 0)) : (!symbolic && d == 0);
-      int64_t value = dim.dim_value();
+      int64_t value = sym ? 1 : dim.dim_value();
       if (is_batch && options.batch > 0) {
         if (!sym) *static_batch = value;
         value = options.batch;
@@ -165,15 +166,24 @@ Status SetInputDims(onnx::GraphProto* g, const std::set<std::string>& data, cons
         warned = true;
       } else if (sym) {
         auto it = options.dims.find(name);
-        if (name.empty() || it == options.dims.end())
-          return Error{where + ": dimension " + std::to_string(d) + (name.empty() ? "" : " ('" + name + "')") +
-                       " is symbolic: give its size (--dim " + (name.empty() ? "NAME" : name) + "=N)"};
-        value = it->second;
+        const std::string ask = name.empty() ? "input '" + in.name() + "' dimension " + std::to_string(d) +
+                                                   " (unnamed: export it with a name, or with a fixed size)"
+                                             : "--dim " + name + "=N";
+        if (name.empty() || it == options.dims.end()) {
+          if (std::find(missing.begin(), missing.end(), ask) == missing.end()) missing.push_back(ask);
+        } else {
+          value = it->second;
+        }
       }
       if (value <= 0) return Error{where + ": dimension " + std::to_string(d) + " must be > 0, got " + std::to_string(value)};
       dim.clear_dim_param();
       dim.set_dim_value(value);
     }
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+    return Error{source + ": symbolic input dimensions need sizes: " + list};
   }
   return Status::Ok();
 }

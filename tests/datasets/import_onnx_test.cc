@@ -310,20 +310,25 @@ TEST(ImportOnnx, SymbolicDimsNeedSizes) {
   dim_seq.Bytes(2, "seq");
   Proto dim_batch;
   dim_batch.Bytes(2, "batch");
+  Proto dim_feat;
+  dim_feat.Bytes(2, "feat");
   Proto shape;
-  shape.Message(1, dim_batch).Message(1, dim_seq);
+  shape.Message(1, dim_batch).Message(1, dim_seq).Message(1, dim_feat);
   Proto tensor;
   tensor.Varint(1, kFloat).Message(2, shape);
   Proto type;
   type.Message(1, tensor);
   Proto x;
   x.Bytes(1, "x").Message(2, type);
-  const std::string m = Model({Node("Relu", {"x"}, {"y"})}, {x}, {Value("y", {-1, -1})});
-  ExpectOneLineError(Import(m, {.batch = 2}), "--dim seq=N");
+  const std::string m = Model({Node("Relu", {"x"}, {"y"})}, {x}, {Value("y", {-1, -1, -1})});
+  // Every missing size is asked for in the one line.
+  ExpectOneLineError(Import(m, {.batch = 2}), "symbolic input dimensions need sizes: --dim seq=N, --dim feat=N");
   ImportOptions options{.batch = 2};
   options.dims["seq"] = 7;
+  ExpectOneLineError(Import(m, options), "need sizes: --dim feat=N");
+  options.dims["feat"] = 5;
   Graph g = Import(m, options).value().graph;
-  EXPECT_EQ(g.op(1).shape, (std::vector<int64_t>{2, 7}));
+  EXPECT_EQ(g.op(1).shape, (std::vector<int64_t>{2, 7, 5}));
 }
 
 // IR 3 (ONNX's "light" models): initializers are also graph inputs, and every float initializer is replaced by a
