@@ -1,30 +1,51 @@
 #include "core/strategy_json.h"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 #include "core/json_reader.h"
+#include "core/sharding_json.h"
 
 namespace devplace {
 
 namespace {
 constexpr const char* kFormat = "devplace.strategy";
 constexpr int kVersion = 1;
-}  // namespace
 
-std::string StrategyToJson(const Strategy& strategy, const Graph& graph, const Topology& topology) {
+// The document of `strategy`; with a mesh, ops whose config a spec describes are written as that spec.
+std::string ToJson(const Strategy& strategy, const Graph& graph, const Topology& topology, const Mesh* mesh) {
   nlohmann::json ops = nlohmann::json::array();
   for (OpId i = 0; i < graph.num_ops(); ++i) {
     const OpConfig& c = strategy.configs[i];
-    nlohmann::json devices = nlohmann::json::array();
-    for (DeviceId d : c.devices) devices.push_back(topology.device(d).name);
-    nlohmann::json entry = {{"op", graph.op(i).name}, {"devices", std::move(devices)}};
-    if (!c.degrees.empty()) entry["degrees"] = c.degrees;
+    nlohmann::json entry = {{"op", graph.op(i).name}};
+    if (std::optional<ShardingSpec> spec = mesh ? LiftConfig(graph.op(i), c, *mesh) : std::nullopt) {
+      entry["spec"] = SpecDimsToJson(*spec, *mesh);
+      if (!spec->partial.empty()) entry["partial"] = SpecPartialToJson(*spec, *mesh);
+    } else {
+      nlohmann::json devices = nlohmann::json::array();
+      for (DeviceId d : c.devices) devices.push_back(topology.device(d).name);
+      entry["devices"] = std::move(devices);
+      if (!c.degrees.empty()) entry["degrees"] = c.degrees;
+    }
     ops.push_back(std::move(entry));
   }
-  nlohmann::json doc = {{"format", kFormat},          {"version", kVersion},        {"graph", graph.name()},
-                        {"topology", topology.name()}, {"ops", std::move(ops)}};
+  nlohmann::json doc = {{"format", kFormat}, {"version", kVersion}, {"graph", graph.name()}, {"topology", topology.name()}};
+  if (mesh) doc["mesh"] = MeshToJson(*mesh, topology);
+  doc["ops"] = std::move(ops);
   return doc.dump(1) + "\n";
+}
+
+}  // namespace
+
+std::string StrategyToJson(const Strategy& strategy, const Graph& graph, const Topology& topology) {
+  return ToJson(strategy, graph, topology, nullptr);
+}
+
+std::string ShardedStrategyToJson(const Strategy& strategy, const Graph& graph, const Topology& topology,
+                                  const Mesh& mesh) {
+  return ToJson(strategy, graph, topology, &mesh);
 }
 
 Expected<Strategy> StrategyFromJson(const std::string& text, const std::string& source, const Graph& graph,
@@ -36,6 +57,8 @@ Expected<Strategy> StrategyFromJson(const std::string& text, const std::string& 
     root.integer("version", kVersion, kVersion);
     root.string_or("graph", "");     // informational
     root.string_or("topology", "");  // informational
+    std::optional<Mesh> mesh;
+    if (const nlohmann::json* m = root.optional("mesh")) mesh = ReadMeshJson(*m, source, "mesh", topology, false);
     const nlohmann::json& ops = RequireArray(root.required("ops"), source, "ops");
     if (static_cast<int64_t>(ops.size()) != graph.num_ops())
       FailAt(source, "ops", "has " + std::to_string(ops.size()) + " entries but graph '" + graph.name() + "' has " +
@@ -52,6 +75,17 @@ Expected<Strategy> StrategyFromJson(const std::string& text, const std::string& 
       if (seen[id]) entry.fail("op", "op '" + name + "' appears twice");
       seen[id] = 1;
       OpConfig& c = s.configs[id];
+      if (entry.has("spec")) {
+        if (!mesh) entry.fail("spec", "ops given by spec need a top-level mesh");
+        if (entry.has("devices") || entry.has("degrees")) entry.fail("spec", "give either spec or devices, not both");
+        ShardingSpec spec = ReadSpecJson(entry.required("spec"), entry.path_of("spec"), entry.optional("partial"),
+                                         entry.path_of("partial"), source, *mesh);
+        Expected<OpConfig> lowered = LowerSpec(graph.op(id), spec, *mesh);
+        if (!lowered.ok()) entry.fail("spec", lowered.error().message);
+        c = std::move(*lowered);
+        entry.finish();
+        continue;
+      }
       const nlohmann::json& devices = RequireArray(entry.required("devices"), source, entry.path_of("devices"));
       for (size_t k = 0; k < devices.size(); ++k) {
         std::string dpath = entry.path_of("devices") + "[" + std::to_string(k) + "]";
@@ -85,6 +119,11 @@ Expected<Strategy> ReadStrategyFile(const std::string& path, const Graph& graph,
 Status WriteStrategyFile(const Strategy& strategy, const Graph& graph, const Topology& topology,
                          const std::string& path) {
   return WriteFileAtomic(path, StrategyToJson(strategy, graph, topology));
+}
+
+Status WriteShardedStrategyFile(const Strategy& strategy, const Graph& graph, const Topology& topology,
+                                const Mesh& mesh, const std::string& path) {
+  return WriteFileAtomic(path, ShardedStrategyToJson(strategy, graph, topology, mesh));
 }
 
 }  // namespace devplace

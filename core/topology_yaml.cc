@@ -5,6 +5,7 @@
 
 #include "core/atomic_file.h"
 #include "core/json_reader.h"
+#include "core/mesh.h"
 
 namespace devplace {
 
@@ -110,6 +111,7 @@ std::string Num(double x) {
 }  // namespace
 
 Expected<Topology> TopologyFromYaml(const std::string& text, const std::string& source) {
+  bool has_meshes = false;
   Expected<TopologyBuilder> builder = CatchInputErrors<TopologyBuilder>([&]() {
     nlohmann::json doc = ParseYamlAsJson(text, source);
     JsonObject root(doc, source, "");
@@ -118,12 +120,17 @@ Expected<Topology> TopologyFromYaml(const std::string& text, const std::string& 
     ReadDevices(root.required("devices"), source, &b);
     if (const nlohmann::json* switches = root.optional("switches")) ReadSwitches(*switches, source, &b);
     if (const nlohmann::json* links = root.optional("links")) ReadLinks(*links, source, &b);
+    has_meshes = root.optional("meshes") != nullptr;  // read by MeshesFromYaml once the devices exist
     root.finish();
     return b;
   });
   if (!builder.ok()) return builder.error();
   Expected<Topology> topology = std::move(builder.value()).Build();
   if (!topology.ok()) return Error{source + ": " + topology.error().message};
+  if (has_meshes) {
+    Expected<std::vector<Mesh>> meshes = MeshesFromYaml(text, source, *topology);
+    if (!meshes.ok()) return meshes.error();
+  }
   return topology;
 }
 

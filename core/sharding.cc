@@ -1,0 +1,204 @@
+#include "core/sharding.h"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+
+namespace devplace {
+
+ShardingSpec ShardingSpec::Replicated(int32_t rank) {
+  ShardingSpec s;
+  s.dims.resize(static_cast<size_t>(rank));
+  return s;
+}
+
+bool ShardingSpec::is_replicated() const {
+  return partial.empty() && std::all_of(dims.begin(), dims.end(), [](const auto& d) { return d.empty(); });
+}
+
+namespace {
+
+int64_t AxesProduct(const std::vector<int32_t>& axes, const Mesh& mesh) {
+  int64_t n = 1;
+  for (int32_t a : axes) n *= mesh.shape[a];
+  return n;
+}
+
+std::string AxesText(const std::vector<int32_t>& axes, const Mesh& mesh) {
+  if (axes.empty()) return "-";
+  if (axes.size() == 1) return mesh.axes[axes[0]];
+  std::string out = "(";
+  for (size_t i = 0; i < axes.size(); ++i) out += (i ? ", " : "") + mesh.axes[axes[i]];
+  return out + ")";
+}
+
+int32_t FirstReductionDim(const Op& op) {
+  for (size_t k = 0; k < op.dims.size(); ++k)
+    if (op.dims[k].kind == DimKind::kReduction && op.dims[k].output_axis < 0) return static_cast<int32_t>(k);
+  return -1;
+}
+
+}  // namespace
+
+int64_t ShardCount(const ShardingSpec& spec, int32_t axis, const Mesh& mesh) { return AxesProduct(spec.dims[axis], mesh); }
+
+int64_t SpecParts(const ShardingSpec& spec, const Mesh& mesh) {
+  int64_t n = AxesProduct(spec.partial, mesh);
+  for (const auto& d : spec.dims) n *= AxesProduct(d, mesh);
+  return n;
+}
+
+Status ValidateSpec(const ShardingSpec& spec, const std::vector<int64_t>& shape, const Mesh& mesh, bool allow_padding) {
+  if (spec.dims.size() != shape.size())
+    return Error{"spec has " + std::to_string(spec.dims.size()) + " dims but the tensor has rank " +
+                 std::to_string(shape.size()) + " (shape " + FormatShape(shape) + ")"};
+  std::vector<char> used(static_cast<size_t>(mesh.rank()), 0);
+  auto use = [&](int32_t a) -> Status {
+    if (a < 0 || a >= mesh.rank()) return Error{"mesh axis " + std::to_string(a) + " is not in mesh '" + mesh.name + "'"};
+    if (used[a]) return Error{"mesh axis '" + mesh.axes[a] + "' is used twice"};
+    used[a] = 1;
+    return Status::Ok();
+  };
+  for (size_t i = 0; i < shape.size(); ++i) {
+    for (int32_t a : spec.dims[i])
+      if (Status st = use(a); !st.ok()) return st;
+    const int64_t shards = AxesProduct(spec.dims[i], mesh);
+    if (shards > shape[i])
+      return Error{"axis " + std::to_string(i) + " (extent " + std::to_string(shape[i]) + ") cannot be cut into " +
+                   std::to_string(shards) + " shards"};
+    if (!allow_padding && shape[i] % shards != 0)
+      return Error{"axis " + std::to_string(i) + " (extent " + std::to_string(shape[i]) + ") is not divisible by " +
+                   std::to_string(shards) + " shards (set pad: true to allow uneven shards)"};
+  }
+  for (int32_t a : spec.partial)
+    if (Status st = use(a); !st.ok()) return st;
+  return Status::Ok();
+}
+
+std::string FormatSpec(const ShardingSpec& spec, const Mesh& mesh) {
+  std::string out = "[";
+  for (size_t i = 0; i < spec.dims.size(); ++i) out += (i ? ", " : "") + AxesText(spec.dims[i], mesh);
+  out += "]";
+  if (!spec.partial.empty()) {
+    std::string p = AxesText(spec.partial, mesh);
+    out += " partial" + (p.front() == '(' ? p : "(" + p + ")");
+  }
+  return out;
+}
+
+Expected<std::vector<std::vector<int32_t>>> DimAxesOf(const Op& op, const ShardingSpec& spec) {
+  std::vector<std::vector<int32_t>> dim_axes(op.dims.size());
+  for (size_t a = 0; a < spec.dims.size(); ++a) {
+    if (spec.dims[a].empty()) continue;
+    auto it = std::find_if(op.dims.begin(), op.dims.end(),
+                           [&](const PartitionDim& d) { return d.output_axis == static_cast<int32_t>(a); });
+    if (it == op.dims.end())
+      return Error{"op '" + op.name + "' (" + op.type + ") cannot split its output axis " + std::to_string(a) +
+                   " (no partitionable dimension slices it)"};
+    dim_axes[it - op.dims.begin()] = spec.dims[a];
+  }
+  if (!spec.partial.empty()) {
+    const int32_t r = FirstReductionDim(op);
+    if (r < 0) return Error{"op '" + op.name + "' (" + op.type + ") has no reduction dimension to be partial over"};
+    dim_axes[r] = spec.partial;
+  }
+  return dim_axes;
+}
+
+OpConfig LowerDimAxes(const std::vector<std::vector<int32_t>>& dim_axes, const Mesh& mesh) {
+  OpConfig config;
+  std::vector<int32_t> degrees;
+  int64_t parts = 1;
+  for (const auto& axes : dim_axes) {
+    degrees.push_back(static_cast<int32_t>(AxesProduct(axes, mesh)));
+    parts *= degrees.back();
+  }
+  if (parts == 1) {
+    config.devices = {mesh.devices[0]};
+    return config;
+  }
+  config.degrees = std::move(degrees);
+  std::vector<int64_t> coords(static_cast<size_t>(mesh.rank()), 0);
+  for (int64_t p = 0; p < parts; ++p) {
+    int64_t rest = p;
+    for (size_t k = dim_axes.size(); k-- > 0;) {
+      int64_t index = rest % config.degrees[k];
+      rest /= config.degrees[k];
+      for (size_t j = dim_axes[k].size(); j-- > 0;) {
+        const int32_t a = dim_axes[k][j];
+        coords[a] = index % mesh.shape[a];
+        index /= mesh.shape[a];
+      }
+    }
+    config.devices.push_back(mesh.device_at(coords));
+  }
+  return config;
+}
+
+Expected<OpConfig> LowerSpec(const Op& op, const ShardingSpec& spec, const Mesh& mesh, bool allow_padding) {
+  if (Status st = ValidateSpec(spec, op.shape, mesh, allow_padding); !st.ok())
+    return Error{"op '" + op.name + "': " + st.error().message};
+  Expected<std::vector<std::vector<int32_t>>> dim_axes = DimAxesOf(op, spec);
+  if (!dim_axes.ok()) return dim_axes.error();
+  for (size_t k = 0; k < op.dims.size(); ++k)
+    if (AxesProduct((*dim_axes)[k], mesh) > op.dims[k].size)
+      return Error{"op '" + op.name + "': dimension " + std::to_string(k) + " (size " + std::to_string(op.dims[k].size) +
+                   ") cannot be cut into " + std::to_string(AxesProduct((*dim_axes)[k], mesh)) + " parts"};
+  return LowerDimAxes(*dim_axes, mesh);
+}
+
+std::optional<ShardingSpec> LiftConfig(const Op& op, const OpConfig& config, const Mesh& mesh) {
+  ShardingSpec spec = ShardingSpec::Replicated(static_cast<int32_t>(op.shape.size()));
+  const bool plain = std::all_of(config.degrees.begin(), config.degrees.end(), [](int32_t d) { return d == 1; });
+  if (plain) {
+    if (config.devices.size() == 1 && config.devices[0] == mesh.devices[0]) return spec;
+    return std::nullopt;
+  }
+  if (config.degrees.size() != op.dims.size()) return std::nullopt;
+  // Search assignments of mesh axes (extent > 1) to dimensions whose extents multiply to each degree; the device
+  // list then decides (lowering is injective on such assignments).
+  std::vector<std::vector<int32_t>> dim_axes(op.dims.size());
+  std::vector<char> used(static_cast<size_t>(mesh.rank()), 0);
+  std::function<bool(size_t, int64_t)> assign = [&](size_t k, int64_t remaining) -> bool {
+    if (k == op.dims.size()) return LowerDimAxes(dim_axes, mesh) == config;
+    if (remaining == 1) return assign(k + 1, k + 1 < op.dims.size() ? config.degrees[k + 1] : 1);
+    for (int32_t a = 0; a < mesh.rank(); ++a) {
+      if (used[a] || mesh.shape[a] == 1 || remaining % mesh.shape[a] != 0) continue;
+      used[a] = 1;
+      dim_axes[k].push_back(a);
+      if (assign(k, remaining / mesh.shape[a])) return true;
+      dim_axes[k].pop_back();
+      used[a] = 0;
+    }
+    return false;
+  };
+  if (!assign(0, config.degrees[0])) return std::nullopt;
+  const int32_t reduction = FirstReductionDim(op);
+  for (size_t k = 0; k < op.dims.size(); ++k) {
+    if (dim_axes[k].empty()) continue;
+    const int32_t axis = op.dims[k].output_axis;
+    if (axis >= 0 && axis < static_cast<int32_t>(spec.dims.size()) && spec.dims[axis].empty()) {
+      spec.dims[axis] = dim_axes[k];
+    } else if (static_cast<int32_t>(k) == reduction) {
+      spec.partial = dim_axes[k];
+    } else {
+      return std::nullopt;
+    }
+  }
+  return spec;
+}
+
+Expected<Strategy> LowerSpecs(const Graph& graph, const std::vector<ShardingSpec>& specs, const Mesh& mesh) {
+  if (static_cast<int32_t>(specs.size()) != graph.num_ops())
+    return Error{"have " + std::to_string(specs.size()) + " specs for " + std::to_string(graph.num_ops()) + " ops"};
+  Strategy strategy;
+  strategy.configs.reserve(specs.size());
+  for (OpId i = 0; i < graph.num_ops(); ++i) {
+    Expected<OpConfig> c = LowerSpec(graph.op(i), specs[i], mesh);
+    if (!c.ok()) return c.error();
+    strategy.configs.push_back(std::move(*c));
+  }
+  return strategy;
+}
+
+}  // namespace devplace

@@ -1,0 +1,81 @@
+#include "core/sharding_io.h"
+
+#include "core/atomic_file.h"
+#include "core/json_reader.h"
+#include "core/sharding_json.h"
+
+namespace devplace {
+
+namespace {
+
+Mesh ReadRequestMesh(const nlohmann::json& value, const std::string& source, const Topology& topology,
+                     const std::vector<Mesh>& topology_meshes, const std::string& mesh_shape) {
+  Mesh mesh;
+  if (value.is_string()) {
+    const std::string name = value.get<std::string>();
+    auto it = std::find_if(topology_meshes.begin(), topology_meshes.end(), [&](const Mesh& m) { return m.name == name; });
+    if (it == topology_meshes.end())
+      FailAt(source, "mesh", "topology '" + topology.name() + "' declares no mesh named '" + name + "'");
+    mesh = *it;
+  } else {
+    mesh = ReadMeshJson(value, source, "mesh", topology, /*devices_optional=*/true);
+  }
+  if (mesh_shape.empty()) return mesh;
+  Expected<Mesh> reshaped = MeshFromShorthand(mesh_shape, mesh.axes, topology, mesh.name);
+  if (!reshaped.ok()) FailAt(source, "mesh", "--mesh " + reshaped.error().message);
+  return *reshaped;
+}
+
+void ReadAnnotation(const nlohmann::json& value, const std::string& source, const std::string& path, const Mesh& mesh,
+                    std::vector<ShardingAnnotation>* out) {
+  JsonObject obj(value, source, path);
+  ShardingAnnotation ann;
+  ann.spec = ReadSpecJson(obj.required("spec"), obj.path_of("spec"), obj.optional("partial"), obj.path_of("partial"),
+                          source, mesh);
+  ann.allow_padding = obj.boolean_or("pad", false);
+  const nlohmann::json& ops = obj.required("ops");
+  if (ops.is_array()) {
+    if (ops.empty()) obj.fail("ops", "needs at least one pattern");
+    for (size_t j = 0; j < ops.size(); ++j) {
+      const std::string p = obj.path_of("ops") + "[" + std::to_string(j) + "]";
+      ann.pattern = ReadString(ops[j], source, p);
+      ann.origin = source + ": " + p;
+      out->push_back(ann);
+    }
+  } else {
+    ann.pattern = ReadString(ops, source, obj.path_of("ops"));
+    ann.origin = source + ": " + path;
+    out->push_back(ann);
+  }
+  obj.finish();
+}
+
+}  // namespace
+
+Expected<ShardingRequest> ShardingRequestFromYaml(const std::string& text, const std::string& source,
+                                                  const Topology& topology, const std::vector<Mesh>& topology_meshes,
+                                                  const std::string& mesh_shape) {
+  return CatchInputErrors<ShardingRequest>([&]() {
+    nlohmann::json doc = ParseYamlAsJson(text, source);
+    JsonObject root(doc, source, "");
+    root.string_or("description", "");
+    ShardingRequest request;
+    request.mesh = ReadRequestMesh(root.required("mesh"), source, topology, topology_meshes, mesh_shape);
+    const nlohmann::json& list = RequireArray(root.required("annotations"), source, "annotations");
+    if (list.empty()) FailAt(source, "annotations", "needs at least one annotation");
+    for (size_t i = 0; i < list.size(); ++i)
+      ReadAnnotation(list[i], source, "annotations[" + std::to_string(i) + "]", request.mesh, &request.annotations);
+    root.finish();
+    return request;
+  });
+}
+
+Expected<ShardingRequest> ReadShardingRequestFile(const std::string& path, const Topology& topology,
+                                                  const std::vector<Mesh>& topology_meshes,
+                                                  const std::string& mesh_shape) {
+  Expected<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.error();
+  return ShardingRequestFromYaml(*text, path, topology, topology_meshes, mesh_shape);
+}
+
+}  // namespace devplace

@@ -1,0 +1,63 @@
+// GSPMD-style sharding propagation: from a few user annotations (op name pattern -> spec of the op's output) to a
+// spec for every op of a graph, forward and backward along the data flow.
+//
+// Rules come from each op's partitionable dimensions (core/graph.h), which the model builders set per op type: a
+// dimension with input_axis a slices axis a of the op's inputs, so a producer's split of its output axis a proposes
+// the same mesh axes for that dimension (forward), and a consumer's split of such a dimension proposes them for the
+// producer's output axis a (backward), when the extents match. Hence element-wise ops, normalisation and softmax
+// (all but the normalised axis), reshape/transpose, concat/stack (all but the concatenated axis), embedding gathers
+// (ids -> rows), pooling and reductions pass splits through their kept axes, and a contraction (matmul, convolution,
+// LSTM gates) whose input is split along the contracted axis gets its reduction dimension split: its output is
+// partial over those mesh axes. Partial sums never propagate (the consumer receives the reduced tensor).
+// Priority (GSPMD): annotated ops keep their spec; every other op takes, among the proposals its neighbours make,
+// the most sharded first (largest shard count), then any other that stays compatible (a mesh axis once per op,
+// shard counts dividing the dimension). Splits only grow, so the iteration reaches a fixpoint.
+// Backward ops take their forward op's spec and update ops the forward op's device order (colocation); ops of
+// unknown types are replicated and named in the result; a colocation group whose members would land on different
+// devices is replicated as a whole (an error when one of them is annotated).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/mesh.h"
+#include "core/sharding.h"
+#include "core/status.h"
+
+namespace devplace {
+
+// One user annotation: every forward op whose name matches `pattern` (a glob: '*' any run of characters, '?' one
+// character) gets `spec` for its output. `origin` (e.g. "s.yaml: annotations[2]") prefixes its errors.
+struct ShardingAnnotation {
+  std::string pattern;
+  ShardingSpec spec;
+  bool allow_padding = false;  // accept shard counts that do not divide an axis (uneven shards)
+  std::string origin;
+};
+
+// What propagation produced and how.
+struct ShardingPlan {
+  std::vector<ShardingSpec> specs;             // one per op
+  std::vector<int32_t> annotation_of_op;       // per op: index of the annotation that set it, or -1
+  std::vector<int32_t> ops_per_annotation;     // per annotation: forward ops it matched
+  std::vector<OpId> replicated;                // forward ops whose output stayed fully replicated
+  std::vector<OpId> unknown_ops;               // forward ops of types without a rule (replicated)
+  std::vector<std::string> unknown_types;      // their types, sorted, each once
+  std::vector<OpId> colocation_fallbacks;      // ops replicated because their colocation group disagreed
+  int32_t iterations = 0;                      // sweeps (forward + backward) until the fixpoint
+};
+
+// True when `name` matches the glob `pattern` ('*' and '?').
+bool GlobMatch(std::string_view pattern, std::string_view name);
+// Whether propagation has a rule for op type `type` ("<type>_grad" and "update" ops follow their forward op).
+bool HasShardingRule(std::string_view type);
+
+// Propagates `annotations` over `graph` on `mesh`. Errors (prefixed with the annotation's origin): an annotation
+// that matches no forward op, that does not fit a matched op (rank, unknown split, shard counts), two annotations
+// giving one op different specs, annotated ops of one colocation group that lower to different devices.
+Expected<ShardingPlan> PropagateSharding(const Graph& graph, const Mesh& mesh,
+                                         const std::vector<ShardingAnnotation>& annotations);
+
+}  // namespace devplace
