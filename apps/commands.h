@@ -24,6 +24,9 @@ void RegisterTopoCommands(CLI::App& app, CommandContext& ctx);
 // `devplace search --algo A -g G -t T ... -o P.json`.
 void RegisterSearchCommand(CLI::App& app, CommandContext& ctx);
 
+// `devplace shard -g G -t T --spec S.yaml -o STRATEGY.json [--mesh RxC]` (sharding propagation over a mesh).
+void RegisterShardCommand(CLI::App& app, CommandContext& ctx);
+
 // `devplace simulate -g G -t T -p P [--costs C] [--trace X.json]`.
 void RegisterSimulateCommand(CLI::App& app, CommandContext& ctx);
 

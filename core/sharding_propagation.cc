@@ -115,21 +115,23 @@ class Propagator {
   }
 
  private:
-  // The mesh axes of `producer`'s output axis `axis` when it lines up with a dim of extent `size`.
-  const std::vector<int32_t>* OutputAxes(OpId producer, int32_t axis, int64_t size) const {
+  // The mesh axes `producer`'s output axis `axis` is split over (nullptr if none).
+  const std::vector<int32_t>* OutputAxes(OpId producer, int32_t axis) const {
     const Op& p = g_.op(producer);
-    if (axis < 0 || axis >= static_cast<int32_t>(p.shape.size()) || p.shape[axis] != size) return nullptr;
+    if (axis < 0 || axis >= static_cast<int32_t>(p.shape.size())) return nullptr;
     const int32_t k = DimOfAxis(p, axis);
     return k < 0 || axes_[producer][k].empty() ? nullptr : &axes_[producer][k];
   }
 
+  // Proposals from the neighbours of `o`: block j of d along a producer's output axis a corresponds to part j of d
+  // of a consumer dimension with input_axis a (as the simulator slices inputs, sim/partition.h NeededBox).
   void Collect(OpId o, std::vector<Proposal>* out) const {
     const Op& op = g_.op(o);
     for (int32_t e : g_.in_edges(o)) {  // forward: producers' output splits
       const OpId p = g_.edge(e).src;
       if (g_.op(p).role != OpRole::kForward) continue;
       for (size_t k = 0; k < op.dims.size(); ++k)
-        if (const auto* x = OutputAxes(p, op.dims[k].input_axis, op.dims[k].size))
+        if (const auto* x = OutputAxes(p, op.dims[k].input_axis))
           out->push_back({static_cast<int32_t>(k), *x, Product(*x, mesh_)});
     }
     for (int32_t e : g_.out_edges(o)) {  // backward: consumers' input slicing
@@ -138,9 +140,7 @@ class Propagator {
       if (cop.role != OpRole::kForward) continue;
       for (size_t kc = 0; kc < cop.dims.size(); ++kc) {
         const int32_t a = cop.dims[kc].input_axis;
-        if (axes_[c][kc].empty() || a < 0 || a >= static_cast<int32_t>(op.shape.size()) ||
-            op.shape[a] != cop.dims[kc].size)
-          continue;
+        if (axes_[c][kc].empty() || a < 0 || a >= static_cast<int32_t>(op.shape.size())) continue;
         if (const int32_t k = DimOfAxis(op, a); k >= 0) out->push_back({k, axes_[c][kc], Product(axes_[c][kc], mesh_)});
       }
     }
@@ -160,6 +160,7 @@ class Propagator {
     bool changed = false;
     for (const Proposal& p : proposals) {
       if (!expressible_[o][p.dim] || !mine[p.dim].empty() || op.dims[p.dim].size % p.shards != 0) continue;
+      if (op.dims[p.dim].output_axis >= 0 && op.shape[op.dims[p.dim].output_axis] % p.shards != 0) continue;
       if (std::any_of(p.axes.begin(), p.axes.end(), [&](int32_t a) { return used[a] != 0; })) continue;
       for (int32_t a : p.axes) used[a] = 1;
       mine[p.dim] = p.axes;
@@ -186,16 +187,18 @@ Status Annotate(const Graph& graph, const Mesh& mesh, const std::vector<Sharding
       const Op& op = graph.op(o);
       if (op.role != OpRole::kForward || !GlobMatch(ann.pattern, op.name)) continue;
       ++plan->ops_per_annotation[i];
-      if (Status st = ValidateSpec(ann.spec, op.shape, mesh, ann.allow_padding); !st.ok())
+      ShardingSpec spec = ann.spec;  // trailing axes not named are replicated
+      if (spec.dims.size() < op.shape.size()) spec.dims.resize(op.shape.size());
+      if (Status st = ValidateSpec(spec, op.shape, mesh, ann.allow_padding); !st.ok())
         return fail("op '" + op.name + "': " + st.error().message);
-      Expected<OpConfig> lowered = LowerSpec(op, ann.spec, mesh, ann.allow_padding);
+      Expected<OpConfig> lowered = LowerSpec(op, spec, mesh, ann.allow_padding);
       if (!lowered.ok()) return fail(lowered.error().message);
       const int32_t prev = plan->annotation_of_op[o];
-      if (prev >= 0 && !(annotations[prev].spec == ann.spec))
+      if (prev >= 0 && !(SpecOf(op, prop->axes(o)) == spec))
         return fail("conflicts with " + annotations[prev].origin + " on op '" + op.name + "' (" +
-                    FormatSpec(ann.spec, mesh) + " vs " + FormatSpec(annotations[prev].spec, mesh) + ")");
+                    FormatSpec(spec, mesh) + " vs " + FormatSpec(SpecOf(op, prop->axes(o)), mesh) + ")");
       plan->annotation_of_op[o] = static_cast<int32_t>(i);
-      prop->Fix(o, *DimAxesOf(op, ann.spec));
+      prop->Fix(o, *DimAxesOf(op, spec));
     }
     if (plan->ops_per_annotation[i] == 0) return fail("pattern '" + ann.pattern + "' matches no forward op");
   }

@@ -2,9 +2,11 @@
 // spec for every op of a graph, forward and backward along the data flow.
 //
 // Rules come from each op's partitionable dimensions (core/graph.h), which the model builders set per op type: a
-// dimension with input_axis a slices axis a of the op's inputs, so a producer's split of its output axis a proposes
-// the same mesh axes for that dimension (forward), and a consumer's split of such a dimension proposes them for the
-// producer's output axis a (backward), when the extents match. Hence element-wise ops, normalisation and softmax
+// dimension with input_axis a slices axis a of the op's inputs (part j of d needs block j of d, as the simulator
+// reads it), so a producer's split of its output axis a proposes the same mesh axes for that dimension (forward),
+// and a consumer's split of such a dimension proposes them for the producer's output axis a (backward), when the
+// shard count divides both extents (a head-major [.., heads * head_dim] axis split 4 ways lines up with 4 groups of
+// heads). Hence element-wise ops, normalisation and softmax
 // (all but the normalised axis), reshape/transpose, concat/stack (all but the concatenated axis), embedding gathers
 // (ids -> rows), pooling and reductions pass splits through their kept axes, and a contraction (matmul, convolution,
 // LSTM gates) whose input is split along the contracted axis gets its reduction dimension split: its output is
@@ -29,7 +31,8 @@
 namespace devplace {
 
 // One user annotation: every forward op whose name matches `pattern` (a glob: '*' any run of characters, '?' one
-// character) gets `spec` for its output. `origin` (e.g. "s.yaml: annotations[2]") prefixes its errors.
+// character) gets `spec` for its output; a spec with fewer entries than the op's rank leaves the trailing axes
+// replicated (as JAX's PartitionSpec does). `origin` (e.g. "s.yaml: annotations[2]") prefixes its errors.
 struct ShardingAnnotation {
   std::string pattern;
   ShardingSpec spec;

@@ -439,6 +439,28 @@ OpId LayerBuilder::MultiHeadContext(OpId probs, OpId v, int64_t width, std::stri
   return Emit(name, "attention_context", out, flops, 0, SampleOnly(out), {{probs, -1}, {v, -1}});
 }
 
+OpId LayerBuilder::HeadMajorScores(OpId q, OpId k, int64_t heads, std::string_view name) {
+  const auto& qs = shape(q);
+  const auto& ks = shape(k);
+  DEVPLACE_CHECK(qs.size() == 3 && ks.size() == 3 && qs[0] == ks[0] && qs[2] == ks[2] && qs[2] % heads == 0,
+                 "head-major scores: expected [N,S,W], [N,M,W] and W divisible by heads");
+  std::vector<int64_t> out = {qs[0], qs[1], heads, ks[1]};
+  const double flops = 2.0 * static_cast<double>(qs[0] * qs[1] * ks[1]) * static_cast<double>(qs[2]);
+  std::vector<PartitionDim> dims = {Dim(DimKind::kSample, 0, 0, qs[0]), Dim(DimKind::kAttribute, 2, 2, heads)};
+  return Emit(name, "attention_scores", std::move(out), flops, 0, std::move(dims), {{q, -1}, {k, -1}});
+}
+
+OpId LayerBuilder::HeadMajorContext(OpId probs, OpId v, std::string_view name) {
+  const auto& p = shape(probs);
+  const auto& vs = shape(v);
+  DEVPLACE_CHECK(p.size() == 4 && vs.size() == 3 && p[0] == vs[0] && p[3] == vs[1] && vs[2] % p[2] == 0,
+                 "head-major context: expected [N,S,h,M], [N,M,W] with W divisible by h");
+  std::vector<int64_t> out = {p[0], p[1], vs[2]};
+  const double flops = 2.0 * static_cast<double>(p[0] * p[1] * p[3]) * static_cast<double>(vs[2]);
+  std::vector<PartitionDim> dims = {Dim(DimKind::kSample, 0, 0, p[0]), Dim(DimKind::kAttribute, 2, 2, vs[2])};
+  return Emit(name, "attention_context", std::move(out), flops, 0, std::move(dims), {{probs, -1}, {v, -1}});
+}
+
 OpId LayerBuilder::SoftmaxCrossEntropy(OpId logits, OpId labels, std::string_view name) {
   const auto& s = shape(logits);
   std::vector<int64_t> out = {s.at(0)};

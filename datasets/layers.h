@@ -139,6 +139,14 @@ class LayerBuilder {
   OpId MultiHeadScores(OpId q, OpId k, int64_t heads, int64_t width, std::string_view name = "attention_scores");
   OpId MultiHeadContext(OpId probs, OpId v, int64_t width, std::string_view name = "attention_context");
 
+  // Head-major attention (Megatron-LM's layout, for tensor parallelism over heads): q [N, S, W] and k [N, M, W] with
+  // W = heads * head_dim, head h in columns [h * head_dim, (h + 1) * head_dim), give scores [N, S, heads, M] whose
+  // heads dimension slices axis 2 of q and k (W cut into g blocks is g groups of heads); the context of probs
+  // [N, S, heads, M] and v [N, M, W] is [N, S, W], its width dimension slicing axis 2 of both (heads of probs,
+  // columns of v). Both have a sample dimension; FLOPs 2 N S M W each.
+  OpId HeadMajorScores(OpId q, OpId k, int64_t heads, std::string_view name = "attention_scores");
+  OpId HeadMajorContext(OpId probs, OpId v, std::string_view name = "attention_context");
+
   // Softmax cross-entropy of logits [N, ..., V] against integer labels -> per-example loss [N].
   OpId SoftmaxCrossEntropy(OpId logits, OpId labels, std::string_view name = "loss");
   // Sampled softmax loss (Jean et al. 2015): features [N, T, D] scored against the true class and `samples`

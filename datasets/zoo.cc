@@ -3,6 +3,7 @@
 #include <functional>
 #include <utility>
 
+#include "datasets/gpt.h"
 #include "datasets/layers.h"
 #include "datasets/zoo_models.h"
 
@@ -17,7 +18,8 @@ struct ZooEntry {
 };
 
 // Default batches: the per-step batch of the papers that placed these models (ColocRL/HDP: Inception-v3,
-// RNNLM, NMT/GNMT; GDP: Transformer-XL, WaveNet, AmoebaNet) or of the models' own training setups.
+// RNNLM, NMT/GNMT; GDP: Transformer-XL, WaveNet, AmoebaNet) or of the models' own training setups; the GPT
+// models take 8 sequences of 1024 tokens per step (one micro-batch of Megatron-LM's runs).
 const std::vector<ZooEntry>& Entries() {
   static const std::vector<ZooEntry> kEntries = {
       {"gnmt2", 128, [](LayerBuilder& b, int64_t n) { BuildGnmt(b, 2, n); }},
@@ -36,6 +38,8 @@ const std::vector<ZooEntry>& Entries() {
       {"vgg16", 32, [](LayerBuilder& b, int64_t n) { BuildVgg16(b, n); }},
       {"amoebanet", 32, [](LayerBuilder& b, int64_t n) { BuildAmoebaNet(b, n); }},
       {"u_transformer", 8, [](LayerBuilder& b, int64_t n) { BuildUTransformer(b, 12, n); }},
+      {"gpt1.3b", 8, [](LayerBuilder& b, int64_t n) { BuildGpt(b, Gpt1p3b(n)); }},
+      {"gpt2.6b", 8, [](LayerBuilder& b, int64_t n) { BuildGpt(b, Gpt2p6b(n)); }},
   };
   return kEntries;
 }
