@@ -1,7 +1,7 @@
 // `devplace shard -g G.json -t T.yaml --spec S.yaml -o STRATEGY.json [--mesh RxC] [--json]`: propagates a sharding
 // spec's annotations to every op (core/sharding_propagation.h), lowers the specs to per-op configs and writes the
-// strategy in the sharded JSON form (docs/formats.md). Prints which annotations matched what, which forward tensors
-// stayed replicated and which op types had no rule. Nothing is written when any input is bad.
+// strategy in the sharded JSON form (docs/formats.md). Prints which annotations matched what and which of them are
+// needed (the others imply the rest), which forward tensors stayed replicated and which op types had no rule. Nothing is written when any input is bad.
 #include <iostream>
 #include <memory>
 
@@ -43,14 +43,15 @@ nlohmann::json Names(const Graph& g, const std::vector<OpId>& ops) {
 }
 
 nlohmann::json ReportJson(const Graph& g, const ShardingRequest& req, const ShardingPlan& plan,
-                          const std::string& output) {
+                          const std::vector<char>& needed, const std::string& output) {
   const Summary s = Summarise(g, plan);
   nlohmann::json annotations = nlohmann::json::array();
   for (size_t i = 0; i < req.annotations.size(); ++i)
     annotations.push_back({{"origin", req.annotations[i].origin},
                            {"ops", req.annotations[i].pattern},
                            {"spec", FormatSpec(req.annotations[i].spec, req.mesh)},
-                           {"matched_ops", plan.ops_per_annotation[i]}});
+                           {"matched_ops", plan.ops_per_annotation[i]},
+                           {"needed", needed[i] != 0}});
   return {{"graph", g.name()},
           {"mesh", {{"name", req.mesh.name}, {"shape", req.mesh.shape}, {"axes", req.mesh.axes}}},
           {"annotations", annotations},
@@ -75,7 +76,7 @@ std::string NameList(const Graph& g, const std::vector<OpId>& ops, size_t limit 
 }
 
 void PrintHuman(const Graph& g, const Topology& t, const ShardingRequest& req, const ShardingPlan& plan,
-                const std::string& output) {
+                const std::vector<char>& needed, const std::string& output) {
   const Summary s = Summarise(g, plan);
   std::string axes;
   for (const std::string& a : req.mesh.axes) axes += (axes.empty() ? "" : ", ") + a;
@@ -84,7 +85,8 @@ void PrintHuman(const Graph& g, const Topology& t, const ShardingRequest& req, c
             << "  annotations:\n";
   for (size_t i = 0; i < req.annotations.size(); ++i)
     std::cout << "    " << req.annotations[i].pattern << " -> " << FormatSpec(req.annotations[i].spec, req.mesh)
-              << "  (" << plan.ops_per_annotation[i] << " ops)\n";
+              << "  (" << plan.ops_per_annotation[i] << " ops"
+              << (needed[i] ? "" : "; implied by the others") << ")\n";
   std::cout << "  forward ops:   " << s.forward << ", " << s.sharded << " sharded (" << s.partial
             << " partial sums), " << plan.replicated.size() << " replicated\n"
             << "  propagation:   " << plan.iterations << " sweeps\n";
@@ -121,11 +123,12 @@ void RegisterShardCommand(CLI::App& app, CommandContext& ctx) {
     const Strategy strategy = Unwrap(LowerSpecs(graph, plan.specs, request.mesh));
     if (Status st = ValidateStrategy(strategy, graph, topology); !st.ok())
       throw CliError(opts->spec + ": the propagated strategy is invalid: " + st.error().message);
+    const std::vector<char> needed = NeededAnnotations(graph, request.mesh, request.annotations, plan);
     Check(WriteShardedStrategyFile(strategy, graph, topology, request.mesh, opts->output));
     if (opts->json)
-      PrintJson(ReportJson(graph, request, plan, opts->output));
+      PrintJson(ReportJson(graph, request, plan, needed, opts->output));
     else
-      PrintHuman(graph, topology, request, plan, opts->output);
+      PrintHuman(graph, topology, request, plan, needed, opts->output);
     ctx.exit_code = 0;
   });
 }

@@ -298,4 +298,17 @@ Expected<ShardingPlan> PropagateSharding(const Graph& graph, const Mesh& mesh,
   return plan;
 }
 
+std::vector<char> NeededAnnotations(const Graph& graph, const Mesh& mesh,
+                                    const std::vector<ShardingAnnotation>& annotations, const ShardingPlan& plan) {
+  std::vector<char> needed(annotations.size(), 1);
+  for (size_t i = 0; i < annotations.size(); ++i) {
+    std::vector<ShardingAnnotation> others = annotations;
+    others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+    if (others.empty()) continue;
+    Expected<ShardingPlan> without = PropagateSharding(graph, mesh, others);
+    needed[i] = !without.ok() || without->specs != plan.specs;
+  }
+  return needed;
+}
+
 }  // namespace devplace

@@ -63,4 +63,9 @@ bool HasShardingRule(std::string_view type);
 Expected<ShardingPlan> PropagateSharding(const Graph& graph, const Mesh& mesh,
                                          const std::vector<ShardingAnnotation>& annotations);
 
+// Per annotation: whether it is needed, i.e. propagating `plan`'s annotations without it gives some op another spec
+// (or fails). An annotation that is not needed is implied by the others. Costs one propagation per annotation.
+std::vector<char> NeededAnnotations(const Graph& graph, const Mesh& mesh,
+                                    const std::vector<ShardingAnnotation>& annotations, const ShardingPlan& plan);
+
 }  // namespace devplace

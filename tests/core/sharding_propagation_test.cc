@@ -66,6 +66,22 @@ TEST(ShardingPropagation, MegatronMlpIsPartialExactlyAfterTheRowParallelMatmul) 
   EXPECT_EQ(s->configs[g.find("ln/update")], (OpConfig{{0, 4}, {2}}));
 }
 
+TEST(ShardingPropagation, NamesTheAnnotationsThatAreNeeded) {
+  const Graph g = MlpBlock(true);
+  const Mesh m = MeshFromShorthand("2x4", {}, Gpus(8)).value();
+  // ffn1 column-parallel without a batch split: x's annotation is the only source of the data axis, ffn1's the only
+  // source of the model axis; both are needed.
+  const std::vector<ShardingAnnotation> two = {Ann("x", {{0}, {}, {}}), Ann("ffn1", {{}, {}, {1}})};
+  EXPECT_EQ(NeededAnnotations(g, m, two, PropagateSharding(g, m, two).value()), (std::vector<char>{1, 1}));
+  // Adding ffn2's row-parallel spec, which propagation derives anyway, makes it the redundant one, and x's batch
+  // split now also arrives through ffn2's; ffn1's stays needed (without it, ffn1 would take the batch split too).
+  std::vector<ShardingAnnotation> three = two;
+  three.push_back(Ann("ffn2", {{0}, {}, {}}, {1}));
+  const ShardingPlan plan = PropagateSharding(g, m, three).value();
+  EXPECT_EQ(plan.specs, PropagateSharding(g, m, two).value().specs);
+  EXPECT_EQ(NeededAnnotations(g, m, three, plan), (std::vector<char>{0, 1, 0}));
+}
+
 TEST(ShardingPropagation, OneAnnotationGivesDataParallelism) {
   const Graph g = MlpBlock(true);
   const Mesh m = MeshFromShorthand("8", {}, Gpus(8)).value();
