@@ -3,6 +3,7 @@
 // strategy in the sharded JSON form (docs/formats.md). Prints which annotations matched what and which of them are
 // needed (the others imply the rest), which forward tensors stayed replicated and which op types had no rule. Nothing is written when any input is bad.
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "apps/cli_util.h"
@@ -36,6 +37,14 @@ Summary Summarise(const Graph& g, const ShardingPlan& plan) {
   return s;
 }
 
+// Collectives over the forward edges by kind (ReshardKind order), e.g. {"all-reduce": 48}.
+std::map<std::string, int64_t> Conversions(const Graph& g, const ShardingPlan& plan) {
+  std::map<std::string, int64_t> counts;
+  for (const std::vector<ReshardStep>& steps : ForwardEdgeResharding(g, plan.specs))
+    for (const ReshardStep& step : steps) ++counts[std::string(ToString(step.kind))];
+  return counts;
+}
+
 nlohmann::json Names(const Graph& g, const std::vector<OpId>& ops) {
   nlohmann::json list = nlohmann::json::array();
   for (OpId o : ops) list.push_back(g.op(o).name);
@@ -63,6 +72,7 @@ nlohmann::json ReportJson(const Graph& g, const ShardingRequest& req, const Shar
           {"unknown_types", plan.unknown_types},
           {"unknown_ops", Names(g, plan.unknown_ops)},
           {"colocation_fallbacks", Names(g, plan.colocation_fallbacks)},
+          {"conversions", Conversions(g, plan)},
           {"sweeps", plan.iterations},
           {"output", output}};
 }
@@ -90,6 +100,10 @@ void PrintHuman(const Graph& g, const Topology& t, const ShardingRequest& req, c
   std::cout << "  forward ops:   " << s.forward << ", " << s.sharded << " sharded (" << s.partial
             << " partial sums), " << plan.replicated.size() << " replicated\n"
             << "  propagation:   " << plan.iterations << " sweeps\n";
+  std::string conversions;
+  for (const auto& [kind, count] : Conversions(g, plan))
+    conversions += (conversions.empty() ? "" : ", ") + std::to_string(count) + " " + kind;
+  std::cout << "  conversions:   " << (conversions.empty() ? "none" : conversions) << " (forward edges)\n";
   if (!plan.replicated.empty()) std::cout << "  replicated:    " << NameList(g, plan.replicated) << "\n";
   if (!plan.unknown_types.empty()) {
     std::string types;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <functional>
-#include <unordered_map>
+#include <utility>
 
 namespace devplace {
 
@@ -186,6 +186,78 @@ std::optional<ShardingSpec> LiftConfig(const Op& op, const OpConfig& config, con
     }
   }
   return spec;
+}
+
+std::string_view ToString(ReshardKind kind) {
+  switch (kind) {
+    case ReshardKind::kAllReduce: return "all-reduce";
+    case ReshardKind::kReduceScatter: return "reduce-scatter";
+    case ReshardKind::kAllGather: return "all-gather";
+    case ReshardKind::kAllToAll: return "all-to-all";
+    case ReshardKind::kSlice: return "slice";
+  }
+  return "?";
+}
+
+namespace {
+
+// Where mesh axis `a` splits a spec: the tensor axis and the position among that axis's mesh axes, or {-1, -1}.
+std::pair<int32_t, int32_t> Placement(const ShardingSpec& spec, int32_t a) {
+  for (size_t t = 0; t < spec.dims.size(); ++t)
+    for (size_t j = 0; j < spec.dims[t].size(); ++j)
+      if (spec.dims[t][j] == a) return {static_cast<int32_t>(t), static_cast<int32_t>(j)};
+  return {-1, -1};
+}
+
+}  // namespace
+
+std::vector<ReshardStep> ReshardingSteps(const ShardingSpec& from, const ShardingSpec& to) {
+  int32_t axes = 0;
+  for (const ShardingSpec* s : {&from, &to}) {
+    for (const auto& d : s->dims)
+      for (int32_t a : d) axes = std::max(axes, a + 1);
+    for (int32_t a : s->partial) axes = std::max(axes, a + 1);
+  }
+  std::vector<ReshardStep> steps;
+  for (int32_t a = 0; a < axes; ++a) {
+    const auto [src, src_pos] = Placement(from, a);
+    const auto [dst, dst_pos] = Placement(to, a);
+    const bool partial = std::find(from.partial.begin(), from.partial.end(), a) != from.partial.end();
+    if (partial) {
+      steps.push_back({dst < 0 ? ReshardKind::kAllReduce : ReshardKind::kReduceScatter, a, -1, dst});
+    } else if (src >= 0 && dst < 0) {
+      steps.push_back({ReshardKind::kAllGather, a, src, -1});
+    } else if (src >= 0 && (src != dst || src_pos != dst_pos)) {
+      steps.push_back({ReshardKind::kAllToAll, a, src, dst});
+    } else if (src < 0 && dst >= 0) {
+      steps.push_back({ReshardKind::kSlice, a, -1, dst});
+    }
+  }
+  return steps;
+}
+
+ShardingSpec InputSpecFor(const Op& consumer, const ShardingSpec& consumer_spec, const Op& producer) {
+  ShardingSpec needed = ShardingSpec::Replicated(static_cast<int32_t>(producer.shape.size()));
+  const std::vector<std::vector<int32_t>> dim_axes = DimAxesOf(consumer, consumer_spec).value();
+  for (size_t k = 0; k < dim_axes.size(); ++k) {
+    const int32_t a = consumer.dims[k].input_axis;
+    if (dim_axes[k].empty() || a < 0 || a >= static_cast<int32_t>(needed.dims.size()) || !needed.dims[a].empty())
+      continue;
+    needed.dims[a] = dim_axes[k];
+  }
+  return needed;
+}
+
+std::vector<std::vector<ReshardStep>> ForwardEdgeResharding(const Graph& graph, const std::vector<ShardingSpec>& specs) {
+  std::vector<std::vector<ReshardStep>> steps(static_cast<size_t>(graph.num_edges()));
+  for (int32_t e = 0; e < graph.num_edges(); ++e) {
+    const Edge& edge = graph.edge(e);
+    const Op& producer = graph.op(edge.src);
+    const Op& consumer = graph.op(edge.dst);
+    if (producer.role != OpRole::kForward || consumer.role != OpRole::kForward) continue;
+    steps[e] = ReshardingSteps(specs[edge.src], InputSpecFor(consumer, specs[edge.dst], producer));
+  }
+  return steps;
 }
 
 Expected<Strategy> LowerSpecs(const Graph& graph, const std::vector<ShardingSpec>& specs, const Mesh& mesh) {

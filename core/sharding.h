@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/graph.h"
@@ -59,6 +60,36 @@ Expected<OpConfig> LowerSpec(const Op& op, const ShardingSpec& spec, const Mesh&
 // its layout, a split of a non-first reduction dimension or of a dimension without an output axis). Mesh axes of
 // extent 1 are never used by a lifted spec.
 std::optional<ShardingSpec> LiftConfig(const Op& op, const OpConfig& config, const Mesh& mesh);
+
+// The collectives that convert one layout of a tensor into another (GSPMD): a pending sum over a mesh axis is
+// all-reduced, or reduce-scattered when the target splits a tensor axis over that mesh axis; a split the target does
+// not have is all-gathered; a split moved to another tensor axis (or to another position among an axis's mesh axes)
+// is an all-to-all; a split the source does not have is a local slice (free).
+enum class ReshardKind : uint8_t { kAllReduce, kReduceScatter, kAllGather, kAllToAll, kSlice };
+std::string_view ToString(ReshardKind kind);
+
+// One collective over one mesh axis. from_axis / to_axis: the tensor axes split over `mesh_axis` before and after
+// (-1: none, e.g. an all-reduce's source is partial and its target replicated along it).
+struct ReshardStep {
+  ReshardKind kind = ReshardKind::kSlice;
+  int32_t mesh_axis = 0;
+  int32_t from_axis = -1;
+  int32_t to_axis = -1;
+  bool operator==(const ReshardStep&) const = default;
+};
+
+// The steps turning layout `from` into layout `to` (same rank; `to` is not partial), ordered by mesh axis. Empty when
+// the layouts are equal.
+std::vector<ReshardStep> ReshardingSteps(const ShardingSpec& from, const ShardingSpec& to);
+
+// The layout of `producer`'s output that `consumer` reads when its own output has spec `consumer_spec`: each of
+// the consumer's split dimensions that slices an input axis the producer has splits that axis alike (the first
+// such dimension per axis); everything else is read whole. Precondition: DimAxesOf(consumer, consumer_spec) is ok.
+ShardingSpec InputSpecFor(const Op& consumer, const ShardingSpec& consumer_spec, const Op& producer);
+
+// Per edge of `graph` (by edge id) between two forward ops: the steps converting the producer's layout into the one
+// the consumer reads (InputSpecFor), given one spec per op; empty for other edges and for edges needing none.
+std::vector<std::vector<ReshardStep>> ForwardEdgeResharding(const Graph& graph, const std::vector<ShardingSpec>& specs);
 
 // One spec per op of `graph` lowered to a strategy (ValidateStrategy is the caller's). Errors name the op.
 Expected<Strategy> LowerSpecs(const Graph& graph, const std::vector<ShardingSpec>& specs, const Mesh& mesh);

@@ -102,6 +102,30 @@ TEST(Sharding, LoweringThenLiftingRoundTrips) {
   EXPECT_EQ(LiftConfig(ffn1, OpConfig{{0}, {1, 1, 1, 1}}, m), ShardingSpec::Replicated(3));
 }
 
+TEST(Sharding, ReshardingStepsNameTheCollectives) {
+  using K = ReshardKind;
+  const ShardingSpec partial = Spec({{0}, {}, {}}, {1});
+  EXPECT_EQ(ReshardingSteps(partial, Spec({{0}, {}, {}})), (std::vector<ReshardStep>{{K::kAllReduce, 1, -1, -1}}));
+  EXPECT_EQ(ReshardingSteps(partial, Spec({{0}, {}, {1}})), (std::vector<ReshardStep>{{K::kReduceScatter, 1, -1, 2}}));
+  EXPECT_EQ(ReshardingSteps(Spec({{0}, {}, {1}}), Spec({{0}, {}, {}})),
+            (std::vector<ReshardStep>{{K::kAllGather, 1, 2, -1}}));
+  EXPECT_EQ(ReshardingSteps(Spec({{0}, {}, {1}}), Spec({{0}, {1}, {}})),
+            (std::vector<ReshardStep>{{K::kAllToAll, 1, 2, 1}}));
+  EXPECT_EQ(ReshardingSteps(Spec({{0}, {}, {}}), Spec({{0}, {}, {1}})), (std::vector<ReshardStep>{{K::kSlice, 1, -1, 2}}));
+  EXPECT_EQ(ReshardingSteps(Spec({{0, 1}}), Spec({{1, 0}})),
+            (std::vector<ReshardStep>{{K::kAllToAll, 0, 0, 0}, {K::kAllToAll, 1, 0, 0}}));
+  EXPECT_TRUE(ReshardingSteps(Spec({{0}, {}, {1}}), Spec({{0}, {}, {1}})).empty());
+  EXPECT_EQ(ToString(K::kReduceScatter), "reduce-scatter");
+
+  // What the ops of the Megatron MLP read: ffn2 (row-parallel) reads act split like act is written; the residual
+  // reads ffn2's pending sum whole, an all-reduce over the model axis.
+  const Graph g = MlpBlock(false);
+  const Op& ffn2 = g.op(g.find("ffn2"));
+  EXPECT_EQ(InputSpecFor(ffn2, partial, g.op(g.find("act"))), Spec({{0}, {}, {1}}));
+  EXPECT_EQ(InputSpecFor(g.op(g.find("res")), Spec({{0}, {}, {}}), ffn2), Spec({{0}, {}, {}}));
+  EXPECT_EQ(InputSpecFor(g.op(g.find("loss")), Spec({{0}}), g.op(g.find("labels"))), Spec({{0}, {}}));
+}
+
 TEST(Sharding, StrategyJsonCarriesSpecsAndReadsBothForms) {
   const Graph g = MlpBlock(false);
   const Topology t = Gpus(8);

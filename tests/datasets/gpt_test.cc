@@ -1,6 +1,7 @@
 #include "datasets/gpt.h"
 
 #include <algorithm>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -117,6 +118,19 @@ TEST(Gpt, ShippedMegatronSpecPropagatesToTheHandWrittenStrategy) {
   int partial = 0;
   for (OpId o = 0; o < s.graph.num_ops(); ++o) partial += s.plan.specs[o].partial.empty() ? 0 : 1;
   EXPECT_EQ(partial, 2 * 2 * 2);  // attention_out and ffn2 of 2 layers, forward and backward
+  // One all-reduce per block (attention, feed-forward) in the forward pass, into the residual adds, and no other
+  // conversion: the column-parallel projections read the replicated stream whole, the rest reads what it is given.
+  std::map<std::string, int> kinds;
+  std::vector<std::string> all_reduced;
+  const auto steps = ForwardEdgeResharding(s.graph, s.plan.specs);
+  for (int32_t e = 0; e < s.graph.num_edges(); ++e)
+    for (const ReshardStep& step : steps[e]) {
+      ++kinds[std::string(ToString(step.kind))];
+      if (step.kind == ReshardKind::kAllReduce) all_reduced.push_back(s.graph.op(s.graph.edge(e).dst).name);
+    }
+  EXPECT_EQ(kinds, (std::map<std::string, int>{{"all-reduce", 4}}));
+  EXPECT_EQ(all_reduced, (std::vector<std::string>{"decoder/layer0/attention_residual", "decoder/layer0/ffn_residual",
+                                                   "decoder/layer1/attention_residual", "decoder/layer1/ffn_residual"}));
 }
 
 TEST(Gpt, ShippedTwoDimensionalSpecShardsEveryTensor) {
