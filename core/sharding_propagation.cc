@@ -79,7 +79,7 @@ ShardingSpec SpecOf(const Op& op, const DimAxes& axes) {
 
 struct Proposal {
   int32_t dim;
-  std::vector<int32_t> axes;
+  const std::vector<int32_t>* axes;  // a neighbour's split (neighbours' splits do not change while one op merges)
   int64_t shards;
 };
 
@@ -125,14 +125,17 @@ class Propagator {
 
   // Proposals from the neighbours of `o`: block j of d along a producer's output axis a corresponds to part j of d
   // of a consumer dimension with input_axis a (as the simulator slices inputs, sim/partition.h NeededBox).
+  // Only dims of `o` still unsplit and expressible are proposed for.
   void Collect(OpId o, std::vector<Proposal>* out) const {
     const Op& op = g_.op(o);
+    auto open = [&](int32_t k) { return expressible_[o][k] && axes_[o][k].empty(); };
     for (int32_t e : g_.in_edges(o)) {  // forward: producers' output splits
       const OpId p = g_.edge(e).src;
       if (g_.op(p).role != OpRole::kForward) continue;
       for (size_t k = 0; k < op.dims.size(); ++k)
-        if (const auto* x = OutputAxes(p, op.dims[k].input_axis))
-          out->push_back({static_cast<int32_t>(k), *x, Product(*x, mesh_)});
+        if (open(static_cast<int32_t>(k)))
+          if (const auto* x = OutputAxes(p, op.dims[k].input_axis))
+            out->push_back({static_cast<int32_t>(k), x, Product(*x, mesh_)});
     }
     for (int32_t e : g_.out_edges(o)) {  // backward: consumers' input slicing
       const OpId c = g_.edge(e).dst;
@@ -141,29 +144,30 @@ class Propagator {
       for (size_t kc = 0; kc < cop.dims.size(); ++kc) {
         const int32_t a = cop.dims[kc].input_axis;
         if (axes_[c][kc].empty() || a < 0 || a >= static_cast<int32_t>(op.shape.size())) continue;
-        if (const int32_t k = DimOfAxis(op, a); k >= 0) out->push_back({k, axes_[c][kc], Product(axes_[c][kc], mesh_)});
+        if (const int32_t k = DimOfAxis(op, a); k >= 0 && open(k))
+          out->push_back({k, &axes_[c][kc], Product(axes_[c][kc], mesh_)});
       }
     }
   }
 
   bool Visit(OpId o) {
-    std::vector<Proposal> proposals;
-    Collect(o, &proposals);
-    if (proposals.empty()) return false;
-    std::stable_sort(proposals.begin(), proposals.end(),
+    proposals_.clear();
+    Collect(o, &proposals_);
+    if (proposals_.empty()) return false;
+    std::stable_sort(proposals_.begin(), proposals_.end(),
                      [](const Proposal& a, const Proposal& b) { return a.shards > b.shards; });
     const Op& op = g_.op(o);
     DimAxes& mine = axes_[o];
-    std::vector<char> used(static_cast<size_t>(mesh_.rank()), 0);
+    used_.assign(static_cast<size_t>(mesh_.rank()), 0);
     for (const auto& axes : mine)
-      for (int32_t a : axes) used[a] = 1;
+      for (int32_t a : axes) used_[a] = 1;
     bool changed = false;
-    for (const Proposal& p : proposals) {
-      if (!expressible_[o][p.dim] || !mine[p.dim].empty() || op.dims[p.dim].size % p.shards != 0) continue;
+    for (const Proposal& p : proposals_) {
+      if (!mine[p.dim].empty() || op.dims[p.dim].size % p.shards != 0) continue;
       if (op.dims[p.dim].output_axis >= 0 && op.shape[op.dims[p.dim].output_axis] % p.shards != 0) continue;
-      if (std::any_of(p.axes.begin(), p.axes.end(), [&](int32_t a) { return used[a] != 0; })) continue;
-      for (int32_t a : p.axes) used[a] = 1;
-      mine[p.dim] = p.axes;
+      if (std::any_of(p.axes->begin(), p.axes->end(), [&](int32_t a) { return used_[a] != 0; })) continue;
+      for (int32_t a : *p.axes) used_[a] = 1;
+      mine[p.dim] = *p.axes;
       changed = true;
     }
     return changed;
@@ -174,6 +178,8 @@ class Propagator {
   std::vector<DimAxes> axes_;
   std::vector<char> fixed_;
   std::vector<std::vector<char>> expressible_;
+  std::vector<Proposal> proposals_;  // scratch of Visit
+  std::vector<char> used_;           // scratch of Visit: mesh axes the visited op uses
 };
 
 // Applies the annotations: fixes every matched forward op. Fills plan->annotation_of_op and ops_per_annotation.
