@@ -31,6 +31,8 @@ constexpr std::string_view kKnownTypes[] = {
     "reshape", "flatten", "transpose", "squeeze", "unsqueeze", "concat", "stack", "split", "slice",
     // embedding gathers
     "embedding", "gather",
+    // mixture of experts (GShard): gating, dispatch and combine einsums, per-expert matmuls
+    "moe_gating", "moe_dispatch", "moe_combine", "moe_expert_matmul",
     // pooling and reductions
     "max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d", "global_avg_pool", "global_max_pool", "reduce_mean",
     "reduce_sum", "reduce_max", "softmax_cross_entropy", "sampled_softmax_loss"};
@@ -99,19 +101,22 @@ class Propagator {
   bool fixed(OpId o) const { return fixed_[o] != 0; }
   DimAxes& axes(OpId o) { return axes_[o]; }
 
-  // Sweeps forward then backward over the forward ops until nothing changes; returns the number of sweeps.
+  // Sweeps forward then backward over the forward ops until nothing changes, first proposing only for dims that
+  // slice an input (or of ops without inputs), then for all; returns the number of sweeps.
   int32_t Run() {
     std::vector<OpId> order;
     for (OpId o : g_.topological_order())
       if (g_.op(o).role == OpRole::kForward && !fixed_[o]) order.push_back(o);
     int32_t sweeps = 0;
-    for (bool changed = true; changed;) {
-      changed = false;
-      ++sweeps;
-      for (OpId o : order) changed |= Visit(o);
-      for (auto it = order.rbegin(); it != order.rend(); ++it) changed |= Visit(*it);
+    for (all_dims_ = false;; all_dims_ = true) {
+      for (bool changed = true; changed;) {
+        changed = false;
+        ++sweeps;
+        for (OpId o : order) changed |= Visit(o);
+        for (auto it = order.rbegin(); it != order.rend(); ++it) changed |= Visit(*it);
+      }
+      if (all_dims_) return sweeps;
     }
-    return sweeps;
   }
 
  private:
@@ -125,10 +130,16 @@ class Propagator {
 
   // Proposals from the neighbours of `o`: block j of d along a producer's output axis a corresponds to part j of d
   // of a consumer dimension with input_axis a (as the simulator slices inputs, sim/partition.h NeededBox).
-  // Only dims of `o` still unsplit and expressible are proposed for.
+  // Only dims of `o` still unsplit and expressible are proposed for; until all_dims_, only those slicing an input
+  // (a split of a dim that slices no input makes every part read its inputs whole: an all-gather of them) or of ops
+  // without forward inputs.
   void Collect(OpId o, std::vector<Proposal>* out) const {
     const Op& op = g_.op(o);
-    auto open = [&](int32_t k) { return expressible_[o][k] && axes_[o][k].empty(); };
+    const bool has_inputs = std::any_of(g_.in_edges(o).begin(), g_.in_edges(o).end(),
+                                        [&](int32_t e) { return g_.op(g_.edge(e).src).role == OpRole::kForward; });
+    auto open = [&](int32_t k) {
+      return expressible_[o][k] && axes_[o][k].empty() && (all_dims_ || !has_inputs || op.dims[k].input_axis >= 0);
+    };
     for (int32_t e : g_.in_edges(o)) {  // forward: producers' output splits
       const OpId p = g_.edge(e).src;
       if (g_.op(p).role != OpRole::kForward) continue;
@@ -178,6 +189,7 @@ class Propagator {
   std::vector<DimAxes> axes_;
   std::vector<char> fixed_;
   std::vector<std::vector<char>> expressible_;
+  bool all_dims_ = false;            // second phase: dims that slice no input take proposals too
   std::vector<Proposal> proposals_;  // scratch of Visit
   std::vector<char> used_;           // scratch of Visit: mesh axes the visited op uses
 };

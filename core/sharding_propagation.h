@@ -13,7 +13,9 @@
 // partial over those mesh axes. Partial sums never propagate (the consumer receives the reduced tensor).
 // Priority (GSPMD): annotated ops keep their spec; every other op takes, among the proposals its neighbours make,
 // the most sharded first (largest shard count), then any other that stays compatible (a mesh axis once per op,
-// shard counts dividing the dimension). Splits only grow, so the iteration reaches a fixpoint.
+// shard counts dividing the dimension). Splits of dimensions that slice no input (a matmul's output features, an
+// MoE dispatch's experts) make every part read its inputs whole, so they are proposed only in a second phase, after
+// the splits that keep inputs sliced reached their fixpoint. Splits only grow, so each phase reaches a fixpoint.
 // Backward ops take their forward op's spec and update ops the forward op's device order (colocation); ops of
 // unknown types are replicated and named in the result; a colocation group whose members would land on different
 // devices is replicated as a whole (an error when one of them is annotated).

@@ -461,6 +461,52 @@ OpId LayerBuilder::HeadMajorContext(OpId probs, OpId v, std::string_view name) {
   return Emit(name, "attention_context", std::move(out), flops, 0, std::move(dims), {{probs, -1}, {v, -1}});
 }
 
+OpId LayerBuilder::MoeTop2Gating(OpId gate_probs, int64_t capacity, std::string_view name) {
+  const auto& g = shape(gate_probs);
+  DEVPLACE_CHECK(g.size() == 3 && capacity >= 1, "top-2 gating expects probabilities [N, S, E] and a capacity >= 1");
+  std::vector<int64_t> out = {g[0], g[1], g[2], capacity};
+  // Per token: two arg-max passes over E, a running count per expert, and the dense weights it writes.
+  const double flops = static_cast<double>(g[0] * g[1]) * static_cast<double>(3 * g[2] + g[2] * capacity);
+  std::vector<PartitionDim> dims = {Dim(DimKind::kSample, 0, 0, g[0])};
+  return Emit(name, "moe_gating", std::move(out), flops, 0, std::move(dims), {{gate_probs, -1}});
+}
+
+OpId LayerBuilder::MoeDispatch(OpId weights, OpId x, std::string_view name) {
+  const auto& w = shape(weights);
+  const auto& xs = shape(x);
+  DEVPLACE_CHECK(w.size() == 4 && xs.size() == 3 && w[0] == xs[0] && w[1] == xs[1],
+                 "moe dispatch: expected weights [N,S,E,C] and tokens [N,S,M]");
+  std::vector<int64_t> out = {w[0], w[2], w[3], xs[2]};
+  const double flops = 2.0 * static_cast<double>(ShapeElements(w)) * static_cast<double>(xs[2]);
+  std::vector<PartitionDim> dims = {Dim(DimKind::kSample, 0, 0, w[0]), Dim(DimKind::kAttribute, 1, -1, w[2])};
+  return Emit(name, "moe_dispatch", std::move(out), flops, 0, std::move(dims), {{weights, -1}, {x, -1}});
+}
+
+OpId LayerBuilder::ExpertLinear(OpId x, int64_t out_features, bool bias, std::string_view name) {
+  const auto& s = shape(x);
+  DEVPLACE_CHECK(s.size() == 4, "expert layer expects [N, E, C, M]");
+  const int64_t n = s[0], e = s[1], c = s[2], m = s[3];
+  std::vector<int64_t> out = {n, e, c, out_features};
+  const double flops = 2.0 * static_cast<double>(n * e * c) * static_cast<double>(m * out_features) +
+                       (bias ? static_cast<double>(n * e * c * out_features) : 0.0);
+  const int64_t params = e * (m * out_features + (bias ? out_features : 0));
+  std::vector<PartitionDim> dims = {Dim(DimKind::kSample, 0, 0, n), Dim(DimKind::kParameter, 1, 1, e),
+                                    Dim(DimKind::kAttribute, 2, 2, c), Dim(DimKind::kParameter, 3, -1, out_features),
+                                    Dim(DimKind::kReduction, -1, 3, m)};
+  return Emit(name, "moe_expert_matmul", std::move(out), flops, params * kF32Bytes, std::move(dims), {{x, -1}});
+}
+
+OpId LayerBuilder::MoeCombine(OpId weights, OpId y, std::string_view name) {
+  const auto& w = shape(weights);
+  const auto& ys = shape(y);
+  DEVPLACE_CHECK(w.size() == 4 && ys.size() == 4 && w[0] == ys[0] && w[2] == ys[1] && w[3] == ys[2],
+                 "moe combine: expected weights [N,S,E,C] and expert outputs [N,E,C,M]");
+  std::vector<int64_t> out = {w[0], w[1], ys[3]};
+  const double flops = 2.0 * static_cast<double>(ShapeElements(w)) * static_cast<double>(ys[3]);
+  std::vector<PartitionDim> dims = {Dim(DimKind::kSample, 0, 0, w[0]), Dim(DimKind::kAttribute, 2, -1, ys[3])};
+  return Emit(name, "moe_combine", std::move(out), flops, 0, std::move(dims), {{weights, -1}, {y, -1}});
+}
+
 OpId LayerBuilder::SoftmaxCrossEntropy(OpId logits, OpId labels, std::string_view name) {
   const auto& s = shape(logits);
   std::vector<int64_t> out = {s.at(0)};

@@ -147,6 +147,18 @@ class LayerBuilder {
   OpId HeadMajorScores(OpId q, OpId k, int64_t heads, std::string_view name = "attention_scores");
   OpId HeadMajorContext(OpId probs, OpId v, std::string_view name = "attention_context");
 
+  // GShard mixture-of-experts pieces (Lepikhin et al. 2020), each example a group of S tokens, E experts of capacity
+  // C tokens per group, as dense einsums:
+  // - top-2 gating of gate probabilities [N, S, E] into dispatch/combine weights [N, S, E, C] ("moe_gating");
+  // - dispatch "GSEC,GSM->GECM": weights and tokens [N, S, M] -> expert inputs [N, E, C, M] ("moe_dispatch");
+  // - an expert layer "GECM,EMH->GECH" with E weight matrices [M, H] (+ bias): [N, E, C, M] -> [N, E, C, H]
+  //   ("moe_expert_matmul"; its expert dimension is a parameter dimension slicing input axis 1);
+  // - combine "GSEC,GECM->GSM": weights and expert outputs [N, E, C, M] -> [N, S, M] ("moe_combine").
+  OpId MoeTop2Gating(OpId gate_probs, int64_t capacity, std::string_view name = "gating");
+  OpId MoeDispatch(OpId weights, OpId x, std::string_view name = "dispatch");
+  OpId ExpertLinear(OpId x, int64_t out_features, bool bias, std::string_view name = "expert_linear");
+  OpId MoeCombine(OpId weights, OpId y, std::string_view name = "combine");
+
   // Softmax cross-entropy of logits [N, ..., V] against integer labels -> per-example loss [N].
   OpId SoftmaxCrossEntropy(OpId logits, OpId labels, std::string_view name = "loss");
   // Sampled softmax loss (Jean et al. 2015): features [N, T, D] scored against the true class and `samples`

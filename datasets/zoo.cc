@@ -40,6 +40,7 @@ const std::vector<ZooEntry>& Entries() {
       {"u_transformer", 8, [](LayerBuilder& b, int64_t n) { BuildUTransformer(b, 12, n); }},
       {"gpt1.3b", 8, [](LayerBuilder& b, int64_t n) { BuildGpt(b, Gpt1p3b(n)); }},
       {"gpt2.6b", 8, [](LayerBuilder& b, int64_t n) { BuildGpt(b, Gpt2p6b(n)); }},
+      {"gpt_moe8", 8, [](LayerBuilder& b, int64_t n) { BuildGpt(b, GptMoe8(n)); }},
   };
   return kEntries;
 }

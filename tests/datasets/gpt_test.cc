@@ -158,5 +158,62 @@ TEST(Gpt, ShippedDataParallelSpecSplitsEveryOpAlongItsBatch) {
   EXPECT_EQ(s.plan.ops_per_annotation, (std::vector<int32_t>{1}));
 }
 
+// Mixture of experts: dense layers as above; an MoE layer has attention (4 h^2 + 4 h), two norms (4 h), the gate
+// (h E, no bias) and E experts of 8 h^2 + 5 h (GShard).
+TEST(GptMoe, ParameterCountMatchesTheFormula) {
+  const int64_t h = 768, e = 8, layers = 8;
+  const int64_t dense = 12 * h * h + 13 * h, moe = 4 * h * h + 8 * h + h * e + e * (8 * h * h + 5 * h);
+  const Graph g = BuildZooModel("gpt_moe8", 1).value();
+  EXPECT_EQ(ParamCount(g), layers / 2 * (dense + moe) + (32000 + 1024) * h + 2 * h);
+  testing::ExpectWellFormedTrainingGraph(g);
+  EXPECT_EQ(ExpertCapacity(GptMoe8(1)), 256);  // 2 * 1024 / 8 tokens per expert and group
+}
+
+GptConfig TinyMoe(double capacity_factor) { return GptConfig{2, 64, 8, 16, 256, 8, 8, capacity_factor}; }
+
+double TrainingFlops(const GptConfig& c) {
+  LayerBuilder b("moe");
+  BuildGpt(b, c);
+  return std::move(b).BuildTraining().value().total_flops();
+}
+
+TEST(GptMoe, LargerCapacityCostsMore) {
+  EXPECT_EQ(ExpertCapacity(TinyMoe(1.0)), 4);
+  EXPECT_EQ(ExpertCapacity(TinyMoe(1.25)), 5);
+  EXPECT_EQ(ExpertCapacity(TinyMoe(2.0)), 8);
+  EXPECT_LT(TrainingFlops(TinyMoe(1.0)), TrainingFlops(TinyMoe(1.25)));
+  EXPECT_LT(TrainingFlops(TinyMoe(1.25)), TrainingFlops(TinyMoe(2.0)));
+}
+
+// The shipped expert-parallel spec: experts split over the data axis, dense ops along their batch; the layout
+// changes are exactly one all-to-all into the experts and one out of them per MoE layer.
+TEST(GptMoe, ShippedExpertParallelSpecAllToAllsAroundTheExperts) {
+  LayerBuilder b("moe");
+  BuildGpt(b, TinyMoe(1.0));
+  const Graph g = std::move(b).BuildTraining().value();
+  const Topology t = ReadTopologyFile(DEVPLACE_SOURCE_DIR "/configs/topologies/dgx-h100.yaml").value();
+  const ShardingRequest req =
+      ReadShardingRequestFile(DEVPLACE_SOURCE_DIR "/configs/sharding/expert-parallel.yaml", t, {}).value();
+  const ShardingPlan plan = PropagateSharding(g, req.mesh, req.annotations).value();
+  auto spec = [&](const std::string& op) { return FormatSpec(plan.specs[g.find(op)], req.mesh); };
+  EXPECT_EQ(spec("decoder/layer1/expert_ffn1"), "[-, data, -, -]");
+  EXPECT_EQ(spec("decoder/layer1/expert_act"), "[-, data, -, -]");
+  EXPECT_EQ(spec("decoder/layer1/dispatch"), "[data, -, -, -]");
+  EXPECT_EQ(spec("decoder/layer1/combine"), "[data, -, -]");
+  EXPECT_EQ(spec("decoder/layer0/ffn1"), "[data, -, -]");
+  EXPECT_TRUE(plan.replicated.empty());
+  const Strategy s = LowerSpecs(g, plan.specs, req.mesh).value();
+  EXPECT_TRUE(ValidateStrategy(s, g, t).ok());
+  std::vector<std::string> conversions;
+  const auto steps = ForwardEdgeResharding(g, plan.specs);
+  for (int32_t e = 0; e < g.num_edges(); ++e)
+    for (const ReshardStep& step : steps[e])
+      conversions.push_back(std::string(ToString(step.kind)) + " " + g.op(g.edge(e).src).name + " -> " +
+                            g.op(g.edge(e).dst).name);
+  EXPECT_EQ(conversions, (std::vector<std::string>{
+                             "all-to-all decoder/layer1/dispatch -> decoder/layer1/expert_ffn1",
+                             "all-to-all decoder/layer1/expert_ffn2 -> decoder/layer1/combine"}));
+}
+
 }  // namespace
 }  // namespace devplace

@@ -23,7 +23,7 @@ TEST(Zoo, Names) {
   EXPECT_EQ(ZooModelNames(), (std::vector<std::string>{"gnmt2", "gnmt4", "gnmt8", "rnnlm2", "rnnlm4", "transformer_xl2",
                                                       "transformer_xl4", "transformer_xl8", "wavenet2x18", "wavenet4x36",
                                                       "inception_v3", "resnet50", "resnet152", "vgg16", "amoebanet",
-                                                      "u_transformer", "gpt1.3b", "gpt2.6b"}));
+                                                      "u_transformer", "gpt1.3b", "gpt2.6b", "gpt_moe8"}));
 }
 
 TEST(Zoo, EveryModelBuildsAWellFormedTrainingGraph) {
