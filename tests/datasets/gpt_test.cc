@@ -215,5 +215,34 @@ TEST(GptMoe, ShippedExpertParallelSpecAllToAllsAroundTheExperts) {
                              "all-to-all decoder/layer1/expert_ffn2 -> decoder/layer1/combine"}));
 }
 
+// On every op of a real model (attention, MoE dispatch, per-expert matmuls, updates): propagated specs lower to configs
+// that lift back to the same specs, and annotating any further op with its propagated spec changes nothing.
+TEST(GptMoe, PropagationRoundTripsAndIsIdempotentOnEveryOp) {
+  LayerBuilder b("moe");
+  BuildGpt(b, TinyMoe(1.0));
+  const Graph g = std::move(b).BuildTraining().value();
+  const Topology t = ReadTopologyFile(DEVPLACE_SOURCE_DIR "/configs/topologies/dgx-h100.yaml").value();
+  for (const char* file : {"expert-parallel.yaml", "megatron.yaml", "data-model-2x4.yaml"}) {
+    SCOPED_TRACE(file);
+    const ShardingRequest req =
+        ReadShardingRequestFile(DEVPLACE_SOURCE_DIR "/configs/sharding/" + std::string(file), t, {}).value();
+    const ShardingPlan plan = PropagateSharding(g, req.mesh, req.annotations).value();
+    const Strategy s = LowerSpecs(g, plan.specs, req.mesh).value();
+    for (OpId o = 0; o < g.num_ops(); ++o) {
+      std::optional<ShardingSpec> back = LiftConfig(g.op(o), s.configs[o], req.mesh);
+      ASSERT_TRUE(back.has_value()) << g.op(o).name;
+      EXPECT_EQ(*back, plan.specs[o]) << g.op(o).name;
+    }
+    for (OpId o = 0; o < g.num_ops(); o += 7) {
+      if (g.op(o).role != OpRole::kForward) continue;
+      std::vector<ShardingAnnotation> more = req.annotations;
+      more.push_back(ShardingAnnotation{g.op(o).name, plan.specs[o], true, "extra"});
+      Expected<ShardingPlan> again = PropagateSharding(g, req.mesh, more);
+      ASSERT_TRUE(again.ok()) << again.error().message;
+      EXPECT_EQ(again->specs, plan.specs) << "with " << g.op(o).name << " annotated too";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace devplace
