@@ -8,7 +8,7 @@
 #include "core/sharding_io.h"
 #include "core/topology_yaml.h"
 #include "datasets/zoo.h"
-#include "graph_checks.h"
+#include "tests/testing/graph_checks.h"
 
 namespace devplace {
 namespace {
