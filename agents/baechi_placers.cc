@@ -6,7 +6,7 @@
 #include <queue>
 #include <tuple>
 
-#include "agents/op_estimates.h"
+#include "sim/estimates.h"
 #include "core/colocation.h"
 
 namespace devplace {
@@ -27,7 +27,7 @@ DeviceId RoomiestDevice(const Topology& t, const std::vector<int64_t>& used) {
 
 }  // namespace
 
-Expected<SearchResult> MTopoPlacer::Search(const SearchProblem& problem, const SearchRequest&) const {
+Expected<SearchResult> MTopoPlacer::DoSearch(const SearchProblem& problem, const SearchRequest&) const {
   auto start = std::chrono::steady_clock::now();
   const Graph& graph = *problem.graph;
   const Topology& t = *problem.topology;
@@ -55,7 +55,7 @@ Expected<SearchResult> MTopoPlacer::Search(const SearchProblem& problem, const S
   return SearchResult{Strategy::FromPlacement(device_of_op), 0, SecondsSince(start)};
 }
 
-Expected<SearchResult> MEtfPlacer::Search(const SearchProblem& problem, const SearchRequest&) const {
+Expected<SearchResult> MEtfPlacer::DoSearch(const SearchProblem& problem, const SearchRequest&) const {
   auto start = std::chrono::steady_clock::now();
   const Graph& graph = *problem.graph;
   const Topology& t = *problem.topology;

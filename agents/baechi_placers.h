@@ -1,6 +1,6 @@
 // Baechi's memory-constrained placers (Jeon et al., "Baechi: Fast Device Placement of Machine Learning Graphs",
 // SoCC 2020): m-TOPO and m-ETF. Both place colocation groups as units and never put more on a device than its
-// memory holds while another device still has room (memory per op from agents/op_estimates.h).
+// memory holds while another device still has room (memory per op from sim/estimates.h).
 #pragma once
 
 #include "agents/search.h"
@@ -13,7 +13,9 @@ namespace devplace {
 class MTopoPlacer : public SearchAlgorithm {
  public:
   std::string name() const override { return "m-topo"; }
-  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+
+ protected:
+  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override;
 };
 
 // m-ETF: earliest-task-first list scheduling. Repeatedly picks, among the ops whose predecessors are scheduled,
@@ -23,7 +25,9 @@ class MTopoPlacer : public SearchAlgorithm {
 class MEtfPlacer : public SearchAlgorithm {
  public:
   std::string name() const override { return "m-etf"; }
-  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+
+ protected:
+  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override;
 };
 
 }  // namespace devplace

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
-#include "agents/op_estimates.h"
+#include "sim/estimates.h"
 #include "agents/search_budget.h"
 #include "core/colocation.h"
+#include "sim/objective.h"
 
 namespace devplace {
 
@@ -94,7 +96,7 @@ std::vector<DeviceId> BalancedSplit(const Layers& layers, const Topology& t, int
 
 }  // namespace
 
-Expected<SearchResult> ExpertPlacer::Search(const SearchProblem& problem, const SearchRequest& request) const {
+Expected<SearchResult> ExpertPlacer::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
   BudgetTracker budget(request);
   const Graph& graph = *problem.graph;
   const Topology& t = *problem.topology;
@@ -107,7 +109,7 @@ Expected<SearchResult> ExpertPlacer::Search(const SearchProblem& problem, const 
   Expected<Simulator> simulator = Simulator::Create(graph, t, problem.cost, problem.sim);
   if (!simulator.ok()) return simulator.error();
   Strategy best;
-  double best_score = std::numeric_limits<double>::infinity();
+  std::optional<StepCost> best_cost;
   for (int k = 1; k <= t.num_devices(); ++k) {
     if (k > 1 && budget.exhausted()) break;
     std::vector<DeviceId> device_of_layer = BalancedSplit(layers, t, k, speed);
@@ -124,14 +126,14 @@ Expected<SearchResult> ExpertPlacer::Search(const SearchProblem& problem, const 
     Strategy candidate = Strategy::FromPlacement(device_of_op);
     Expected<SimResult> sim = simulator->Run(candidate);
     if (!sim.ok()) return sim.error();
-    double score = sim->step_time + (sim->oom ? 1e6 : 0.0);
-    if (score < best_score) {
-      best_score = score;
+    const StepCost cost = CostOf(*sim, t);
+    if (!best_cost || cost < *best_cost) {
+      best_cost = cost;
       best = std::move(candidate);
     }
-    budget.RecordEvaluation(best_score);
+    budget.RecordEvaluation(best_cost->step_time);
   }
-  budget.ReportFinal(best_score);
+  budget.ReportFinal(best_cost ? best_cost->step_time : 0.0);
   return SearchResult{std::move(best), budget.evaluations(), budget.seconds()};
 }
 

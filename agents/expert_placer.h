@@ -15,7 +15,9 @@ namespace devplace {
 class ExpertPlacer : public SearchAlgorithm {
  public:
   std::string name() const override { return "expert"; }
-  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+
+ protected:
+  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override;
 };
 
 }  // namespace devplace

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <map>
 
-#include "agents/op_estimates.h"
+#include "sim/estimates.h"
 
 namespace devplace {
 

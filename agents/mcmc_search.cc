@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -10,9 +9,10 @@
 
 #include "agents/baechi_placers.h"
 #include "agents/expert_placer.h"
-#include "agents/op_estimates.h"
 #include "agents/search_budget.h"
 #include "core/colocation.h"
+#include "sim/estimates.h"
+#include "sim/objective.h"
 
 namespace devplace {
 
@@ -60,45 +60,57 @@ class Chain {
   std::mt19937_64 rng_;
 };
 
-// Estimated memory per device of the chain's current strategy (agents/op_estimates.h), kept up to date per
-// proposal so that proposals overfilling a device are penalised without a full memory simulation. A part of a
-// sample-split op holds the whole parameter state (a replica) and 1/n of the output; other splits shard both.
+// Estimated memory per device of the chain's current strategy (sim/estimates.h OpPartMemoryEstimate), kept up
+// to date per proposal so that proposals overfilling a device are penalised without a full memory simulation.
 class MemoryLedger {
  public:
-  MemoryLedger(const Graph& graph, const Topology& topology, const OpEstimates& estimates, const Strategy& strategy)
-      : graph_(graph), topology_(topology), estimates_(estimates), used_(topology.num_devices(), 0) {
+  MemoryLedger(const Graph& graph, const Topology& topology, double optimizer_state_factor, const Strategy& strategy)
+      : graph_(graph), topology_(topology), factor_(optimizer_state_factor), used_(topology.num_devices(), 0) {
     for (OpId op = 0; op < graph.num_ops(); ++op) Add(op, strategy.configs[op], +1);
   }
   void Add(OpId op, const OpConfig& config, int sign) {
-    const Op& o = graph_.op(op);
-    const auto n = static_cast<int64_t>(config.devices.size());
-    const int64_t params = estimates_.memory_bytes[op] - (o.role == OpRole::kForward ? OutputBytes(o) : 0);
-    const int64_t activations = estimates_.memory_bytes[op] - params;
-    bool replicated = false;
-    for (size_t k = 0; k < config.degrees.size(); ++k)
-      replicated |= config.degrees[k] > 1 && o.dims[k].kind == DimKind::kSample;
-    const int64_t per_device = (replicated ? params : params / n) + activations / n;
+    const int64_t per_device = OpPartMemoryEstimate(graph_.op(op), config, factor_);
     for (DeviceId d : config.devices) used_[d] += sign * per_device;
   }
-  bool over_capacity() const {
-    for (DeviceId d = 0; d < topology_.num_devices(); ++d)
-      if (used_[d] > topology_.device(d).memory_bytes) return true;
-    return false;
+  // The cost of a step of `step_time` under the estimated memory (overage as in sim/objective.h).
+  StepCost Cost(double step_time) const {
+    StepCost cost{step_time, false, 0.0};
+    for (DeviceId d = 0; d < topology_.num_devices(); ++d) {
+      const int64_t capacity = topology_.device(d).memory_bytes;
+      if (used_[d] <= capacity) continue;
+      cost.oom = true;
+      cost.overage += static_cast<double>(used_[d] - capacity) / static_cast<double>(capacity);
+    }
+    return cost;
   }
 
  private:
   const Graph& graph_;
   const Topology& topology_;
-  const OpEstimates& estimates_;
+  double factor_;
   std::vector<int64_t> used_;
 };
 
-// The better (by simulated step time, OOM last) of the expert's and m-ETF's strategies.
+// The exact cost of the simulator's current strategy; the full result (for the overage) only when it is OOM.
+StepCost ExactCost(const DeltaSimulator& sim, const Topology& topology) {
+  if (!sim.oom()) return StepCost{sim.step_time(), false, 0.0};
+  return CostOf(sim.result(), topology);
+}
+
+// The better (by the objective's order, sim/objective.h) of the expert's and m-ETF's strategies. When the
+// evaluation budget cannot pay for comparing them (the expert's splits, one per device, two simulations and the
+// walk's first), m-ETF's strategy, which costs no simulation.
 Expected<Strategy> WarmStart(const SearchProblem& problem, const SearchRequest& request, BudgetTracker* budget) {
   SearchRequest quiet = request;
   quiet.progress = nullptr;
+  const int64_t max_evaluations = request.budget.max_evaluations;
+  if (max_evaluations > 0 && max_evaluations < problem.topology->num_devices() + 3) {
+    Expected<SearchResult> r = MEtfPlacer().Search(problem, quiet);
+    if (!r.ok()) return r.error();
+    return std::move(r->strategy);
+  }
   Strategy best;
-  double best_cost = std::numeric_limits<double>::infinity();
+  std::optional<StepCost> best_cost;
   std::unique_ptr<SearchAlgorithm> starts[] = {std::make_unique<ExpertPlacer>(), std::make_unique<MEtfPlacer>()};
   for (const auto& algo : starts) {
     Expected<SearchResult> r = algo->Search(problem, quiet);
@@ -106,8 +118,8 @@ Expected<Strategy> WarmStart(const SearchProblem& problem, const SearchRequest& 
     Expected<SimResult> sim = Simulate(*problem.graph, *problem.topology, r->strategy, problem.cost, problem.sim);
     if (!sim.ok()) return sim.error();
     for (int64_t i = 0; i <= r->evaluations; ++i) budget->RecordEvaluation(0);
-    double cost = sim->step_time + (sim->oom ? 1e9 : 0.0);
-    if (cost < best_cost) {
+    const StepCost cost = CostOf(*sim, *problem.topology);
+    if (!best_cost || cost < *best_cost) {
       best_cost = cost;
       best = std::move(r->strategy);
     }
@@ -117,7 +129,7 @@ Expected<Strategy> WarmStart(const SearchProblem& problem, const SearchRequest& 
 
 }  // namespace
 
-Expected<SearchResult> McmcSearch::Search(const SearchProblem& problem, const SearchRequest& request) const {
+Expected<SearchResult> McmcSearch::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
   SearchRequest bounded = request;
   if (bounded.budget.max_evaluations <= 0 && bounded.budget.max_seconds <= 0)
     bounded.budget.max_evaluations = options_.default_evaluations;
@@ -135,15 +147,14 @@ Expected<SearchResult> McmcSearch::Search(const SearchProblem& problem, const Se
   Expected<DeltaSimulator> sim = DeltaSimulator::Create(graph, *problem.topology, start, problem.cost, problem.sim);
   if (!sim.ok()) return sim.error();
   budget.RecordEvaluation(sim->step_time());
-  OpEstimates estimates = EstimateOps(graph, *problem.topology, problem.cost, problem.sim.optimizer_state_factor);
-  MemoryLedger ledger(graph, *problem.topology, estimates, start);
+  MemoryLedger ledger(graph, *problem.topology, problem.sim.optimizer_state_factor, start);
 
   const double scale = sim->step_time() > 0 ? sim->step_time() : 1.0;
-  const double penalty = options_.oom_penalty * scale;
-  // The walk prices memory with the ledger's estimate; a candidate for the best is checked exactly.
-  auto walk_cost = [&]() { return sim->step_time() + (ledger.over_capacity() ? penalty : 0.0); };
-  auto exact_cost = [&]() { return sim->step_time() + (sim->oom() ? penalty : 0.0); };
-  double current = walk_cost(), best = exact_cost();
+  // The walk prices memory with the ledger's estimate (penalised time, sim/objective.h); a candidate for the best
+  // is checked exactly and ranked by the objective's order.
+  auto penalised = [&](const StepCost& cost) { return cost.Penalised(scale, options_.oom_penalty); };
+  double current = penalised(ledger.Cost(sim->step_time()));
+  StepCost best = ExactCost(*sim, *problem.topology);
   Strategy best_strategy = start;
   Chain chain(problem, options_, request.seed);
   std::vector<std::pair<OpId, OpConfig>> proposal, undo;
@@ -167,7 +178,7 @@ Expected<SearchResult> McmcSearch::Search(const SearchProblem& problem, const Se
     count(proposal, +1);
     Expected<double> asked = sim->StepTimeIf(proposal);
     if (!asked.ok()) return asked.error();
-    double next = *asked + (ledger.over_capacity() ? penalty : 0.0);
+    StepCost next_cost = ledger.Cost(*asked);
     bool made = false;
     auto make = [&]() -> Status {
       made = true;
@@ -175,12 +186,13 @@ Expected<SearchResult> McmcSearch::Search(const SearchProblem& problem, const Se
       for (const auto& [op, config] : proposal) undo.emplace_back(op, sim->strategy().configs[op]);
       return sim->SetConfigs(proposal);
     };
-    if (next < best) {
+    if (next_cost < best) {
       if (Status s = make(); !s.ok()) return s.error();
-      next = exact_cost();
+      next_cost = ExactCost(*sim, *problem.topology);
     }
-    if (made && next < best) {
-      best = next;
+    const double next = penalised(next_cost);
+    if (made && next_cost < best) {
+      best = next_cost;
       best_strategy = sim->strategy();
       since_best = 0;
     } else if (++since_best >= options_.reset_interval) {
@@ -191,11 +203,11 @@ Expected<SearchResult> McmcSearch::Search(const SearchProblem& problem, const Se
         if (!(sim->strategy().configs[op] == best_strategy.configs[op]))
           reset.emplace_back(op, best_strategy.configs[op]);
       if (Status s = apply(reset); !s.ok()) return s.error();
-      current = walk_cost();
-      budget.RecordEvaluation(best);
+      current = penalised(ledger.Cost(sim->step_time()));
+      budget.RecordEvaluation(best.step_time);
       continue;
     }
-    budget.RecordEvaluation(best);
+    budget.RecordEvaluation(best.step_time);
     bool accept = next <= current || Uniform(chain.rng()) < std::exp(options_.beta * (current - next) / scale);
     if (accept) {
       current = next;
@@ -207,7 +219,7 @@ Expected<SearchResult> McmcSearch::Search(const SearchProblem& problem, const Se
       count(proposal, -1);
     }
   }
-  budget.ReportFinal(best);
+  budget.ReportFinal(best.step_time);
   return SearchResult{std::move(best_strategy), budget.evaluations(), budget.seconds()};
 }
 

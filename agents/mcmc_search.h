@@ -20,20 +20,25 @@ struct McmcOptions {
   int64_t reset_interval = 2000;
   // Evaluations used when the request sets no budget at all.
   int64_t default_evaluations = 10000;
-  // Added to the cost of a strategy that runs out of memory, relative to the initial cost (OOM is allowed during
-  // the walk but never preferred to a strategy that fits).
+  // The walk's acceptance prices a strategy by its penalised time (sim/objective.h StepCost::Penalised) with this
+  // penalty factor and the initial step time as reference: OOM is allowed during the walk, but the best is kept
+  // by the objective's order, so an OOM strategy is never preferred to one that fits.
   double oom_penalty = 10.0;
 };
 
 // Starts from request.initial when given, otherwise from the better of the human-expert and m-ETF strategies
-// (their evaluations count against the budget). Proposals are priced by delta simulation with memory checked
-// against per-device estimates (agents/op_estimates.h); a proposal that would become the best is checked with the
-// simulator's exact memory model. Never returns a strategy worse than its start.
+// (their evaluations count against the budget; m-ETF's alone when an evaluation budget below D + 3 cannot pay
+// for the comparison). Proposals are priced by delta simulation with memory checked
+// against per-device estimates (sim/estimates.h); a proposal that would become the best is checked with the
+// simulator's exact memory model. Never returns a strategy that ranks worse than its start (sim/objective.h).
 class McmcSearch : public SearchAlgorithm {
  public:
   explicit McmcSearch(McmcOptions options = {}) : options_(options) {}
   std::string name() const override { return "mcmc"; }
-  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+  bool refines_initial() const override { return true; }
+
+ protected:
+  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override;
 
  private:
   McmcOptions options_;

@@ -14,7 +14,9 @@ namespace devplace {
 class ScotchPlacer : public SearchAlgorithm {
  public:
   std::string name() const override { return "scotch"; }
-  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+
+ protected:
+  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override;
 };
 
 // METIS k-way partitioning (Karypis & Kumar; Debian's libmetis 5): METIS_PartGraphKway over the group graph
@@ -23,7 +25,9 @@ class ScotchPlacer : public SearchAlgorithm {
 class MetisPlacer : public SearchAlgorithm {
  public:
   std::string name() const override { return "metis"; }
-  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+
+ protected:
+  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override;
 };
 
 }  // namespace devplace

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/graph.h"
@@ -63,13 +64,52 @@ class SearchAlgorithm {
  public:
   virtual ~SearchAlgorithm() = default;
   virtual std::string name() const = 0;
-  // The strategy respects colocation groups and validates against the problem's graph and topology.
-  virtual Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const = 0;
+  // True for algorithms that start from request.initial when one is given; they never return a strategy that
+  // ranks worse than it (sim/objective.h). The others ignore request.initial.
+  virtual bool refines_initial() const { return false; }
+  // Checks the problem (CheckSearchProblem) and, for algorithms that refine one, the initial strategy against
+  // the graph and topology, then runs the algorithm (DoSearch). The strategy respects colocation groups and
+  // validates against the problem's graph and topology.
+  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const;
+
+ protected:
+  // The algorithm itself, called by Search with a checked problem.
+  virtual Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const = 0;
 };
 
-// Names accepted by MakeSearchAlgorithm, in the order they are listed to users.
+// What every search requires of its problem: a graph and a topology, a graph one can train
+// (sim/estimates.h CheckTrainingGraph: at least one op, at least one with FLOPs or parameters), at least one device and
+// valid simulation options. Errors name what is missing.
+Status CheckSearchProblem(const SearchProblem& problem);
+
+// The searches a program offers, by name: each library adds its own (RegisterBaselineSearches here,
+// RegisterLearnedSearches in agents/learned/learned_search.h), and programs and tests build the registry
+// they need. A value, not a global: nothing registers itself.
+class SearchRegistry {
+ public:
+  using Factory = std::function<std::unique_ptr<SearchAlgorithm>()>;
+  // Adds `name` (non-empty, not yet registered: a programming error otherwise) made by `factory`.
+  void Add(std::string name, Factory factory);
+  // Registered names, in the order they were added (the order they are listed to users).
+  std::vector<std::string> names() const;
+  // "a, b, c": the names for help texts and errors.
+  std::string names_list() const;
+  // The algorithm called `name`; an error lists the registered names.
+  Expected<std::unique_ptr<SearchAlgorithm>> Make(std::string_view name) const;
+
+ private:
+  std::vector<std::pair<std::string, Factory>> entries_;
+};
+
+// Adds the search baselines of this library (single, data-parallel, round-robin, random, expert, scotch, metis,
+// m-topo, m-etf, mcmc, tofu-dp), in that order.
+void RegisterBaselineSearches(SearchRegistry* registry);
+
+// A registry holding the baselines only (RegisterBaselineSearches): for programs without the learned searches.
+SearchRegistry BaselineSearches();
+// BaselineSearches().names().
 std::vector<std::string> SearchAlgorithmNames();
-// The algorithm called `name`; an error lists the known names.
+// BaselineSearches().Make(name).
 Expected<std::unique_ptr<SearchAlgorithm>> MakeSearchAlgorithm(std::string_view name);
 
 }  // namespace devplace

@@ -1,4 +1,3 @@
-#include <functional>
 #include <utility>
 
 #include "agents/search.h"
@@ -8,44 +7,76 @@
 #include "agents/partitioner_placers.h"
 #include "agents/simple_placers.h"
 #include "agents/tofu_dp.h"
+#include "core/check.h"
+#include "sim/estimates.h"
 
 namespace devplace {
 
-namespace {
-
-using Factory = std::function<std::unique_ptr<SearchAlgorithm>()>;
-
-const std::vector<std::pair<std::string, Factory>>& Registry() {
-  static const std::vector<std::pair<std::string, Factory>> registry = {
-      {"single", [] { return std::make_unique<SingleDevicePlacer>(); }},
-      {"data-parallel", [] { return std::make_unique<DataParallelPlacer>(); }},
-      {"round-robin", [] { return std::make_unique<RoundRobinPlacer>(); }},
-      {"random", [] { return std::make_unique<RandomPlacer>(); }},
-      {"expert", [] { return std::make_unique<ExpertPlacer>(); }},
-      {"scotch", [] { return std::make_unique<ScotchPlacer>(); }},
-      {"metis", [] { return std::make_unique<MetisPlacer>(); }},
-      {"m-topo", [] { return std::make_unique<MTopoPlacer>(); }},
-      {"m-etf", [] { return std::make_unique<MEtfPlacer>(); }},
-      {"mcmc", [] { return std::make_unique<McmcSearch>(); }},
-      {"tofu-dp", [] { return std::make_unique<TofuDpSearch>(); }},
-  };
-  return registry;
+Status CheckSearchProblem(const SearchProblem& problem) {
+  if (problem.graph == nullptr) return Error{"search: the problem has no graph"};
+  if (problem.topology == nullptr) return Error{"search: the problem has no topology"};
+  if (Status s = CheckTrainingGraph(*problem.graph); !s) return s;
+  if (problem.topology->num_devices() < 1)
+    return Error{"topology '" + problem.topology->name() + "' has no devices"};
+  return ValidateSimOptions(problem.sim);
 }
 
-}  // namespace
+Expected<SearchResult> SearchAlgorithm::Search(const SearchProblem& problem, const SearchRequest& request) const {
+  if (Status s = CheckSearchProblem(problem); !s) return Error{name() + ": " + s.error().message};
+  if (request.initial != nullptr && refines_initial())
+    if (Status s = ValidateStrategy(*request.initial, *problem.graph, *problem.topology); !s)
+      return Error{name() + ": initial strategy: " + s.error().message};
+  return DoSearch(problem, request);
+}
 
-std::vector<std::string> SearchAlgorithmNames() {
+void SearchRegistry::Add(std::string name, Factory factory) {
+  DEVPLACE_CHECK(!name.empty(), "a search needs a name");
+  for (const auto& [known, f] : entries_) DEVPLACE_CHECK(known != name, "search '" + name + "' registered twice");
+  entries_.emplace_back(std::move(name), std::move(factory));
+}
+
+std::vector<std::string> SearchRegistry::names() const {
   std::vector<std::string> names;
-  for (const auto& [name, factory] : Registry()) names.push_back(name);
+  for (const auto& [name, factory] : entries_) names.push_back(name);
   return names;
 }
 
-Expected<std::unique_ptr<SearchAlgorithm>> MakeSearchAlgorithm(std::string_view name) {
-  for (const auto& [known, factory] : Registry())
-    if (known == name) return factory();
+std::string SearchRegistry::names_list() const {
   std::string list;
-  for (const std::string& n : SearchAlgorithmNames()) list += (list.empty() ? "" : ", ") + n;
-  return Error{"unknown algorithm '" + std::string(name) + "' (known: " + list + ")"};
+  for (const auto& [name, factory] : entries_) list += (list.empty() ? "" : ", ") + name;
+  return list;
+}
+
+Expected<std::unique_ptr<SearchAlgorithm>> SearchRegistry::Make(std::string_view name) const {
+  for (const auto& [known, factory] : entries_)
+    if (known == name) return factory();
+  return Error{"unknown algorithm '" + std::string(name) + "' (known: " + names_list() + ")"};
+}
+
+void RegisterBaselineSearches(SearchRegistry* registry) {
+  registry->Add("single", [] { return std::make_unique<SingleDevicePlacer>(); });
+  registry->Add("data-parallel", [] { return std::make_unique<DataParallelPlacer>(); });
+  registry->Add("round-robin", [] { return std::make_unique<RoundRobinPlacer>(); });
+  registry->Add("random", [] { return std::make_unique<RandomPlacer>(); });
+  registry->Add("expert", [] { return std::make_unique<ExpertPlacer>(); });
+  registry->Add("scotch", [] { return std::make_unique<ScotchPlacer>(); });
+  registry->Add("metis", [] { return std::make_unique<MetisPlacer>(); });
+  registry->Add("m-topo", [] { return std::make_unique<MTopoPlacer>(); });
+  registry->Add("m-etf", [] { return std::make_unique<MEtfPlacer>(); });
+  registry->Add("mcmc", [] { return std::make_unique<McmcSearch>(); });
+  registry->Add("tofu-dp", [] { return std::make_unique<TofuDpSearch>(); });
+}
+
+SearchRegistry BaselineSearches() {
+  SearchRegistry registry;
+  RegisterBaselineSearches(&registry);
+  return registry;
+}
+
+std::vector<std::string> SearchAlgorithmNames() { return BaselineSearches().names(); }
+
+Expected<std::unique_ptr<SearchAlgorithm>> MakeSearchAlgorithm(std::string_view name) {
+  return BaselineSearches().Make(name);
 }
 
 }  // namespace devplace

@@ -1,12 +1,12 @@
 #include "agents/simple_placers.h"
 
-#include <limits>
 #include <optional>
 #include <random>
 
 #include "agents/group_graph.h"
 #include "agents/search_budget.h"
 #include "core/colocation.h"
+#include "sim/objective.h"
 
 namespace devplace {
 
@@ -22,13 +22,13 @@ DeviceId FastestDevice(const Topology& t) {
 
 }  // namespace
 
-Expected<SearchResult> SingleDevicePlacer::Search(const SearchProblem& problem, const SearchRequest& request) const {
+Expected<SearchResult> SingleDevicePlacer::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
   BudgetTracker clock(request);
   return SearchResult{Strategy::AllOn(problem.graph->num_ops(), FastestDevice(*problem.topology)), 0,
                       clock.seconds()};
 }
 
-Expected<SearchResult> DataParallelPlacer::Search(const SearchProblem& problem, const SearchRequest& request) const {
+Expected<SearchResult> DataParallelPlacer::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
   BudgetTracker clock(request);
   const Graph& g = *problem.graph;
   std::vector<DeviceId> all(static_cast<size_t>(problem.topology->num_devices()));
@@ -45,7 +45,7 @@ Expected<SearchResult> DataParallelPlacer::Search(const SearchProblem& problem, 
   return SearchResult{std::move(strategy), 0, clock.seconds()};
 }
 
-Expected<SearchResult> RoundRobinPlacer::Search(const SearchProblem& problem, const SearchRequest& request) const {
+Expected<SearchResult> RoundRobinPlacer::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
   BudgetTracker clock(request);
   OpGroups groups = ColocationGroups(*problem.graph);
   std::vector<DeviceId> device_of_group(groups.num_groups());
@@ -53,7 +53,7 @@ Expected<SearchResult> RoundRobinPlacer::Search(const SearchProblem& problem, co
   return SearchResult{PlacementFromGroups(groups, device_of_group), 0, clock.seconds()};
 }
 
-Expected<SearchResult> RandomPlacer::Search(const SearchProblem& problem, const SearchRequest& request) const {
+Expected<SearchResult> RandomPlacer::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
   BudgetTracker budget(request);
   OpGroups groups = ColocationGroups(*problem.graph);
   std::mt19937_64 rng(request.seed);
@@ -68,20 +68,20 @@ Expected<SearchResult> RandomPlacer::Search(const SearchProblem& problem, const 
 
   Expected<Simulator> simulator = Simulator::Create(*problem.graph, *problem.topology, problem.cost, problem.sim);
   if (!simulator.ok()) return simulator.error();
-  double best_time = std::numeric_limits<double>::infinity();
+  std::optional<StepCost> best_cost;
   for (bool first = true; first || !budget.exhausted(); first = false) {
     Strategy candidate = first ? best : draw();
     Expected<SimResult> sim = simulator->Run(candidate);
     if (!sim.ok()) return sim.error();
-    // An OOM placement only wins when nothing that fits was found.
-    double score = sim->step_time + (sim->oom ? 1e6 : 0.0);
-    if (score < best_time) {
-      best_time = score;
+    // The objective's order (sim/objective.h): an OOM placement only wins when nothing that fits was found.
+    const StepCost cost = CostOf(*sim, *problem.topology);
+    if (!best_cost || cost < *best_cost) {
+      best_cost = cost;
       best = std::move(candidate);
     }
-    budget.RecordEvaluation(best_time);
+    budget.RecordEvaluation(best_cost->step_time);
   }
-  budget.ReportFinal(best_time);
+  budget.ReportFinal(best_cost->step_time);
   return SearchResult{std::move(best), budget.evaluations(), budget.seconds()};
 }
 

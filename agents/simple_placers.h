@@ -10,7 +10,9 @@ namespace devplace {
 class SingleDevicePlacer : public SearchAlgorithm {
  public:
   std::string name() const override { return "single"; }
-  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+
+ protected:
+  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override;
 };
 
 // Data parallelism over every device: each colocation group split over all devices (core/strategy.h
@@ -20,14 +22,18 @@ class SingleDevicePlacer : public SearchAlgorithm {
 class DataParallelPlacer : public SearchAlgorithm {
  public:
   std::string name() const override { return "data-parallel"; }
-  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+
+ protected:
+  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override;
 };
 
 // Colocation groups dealt to devices 0, 1, 2, ... in topological order of the groups. No simulations.
 class RoundRobinPlacer : public SearchAlgorithm {
  public:
   std::string name() const override { return "round-robin"; }
-  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+
+ protected:
+  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override;
 };
 
 // Each colocation group on a device drawn uniformly at random (seeded). Without a budget it draws one placement
@@ -36,7 +42,9 @@ class RoundRobinPlacer : public SearchAlgorithm {
 class RandomPlacer : public SearchAlgorithm {
  public:
   std::string name() const override { return "random"; }
-  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+
+ protected:
+  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override;
 };
 
 }  // namespace devplace

@@ -1,9 +1,11 @@
 #include "agents/tofu_dp.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "agents/search_budget.h"
 #include "core/check.h"
+#include "sim/objective.h"
 
 namespace devplace {
 namespace {
@@ -19,11 +21,7 @@ std::vector<int32_t> CheapestAlone(const TofuLevelProblem& level) {
 
 }  // namespace
 
-Expected<SearchResult> TofuDpSearch::Search(const SearchProblem& problem, const SearchRequest& request) const {
-  if (problem.graph == nullptr || problem.topology == nullptr)
-    return Error{"tofu-dp: the search problem needs a graph and a topology"};
-  if (problem.topology->num_devices() < 1)
-    return Error{"tofu-dp: topology '" + problem.topology->name() + "' has no devices"};
+Expected<SearchResult> TofuDpSearch::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
   BudgetTracker budget(request);
   const double max_seconds = request.budget.max_seconds;
   std::function<bool()> out_of_time;
@@ -43,25 +41,24 @@ Expected<SearchResult> TofuDpSearch::Search(const SearchProblem& problem, const 
   if (candidates.empty()) candidates.push_back(planner.ToStrategy());  // no levels: one device
 
   // Simulate the candidates from the most split down, while the budget lasts; keep the fastest that fits in
-  // memory (ties: the more split), or the most split one when nothing was simulated.
+  // memory (ties: the more split) by the objective's order (sim/objective.h), or the most split one when nothing
+  // was simulated.
   size_t best = candidates.size() - 1;
-  double best_time = 0.0;
-  bool best_oom = true, any = false;
+  std::optional<StepCost> best_cost;
   for (size_t j = candidates.size(); j-- > 0;) {
     const Status valid = ValidateStrategy(candidates[j], *problem.graph, *problem.topology);
     DEVPLACE_CHECK(valid.ok(), "tofu-dp made an invalid strategy: " + (valid.ok() ? "" : valid.error().message));
     if (budget.exhausted()) break;
     Expected<SimResult> sim = Simulate(*problem.graph, *problem.topology, candidates[j], problem.cost, problem.sim);
     if (!sim.ok()) return sim.error();
-    if (!any || (best_oom && !sim->oom) || (best_oom == sim->oom && sim->step_time < best_time)) {
+    const StepCost cost = CostOf(*sim, *problem.topology);
+    if (!best_cost || cost < *best_cost) {
       best = j;
-      best_time = sim->step_time;
-      best_oom = sim->oom;
-      any = true;
+      best_cost = cost;
     }
-    budget.RecordEvaluation(best_time);
+    budget.RecordEvaluation(best_cost->step_time);
   }
-  budget.ReportFinal(best_time);
+  budget.ReportFinal(best_cost ? best_cost->step_time : 0.0);
   return SearchResult{std::move(candidates[best]), budget.evaluations(), budget.seconds()};
 }
 

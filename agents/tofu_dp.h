@@ -178,7 +178,9 @@ class TofuDpSearch : public SearchAlgorithm {
  public:
   explicit TofuDpSearch(TofuOptions options = {}) : options_(options) {}
   std::string name() const override { return "tofu-dp"; }
-  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override;
+
+ protected:
+  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override;
 
  private:
   TofuOptions options_;

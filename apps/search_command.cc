@@ -22,11 +22,8 @@ void RegisterSearchCommand(CLI::App& app, CommandContext& ctx) {
     bool json = false;
   };
   auto opts = std::make_shared<Options>();
-  std::string names;
-  for (const std::string& n : SearchAlgorithmNames()) names += (names.empty() ? "" : ", ") + n;
-  for (const std::string& n : LearnedSearchAlgorithmNames()) names += ", " + n;
   CLI::App* cmd = app.add_subcommand("search", "Place a graph on a machine with a search algorithm");
-  cmd->add_option("--algo", opts->algo, "Algorithm: " + names)->required();
+  cmd->add_option("--algo", opts->algo, "Algorithm: " + AllSearches().names_list())->required();
   cmd->add_option("-g,--graph", opts->graph, "Graph JSON file")->required();
   cmd->add_option("-t,--topology", opts->topology, "Topology YAML file")->required();
   cmd->add_option("--budget-evals", opts->budget_evals, "Most simulations the search may run (default: its own)")

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "sim/estimates.h"
 
 namespace devplace {
 namespace {
@@ -27,7 +28,8 @@ bool SameHardware(const Device& a, const Device& b) {
 Expected<std::shared_ptr<const PlacementGame>> PlacementGame::Create(std::shared_ptr<const Graph> graph,
                                                                      std::shared_ptr<const Topology> topology,
                                                                      CostModel cost, EnvConfig config) {
-  if (graph == nullptr || graph->num_ops() == 0) return Error{"env: the graph has no ops"};
+  if (graph == nullptr) return Error{"env: no graph"};
+  if (Status s = CheckTrainingGraph(*graph); !s) return Error{"env: " + s.error().message};
   if (topology == nullptr || topology->num_devices() == 0) return Error{"env: the topology has no devices"};
   if (Status s = ValidateEnvConfig(config); !s) return s.error();
   config.sim.keep_timeline = false;
@@ -41,16 +43,20 @@ Expected<std::shared_ptr<const PlacementGame>> PlacementGame::Create(std::shared
 }
 
 Status PlacementGame::Init() {
-  const Graph& g = *graph_;
-  const Topology& topo = *topology_;
-  const int32_t num_dev = topo.num_devices();
-  groups_ = ColocationGroups(g);
-  const int32_t num_grp = groups_.num_groups();
+  groups_ = ColocationGroups(*graph_);
+  InitEdges();
+  if (Status s = InitReference(); !s) return s;
+  InitEstimates();
+  if (config_.data_parallel_action) InitSplits();
+  InitNodeFeatures();
+  InitDeviceFeatures();
+  return Status::Ok();
+}
 
-  // Group-level edges.
+void PlacementGame::InitEdges() {
   std::vector<std::pair<int32_t, int32_t>> pairs;
-  pairs.reserve(g.edges().size());
-  for (const Edge& e : g.edges()) {
+  pairs.reserve(graph_->edges().size());
+  for (const Edge& e : graph_->edges()) {
     const int32_t a = groups_.group_of_op[e.src], b = groups_.group_of_op[e.dst];
     if (a != b) pairs.emplace_back(a, b);
   }
@@ -59,7 +65,12 @@ Status PlacementGame::Init() {
   edge_src_.resize(pairs.size());
   edge_dst_.resize(pairs.size());
   for (size_t k = 0; k < pairs.size(); ++k) std::tie(edge_src_[k], edge_dst_[k]) = pairs[k];
+}
 
+Status PlacementGame::InitReference() {
+  const Graph& g = *graph_;
+  const Topology& topo = *topology_;
+  const int32_t num_dev = topo.num_devices();
   // Reference simulations: the whole graph on each device (identical hardware simulated once).
   Expected<Simulator> sim = Simulator::Create(g, topo, cost_, config_.sim);
   if (!sim) return sim.error();
@@ -82,30 +93,30 @@ Status PlacementGame::Init() {
       std::min_element(single_device_times_.begin(), single_device_times_.end()) - single_device_times_.begin());
   reference_time_ = single_device_times_[reference_device_];
   DEVPLACE_CHECK(reference_time_ > 0 && std::isfinite(reference_time_), "reference step time must be positive");
+  return Status::Ok();
+}
 
-  // Per-group estimates.
+void PlacementGame::InitEstimates() {
+  const int32_t num_dev = num_devices(), num_grp = num_groups();
+  const OpEstimates estimates = EstimateOps(*graph_, *topology_, cost_, config_.sim.optimizer_state_factor);
   group_seconds_.assign(static_cast<size_t>(num_grp) * num_dev, 0.0);
   group_memory_.assign(num_grp, 0);
   total_memory_ = 0;
-  const double static_factor = 2.0 + config_.sim.optimizer_state_factor;
-  OpConfig config{{0}, {}};
   for (int32_t grp = 0; grp < num_grp; ++grp) {
     for (OpId op : groups_.members[grp]) {
-      const Op& o = g.op(op);
-      for (DeviceId d = 0; d < num_dev; ++d) {
-        config.devices[0] = d;
-        group_seconds_[static_cast<size_t>(grp) * num_dev + d] += cost_.ComputeTime(g, op, config, 0, topo.device(d));
-      }
-      group_memory_[grp] += static_cast<int64_t>(std::llround(static_factor * static_cast<double>(o.param_bytes)));
-      if (o.role == OpRole::kForward) group_memory_[grp] += OutputBytes(o);
+      for (DeviceId d = 0; d < num_dev; ++d)
+        group_seconds_[static_cast<size_t>(grp) * num_dev + d] += estimates.time(op, d);
+      group_memory_[grp] += estimates.memory_bytes[op];
     }
     total_memory_ += group_memory_[grp];
   }
   total_reference_seconds_ = 0.0;
   for (int32_t grp = 0; grp < num_grp; ++grp) total_reference_seconds_ += group_seconds(grp, reference_device_);
-  if (config_.data_parallel_action) InitSplits();
+}
 
-  // Static node features.
+void PlacementGame::InitNodeFeatures() {
+  const Graph& g = *graph_;
+  const int32_t num_grp = num_groups();
   std::vector<double> flops(num_grp, 0.0), out_bytes(num_grp, 0.0), param_bytes(num_grp, 0.0);
   std::vector<int32_t> in_deg(num_grp, 0), out_deg(num_grp, 0);
   for (size_t k = 0; k < edge_src_.size(); ++k) {
@@ -144,8 +155,10 @@ Status PlacementGame::Init() {
     row[kNodeMemoryShare] =
         total_memory_ > 0 ? static_cast<float>(static_cast<double>(group_memory_[grp]) / total_memory_) : 0.0f;
   }
+}
 
-  // Static device features.
+void PlacementGame::InitDeviceFeatures() {
+  const Topology& topo = *topology_;
   double max_peak = 0.0, max_bw = 0.0;
   for (const Device& d : topo.devices()) {
     max_peak = std::max(max_peak, d.peak_flops_f32);
@@ -154,8 +167,8 @@ Status PlacementGame::Init() {
   std::unordered_map<std::string, int32_t> host_index;
   for (const Device& d : topo.devices()) host_index.emplace(d.host, static_cast<int32_t>(host_index.size()));
   const int32_t num_hosts = static_cast<int32_t>(host_index.size());
-  device_features_.assign(static_cast<size_t>(num_dev) * kDeviceFeatureDim, 0.0f);
-  for (DeviceId d = 0; d < num_dev; ++d) {
+  device_features_.assign(static_cast<size_t>(num_devices()) * kDeviceFeatureDim, 0.0f);
+  for (DeviceId d = 0; d < num_devices(); ++d) {
     const Device& dev = topo.device(d);
     float* row = &device_features_[static_cast<size_t>(d) * kDeviceFeatureDim];
     row[kDevicePeakFlops] = max_peak > 0 ? static_cast<float>(dev.peak_flops_f32 / max_peak) : 0.0f;
@@ -165,7 +178,6 @@ Status PlacementGame::Init() {
     row[kDeviceHost] =
         num_hosts > 1 ? static_cast<float>(static_cast<double>(host_index.at(dev.host)) / (num_hosts - 1)) : 0.0f;
   }
-  return Status::Ok();
 }
 
 void PlacementGame::InitSplits() {
@@ -178,7 +190,6 @@ void PlacementGame::InitSplits() {
   split_memory_.assign(num_grp, 0);
   split_seconds_.assign(static_cast<size_t>(num_grp) * num_dev, 0.0);
   sync_seconds_.assign(num_grp, 0.0);
-  const double static_factor = 2.0 + config_.sim.optimizer_state_factor;
   for (int32_t grp = 0; grp < num_grp; ++grp) {
     int64_t replicated_bytes = 0;
     for (OpId op : groups_.members[grp]) {
@@ -194,9 +205,7 @@ void PlacementGame::InitSplits() {
       for (size_t k = 0; k < c.degrees.size(); ++k)
         replicated |= c.degrees[k] > 1 && o.dims[k].kind == DimKind::kSample;
       if (replicated) replicated_bytes += o.param_bytes;
-      const double params = static_factor * static_cast<double>(o.param_bytes);
-      split_memory_[grp] += static_cast<int64_t>(std::llround(replicated ? params : params / num_dev));
-      if (o.role == OpRole::kForward) split_memory_[grp] += (OutputBytes(o) + num_dev - 1) / num_dev;
+      split_memory_[grp] += OpPartMemoryEstimate(o, c, config_.sim.optimizer_state_factor);
       for (DeviceId d = 0; d < num_dev; ++d)
         split_seconds_[static_cast<size_t>(grp) * num_dev + d] +=
             cost_.ComputeTime(g, op, c, static_cast<int>(d), topology_->device(d));
@@ -213,8 +222,8 @@ void PlacementGame::InitSplits() {
 
 PlacementState PlacementGame::NewInitialState(uint64_t seed) const { return PlacementState(shared_from_this(), seed); }
 
-double PlacementGame::PenalisedTime(double step_time, bool oom) const {
-  return oom ? step_time + config_.oom_penalty * reference_time_ : step_time;
+double PlacementGame::PenalisedTime(const StepCost& cost) const {
+  return cost.Penalised(reference_time_, config_.oom_penalty);
 }
 
 OpConfig PlacementGame::ActionConfig(OpId op, int32_t action) const {

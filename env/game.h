@@ -19,14 +19,15 @@
 #include "env/config.h"
 #include "env/state.h"
 #include "sim/cost_model.h"
+#include "sim/objective.h"
 #include "sim/simulator.h"
 
 namespace devplace {
 
 class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
  public:
-  // Validates the config (ValidateEnvConfig), requires a graph with at least one op and a topology with at
-  // least one device, and runs the reference simulations (one per device). Errors name the field or the op.
+  // Validates the config (ValidateEnvConfig), requires a graph a training step can be placed for
+  // (sim/estimates.h CheckTrainingGraph) and a topology with at least one device, and runs the reference simulations (one per device). Errors name the field or the op.
   static Expected<std::shared_ptr<const PlacementGame>> Create(std::shared_ptr<const Graph> graph,
                                                                std::shared_ptr<const Topology> topology,
                                                                CostModel cost, EnvConfig config);
@@ -72,8 +73,9 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   double group_seconds(int32_t group, DeviceId device) const {
     return group_seconds_[static_cast<size_t>(group) * num_devices() + device];
   }
-  // Estimated bytes the group pins on its device: (2 + sim.optimizer_state_factor) x parameter bytes (weights,
-  // gradients, optimizer state) plus the outputs of forward members (kept for the backward pass).
+  // Estimated bytes the group pins on its device: the sum of its members' sim/estimates.h OpMemoryEstimate,
+  // (2 + sim.optimizer_state_factor) x parameter bytes (weights, gradients, optimizer state) plus the outputs of
+  // forward members (kept for the backward pass). group_split_memory_bytes sums OpPartMemoryEstimate.
   int64_t group_memory_bytes(int32_t group) const { return group_memory_[group]; }
   int64_t total_memory_bytes() const { return total_memory_; }
   // Sum over groups of group_seconds(group, reference_device()).
@@ -86,8 +88,9 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // Step time of the whole graph on each device (memory ignored), indexed by DeviceId.
   const std::vector<double>& single_device_times() const { return single_device_times_; }
 
-  // The time a placement is charged: step_time, plus oom_penalty * reference_time() when it runs out of memory.
-  double PenalisedTime(double step_time, bool oom) const;
+  // The time a placement is charged (sim/objective.h StepCost::Penalised): its step time, plus
+  // oom_penalty x reference_time() x (1 + overage) when it runs out of memory.
+  double PenalisedTime(const StepCost& cost) const;
   // The config of op `op` when its group takes `action`: {action} for a device, the op's split config for the
   // data-parallel action. Precondition: the action is in range (and the group splittable if data-parallel).
   OpConfig ActionConfig(OpId op, int32_t action) const;
@@ -106,8 +109,15 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
 
  private:
   PlacementGame() = default;
+  // Init's steps, in order: groups' edges, reference simulations, per-group estimates, the data-parallel
+  // action's tables, static features.
   Status Init();
-  void InitSplits();  // the data-parallel action's tables
+  void InitEdges();
+  Status InitReference();
+  void InitEstimates();
+  void InitSplits();
+  void InitNodeFeatures();
+  void InitDeviceFeatures();
 
   std::shared_ptr<const Graph> graph_;
   std::shared_ptr<const Topology> topology_;

@@ -49,8 +49,8 @@ void PlacementState::InitIterative() {
 }
 
 void PlacementState::RefreshTimeFromDelta() {
-  step_time_ = delta_->step_time();
-  oom_ = delta_->oom();
+  // The full result (for the overage) only when the step runs out of memory.
+  cost_ = delta_->oom() ? CostOf(delta_->result(), game_->topology()) : StepCost{delta_->step_time(), false, 0.0};
   evaluated_ = true;
 }
 
@@ -122,8 +122,7 @@ void PlacementState::EvaluateOneShot() {
   const PlacementGame& g = *game_;
   Expected<SimResult> result = g.Evaluate(placement_);
   DEVPLACE_CHECK(result.ok(), result.ok() ? "" : result.error().message);
-  step_time_ = result->step_time;
-  oom_ = result->oom;
+  cost_ = CostOf(*result, g.topology());
   evaluated_ = true;
 }
 
@@ -224,8 +223,7 @@ PlacementState PlacementState::Clone() const {
   copy.last_reward_ = last_reward_;
   copy.return_ = return_;
   copy.evaluated_ = evaluated_;
-  copy.step_time_ = step_time_;
-  copy.oom_ = oom_;
+  copy.cost_ = cost_;
   if (delta_) {
     const PlacementGame& g = *game_;
     Expected<DeltaSimulator> delta =
@@ -243,14 +241,17 @@ Strategy PlacementState::strategy() const {
 
 double PlacementState::step_time() const {
   DEVPLACE_CHECK(evaluated_, "step_time() needs a complete placement");
-  return step_time_;
+  return cost_.step_time;
 }
 
 bool PlacementState::oom() const {
   DEVPLACE_CHECK(evaluated_, "oom() needs a complete placement");
-  return oom_;
+  return cost_.oom;
 }
 
-double PlacementState::penalised_time() const { return game_->PenalisedTime(step_time(), oom()); }
+double PlacementState::penalised_time() const {
+  DEVPLACE_CHECK(evaluated_, "penalised_time() needs a complete placement");
+  return game_->PenalisedTime(cost_);
+}
 
 }  // namespace devplace

@@ -33,6 +33,7 @@
 #include "core/strategy.h"
 #include "env/config.h"
 #include "env/observation.h"
+#include "sim/objective.h"
 #include "sim/simulator.h"
 
 namespace devplace {
@@ -84,7 +85,8 @@ class PlacementState {
   bool is_complete() const { return evaluated_; }
   // The strategy of the placement (PlacementGame::StrategyFromGroups). Precondition: is_complete().
   Strategy strategy() const;
-  // Simulated step time (seconds) and OOM of strategy(), and the penalised time T. Precondition: is_complete().
+  // Simulated step time (seconds) and OOM of strategy(), and the penalised time T (PlacementGame::PenalisedTime).
+  // Precondition: is_complete().
   double step_time() const;
   bool oom() const;
   double penalised_time() const;
@@ -114,9 +116,8 @@ class PlacementState {
   std::vector<uint8_t> mask_;
   double last_reward_ = 0.0;
   double return_ = 0.0;
-  bool evaluated_ = false;             // step_time_/oom_ describe the current complete placement
-  double step_time_ = 0.0;
-  bool oom_ = false;
+  bool evaluated_ = false;             // cost_ describes the current complete placement
+  StepCost cost_;
   std::optional<DeltaSimulator> delta_;  // iterative MDP only
 };
 

@@ -19,7 +19,7 @@ Status CheckConfig(const Graph& graph, const Topology& topology, OpId op, const 
 // each op's device if every op runs whole on one device, and is left empty otherwise.
 Status CheckStrategy(const Graph& graph, const Topology& topology, const Strategy& strategy,
                      std::vector<DeviceId>* plain = nullptr);
-// Checks what the simulator needs of a graph beyond core's validation (tensor rank).
+// Checks what the simulator needs of a graph beyond core's validation (at least one op, tensor rank).
 Status CheckGraph(const Graph& graph);
 
 struct FullRun {

@@ -66,6 +66,7 @@ Status CheckStrategy(const Graph& graph, const Topology& topology, const Strateg
 }
 
 Status CheckGraph(const Graph& graph) {
+  if (graph.num_ops() == 0) return Error{"graph '" + graph.name() + "' has no ops: nothing to simulate"};
   for (const Op& o : graph.ops())
     if (o.shape.size() > static_cast<size_t>(kMaxRank))
       return Error{"op '" + o.name + "': the simulator supports tensors of rank up to " + std::to_string(kMaxRank) +

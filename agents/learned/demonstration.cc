@@ -38,7 +38,7 @@ Expected<Demonstration> MakeDemonstration(const PlacementGame& game, const std::
     }
     Expected<SimResult> sim = game.Evaluate(d.device_per_group);
     if (!sim) return Error{"demonstrations: " + name + " on '" + game.graph().name() + "': " + sim.error().message};
-    d.penalised_time = game.PenalisedTime(sim->step_time, sim->oom);
+    d.penalised_time = game.PenalisedTime(CostOf(*sim, game.topology()));
     if (best.device_per_group.empty() || d.penalised_time < best.penalised_time) best = std::move(d);
   }
   return best;

@@ -17,7 +17,8 @@ class LearnedSearch : public SearchAlgorithm {
 
   std::string name() const override { return name_; }
 
-  Expected<SearchResult> Search(const SearchProblem& problem, const SearchRequest& request) const override {
+ protected:
+  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override {
     const auto started = std::chrono::steady_clock::now();
     Expected<std::unique_ptr<LearnedPolicy>> policy =
         LearnedPolicy::Load(policy_dir_.empty() ? DefaultPolicyDir() : policy_dir_);
@@ -53,24 +54,32 @@ class LearnedSearch : public SearchAlgorithm {
 
 }  // namespace
 
-std::vector<std::string> LearnedSearchAlgorithmNames() { return {"placer-zeroshot", "placer-finetune"}; }
+void RegisterLearnedSearches(SearchRegistry* registry, const std::string& policy_dir) {
+  for (const bool finetune : {false, true}) {
+    const std::string name = finetune ? "placer-finetune" : "placer-zeroshot";
+    registry->Add(name, [name, policy_dir, finetune] {
+      return std::make_unique<LearnedSearch>(name, policy_dir, finetune);
+    });
+  }
+}
+
+SearchRegistry AllSearches(const std::string& policy_dir) {
+  SearchRegistry registry;
+  RegisterBaselineSearches(&registry);
+  RegisterLearnedSearches(&registry, policy_dir);
+  return registry;
+}
 
 Expected<std::unique_ptr<SearchAlgorithm>> MakeLearnedSearchAlgorithm(std::string_view name,
                                                                       const std::string& policy_dir) {
-  if (name == "placer-zeroshot")
-    return std::unique_ptr<SearchAlgorithm>(std::make_unique<LearnedSearch>(std::string(name), policy_dir, false));
-  if (name == "placer-finetune")
-    return std::unique_ptr<SearchAlgorithm>(std::make_unique<LearnedSearch>(std::string(name), policy_dir, true));
-  return Error{"unknown learned algorithm '" + std::string(name) + "' (known: placer-zeroshot, placer-finetune)"};
+  SearchRegistry learned;
+  RegisterLearnedSearches(&learned, policy_dir);
+  return learned.Make(name);
 }
 
 Expected<std::unique_ptr<SearchAlgorithm>> MakeAnySearchAlgorithm(std::string_view name,
                                                                   const std::string& policy_dir) {
-  for (const std::string& learned : LearnedSearchAlgorithmNames())
-    if (learned == name) return MakeLearnedSearchAlgorithm(name, policy_dir);
-  Expected<std::unique_ptr<SearchAlgorithm>> found = MakeSearchAlgorithm(name);
-  if (found) return found;
-  return Error{found.error().message.substr(0, found.error().message.size() - 1) + ", placer-zeroshot, placer-finetune)"};
+  return AllSearches(policy_dir).Make(name);
 }
 
 }  // namespace devplace

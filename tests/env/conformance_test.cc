@@ -103,7 +103,12 @@ class Conformance : public ::testing::TestWithParam<Case> {
     EXPECT_TRUE(r.ok()) << r.error().message;
     if (step_time) *step_time = r->step_time;
     if (oom) *oom = r->oom;
-    return r->step_time + (r->oom ? config_.oom_penalty * ReferenceTime() : 0.0);
+    // sim/objective.h: an OOM step is charged oom_penalty x T_ref x (1 + the sum of the devices' overage / capacity).
+    double overage = 0.0;
+    for (DeviceId d = 0; d < scenario_.topology->num_devices(); ++d)
+      overage += static_cast<double>(r->devices[d].overage_bytes) /
+                 static_cast<double>(scenario_.topology->device(d).memory_bytes);
+    return r->step_time + (r->oom ? config_.oom_penalty * ReferenceTime() * (1.0 + overage) : 0.0);
   }
   // The best single-device step time, recomputed with Simulate.
   double ReferenceTime() const {

@@ -220,8 +220,10 @@ TEST(OneShotMdp, OutOfMemoryIsPenalised) {
   ASSERT_TRUE(s.ApplyAction(0).ok());
   ASSERT_TRUE(s.ApplyAction(1).ok());
   EXPECT_TRUE(s.oom());
-  EXPECT_DOUBLE_EQ(s.penalised_time(), 2e-3 + 3.0 * 3e-3);
-  EXPECT_DOUBLE_EQ(s.Return(), -std::sqrt((2e-3 + 9e-3) / 3e-3));
+  // sim/objective.h: step + oom_penalty x T_ref x (1 + overage). Device 0 holds a's 1 MB output, 900 kB over its
+  // 100 kB (overage 9); b's 64 bytes fit on device 1. T_ref = 3 ms (both ops on one device).
+  EXPECT_DOUBLE_EQ(s.penalised_time(), 2e-3 + 3.0 * 3e-3 * (1.0 + 9.0));
+  EXPECT_DOUBLE_EQ(s.Return(), -std::sqrt((2e-3 + 90e-3) / 3e-3));
 }
 
 TEST(LegalMask, ExcludesDevicesWithoutRoomAndCanBeTurnedOff) {
