@@ -30,6 +30,7 @@ struct StepCost {
     return oom ? step_time + penalty_factor * reference_time * (1.0 + overage) : step_time;
   }
 
+  bool operator==(const StepCost&) const = default;
   // True when `a` ranks strictly before (is better than) `b`: fits before OOM, then less overage, then faster.
   friend bool operator<(const StepCost& a, const StepCost& b) {
     return std::tuple(a.oom, a.overage, a.step_time) < std::tuple(b.oom, b.overage, b.step_time);
