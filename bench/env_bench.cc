@@ -119,7 +119,7 @@ void FullResimStep(benchmark::State& st) {
     const int32_t d = static_cast<int32_t>(rng() % game->num_devices());
     for (OpId op : game->groups().members[g]) strategy.configs[op].devices[0] = d;
     SimResult r = Check(sim.Run(strategy));
-    sink += game->PenalisedTime(r.step_time, r.oom);
+    sink += game->PenalisedTime(CostOf(r, game->topology()));
     g = (g + 1) % groups;
   }
   benchmark::DoNotOptimize(sink);
