@@ -36,7 +36,8 @@ struct EnvConfig {
   MdpKind kind = MdpKind::kIterative;
   // Iterative MDP only: where the groups sit before the first step.
   InitialPlacement initial_placement = InitialPlacement::kSingle;
-  // A placement that runs out of memory is charged step_time + oom_penalty * reference_time (>= 0, finite).
+  // A placement that runs out of memory is charged step_time + oom_penalty x reference_time x (1 + overage)
+  // (sim/objective.h; >= 0, finite).
   double oom_penalty = 1.0;
   // When true, a device is legal for a group only if the group's estimated memory fits in the device's
   // remaining estimated memory (all devices are legal when none fits); when false every device is legal.
