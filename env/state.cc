@@ -254,4 +254,9 @@ double PlacementState::penalised_time() const {
   return game_->PenalisedTime(cost_);
 }
 
+const StepCost& PlacementState::cost() const {
+  DEVPLACE_CHECK(evaluated_, "cost() needs a complete placement");
+  return cost_;
+}
+
 }  // namespace devplace

@@ -90,6 +90,8 @@ class PlacementState {
   double step_time() const;
   bool oom() const;
   double penalised_time() const;
+  // The step's cost (sim/objective.h): what searches rank placements by. Precondition: is_complete().
+  const StepCost& cost() const;
 
  private:
   friend class PlacementGame;

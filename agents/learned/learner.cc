@@ -171,7 +171,7 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
       Status applied = state.ApplyAction(a);
       DEVPLACE_CHECK(applied.ok(), applied.ok() ? "" : applied.error().message);
     }
-    r.episodes.push_back({state.placement(), state.penalised_time(), state.step_time(), state.oom(), state.Return()});
+    r.episodes.push_back({state.placement(), state.penalised_time(), state.cost(), state.Return()});
     r.demonstrated = demonstrate;
     rewards.push_back(state.Return());
   }
@@ -198,7 +198,7 @@ GameRollout PpoLearner::CollectIterative(const GameEntry& entry, int32_t samples
   r.episodes.resize(s_count);
   for (int64_t s = 0; s < s_count; ++s) {
     states.push_back(game.NewInitialState(rng()));
-    r.episodes[s] = {states[s].placement(), states[s].penalised_time(), states[s].step_time(), states[s].oom(), 0.0};
+    r.episodes[s] = {states[s].placement(), states[s].penalised_time(), states[s].cost(), 0.0};
   }
   r.evaluations = s_count;
   const int64_t t_count = s_count * n;  // episode-major: index s * n + step
@@ -235,8 +235,7 @@ GameRollout PpoLearner::CollectIterative(const GameEntry& entry, int32_t samples
       EpisodeResult& e = r.episodes[s];
       e.episode_return = states[s].Return();
       if (states[s].penalised_time() < e.penalised_time)
-        e = {states[s].placement(), states[s].penalised_time(), states[s].step_time(), states[s].oom(),
-             e.episode_return};
+        e = {states[s].placement(), states[s].penalised_time(), states[s].cost(), e.episode_return};
     }
     r.evaluations += s_count;
   }

@@ -22,6 +22,7 @@
 #include "agents/learned/ppo.h"
 #include "config/experiment_config.h"
 #include "core/status.h"
+#include "sim/objective.h"
 #include "env/game.h"
 
 namespace devplace {
@@ -40,9 +41,8 @@ GameEntry MakeGameEntry(std::shared_ptr<const PlacementGame> game, std::string l
 // The outcome of one episode.
 struct EpisodeResult {
   std::vector<int32_t> placement;  // device per group: the final one (one-shot) or the best visited (iterative)
-  double penalised_time = 0.0;     // of `placement`
-  double step_time = 0.0;
-  bool oom = false;
+  double penalised_time = 0.0;     // of `placement` (the environment's number, PPO's signal)
+  StepCost cost;                   // of `placement` (the ranking a placer keeps its best by)
   double episode_return = 0.0;
 };
 

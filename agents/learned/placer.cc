@@ -66,8 +66,8 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
     GameRollout r = zero_shot.Collect(entry, 1, /*greedy=*/true, rng);
     best = r.episodes[0];
     result.evaluations += r.evaluations;
-    result.zero_shot_step_time = best.step_time;
-    result.zero_shot_oom = best.oom;
+    result.zero_shot_step_time = best.cost.step_time;
+    result.zero_shot_oom = best.cost.oom;
   }
   if (options.finetune_evaluations > 0) {
     std::unique_ptr<PolicyNet> net = impl_->net->Clone();
@@ -94,14 +94,14 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
       rollouts.push_back(learner.Collect(entry, static_cast<int32_t>(episodes), false, rng));
       result.evaluations += rollouts[0].evaluations;
       for (const EpisodeResult& e : rollouts[0].episodes)
-        if (e.penalised_time < best.penalised_time) best = e;
+        if (e.cost < best.cost) best = e;  // the searches' ranking: fits first, then faster
       learner.Update(rollouts, iteration, rng);
-      if (options.progress) options.progress(result.evaluations, best.step_time);
+      if (options.progress) options.progress(result.evaluations, best.cost.step_time);
     }
   }
   result.strategy = entry.game->StrategyFromGroups(best.placement);
-  result.step_time = best.step_time;
-  result.oom = best.oom;
+  result.step_time = best.cost.step_time;
+  result.oom = best.cost.oom;
   result.seconds = seconds();
   return result;
 }
