@@ -27,7 +27,7 @@ DeviceId RoomiestDevice(const Topology& t, const std::vector<int64_t>& used) {
 
 }  // namespace
 
-Expected<SearchResult> MTopoPlacer::DoSearch(const SearchProblem& problem, const SearchRequest&) const {
+Expected<SearchResult> PlaceMTopo(const SearchProblem& problem, const SearchRequest&) {
   auto start = std::chrono::steady_clock::now();
   const Graph& graph = *problem.graph;
   const Topology& t = *problem.topology;
@@ -55,7 +55,7 @@ Expected<SearchResult> MTopoPlacer::DoSearch(const SearchProblem& problem, const
   return SearchResult{Strategy::FromPlacement(device_of_op), 0, SecondsSince(start)};
 }
 
-Expected<SearchResult> MEtfPlacer::DoSearch(const SearchProblem& problem, const SearchRequest&) const {
+Expected<SearchResult> PlaceMEtf(const SearchProblem& problem, const SearchRequest&) {
   auto start = std::chrono::steady_clock::now();
   const Graph& graph = *problem.graph;
   const Topology& t = *problem.topology;

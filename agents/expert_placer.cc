@@ -96,7 +96,7 @@ std::vector<DeviceId> BalancedSplit(const Layers& layers, const Topology& t, int
 
 }  // namespace
 
-Expected<SearchResult> ExpertPlacer::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
+Expected<SearchResult> PlaceLikeAnExpert(const SearchProblem& problem, const SearchRequest& request) {
   BudgetTracker budget(request);
   const Graph& graph = *problem.graph;
   const Topology& t = *problem.topology;

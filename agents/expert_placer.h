@@ -7,17 +7,14 @@
 
 namespace devplace {
 
-// For every device count k = 1..D it splits the layer sequence over devices 0..k-1 so that the slowest device's
-// compute (layers' forward, backward and update ops, scaled by device speed) is minimal subject to memory
-// (binary search on the bound with a greedy fill, optimal for contiguous splits), simulates each split and keeps
-// the fastest that fits in memory, as an expert trying 1, 2, ... GPUs would. Uses D evaluations.
-// Layers are keyed by Op::layer; ops with no layer follow their colocation group or stand alone.
-class ExpertPlacer : public SearchAlgorithm {
- public:
-  std::string name() const override { return "expert"; }
+// Each function is the search registered under the name that starts its comment (agents/search_registry.cc wraps
+// it in a FunctionSearch); call it through SearchAlgorithm::Search, which checks the problem first.
 
- protected:
-  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override;
-};
+// "expert": For every device count k = 1..D it splits the layer sequence over devices 0..k-1 so that the slowest
+// device's compute (layers' forward, backward and update ops, scaled by device speed) is minimal subject to memory
+// (binary search on the bound with a greedy fill, optimal for contiguous splits), simulates each split and keeps the
+// fastest that fits in memory, as an expert trying 1, 2, ... GPUs would. Uses D evaluations. Layers are keyed by
+// Op::layer; ops with no layer follow their colocation group or stand alone.
+Expected<SearchResult> PlaceLikeAnExpert(const SearchProblem& problem, const SearchRequest& request);
 
 }  // namespace devplace

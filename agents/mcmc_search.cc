@@ -105,15 +105,15 @@ Expected<Strategy> WarmStart(const SearchProblem& problem, const SearchRequest& 
   quiet.progress = nullptr;
   const int64_t max_evaluations = request.budget.max_evaluations;
   if (max_evaluations > 0 && max_evaluations < problem.topology->num_devices() + 3) {
-    Expected<SearchResult> r = MEtfPlacer().Search(problem, quiet);
+    Expected<SearchResult> r = FunctionSearch("m-etf", PlaceMEtf).Search(problem, quiet);
     if (!r.ok()) return r.error();
     return std::move(r->strategy);
   }
   Strategy best;
   std::optional<StepCost> best_cost;
-  std::unique_ptr<SearchAlgorithm> starts[] = {std::make_unique<ExpertPlacer>(), std::make_unique<MEtfPlacer>()};
+  const FunctionSearch starts[] = {{"expert", PlaceLikeAnExpert}, {"m-etf", PlaceMEtf}};
   for (const auto& algo : starts) {
-    Expected<SearchResult> r = algo->Search(problem, quiet);
+    Expected<SearchResult> r = algo.Search(problem, quiet);
     if (!r.ok()) return r.error();
     Expected<SimResult> sim = Simulate(*problem.graph, *problem.topology, r->strategy, problem.cost, problem.sim);
     if (!sim.ok()) return sim.error();

@@ -89,7 +89,7 @@ static_assert(sizeof(idx_t) == sizeof(int32_t), "Debian's libmetis uses 32-bit i
 
 }  // namespace
 
-Expected<SearchResult> ScotchPlacer::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
+Expected<SearchResult> PlaceWithScotch(const SearchProblem& problem, const SearchRequest& request) {
   auto start = std::chrono::steady_clock::now();
   const Topology& t = *problem.topology;
   GroupGraph gg = BuildGroupGraph(problem);
@@ -136,7 +136,7 @@ Expected<SearchResult> ScotchPlacer::DoSearch(const SearchProblem& problem, cons
   return SearchResult{PlacementFromGroups(gg.groups, device_of_group), 0, SecondsSince(start)};
 }
 
-Expected<SearchResult> MetisPlacer::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
+Expected<SearchResult> PlaceWithMetis(const SearchProblem& problem, const SearchRequest& request) {
   auto start = std::chrono::steady_clock::now();
   const Topology& t = *problem.topology;
   GroupGraph gg = BuildGroupGraph(problem);

@@ -6,28 +6,19 @@
 
 namespace devplace {
 
-// Scotch static mapping (Pellegrini; Debian's libscotch 7): the target architecture is built from the topology
-// (a complete graph of the devices, edge weights = time to move 1 MiB over the route, vertex weights = relative
-// device speed) and SCOTCH_graphMap maps the group graph onto it, minimising communication x distance under
-// load balance. Runs in a Scotch context of its own (deterministic option, RNG seeded from the search seed).
-// No simulations.
-class ScotchPlacer : public SearchAlgorithm {
- public:
-  std::string name() const override { return "scotch"; }
+// Each function is the search registered under the name that starts its comment (agents/search_registry.cc wraps
+// it in a FunctionSearch); call it through SearchAlgorithm::Search, which checks the problem first.
 
- protected:
-  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override;
-};
+// "scotch": Scotch static mapping (Pellegrini; Debian's libscotch 7): the target architecture is built from the
+// topology (a complete graph of the devices, edge weights = time to move 1 MiB over the route, vertex weights =
+// relative device speed) and SCOTCH_graphMap maps the group graph onto it, minimising communication x distance under
+// load balance. Runs in a Scotch context of its own (deterministic option, RNG seeded from the search seed). No
+// simulations.
+Expected<SearchResult> PlaceWithScotch(const SearchProblem& problem, const SearchRequest& request);
 
-// METIS k-way partitioning (Karypis & Kumar; Debian's libmetis 5): METIS_PartGraphKway over the group graph
+// "metis": METIS k-way partitioning (Karypis & Kumar; Debian's libmetis 5): METIS_PartGraphKway over the group graph
 // with target part weights proportional to device speed; part i goes to device i. Seeded through
 // METIS_OPTION_SEED. No simulations.
-class MetisPlacer : public SearchAlgorithm {
- public:
-  std::string name() const override { return "metis"; }
-
- protected:
-  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override;
-};
+Expected<SearchResult> PlaceWithMetis(const SearchProblem& problem, const SearchRequest& request);
 
 }  // namespace devplace

@@ -77,6 +77,26 @@ class SearchAlgorithm {
   virtual Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const = 0;
 };
 
+// A search that is one function of its problem and request (the one-shot placers: single, data-parallel,
+// round-robin, random, expert, m-TOPO, m-ETF, Scotch, METIS), named for the registry.
+using SearchFunction = Expected<SearchResult> (*)(const SearchProblem& problem, const SearchRequest& request);
+
+// The SearchAlgorithm `name` that runs `function` after Search's checks.
+class FunctionSearch final : public SearchAlgorithm {
+ public:
+  FunctionSearch(std::string name, SearchFunction function) : name_(std::move(name)), function_(function) {}
+  std::string name() const override { return name_; }
+
+ protected:
+  Expected<SearchResult> DoSearch(const SearchProblem& problem, const SearchRequest& request) const override {
+    return function_(problem, request);
+  }
+
+ private:
+  std::string name_;
+  SearchFunction function_;
+};
+
 // What every search requires of its problem: a graph and a topology, a graph one can train
 // (sim/estimates.h CheckTrainingGraph: at least one op, at least one with FLOPs or parameters), at least one device and
 // valid simulation options. Errors name what is missing.
@@ -96,6 +116,8 @@ class SearchRegistry {
   std::string names_list() const;
   // The algorithm called `name`; an error lists the registered names.
   Expected<std::unique_ptr<SearchAlgorithm>> Make(std::string_view name) const;
+  // Adds `name` as a FunctionSearch of `function`.
+  void AddFunction(std::string name, SearchFunction function);
 
  private:
   std::vector<std::pair<std::string, Factory>> entries_;

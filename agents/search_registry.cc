@@ -53,16 +53,21 @@ Expected<std::unique_ptr<SearchAlgorithm>> SearchRegistry::Make(std::string_view
   return Error{"unknown algorithm '" + std::string(name) + "' (known: " + names_list() + ")"};
 }
 
+void SearchRegistry::AddFunction(std::string name, SearchFunction function) {
+  std::string label = name;
+  Add(std::move(name), [label, function] { return std::make_unique<FunctionSearch>(label, function); });
+}
+
 void RegisterBaselineSearches(SearchRegistry* registry) {
-  registry->Add("single", [] { return std::make_unique<SingleDevicePlacer>(); });
-  registry->Add("data-parallel", [] { return std::make_unique<DataParallelPlacer>(); });
-  registry->Add("round-robin", [] { return std::make_unique<RoundRobinPlacer>(); });
-  registry->Add("random", [] { return std::make_unique<RandomPlacer>(); });
-  registry->Add("expert", [] { return std::make_unique<ExpertPlacer>(); });
-  registry->Add("scotch", [] { return std::make_unique<ScotchPlacer>(); });
-  registry->Add("metis", [] { return std::make_unique<MetisPlacer>(); });
-  registry->Add("m-topo", [] { return std::make_unique<MTopoPlacer>(); });
-  registry->Add("m-etf", [] { return std::make_unique<MEtfPlacer>(); });
+  registry->AddFunction("single", PlaceOnSingleDevice);
+  registry->AddFunction("data-parallel", PlaceDataParallel);
+  registry->AddFunction("round-robin", PlaceRoundRobin);
+  registry->AddFunction("random", PlaceRandomly);
+  registry->AddFunction("expert", PlaceLikeAnExpert);
+  registry->AddFunction("scotch", PlaceWithScotch);
+  registry->AddFunction("metis", PlaceWithMetis);
+  registry->AddFunction("m-topo", PlaceMTopo);
+  registry->AddFunction("m-etf", PlaceMEtf);
   registry->Add("mcmc", [] { return std::make_unique<McmcSearch>(); });
   registry->Add("tofu-dp", [] { return std::make_unique<TofuDpSearch>(); });
 }

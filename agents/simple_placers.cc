@@ -22,13 +22,13 @@ DeviceId FastestDevice(const Topology& t) {
 
 }  // namespace
 
-Expected<SearchResult> SingleDevicePlacer::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
+Expected<SearchResult> PlaceOnSingleDevice(const SearchProblem& problem, const SearchRequest& request) {
   BudgetTracker clock(request);
   return SearchResult{Strategy::AllOn(problem.graph->num_ops(), FastestDevice(*problem.topology)), 0,
                       clock.seconds()};
 }
 
-Expected<SearchResult> DataParallelPlacer::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
+Expected<SearchResult> PlaceDataParallel(const SearchProblem& problem, const SearchRequest& request) {
   BudgetTracker clock(request);
   const Graph& g = *problem.graph;
   std::vector<DeviceId> all(static_cast<size_t>(problem.topology->num_devices()));
@@ -45,7 +45,7 @@ Expected<SearchResult> DataParallelPlacer::DoSearch(const SearchProblem& problem
   return SearchResult{std::move(strategy), 0, clock.seconds()};
 }
 
-Expected<SearchResult> RoundRobinPlacer::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
+Expected<SearchResult> PlaceRoundRobin(const SearchProblem& problem, const SearchRequest& request) {
   BudgetTracker clock(request);
   OpGroups groups = ColocationGroups(*problem.graph);
   std::vector<DeviceId> device_of_group(groups.num_groups());
@@ -53,7 +53,7 @@ Expected<SearchResult> RoundRobinPlacer::DoSearch(const SearchProblem& problem, 
   return SearchResult{PlacementFromGroups(groups, device_of_group), 0, clock.seconds()};
 }
 
-Expected<SearchResult> RandomPlacer::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
+Expected<SearchResult> PlaceRandomly(const SearchProblem& problem, const SearchRequest& request) {
   BudgetTracker budget(request);
   OpGroups groups = ColocationGroups(*problem.graph);
   std::mt19937_64 rng(request.seed);
