@@ -1,6 +1,6 @@
-// DeltaSimulator's state (internal to sim/): shared by delta.cc (the incremental run), delta_index.cc (the
-// layout of the dequeue order, its indexes, placing a change), delta_query.cc (rolling a query back after its
-// sweep) and delta_simulator.cc (the public methods).
+// DeltaSimulator's state (internal to sim/): shared by delta.cc and delta_sweep.cc (the incremental run, by way
+// of the DeltaSweep of delta_sweep.h), delta_index.cc (the layout of the dequeue order, its indexes, placing a
+// change), delta_query.cc (rolling a query back after its sweep) and delta_simulator.cc (the public methods).
 //
 // The dequeue order lives in slots: slot_task[s] is the task at slot s (-1: a hole), slots increase along the
 // order, and a fresh layout leaves a hole after every few tasks. A change rewrites the slots of the part of the
@@ -43,18 +43,29 @@ struct DeltaItem {
   bool operator<(const DeltaItem& o) const { return ready < o.ready || (ready == o.ready && key < o.key); }
 };
 
-// The lists one change works with (delta.cc says what each holds), kept between changes so that a change does
-// not allocate once they have grown.
+// The lists one change works with, kept between changes so that a change does not allocate once they have
+// grown; DeltaSimulator::Impl::DeltaSweep (sim/delta_sweep.h) fills them, step by step.
 struct ApplyScratch {
-  std::vector<OpId> ops;
-  std::vector<int64_t> old_static, new_static;
-  std::vector<int32_t> edges, consumers, removed, patched, reindex, rebuilt_groups, seeds;
-  std::vector<Time> free;
-  std::vector<int32_t> last;
-  QuadHeap<DeltaItem> heap;
-  std::vector<int32_t> dirty_list, processed_ahead, pending, processed_last, used_res, pending_first, behind;
-  std::vector<uint8_t> used;
-  std::vector<uint32_t> pending_stamp;
+  std::vector<OpId> ops;                        // the ops whose config changes (sorted)
+  std::vector<int64_t> old_static, new_static;  // per device: the static memory of `ops` before and after
+  std::vector<int32_t> edges, consumers;        // the edges of `ops` (sorted), the ops their outputs feed
+  std::vector<int32_t> removed;                 // the tasks of the rebuilt groups before the change
+  std::vector<int32_t> patched;                 // surviving tasks whose adjacency lists are patched
+  std::vector<int32_t> reindex;                 // tasks whose predecessors changed (Place indexes them afresh)
+  std::vector<int32_t> rebuilt_groups;          // `ops`, then num_ops + each of `edges`
+  std::vector<int32_t> seeds;                   // the tasks the sweep starts from
+  std::vector<Time> free;                       // per resource: when it is free, as the sweep goes
+  std::vector<int32_t> last;                    // per resource: its last task of the previous order before the cursor
+  QuadHeap<DeltaItem> heap;                     // dirty tasks no longer blocked, by new (ready, key)
+  std::vector<int32_t> dirty_list;              // every task marked dirty
+  std::vector<int32_t> processed_ahead;         // old tasks re-timed ahead of the cursor (jumps drop passed ones)
+  std::vector<int32_t> pending;                 // dirty tasks, some since re-timed (the checks drop those)
+  std::vector<int32_t> processed_last;          // per resource: the latest previous slot of a task re-timed (-1: none)
+  std::vector<int32_t> used_res;                // the resources that run tasks
+  std::vector<int32_t> pending_first;           // per resource: its earliest pending task in the current shift check
+  std::vector<int32_t> behind;                  // dirty tasks behind the cursor when the sweep stops at a shifted rest
+  std::vector<uint8_t> used;                    // per resource: runs tasks
+  std::vector<uint32_t> pending_stamp;          // per resource: the check whose pending_first it holds
 };
 
 // What a query (a change evaluated but not kept) altered in the task graph before its sweep, for Rollback.
@@ -80,6 +91,8 @@ struct QueryUndo {
 }  // namespace sim
 
 struct DeltaSimulator::Impl {
+  class DeltaSweep;  // one change's run through Apply (sim/delta_sweep.h)
+
   Impl(const Graph& g, const Topology& t, Strategy s, CostModel c, SimOptions o)
       : graph(g), topology(t), strategy(std::move(s)), cost(std::move(c)), options(o),
         cache(g.num_ops(), t.num_devices()), builder(graph, topology, cost, options, &cache) {}
@@ -208,8 +221,9 @@ struct DeltaSimulator::Impl {
   Status Finish(int32_t begin, int32_t cut, sim::Time shift);
   // Checks that every change names an op of the graph and a config that can run it.
   Status CheckChanges(std::span<const std::pair<OpId, OpConfig>> changes) const;
-  // Applies `changes` and re-simulates. With `query_step`, only evaluates them: the step time they would give
-  // goes to *query_step (in ticks) and the simulator is left as it was.
+  // Applies `changes` and re-simulates, by the steps of a DeltaSweep (sim/delta_sweep.h). With `query_step`, only
+  // evaluates them: the step time they would give goes to *query_step (in ticks) and the simulator is left as it
+  // was.
   Status Apply(const std::vector<std::pair<OpId, OpConfig>>& changes, sim::Time* query_step = nullptr);
   // Records the groups, sizes and per-op output entries that appending the rebuilt groups will change.
   void SaveGroups(const std::vector<int32_t>& rebuilt_groups);

@@ -1,0 +1,370 @@
+// The delta simulator's merged sweep (step 7 of a change, see delta_sweep.h): stream A, the previous order from
+// the first slot the change reaches, and stream B, the heap of dirty tasks, merged in (ready, key) order, with
+// jumps over stretches that can only pass unchanged and the check for a shifted rest (delta.cc's opening comment).
+#include <algorithm>
+
+#include "sim/delta_sweep.h"
+
+namespace devplace {
+
+using sim::DeltaItem;
+using sim::kChunkBits;
+using sim::kClean;
+using sim::kDirty;
+using sim::kDone;
+using sim::Time;
+
+// The sweep's per-task steps: they run for every task the change reaches.
+void DeltaSimulator::Impl::DeltaSweep::MarkDirty(int32_t x) {
+  heap_changed_ = true;
+  m.state[x] = kDirty;
+  sc.dirty_list.push_back(x);
+  sc.pending.push_back(x);
+  for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) ++m.blocked[succ_[tg.succ_off[x] + k]];
+}
+
+void DeltaSimulator::Impl::DeltaSweep::Push(int32_t x) {
+  Time ready = 0;
+  for (int32_t k = 0; k < tg.pred_cnt[x]; ++k) {
+    const int32_t p = pred_[tg.pred_off[x] + k];
+    ready = std::max(ready, EndNow(p) + tg.resource_delay[tg.resource[p]]);
+  }
+  m.version[x] = m.next_version++;
+  sc.heap.push({ready, tg.key[x], x, m.version[x]});
+  heap_changed_ = true;
+}
+
+void DeltaSimulator::Impl::DeltaSweep::Process(int32_t x, Time ready, int32_t i) {
+  heap_changed_ = true;
+  const int32_t r = tg.resource[x];
+  const Time start = std::max(ready, sc.free[r]);
+  const Time end = start + tg.duration[x];
+  const bool is_new = x >= first_new_;
+  const Time old_end = is_new ? 0 : m.End(x);
+  const bool end_changed = is_new || end != old_end;
+  m.cur_end[x] = end;
+  m.window.push_back({x, after_, ready, start, end});
+  sc.free[r] = end;
+  m.state[x] = kDone;
+  ++m.retimed;
+  if (is_new) {
+    --new_pending_;
+  } else {
+    const int32_t slot = m.pos[x];
+    max_settled_ = std::max(max_settled_, slot);
+    if (slot >= i) sc.processed_ahead.push_back(x);
+    sc.processed_last[r] = std::max(sc.processed_last[r], slot);
+    if (end_changed) shift_ = end - old_end;
+  }
+  // A clean successor keeps its ready time, and stays clean, when x did not bind it and now arrives no later.
+  const Time arrival = end + tg.resource_delay[r];
+  for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
+    const int32_t s = succ_[tg.succ_off[x] + k];
+    if (end_changed && m.state[s] == kClean && (is_new || m.bind_pred[s] == x || arrival > m.Ready(s)))
+      MarkDirty(s);
+    if (--m.blocked[s] == 0 && m.state[s] == kDirty) Push(s);
+  }
+}
+
+void DeltaSimulator::Impl::DeltaSweep::Sweep() {
+  StartSweep();
+  shifted_ = RunSweep();
+  if (shifted_) TakeShiftedRest();
+}
+
+void DeltaSimulator::Impl::DeltaSweep::StartSweep() {
+  // The resources that run tasks (the others need no checks), and their state at `begin`.
+  std::vector<int32_t>& used_res = sc.used_res;
+  std::vector<uint8_t>& used = sc.used;
+  used.resize(static_cast<size_t>(tg.num_resources));
+  for (int32_t r = 0; r < tg.num_resources; ++r) used[r] = m.res_first[r] >= 0;
+  for (int32_t t = first_new_; t < num_tasks_; ++t) used[tg.resource[t]] = 1;
+  for (int32_t r = 0; r < tg.num_resources; ++r)
+    if (used[r]) used_res.push_back(r);
+  m.LoadResourceState(begin_, used_res, &sc.free, &sc.last);
+  m.window.clear();
+  after_ = begin_;
+  sc.processed_last.assign(static_cast<size_t>(tg.num_resources), -1);
+  new_pending_ = num_tasks_ - first_new_;
+  succ_ = tg.succ_pool.data();
+  pred_ = tg.pred_pool.data();
+  sc.pending_first.assign(static_cast<size_t>(tg.num_resources), -1);
+  sc.pending_stamp.assign(static_cast<size_t>(tg.num_resources), 0);
+  failed_res_ = used_res.empty() ? -1 : used_res[0];
+  for (int32_t t : sc.seeds)
+    if (m.state[t] == kClean) MarkDirty(t);
+  for (int32_t t : sc.seeds)
+    if (m.blocked[t] == 0) Push(t);
+}
+
+bool DeltaSimulator::Impl::DeltaSweep::RunSweep() {
+  // Stream A is the order from the cursor i on (slots, skipping holes); times of tasks not yet re-timed are their
+  // previous ones (Ready/Start/End), of re-timed ones (state kDone) in cur_*.
+  const std::vector<int32_t>& slot_task = m.slot_task;
+  const std::vector<int32_t>& slot_res = m.slot_res;
+  std::vector<uint8_t>& state = m.state;
+  std::vector<Time>& free = sc.free;
+  std::vector<int32_t>& last = sc.last;
+  sim::QuadHeap<DeltaItem>& heap = sc.heap;
+  const int32_t slots = slots_;
+  int32_t i = begin_;
+  int32_t since_check = 0, check_every = 16;
+  // Whether to check for a shifted rest at the next step. Besides the periodic checks (with the jumps), a change
+  // often becomes a shift of the rest right at the start, after a jump, after the cursor passes tasks that are not
+  // clean, or after a task is re-timed for a resource conflict, and may stop being one a few steps later.
+  bool check_now = true;
+  bool shifted = false;
+  while (true) {
+    while (i < slots && (slot_task[i] < 0 || state[slot_task[i]] != kClean)) {
+      if (slot_task[i] >= 0) {
+        last[slot_res[i]] = slot_task[i];
+        check_now = true;
+      }
+      ++i;
+    }
+    while (heap_changed_ && !heap.empty()) {
+      const DeltaItem& top = heap.top();
+      if (top.version == m.version[top.task] && state[top.task] == kDirty && m.blocked[top.task] == 0) break;
+      heap.pop();
+    }
+    heap_changed_ = false;
+    const bool has_a = i < slots;
+    if (!has_a && heap.empty()) break;
+    const bool periodic = ++since_check >= check_every;
+    if ((check_now || periodic) && new_pending_ == 0 && max_settled_ < i) {
+      check_now = false;
+      if (ShiftedRest(i, shift_)) {
+        shifted = true;
+        break;
+      }
+    }
+    if (periodic) {
+      since_check = 0;
+      check_every = std::min(2 * check_every, 1 << 20);
+      if (const int32_t j = JumpTarget(i); j > i) {
+        Jump(j);
+        i = j;
+        check_every = 16;
+        check_now = true;
+        continue;
+      }
+    }
+    const int32_t c = has_a ? slot_task[i] : -1;
+    const Time shift_c = has_a ? m.Shift(i) : 0;  // c's times: stored + the shift of its slot's chunk
+    const Time ready = has_a ? m.slot_ready[i] + shift_c : 0;
+    if (!heap.empty()) {
+      const DeltaItem& top = heap.top();
+      if (!has_a || top.ready < ready || (top.ready == ready && top.key < tg.key[c])) {
+        const DeltaItem item = top;
+        heap.pop();
+        heap_changed_ = true;
+        Process(item.task, item.ready, i);
+        continue;
+      }
+    }
+    const int32_t r = slot_res[i];
+    last[r] = c;
+    if (m.blocked[c] > 0) {
+      ++i;
+      MarkDirty(c);  // a predecessor is re-timed after c's old ready time, so c moves later
+      continue;
+    }
+    if (std::max(ready, free[r]) != m.slot_start[i] + shift_c) {
+      ++i;
+      MarkDirty(c);
+      Process(c, ready, i);
+      check_now = true;
+      continue;
+    }
+    free[r] = m.slot_end[i] + shift_c;
+    ++i;
+    after_ = i;  // c passes unchanged and keeps its slot
+  }
+  cursor_ = i;
+  return shifted;
+}
+
+void DeltaSimulator::Impl::DeltaSweep::TakeShiftedRest() {
+  // The unsettled tasks keep their previous order and times + shift: the dirty ones behind the cursor first (by
+  // previous slot), then the order from the cursor on (nothing there is settled), which stays in place.
+  const std::vector<int32_t>& pos = m.pos;
+  std::vector<int32_t>& behind = sc.behind;
+  behind.clear();
+  for (int32_t x : sc.dirty_list)
+    if (m.state[x] == kDirty && pos[x] < cursor_) behind.push_back(x);
+  std::sort(behind.begin(), behind.end(), [&](int32_t a, int32_t b) { return pos[a] < pos[b]; });
+  for (int32_t x : behind) {
+    const Time end = m.End(x) + shift_;
+    m.cur_end[x] = end;
+    m.window.push_back({x, after_, m.Ready(x) + shift_, m.Start(x) + shift_, end});
+  }
+  for (int32_t x : sc.dirty_list)
+    if (m.state[x] == kDirty && pos[x] >= cursor_) sc.reindex.push_back(x);  // their predecessors moved
+}
+
+bool DeltaSimulator::Impl::DeltaSweep::ReadyMatches(int32_t u, int32_t i, Time delta) const {
+  Time ready = 0;
+  for (int32_t k = 0; k < tg.pred_cnt[u]; ++k) {
+    const int32_t p = pred_[tg.pred_off[u] + k];
+    const Time arrival = EndNow(p) + tg.resource_delay[tg.resource[p]];
+    ready = std::max(ready, Settled(p, i) ? arrival : arrival + delta);
+  }
+  return ready == m.Ready(u) + delta;
+}
+
+bool DeltaSimulator::Impl::DeltaSweep::ShiftedRest(int32_t i, Time delta) {
+  if (new_pending_ > 0 || max_settled_ >= i) return false;
+  // Each resource's earliest dirty task, for ResourceShifted; the tasks since re-timed leave the pending list.
+  ++stamp_;
+  std::vector<int32_t>& pending = sc.pending;
+  size_t kept = 0;
+  for (int32_t x : pending) {
+    if (m.state[x] != kDirty) continue;
+    pending[kept++] = x;
+    const int32_t r = tg.resource[x];
+    if (sc.pending_stamp[r] != stamp_ || m.pos[x] < m.pos[sc.pending_first[r]]) {
+      sc.pending_stamp[r] = stamp_;
+      sc.pending_first[r] = x;
+    }
+  }
+  pending.resize(kept);
+  // A resource that failed the last check usually fails this one too: try it first.
+  if (failed_res_ >= 0 && !ResourceShifted(failed_res_, i, delta)) return false;
+  for (int32_t r : sc.used_res) {
+    if (r != failed_res_ && !ResourceShifted(r, i, delta)) {
+      failed_res_ = r;
+      return false;
+    }
+  }
+  for (int32_t x : pending)
+    if (!ReadyMatches(x, i, delta)) return false;
+  if (delta == 0) return true;  // clean tasks' ready times are unchanged (see Process)
+  return CleanRestShifted(i, delta);
+}
+
+bool DeltaSimulator::Impl::DeltaSweep::ResourceShifted(int32_t r, int32_t i, Time delta) const {
+  const std::vector<int32_t>& pos = m.pos;
+  int32_t u = sc.last[r] >= 0 ? m.res_next[sc.last[r]] : m.res_first[r];
+  if (sc.pending_stamp[r] == stamp_ && (u < 0 || pos[sc.pending_first[r]] < pos[u])) u = sc.pending_first[r];
+  if (u < 0) return true;
+  // Nothing on r re-timed from u's previous slot on, and everything after u on r before slot i unsettled.
+  if (sc.processed_last[r] > pos[u]) return false;
+  for (int32_t x = u; x >= 0 && pos[x] < i; x = m.res_next[x])
+    if (m.state[x] != kDirty) return false;
+  const int32_t p = m.run.timing.res_prev[u];
+  const Time prev_end = p >= 0 ? m.End(p) : 0;
+  const bool same = sc.free[r] == prev_end + delta;
+  const bool idle = prev_end <= m.Ready(u) && sc.free[r] <= m.Ready(u) + delta;
+  return same || idle;
+}
+
+bool DeltaSimulator::Impl::DeltaSweep::CleanRestShifted(int32_t i, Time delta) {
+  // Clean tasks from i on with a predecessor before i (or none): their ready time must move by delta too.
+  // Their binding predecessor (ties bind to the later slot) decides most cases without looking further: a
+  // settled one before i that was not re-timed keeps its arrival, which was the old ready time, so the task
+  // cannot move by delta; one from i on moves by delta, which is enough when delta > 0, and when delta < 0 if
+  // nothing settled arrives later than the old ready time + delta (bounded by `latest`, the latest settled
+  // arrival). Otherwise check exactly. Chunks whose tasks all pass are skipped.
+  Time latest = 0;
+  if (delta < 0)
+    for (int32_t r : sc.used_res) latest = std::max(latest, sc.free[r] + tg.resource_delay[r]);
+  // The task that failed the last scan usually fails this one too (the scan would stop there or earlier).
+  if (failed_task_ >= 0 && m.pos[failed_task_] >= i && TaskFails(failed_task_, i, delta, latest)) return false;
+  for (int32_t k = i; k < slots_;) {
+    if ((k & ((1 << kChunkBits) - 1)) == 0) {
+      const int32_t c = k >> kChunkBits;
+      if (m.chunk_stale[c]) m.RefreshChunk(c);
+      if (m.chunk_min_pred[c] >= i ||
+          (m.chunk_min_bind[c] >= i && (delta > 0 || m.chunk_min_ready[c] + m.chunk_shift[c] + delta >= latest))) {
+        k += 1 << kChunkBits;
+        continue;
+      }
+    }
+    const int32_t t = m.slot_task[k++];
+    if (t >= 0 && TaskFails(t, i, delta, latest)) {
+      failed_task_ = t;
+      return false;
+    }
+  }
+  return true;
+}
+
+bool DeltaSimulator::Impl::DeltaSweep::TaskFails(int32_t t, int32_t i, Time delta, Time latest) const {
+  if (m.SlotOf(m.min_pred[t]) >= i || m.state[t] != kClean) return false;
+  const int32_t b = m.bind_pred[t];
+  if (m.SlotOf(b) < i) return b < 0 || m.state[b] == kClean || !ReadyMatches(t, i, delta);
+  return delta < 0 && m.Ready(t) + delta < latest && !ReadyMatches(t, i, delta);
+}
+
+int32_t DeltaSimulator::Impl::DeltaSweep::JumpTarget(int32_t i) {
+  // The first task that is not clean (dirty, re-timed from a later slot, or removed) or that a dirty task blocks,
+  // the first task the heap's top comes before (every task still to be timed comes after it: each is in the heap
+  // or waits for one that is), and on each resource the first task at or after i unless it finds its resource
+  // free as before. Every clean task before that point passes unchanged (its inputs and, from the first task on
+  // each resource on, its resource are as before), so the sweep can jump there.
+  const std::vector<int32_t>& pos = m.pos;
+  int32_t j = slots_;
+  std::vector<int32_t>& pending = sc.pending;
+  size_t kept = 0;
+  for (int32_t x : pending) {
+    if (m.state[x] != kDirty) continue;
+    pending[kept++] = x;
+    if (pos[x] >= i) j = std::min(j, pos[x]);
+    for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
+      const int32_t y = succ_[tg.succ_off[x] + k];
+      if (m.state[y] == kClean && pos[y] >= i) j = std::min(j, pos[y]);
+    }
+  }
+  pending.resize(kept);
+  for (int32_t x : sc.removed)
+    if (pos[x] >= i) j = std::min(j, pos[x]);
+  // Old tasks re-timed while ahead of the cursor; those it has passed leave the list.
+  std::vector<int32_t>& processed_ahead = sc.processed_ahead;
+  kept = 0;
+  for (int32_t x : processed_ahead) {
+    if (pos[x] < i) continue;
+    processed_ahead[kept++] = x;
+    j = std::min(j, pos[x]);
+  }
+  processed_ahead.resize(kept);
+  if (!sc.heap.empty()) j = FirstAfterHeapTop(i, j);
+  if (j - i < 2 * (1 << kChunkBits)) return -1;  // not worth it
+  for (int32_t r : sc.used_res) {
+    const int32_t u = sc.last[r] >= 0 ? m.res_next[sc.last[r]] : m.res_first[r];
+    if (u >= 0 && pos[u] < j && std::max(m.Ready(u), sc.free[r]) != m.Start(u)) j = pos[u];
+  }
+  return j;
+}
+
+int32_t DeltaSimulator::Impl::DeltaSweep::FirstAfterHeapTop(int32_t i, int32_t j) const {
+  const DeltaItem& top = sc.heap.top();
+  int32_t lo = i, hi = j;
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    while (mid < hi && m.slot_task[mid] < 0) ++mid;
+    if (mid == hi) {
+      hi = lo + (hi - lo) / 2;
+      continue;
+    }
+    const int32_t c = m.slot_task[mid];
+    const Time ready_c = m.slot_ready[mid] + m.Shift(mid);
+    if (top.ready < ready_c || (top.ready == ready_c && top.key < tg.key[c])) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+void DeltaSimulator::Impl::DeltaSweep::Jump(int32_t j) {
+  // Only resources with a task in [cursor, j) change; their last task before j is found in their slot lists.
+  for (int32_t r : sc.used_res) {
+    const int32_t x = sc.last[r] >= 0 ? m.res_next[sc.last[r]] : m.res_first[r];  // r's first task from the cursor on
+    if (x < 0 || m.pos[x] >= j) continue;
+    const std::vector<int32_t>& v = m.res_slots[r];
+    const int32_t y = m.slot_task[*(std::lower_bound(v.begin(), v.end(), j) - 1)];
+    sc.last[r] = y;
+    sc.free[r] = m.End(y);
+    after_ = std::max(after_, m.pos[y] + 1);
+  }
+}
+
+}  // namespace devplace

@@ -1,0 +1,136 @@
+// One change's run through DeltaSimulator::Impl::Apply (internal to sim/): the steps that rebuild the changed
+// groups (delta.cc) and the merged sweep that re-times what the change reaches (delta_sweep.cc), with the state
+// they share. delta.cc's opening comment describes the algorithm.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "sim/delta_impl.h"
+
+namespace devplace {
+
+// Lives for one Apply call. It owns only that call's state: the scalars below and the changed ops' previous
+// configs. It borrows the simulator `m` (task graph, strategy, layout, per-task states and the window it fills)
+// and the lists in m.scratch (`sc`), which stay with the simulator so that they are not allocated again for
+// every change. The steps run in the order they are declared, each after the one before it; each says what it
+// leaves for the next.
+class DeltaSimulator::Impl::DeltaSweep {
+ public:
+  DeltaSweep(Impl& m, bool query) : m(m), sc(m.scratch), tg(m.run.tg), query(query) {}
+
+  // 1. Collect changes: clears the scratch lists and puts the ops whose config `changes` alters in sc.ops
+  // (sorted, unique). Returns false when there are none (nothing else is touched). Otherwise writes the new
+  // configs into the strategy (the old ones kept for old_configs()), moves the ops' static memory in
+  // run.static_bytes from the old configs to the new (per device in sc.old_static / sc.new_static), and for a
+  // query saves the totals in m.undo.
+  bool CollectChanges(const std::vector<std::pair<OpId, OpConfig>>& changes);
+  // 2. Group: the edges of the changed ops (sc.edges), the consumers of their outputs (sc.consumers), and the
+  // groups to rebuild, ops first (sc.rebuilt_groups).
+  void FindGroups();
+  // 3. Remove old tasks: the rebuilt groups' tasks die (sc.removed) and leave the totals.
+  void RemoveOldTasks();
+  // 4. Build new groups: appends the rebuilt groups' new tasks [first_new, num_tasks), adds them to the totals
+  // and sizes the per-task arrays. When the new schedule could run past the horizon, puts the previous strategy
+  // back (a query by rolling back, a made change by a full rebuild) and returns the error.
+  Status BuildNewGroups();
+  // 5. Patch adjacency: builds the new tasks' successor and predecessor lists from the rebuilt groups'
+  // dependencies, and patches the lists of surviving tasks that named a removed task or gain a dependency
+  // (a query saves them in m.undo first). sc.reindex gets every task whose predecessor list changed.
+  void PatchAdjacency();
+  // 6. Seed: the tasks the sweep starts from (sc.seeds: new tasks and the consumers' compute tasks), the removed
+  // tasks marked kRemoved, and the first slot the sweep must look at (begin).
+  void Seed();
+  // 7. Sweep: re-times what the change reaches, filling m.window with the re-timed tasks in their new order,
+  // and stops at the end of the order or where the rest is provably the previous schedule shifted (then the
+  // dirty tasks behind the cursor join the window with their shifted times). Afterwards begin(), cut(),
+  // rest_shift() and the resource state give what Finish or the query's step needs.
+  void Sweep();
+
+  int32_t begin() const { return begin_; }
+  // The first slot of the part of the order that keeps its slots and moves by rest_shift() (all slots: none).
+  int32_t cut() const { return shifted_ ? cursor_ : slots_; }
+  sim::Time rest_shift() const { return shifted_ ? shift_ : 0; }
+  // The step a query reads from the finished sweep (before the tasks' states are reset).
+  sim::Time QueryStep() const { return m.QueryStep(sc.free, shifted_, cursor_, shift_); }
+  const std::vector<std::pair<OpId, OpConfig>>& old_configs() const { return old_configs_; }
+
+ private:
+  // Sweep's parts. StartSweep sets the resource state at `begin` and marks and queues the seeds; RunSweep merges
+  // the two streams up to the end or a shifted rest (returns whether it found one) and leaves the cursor in
+  // cursor_; TakeShiftedRest appends the dirty tasks behind the cursor, shifted, to the window.
+  void StartSweep();
+  bool RunSweep();
+  void TakeShiftedRest();
+
+  // Task x becomes dirty: it blocks its successors until it is re-timed.
+  void MarkDirty(int32_t x);
+  // Queues dirty task x (no longer blocked) in the heap by its new ready time.
+  void Push(int32_t x);
+  // Re-times task x, ready at `ready`, with the sweep's cursor at slot i: appends it to the window, takes its
+  // resource, and dirties (and queues) the successors its new end reaches.
+  void Process(int32_t x, sim::Time ready, int32_t i);
+  // x's end as it stands in the sweep: re-timed now, or as last simulated.
+  sim::Time EndNow(int32_t x) const { return m.state[x] == sim::kDone ? m.cur_end[x] : m.End(x); }
+  // Whether task x is settled with the cursor at slot i: re-timed, or clean and passed.
+  bool Settled(int32_t x, int32_t i) const {
+    return m.state[x] == sim::kDone || (m.state[x] == sim::kClean && m.pos[x] < i);
+  }
+  // Whether task u, with the unsettled tasks moving by delta, gets its old ready time + delta.
+  bool ReadyMatches(int32_t u, int32_t i, sim::Time delta) const;
+
+  // Shifted-rest check: whether every unsettled task (dirty, or clean at slot >= i) will run exactly `delta` later
+  // than in the previous run (delta.cc's opening comment).
+  bool ShiftedRest(int32_t i, sim::Time delta);
+  // Whether r's first unsettled task (its earliest dirty one, or its first at slot >= i) finds r as before + delta
+  // (or waits for its inputs in both runs). Reads the per-resource first pending tasks of the current check.
+  bool ResourceShifted(int32_t r, int32_t i, sim::Time delta) const;
+  // Whether every clean task from slot i on with a predecessor before i (or none) gets its ready time + delta.
+  bool CleanRestShifted(int32_t i, sim::Time delta);
+  // Whether clean task t (at a slot from i on) keeps the rest from being shifted; `latest`: the latest arrival
+  // of a settled task (used when delta < 0).
+  bool TaskFails(int32_t t, int32_t i, sim::Time delta, sim::Time latest) const;
+
+  // Jump target: the first slot from i on at which the sweep could do anything but pass clean tasks unchanged
+  // (-1 when that is too near to be worth a jump).
+  int32_t JumpTarget(int32_t i);
+  // The first slot in [i, j) whose task comes after the heap's top (j if none), by binary search.
+  int32_t FirstAfterHeapTop(int32_t i, int32_t j) const;
+  // Moves the sweep's resource state from the cursor to slot j (JumpTarget), as the passed tasks leave it.
+  void Jump(int32_t j);
+
+  // Borrowed (named without a trailing underscore): the simulator, its scratch lists and its task graph.
+  Impl& m;
+  sim::ApplyScratch& sc;
+  sim::TaskGraph& tg;
+  const bool query;  // a query: m.undo records what it changes in the task graph
+
+  // Owned, for this call only.
+  std::vector<std::pair<OpId, OpConfig>> old_configs_;  // the changed ops' configs before the change
+
+  // Steps 4-6.
+  int32_t first_new_ = 0;          // the first new task
+  int32_t num_tasks_ = 0;          // tasks after the new groups were appended
+  int32_t slots_ = 0;              // slots in the layout
+  int32_t begin_ = 0;              // the first slot the sweep looks at
+  int32_t max_settled_ = -1;       // largest slot of a removed or re-timed task
+  // The sweep. Its cursor is a parameter of the methods that read it (kept in a register); cursor_ holds where
+  // it stopped. sc.free / sc.last: per resource, when it is free as the sweep goes, and the last task of the
+  // previous order before the cursor (so that the next, res_next, is the first the sweep has not reached).
+  const int32_t* succ_ = nullptr;  // the adjacency pools (they do not move during the sweep)
+  const int32_t* pred_ = nullptr;
+  int32_t after_ = 0;              // 1 + the slot of the last task passed unchanged (a task re-timed comes after)
+  int32_t new_pending_ = 0;        // new tasks not yet re-timed
+  sim::Time shift_ = 0;            // end shift of the last re-timed old task whose end moved
+  bool heap_changed_ = true;       // whether the heap's top may have become stale since it was last checked
+  int32_t cursor_ = 0;
+  bool shifted_ = false;           // the sweep stopped at a shifted rest
+  // Shift checks: the current check's stamp (sc.pending_first[r] is valid where sc.pending_stamp[r] equals it),
+  // the resource that failed the last check and the task that failed the last scan of the clean tasks ahead.
+  uint32_t stamp_ = 0;
+  int32_t failed_res_ = -1;
+  int32_t failed_task_ = -1;
+};
+
+}  // namespace devplace
