@@ -196,6 +196,21 @@ struct DeltaSimulator::Impl {
   // slots on where they are in the way (those from `cut` on by `shift`), moves the rest of the schedule by
   // `shift`, and updates the indexes; `reindex` lists tasks whose predecessors changed.
   void Place(int32_t begin, int32_t cut, sim::Time shift, const std::vector<int32_t>& reindex);
+  // Place's steps, in order. PlaceWindow gives the window's tasks their slots (and the kept tasks in the way, in
+  // `displaced`, the slots after them) and returns the first slot of the rest (at least `cut`), whose tasks keep
+  // their slots; ShiftRest moves those by `shift`; UpdateResourceSlots applies the recorded slot changes to the
+  // per-resource slot lists and links; ReindexPlaced recomputes the predecessor entries the placing changed.
+  int32_t PlaceWindow(int32_t begin, int32_t cut, sim::Time shift);
+  void ShiftRest(int32_t rest, sim::Time shift);
+  void UpdateResourceSlots();
+  void ReindexPlaced(const std::vector<int32_t>& reindex);
+  // Puts q's task at slot s (growing the layout when s is past its end), displacing a kept task found there (its
+  // times moved by `shift` when s >= cut); returns s + 1.
+  int32_t AssignSlot(const Placement& q, int32_t s, int32_t cut, sim::Time shift);
+  // Grows the slot arrays and chunk bounds until slot s exists.
+  void GrowSlots(int32_t s);
+  // IndexPreds(x) unless x was already indexed afresh by this placing (listed in `reindexed`, flagged in mark).
+  void ReindexOnce(int32_t x);
   // Records that task t's slot list entry at `slot` goes, or is added (in increasing slot order per resource).
   void DropSlot(int32_t t, int32_t slot);
   void AddSlot(int32_t t, int32_t slot);

@@ -218,90 +218,101 @@ void DeltaSimulator::Impl::LoadResourceState(int32_t slot, const std::vector<int
 }
 
 void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const std::vector<int32_t>& reindex) {
-  const sim::TaskGraph& tg = run.tg;
-  sim::Timing& tm = run.timing;
-  for (const Placement& q : window) moved[q.task] = 1;
+  const int32_t rest = PlaceWindow(begin, cut, shift);
+  ShiftRest(rest, shift);
+  UpdateResourceSlots();
+  ReindexPlaced(reindex);
+}
 
-  // 1. Slots. The new order is the tasks that kept their slots, with the window's tasks merged in (each right
-  // after the kept task it followed). A window task takes the first slot after everything before it; if a kept
-  // task sits there, that one moves on too (it follows in the merge), so runs of kept tasks shift up to the
-  // next hole. Tasks displaced from `cut` on (the rest of the schedule) move by `shift`.
+void DeltaSimulator::Impl::GrowSlots(int32_t s) {
+  while (s >= static_cast<int32_t>(slot_task.size())) {
+    const size_t slots = slot_task.size() + (size_t{1} << kChunkBits);
+    slot_task.resize(slots, -1);
+    for (auto* v : {&slot_ready, &slot_start, &slot_end}) v->resize(slots, 0);
+    slot_res.resize(slots, -1);
+    slot_dropped.resize(slots, 0);
+    const size_t chunks = (slots >> kChunkBits) + 1;
+    chunk_shift.resize(chunks, chunk_shift.back());
+    chunk_min_pred.resize(chunks, kNoSlot);
+    chunk_min_bind.resize(chunks, kNoSlot);
+    chunk_min_ready.resize(chunks, std::numeric_limits<Time>::max());
+    chunk_stale.resize(chunks, 0);
+  }
+}
+
+int32_t DeltaSimulator::Impl::AssignSlot(const Placement& q, int32_t s, int32_t cut, Time shift) {
+  const int32_t t = q.task;
+  if (s >= static_cast<int32_t>(slot_task.size())) GrowSlots(s);
+  const int32_t k = slot_task[s];
+  if (k >= 0 && k != t && !moved[k] && pos[k] == s) {
+    moved[k] = 1;
+    const Time o = Shift(s) + (s >= cut ? shift : 0);
+    displaced.push_back({k, s, slot_ready[s] + o, slot_start[s] + o, slot_end[s] + o});
+  }
+  const int32_t old = pos[t];
+  if (old != s) {
+    if (old >= 0) {
+      DropSlot(t, old);
+      stale.push_back({t, old});
+    } else {
+      ++placed;
+    }
+    AddSlot(t, s);
+  }
+  slot_task[s] = t;
+  pos[t] = s;
+  const Time o = Shift(s);
+  slot_ready[s] = q.ready - o;
+  slot_start[s] = q.start - o;
+  slot_end[s] = q.end - o;
+  slot_res[s] = run.tg.resource[t];
+  TouchChunk(s >> kChunkBits);
+  return s + 1;
+}
+
+int32_t DeltaSimulator::Impl::PlaceWindow(int32_t begin, int32_t cut, Time shift) {
+  // The new order is the tasks that kept their slots, with the window's tasks merged in (each right after the
+  // kept task it followed). A window task takes the first slot after everything before it; if a kept task sits
+  // there, that one moves on too (it follows in the merge), so runs of kept tasks shift up to the next hole.
+  for (const Placement& q : window) moved[q.task] = 1;
   displaced.clear();
   int32_t next = begin;
-  auto assign = [&](const Placement& q, int32_t s) {
-    const int32_t t = q.task;
-    while (s >= static_cast<int32_t>(slot_task.size())) {
-      const size_t slots = slot_task.size() + (size_t{1} << kChunkBits);
-      slot_task.resize(slots, -1);
-      for (auto* v : {&slot_ready, &slot_start, &slot_end}) v->resize(slots, 0);
-      slot_res.resize(slots, -1);
-      slot_dropped.resize(slots, 0);
-      const size_t chunks = (slots >> kChunkBits) + 1;
-      chunk_shift.resize(chunks, chunk_shift.back());
-      chunk_min_pred.resize(chunks, kNoSlot);
-      chunk_min_bind.resize(chunks, kNoSlot);
-      chunk_min_ready.resize(chunks, std::numeric_limits<Time>::max());
-      chunk_stale.resize(chunks, 0);
-    }
-    const int32_t k = slot_task[s];
-    if (k >= 0 && k != t && !moved[k] && pos[k] == s) {
-      moved[k] = 1;
-      const Time o = Shift(s) + (s >= cut ? shift : 0);
-      displaced.push_back({k, s, slot_ready[s] + o, slot_start[s] + o, slot_end[s] + o});
-    }
-    const int32_t old = pos[t];
-    if (old != s) {
-      if (old >= 0) {
-        DropSlot(t, old);
-        stale.push_back({t, old});
-      } else {
-        ++placed;
-      }
-      AddSlot(t, s);
-    }
-    slot_task[s] = t;
-    pos[t] = s;
-    const Time o = Shift(s);
-    slot_ready[s] = q.ready - o;
-    slot_start[s] = q.start - o;
-    slot_end[s] = q.end - o;
-    slot_res[s] = tg.resource[t];
-    TouchChunk(s >> kChunkBits);
-    next = s + 1;
-  };
   size_t j = 0, d = 0;
   while (j < window.size() || d < displaced.size()) {
     if (d < displaced.size() && (j == window.size() || displaced[d].after < window[j].after)) {
-      const Placement q = displaced[d++];  // q.after holds its old slot
-      assign(q, next);
+      const Placement q = displaced[d++];  // q.after holds its old slot (a copy: AssignSlot may grow `displaced`)
+      next = AssignSlot(q, next, cut, shift);
     } else {
       const Placement& q = window[j++];
-      assign(q, std::max(next, q.after));
+      next = AssignSlot(q, std::max(next, q.after), cut, shift);
     }
   }
-  const int32_t rest = std::max(cut, next);  // the tasks from here on keep their slots and move by `shift`
-  const int32_t slots = static_cast<int32_t>(slot_task.size());
   for (const Placement& x : stale) {
     if (slot_task[x.after] != x.task || pos[x.task] == x.after) continue;
     slot_task[x.after] = -1;
   }
+  return std::max(cut, next);
+}
 
-  // 2. The rest moves by `shift`: the tasks of its first chunk one by one, later chunks as a whole.
-  if (shift != 0 && rest < slots) {
-    const int32_t c0 = rest >> kChunkBits;
-    const int32_t end0 = std::min(slots, (c0 + 1) << kChunkBits);
-    TouchChunk(c0);
-    for (int32_t s = rest; s < end0; ++s) {
-      const int32_t t = slot_task[s];
-      if (t < 0 || pos[t] != s) continue;
-      slot_ready[s] += shift;
-      slot_start[s] += shift;
-      slot_end[s] += shift;
-    }
-    for (size_t c = static_cast<size_t>(c0) + 1; c < chunk_shift.size(); ++c) chunk_shift[c] += shift;
+void DeltaSimulator::Impl::ShiftRest(int32_t rest, Time shift) {
+  // The tasks of the first chunk one by one, later chunks as a whole.
+  const int32_t slots = static_cast<int32_t>(slot_task.size());
+  if (shift == 0 || rest >= slots) return;
+  const int32_t c0 = rest >> kChunkBits;
+  const int32_t end0 = std::min(slots, (c0 + 1) << kChunkBits);
+  TouchChunk(c0);
+  for (int32_t s = rest; s < end0; ++s) {
+    const int32_t t = slot_task[s];
+    if (t < 0 || pos[t] != s) continue;
+    slot_ready[s] += shift;
+    slot_start[s] += shift;
+    slot_end[s] += shift;
   }
+  for (size_t c = static_cast<size_t>(c0) + 1; c < chunk_shift.size(); ++c) chunk_shift[c] += shift;
+}
 
-  // 3. Per-resource slot lists and links, where they changed.
+void DeltaSimulator::Impl::UpdateResourceSlots() {
+  sim::Timing& tm = run.timing;
   for (int32_t r : changed_res) {
     std::vector<int32_t>& v = res_slots[r];
     std::vector<int32_t>& added = res_added[r];
@@ -343,24 +354,20 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
   changed_res.clear();
   for (const Placement& x : stale) slot_dropped[x.after] = 0;
   stale.clear();
+}
 
-  // 4. Predecessor entries. A task's entries depend on its predecessors' slots and times only, and of those only
-  // the window's tasks changed (tasks displaced with their times unchanged only moved up in order, and those
-  // from `cut` on moved with everything after them), so: tasks listed in `reindex` (their predecessor lists
-  // changed, or they moved with the rest while their predecessors may not have) are indexed afresh, and a task
-  // the window feeds compares its entries with the moved predecessor, or is indexed afresh when an entry names a
-  // moved task (which may now be later or end earlier). Chunk bounds are lowered to match (they are lower
-  // bounds; touched chunks are recomputed when next needed).
+void DeltaSimulator::Impl::ReindexPlaced(const std::vector<int32_t>& reindex) {
+  // A task's entries depend on its predecessors' slots and times only, and of those only the window's tasks
+  // changed (tasks displaced with their times unchanged only moved up in order, and those from `cut` on moved
+  // with everything after them), so: tasks listed in `reindex` (their predecessor lists changed, or they moved
+  // with the rest while their predecessors may not have) are indexed afresh, and a task the window feeds
+  // compares its entries with the moved predecessor, or is indexed afresh when an entry names a moved task
+  // (which may now be later or end earlier). Chunk bounds are lowered to match (they are lower bounds; touched
+  // chunks are recomputed when next needed).
+  const sim::TaskGraph& tg = run.tg;
   for (const Placement& x : displaced) moved[x.task] = 0;
   reindexed.clear();
-  auto reindex_one = [&](int32_t x) {
-    if (mark[x]) return;
-    mark[x] = 1;
-    reindexed.push_back(x);
-    IndexPreds(x);
-    TouchChunk(pos[x] >> kChunkBits);
-  };
-  for (int32_t x : reindex) reindex_one(x);
+  for (int32_t x : reindex) ReindexOnce(x);
   for (const Placement& q : window) {
     const int32_t p = q.task;
     const int32_t p_slot = pos[p];
@@ -370,7 +377,7 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
       if (mark[x]) continue;
       const int32_t b = bind_pred[x], m = min_pred[x];
       if (m < 0 || b < 0 || m == p || b == p || moved[m] || moved[b]) {
-        reindex_one(x);
+        ReindexOnce(x);
         continue;
       }
       const int32_t chunk = pos[x] >> kChunkBits;
@@ -387,6 +394,14 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
   }
   for (const Placement& q : window) moved[q.task] = 0;
   for (int32_t x : reindexed) mark[x] = 0;
+}
+
+void DeltaSimulator::Impl::ReindexOnce(int32_t x) {
+  if (mark[x]) return;
+  mark[x] = 1;
+  reindexed.push_back(x);
+  IndexPreds(x);
+  TouchChunk(pos[x] >> kChunkBits);
 }
 
 void DeltaSimulator::Impl::Materialize() const {
