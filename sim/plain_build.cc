@@ -3,29 +3,46 @@
 // order. Ids, keys, dependencies and every per-task field equal what the group-wise build gives (see
 // AppendOpGroup and AppendEdgeGroup); only the group lists, which a full run does not need, are left out, and
 // the order of a task's successors and predecessors differs (nothing depends on it).
-// Three sequential passes: the edges (number the hop tasks), the ops (compute tasks and their adjacency, in op
-// order), the edges again (hop tasks and theirs). The totals are summed on the way.
+// Three sequential passes: the edges (PlanPlainEdges: number the hop tasks), the ops (PlainComputeTasks: compute
+// tasks and their adjacency, in op order), the edges again (PlainHopTasks: hop tasks and theirs). The totals are
+// summed on the way.
 #include "core/check.h"
 #include "sim/task_graph.h"
 
 namespace devplace::sim {
 
+namespace {
+// Adds `ticks` to the horizon sum, saturating at kHorizonCap.
+inline void AddHorizon(Time* horizon, Time ticks) {
+  *horizon = ticks >= kHorizonCap - *horizon ? kHorizonCap : *horizon + ticks;
+}
+}  // namespace
+
 void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals) {
-  const int32_t n = graph_.num_ops();
-  const int32_t num_edges = graph_.num_edges();
-  const int32_t devices = topology_.num_devices();
   Reset(tg, true);  // every field of every task is written below
   totals->Reset(tg->num_resources);
+  int64_t entries = 0;
+  const int32_t tasks = PlanPlainEdges(device, &entries);
+  SizePlainTasks(tasks, entries, tg);
+  Time horizon = 0;
+  PlainComputeTasks(device, tg, totals, &horizon);
+  PlainHopTasks(device, static_cast<int32_t>(entries), tg, totals, &horizon);
+  totals->horizon = horizon;
+  totals->num_tasks = tasks;
+  totals->num_compute = graph_.num_ops();
+}
 
-  // Pass 1: per edge, direct (same device or nothing to move) or its hop tasks' first id.
+int32_t TaskBuilder::PlanPlainEdges(std::span<const DeviceId> device, int64_t* entries) {
+  const int32_t num_edges = graph_.num_edges();
+  const int32_t devices = topology_.num_devices();
   edge_plan_.resize(static_cast<size_t>(num_edges));
-  int64_t next = n, entries = 0;
+  int64_t next = graph_.num_ops(), count = 0;
   for (int32_t e = 0; e < num_edges; ++e) {
     const Edge& edge = graph_.edge(e);
     const DeviceId du = device[edge.src], dv = device[edge.dst];
     if (du == dv || edge.bytes == 0) {
       edge_plan_[e] = {-1, 0, 1};
-      ++entries;
+      ++count;
       continue;
     }
     const int32_t pair = du * devices + dv;
@@ -34,9 +51,14 @@ void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, Ta
     DEVPLACE_CHECK(next + hops * segments < (int64_t{1} << 31), "task graph too large");
     edge_plan_[e] = {static_cast<int32_t>(next), static_cast<int16_t>(hops), static_cast<int16_t>(segments)};
     next += hops * segments;
-    entries += segments;
+    count += segments;
   }
-  const size_t tasks = static_cast<size_t>(next);
+  *entries = count;
+  return static_cast<int32_t>(next);
+}
+
+void TaskBuilder::SizePlainTasks(int32_t num_tasks, int64_t entries, TaskGraph* tg) const {
+  const size_t tasks = static_cast<size_t>(num_tasks);
   tg->resource.resize(tasks);
   tg->duration.resize(tasks);
   tg->key.resize(tasks);
@@ -54,16 +76,19 @@ void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, Ta
   tg->pred_off.resize(tasks);
   tg->succ_cnt.resize(tasks);
   tg->pred_cnt.resize(tasks);
-  tg->succ_pool.resize(static_cast<size_t>(entries) + tasks - static_cast<size_t>(n));
-  tg->pred_pool.resize(static_cast<size_t>(entries) + tasks - static_cast<size_t>(n));
+  const size_t hop_tasks = tasks - static_cast<size_t>(graph_.num_ops());
+  tg->succ_pool.resize(static_cast<size_t>(entries) + hop_tasks);
+  tg->pred_pool.resize(static_cast<size_t>(entries) + hop_tasks);
+}
+
+void TaskBuilder::PlainComputeTasks(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals,
+                                    Time* horizon) {
+  const int32_t n = graph_.num_ops();
   int32_t* succ = tg->succ_pool.data();
   int32_t* pred = tg->pred_pool.data();
   Time* busy = totals->busy.data();
   int32_t* count = totals->count.data();
-  Time horizon = 0;
-  auto add_horizon = [&](Time ticks) { horizon = ticks >= kHorizonCap - horizon ? kHorizonCap : horizon + ticks; };
-
-  // Pass 2: compute tasks, with their successors and predecessors in op order.
+  Time sum = *horizon;  // a local, so that the stores to the task arrays need not reload it
   int32_t so = 0, po = 0;
   for (OpId o = 0; o < n; ++o) {
     const DeviceId d = device[o];
@@ -83,11 +108,11 @@ void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, Ta
     tg->fallback[o] = c.fallback;
     busy[d] += c.ticks;
     ++count[d];
-    add_horizon(c.ticks);
+    AddHorizon(&sum, c.ticks);
     totals->fallbacks += c.fallback;
     tg->succ_off[o] = so;
-    // An edge between ops on one device, or that moves nothing, joins them directly (pass 1); telling that from
-    // the devices (a small array) saves reading the edge's plan.
+    // An edge between ops on one device, or that moves nothing, joins them directly (PlanPlainEdges); telling
+    // that from the devices (a small array) saves reading the edge's plan.
     for (int32_t k = out_off_[o]; k < out_off_[o + 1]; ++k) {
       const OpId v = out_op_[k];
       if (device[v] == d || out_empty_[k]) {
@@ -110,9 +135,19 @@ void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, Ta
     }
     tg->pred_cnt[o] = po - tg->pred_off[o];
   }
+  *horizon = sum;
+}
 
-  // Pass 3: the hop tasks; each has one predecessor (the producer or the previous hop) and one successor (the
-  // next hop or the consumer), stored after the compute tasks' entries.
+void TaskBuilder::PlainHopTasks(std::span<const DeviceId> device, int32_t entries, TaskGraph* tg,
+                                TaskTotals* totals, Time* horizon) const {
+  const int32_t n = graph_.num_ops();
+  const int32_t num_edges = graph_.num_edges();
+  const int32_t devices = topology_.num_devices();
+  int32_t* succ = tg->succ_pool.data();
+  int32_t* pred = tg->pred_pool.data();
+  Time* busy = totals->busy.data();
+  int32_t* count = totals->count.data();
+  Time sum = *horizon;
   for (int32_t e = 0; e < num_edges; ++e) {
     const EdgePlan plan = edge_plan_[e];
     if (plan.first < 0) continue;
@@ -145,7 +180,7 @@ void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, Ta
         tg->mem_bytes[t] = 0;
         tg->mem_device[t] = -1;
         tg->fallback[t] = 0;
-        const int32_t slot = static_cast<int32_t>(entries) + (t - n);
+        const int32_t slot = entries + (t - n);
         tg->succ_off[t] = tg->pred_off[t] = slot;
         tg->succ_cnt[t] = tg->pred_cnt[t] = 1;
         succ[slot] = h + 1 < plan.hops ? t + 1 : v;
@@ -153,16 +188,14 @@ void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, Ta
         busy[r] += ticks;
         totals->bytes[r] += seg_bytes;
         ++count[r];
-        add_horizon(ticks + tg->resource_delay[r]);
+        AddHorizon(&sum, ticks + tg->resource_delay[r]);
       }
       totals->bytes_moved += seg_bytes;
     }
     tg->mem_bytes[plan.first + plan.hops - 1] = edge.bytes;  // the receive buffer, on the first segment's last hop
     tg->mem_device[plan.first + plan.hops - 1] = device[v];
   }
-  totals->horizon = horizon;
-  totals->num_tasks = static_cast<int32_t>(tasks);
-  totals->num_compute = n;
+  *horizon = sum;
 }
 
 }  // namespace devplace::sim

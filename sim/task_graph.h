@@ -142,6 +142,16 @@ class TaskBuilder {
   void BuildGroups(const Strategy& strategy, TaskGraph* tg);
   // BuildAll for a strategy whose every op runs whole on one device (sim/plain_build.cc).
   void BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals);
+  // BuildPlain's passes, in order. PlanPlainEdges fills edge_plan_ and returns the task count (ops, then each
+  // edge's hop tasks), with the adjacency entries of the compute tasks in *entries; SizePlainTasks sizes every
+  // per-task array and the pools; PlainComputeTasks and PlainHopTasks write the compute and the hop tasks with
+  // their adjacency (the hop tasks' entries after the compute tasks' `entries`), adding to the totals and to
+  // *horizon (saturating).
+  int32_t PlanPlainEdges(std::span<const DeviceId> device, int64_t* entries);
+  void SizePlainTasks(int32_t num_tasks, int64_t entries, TaskGraph* tg) const;
+  void PlainComputeTasks(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals, Time* horizon);
+  void PlainHopTasks(std::span<const DeviceId> device, int32_t entries, TaskGraph* tg, TaskTotals* totals,
+                     Time* horizon) const;
   // Segments a transfer of `bytes` over `hops` links is cut into.
   int64_t Segments(int64_t bytes, int64_t hops, bool segmented) const;
   int32_t NewTask(TaskGraph* tg, int32_t group, int32_t resource, Time duration, TaskKind kind, int32_t op,
