@@ -10,6 +10,7 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev
   libscotch-dev libmetis-dev gnuplot-nox
   libonnx-dev libprotobuf-dev protobuf-compiler zlib1g-dev
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-torch
 )
 
 missing=()

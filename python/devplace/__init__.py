@@ -1,0 +1,73 @@
+"""devplace: device placement of deep-learning training graphs, from Python (docs/python.md).
+
+A thin layer over the C++ libraries: graphs, machines and strategies (Graph, Topology, Strategy), the simulator
+(simulate), the search registry (search) and the placement environments in Gymnasium's shape (PlacementEnv,
+PlacementVecEnv). Errors in inputs raise ValueError with the libraries' one-line message."""
+
+import numpy as np
+
+from . import spaces
+from ._devplace import (CostModel, Graph, Op, SearchResult, SimulationResult, Strategy, Topology, family,
+                        family_names, search, search_algorithms, simulate, zoo, zoo_names)
+from ._devplace import _PlacementEnv, _PlacementVecEnv
+
+__all__ = ["CostModel", "Graph", "Op", "PlacementEnv", "PlacementVecEnv", "SearchResult", "SimulationResult",
+           "Strategy", "Topology", "family", "family_names", "search", "search_algorithms", "simulate", "spaces",
+           "zoo", "zoo_names"]
+
+
+def _observation_space(env, batch=None):
+    def box(low, high, shape, dtype):
+        return spaces.Box(low, high, shape if batch is None else (batch,) + tuple(shape), dtype)
+    nodes, devices = env.num_nodes, env.num_devices
+    return spaces.Dict({
+        "node_features": box(0.0, np.inf, (nodes, env.node_feature_dim), np.float32),
+        "edge_index": box(0, nodes - 1, (2, env.num_edges), np.int32),
+        "device_features": box(0.0, np.inf, (devices, env.device_feature_dim), np.float32),
+        "placement": box(-1, env.num_actions - 1, (nodes,), np.int32),
+        "current_node": spaces.Discrete(nodes) if batch is None else box(-1, nodes - 1, (), np.int32),
+    })
+
+
+class PlacementEnv(_PlacementEnv):
+    """A placement MDP over one graph and machine, in the shape of a Gymnasium Env (docs/environments.md).
+
+    PlacementEnv(graph, topology, mdp="one-shot" | "iterative", seed=0, *, initial_placement="single",
+    oom_penalty=1.0, memory_aware_mask=True, data_parallel_action=False, costs=None)
+
+    Each step places (one-shot) or moves (iterative) the observation's current_node on the device `action`;
+    an episode has num_nodes steps and ends with terminated=True (truncated is always False). info["action_mask"]
+    marks the legal actions (int8); an illegal action raises ValueError and changes nothing.
+    Observations: node_features [nodes, 13], edge_index [2, edges], device_features [devices, 6],
+    placement [nodes] (action per node, -1 unplaced) and current_node."""
+
+    metadata = {"render_modes": []}
+    render_mode = None
+
+    def __init__(self, graph, topology, mdp="one-shot", seed=0, **options):
+        super().__init__(graph, topology, mdp, seed, **options)
+        self.action_space = spaces.Discrete(self.num_actions, seed=seed)
+        self.observation_space = _observation_space(self)
+
+    def close(self):
+        pass
+
+
+class PlacementVecEnv(_PlacementVecEnv):
+    """num_envs copies of a PlacementEnv stepped together on C++ threads with the GIL released.
+
+    PlacementVecEnv(graph, topology, num_envs, mdp="one-shot", seed=0, num_threads=0, **options)
+
+    step(actions) takes one action per env and returns batched (obs, rewards, terminated, truncated, info);
+    an env whose episode ends restarts at once (its obs is then the next episode's first), and
+    info["episode_return"] / info["final_step_time"] hold the finished episode's figures (NaN elsewhere).
+    Env i draws its episodes from seed + i, so results do not depend on num_threads (0: all cores)."""
+
+    def __init__(self, graph, topology, num_envs, mdp="one-shot", seed=0, num_threads=0, **options):
+        super().__init__(graph, topology, num_envs, mdp, seed, num_threads, **options)
+        self.single_action_space = spaces.Discrete(self.num_actions, seed=seed)
+        self.single_observation_space = _observation_space(self)
+        self.observation_space = _observation_space(self, batch=num_envs)
+
+    def close(self):
+        pass
