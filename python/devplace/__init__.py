@@ -25,7 +25,8 @@ def _observation_space(env, batch=None):
         "edge_index": box(0, nodes - 1, (2, env.num_edges), np.int32),
         "device_features": box(0.0, np.inf, (devices, env.device_feature_dim), np.float32),
         "placement": box(-1, env.num_actions - 1, (nodes,), np.int32),
-        "current_node": spaces.Discrete(nodes) if batch is None else box(-1, nodes - 1, (), np.int32),
+        # -1 once the episode is over
+        "current_node": spaces.Discrete(nodes + 1, start=-1) if batch is None else box(-1, nodes - 1, (), np.int32),
     })
 
 

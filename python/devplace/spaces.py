@@ -6,10 +6,10 @@ import numpy as np
 
 
 class Discrete:
-    """Actions 0 .. n-1."""
+    """Integers start .. start+n-1 (actions: start 0)."""
 
-    def __init__(self, n, seed=None):
-        self.n = int(n)
+    def __init__(self, n, seed=None, start=0):
+        self.n, self.start = int(n), int(start)
         self.shape = ()
         self.dtype = np.int64
         self._rng = np.random.default_rng(seed)
@@ -17,17 +17,17 @@ class Discrete:
     def sample(self, mask=None):
         """A uniformly drawn action; with a mask (int8 array of length n), one whose mask entry is 1."""
         if mask is None:
-            return int(self._rng.integers(self.n))
+            return self.start + int(self._rng.integers(self.n))
         legal = np.flatnonzero(np.asarray(mask))
         if legal.size == 0:
             raise ValueError("sample: the mask allows no action")
-        return int(self._rng.choice(legal))
+        return self.start + int(self._rng.choice(legal))
 
     def contains(self, x):
-        return isinstance(x, (int, np.integer)) and 0 <= int(x) < self.n
+        return isinstance(x, (int, np.integer)) and self.start <= int(x) < self.start + self.n
 
     def __repr__(self):
-        return f"Discrete({self.n})"
+        return f"Discrete({self.n}, start={self.start})" if self.start else f"Discrete({self.n})"
 
 
 class Box:

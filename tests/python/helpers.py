@@ -1,0 +1,31 @@
+"""Shared inputs of the Python tests: the repository's files, and small graphs and machines."""
+
+import os
+from pathlib import Path
+
+SOURCE_DIR = Path(os.environ.get("DEVPLACE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+TOPOLOGIES = SOURCE_DIR / "configs" / "topologies"
+
+
+def k80():
+    import devplace
+    return devplace.Topology.load(str(TOPOLOGIES / "k80-8-pcie.yaml"))
+
+
+def small_graph():
+    """A ~200-op training graph of the nmt family (fast to simulate, with colocation groups)."""
+    import devplace
+    return devplace.family("nmt", seed=1, target_ops=200)
+
+
+def two_devices(memory_gib):
+    """Two identical GPUs of `memory_gib` joined by one link."""
+    import devplace
+    return devplace.Topology.from_yaml(f"""
+name: two
+devices:
+  - {{name: g0, kind: v100, host: h, peak_tflops: 15, memory_bandwidth_gbs: 900, memory_gib: {memory_gib}}}
+  - {{name: g1, kind: v100, host: h, peak_tflops: 15, memory_bandwidth_gbs: 900, memory_gib: {memory_gib}}}
+links:
+  - {{between: [g0, g1], bandwidth_gbs: 25, latency_us: 2, kind: nvlink}}
+""")

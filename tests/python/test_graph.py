@@ -1,0 +1,104 @@
+"""Loading graphs, machines and strategies from Python, and the NumPy views of a graph."""
+
+import json
+import tempfile
+import unittest
+from pathlib import Path
+
+import numpy as np
+
+import devplace
+from helpers import SOURCE_DIR, TOPOLOGIES, k80, small_graph
+
+
+class GraphTest(unittest.TestCase):
+    def test_family_is_deterministic_by_seed(self):
+        a, b, c = devplace.family("nmt", 1, 200), devplace.family("nmt", 1, 200), devplace.family("nmt", 2, 200)
+        self.assertEqual(a.to_json(), b.to_json())
+        self.assertNotEqual(a.to_json(), c.to_json())
+        self.assertIn("nmt", devplace.family_names())
+
+    def test_zoo_model_matches_its_json(self):
+        g = devplace.zoo("vgg16", batch=32)
+        self.assertEqual(g.name, "vgg16-b32")
+        doc = json.loads(g.to_json())
+        self.assertEqual(len(doc["ops"]), g.num_ops)
+        self.assertAlmostEqual(g.flops.sum(), g.total_flops, delta=g.total_flops * 1e-12)
+        self.assertEqual(int(g.param_bytes.sum()), g.total_param_bytes)
+        self.assertEqual([op["name"] for op in doc["ops"]], g.op_names)
+        self.assertIn("resnet50", devplace.zoo_names())
+
+    def test_edges_are_read_only_views_of_the_graph(self):
+        g = small_graph()
+        edges, nbytes = g.edges, g.edge_bytes
+        self.assertEqual(edges.shape, (g.num_edges, 2))
+        self.assertEqual(edges.dtype, np.int32)
+        self.assertEqual(nbytes.dtype, np.int64)
+        self.assertFalse(edges.flags.writeable)
+        self.assertFalse(edges.flags.owndata)  # a view: no copy was made
+        with self.assertRaises(ValueError):
+            edges[0, 0] = 1
+        # The same edges as the JSON form lists ([src, dst, bytes] each).
+        listed = [tuple(e) for e in json.loads(g.to_json())["edges"]]
+        viewed = [(int(s), int(d), int(b)) for (s, d), b in zip(edges, nbytes)]
+        self.assertEqual(listed, viewed)
+        # The view keeps the graph alive after the last reference goes.
+        view = devplace.family("ptb", 3, 100).edges
+        self.assertEqual(view.shape[1], 2)
+        self.assertTrue((view >= 0).all())
+
+    def test_save_load_round_trip_and_errors(self):
+        g = small_graph()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = str(Path(tmp) / "g.json")
+            g.save(path)
+            self.assertEqual(devplace.Graph.load(path).to_json(), g.to_json())
+            Path(path).write_text('{"format": "devplace.graph", "version": 1, "name": "x", "ops": 3}')
+            with self.assertRaisesRegex(ValueError, "g.json"):
+                devplace.Graph.load(path)
+        with self.assertRaisesRegex(ValueError, "unknown"):
+            devplace.zoo("no-such-model")
+
+    def test_onnx_import(self):
+        g = devplace.Graph.from_onnx(str(SOURCE_DIR / "datasets" / "onnx" / "alexnet.onnx"), batch=8)
+        self.assertGreater(g.num_ops, 10)
+        self.assertGreater(g.total_param_bytes, 200e6)  # AlexNet has about 61 M parameters
+        with self.assertRaises(ValueError):
+            devplace.Graph.from_onnx(str(SOURCE_DIR / "datasets" / "onnx" / "alexnet.reference.json"))
+
+    def test_op_accessors(self):
+        g = small_graph()
+        op = g.op(0)
+        self.assertEqual(g.find(op.name), 0)
+        self.assertEqual(g.find("no such op"), -1)
+        self.assertEqual(op.role, "forward")
+        self.assertEqual(sorted(g.topological_order.tolist()), list(range(g.num_ops)))
+        with self.assertRaises(IndexError):
+            g.op(g.num_ops)
+
+
+class TopologyStrategyTest(unittest.TestCase):
+    def test_topology(self):
+        t = k80()
+        self.assertEqual(t.num_devices, 8)
+        self.assertEqual(t.find_device("gpu3"), 3)
+        self.assertEqual(devplace.Topology.from_yaml(t.to_yaml()).to_yaml(), t.to_yaml())
+        with self.assertRaisesRegex(ValueError, "nope.yaml"):
+            devplace.Topology.load(str(TOPOLOGIES / "nope.yaml"))
+
+    def test_strategy_round_trip_and_validation(self):
+        g, t = small_graph(), k80()
+        s = devplace.search("round-robin", g, t).strategy
+        with tempfile.TemporaryDirectory() as tmp:
+            path = str(Path(tmp) / "p.json")
+            s.save(path, g, t)
+            self.assertEqual(devplace.Strategy.load(path, g, t), s)
+        self.assertTrue(s.is_plain_placement)
+        self.assertEqual(len(set(s.placement.tolist())), 8)
+        bad = devplace.Strategy.from_placement([9] * g.num_ops)
+        with self.assertRaisesRegex(ValueError, "device 9"):
+            bad.validate(g, t)
+
+
+if __name__ == "__main__":
+    unittest.main()
