@@ -1,11 +1,16 @@
 // `devplace graph info G.json [--json]`: summarises a graph file.
+// `devplace graph export G.json --format dot [-t T.yaml -p P.json] [--max-ops N] [-o G.dot]`: draws it (Graphviz).
 // (`graph gen`, `graph model` and `graph import` live in their own files and add to the same `graph` group.)
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "apps/cli_util.h"
 #include "apps/commands.h"
 #include "apps/file_command.h"
+#include "apps/inputs.h"
+#include "core/atomic_file.h"
+#include "core/graph_dot.h"
 #include "core/graph_json.h"
 
 namespace devplace::cli {
@@ -54,6 +59,48 @@ void PrintHuman(const Graph& g) {
   std::cout << "\n";
 }
 
+void RegisterGraphExportCommand(CLI::App& graph, CommandContext& ctx) {
+  struct Options {
+    std::string path, format = "dot", topology, strategy, output;
+    int32_t max_ops = DotOptions{}.max_ops;
+    bool json = false;
+  };
+  auto opts = std::make_shared<Options>();
+  CLI::App* cmd = graph.add_subcommand("export", "Draw a graph for Graphviz (coloured by device with a strategy)");
+  cmd->add_option("graph", opts->path, "Graph JSON file")->required();
+  cmd->add_option("--format", opts->format, "Output format")->check(CLI::IsMember({"dot"}))->capture_default_str();
+  cmd->add_option("-t,--topology", opts->topology, "Topology YAML file (needed with --placement)");
+  cmd->add_option("-p,--placement", opts->strategy, "Strategy JSON file: fill each op with its device's colour");
+  cmd->add_option("--max-ops", opts->max_ops, "Collapse graphs with more ops than this to one node per layer (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("-o,--output", opts->output, "Write to this file (default: stdout)");
+  cmd->add_flag("--json", opts->json, "With -o: print one JSON object describing what was written");
+  cmd->callback([opts, &ctx]() {
+    if (!opts->strategy.empty() && opts->topology.empty()) throw CliError("--placement needs --topology");
+    if (opts->json && opts->output.empty()) throw CliError("--json needs -o (the drawing itself goes to stdout)");
+    const Graph g = LoadGraph(opts->path);
+    std::optional<Topology> topology;
+    std::optional<Strategy> strategy;
+    if (!opts->topology.empty()) topology = LoadTopology(opts->topology);
+    if (!opts->strategy.empty()) strategy = LoadStrategy(opts->strategy, g, *topology);
+    const DotOptions options{.max_ops = opts->max_ops};
+    const std::string dot = Unwrap(GraphToDot(g, topology ? &*topology : nullptr, strategy ? &*strategy : nullptr,
+                                              options));
+    if (opts->output.empty()) {
+      std::cout << dot;
+    } else {
+      Check(WriteFileAtomic(opts->output, dot));
+      const bool collapsed = options.max_ops > 0 && g.num_ops() > options.max_ops;
+      if (opts->json)
+        PrintJson({{"graph", g.name()}, {"format", opts->format}, {"output", opts->output}, {"collapsed", collapsed}});
+      else
+        std::cerr << "wrote " << opts->output << (collapsed ? " (collapsed by layer)" : "") << "\n";
+    }
+    ctx.exit_code = 0;
+  });
+}
+
 }  // namespace
 
 CLI::App* RegisterGraphCommands(CLI::App& app, CommandContext& ctx) {
@@ -65,6 +112,7 @@ CLI::App* RegisterGraphCommands(CLI::App& app, CommandContext& ctx) {
                                 if (json) PrintJson(GraphSummaryJson(g));
                                 else PrintHuman(g);
                               }});
+  RegisterGraphExportCommand(*graph, ctx);
   return graph;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/graph.h"
+#include "core/graph_dot.h"
 #include "core/graph_json.h"
 #include "core/strategy.h"
 #include "core/strategy_json.h"
@@ -125,6 +126,11 @@ void BindGraphClass(py::module_& m) {
              return EdgeView(g, self, py::dtype::of<int64_t>(), {g.num_edges()},
                              {static_cast<py::ssize_t>(sizeof(Edge))}, offsetof(Edge, bytes));
            }, "Bytes carried by each edge (int64): a read-only view of the graph's memory.")
+      .def("to_dot", [](const Graph& g, const Topology* topology, const Strategy* strategy, int32_t max_ops) {
+             return Unwrap(GraphToDot(g, topology, strategy, DotOptions{.max_ops = max_ops}));
+           }, py::arg("topology") = py::none(), py::arg("strategy") = py::none(), py::arg("max_ops") = DotOptions{}.max_ops,
+           "Graphviz DOT text: coloured by device with a strategy (and its topology), colocation groups clustered, "
+           "collapsed to one node per layer above max_ops ops (0: never).")
       .def("__repr__", [](const Graph& g) {
         return "<devplace.Graph '" + g.name() + "' " + std::to_string(g.num_ops()) + " ops, " +
                std::to_string(g.num_edges()) + " edges>";

@@ -1,6 +1,7 @@
 """Loading graphs, machines and strategies from Python, and the NumPy views of a graph."""
 
 import json
+import subprocess
 import tempfile
 import unittest
 from pathlib import Path
@@ -8,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 import devplace
+from devplace.__main__ import find_program
 from helpers import SOURCE_DIR, TOPOLOGIES, k80, small_graph
 
 
@@ -75,6 +77,37 @@ class GraphTest(unittest.TestCase):
         self.assertEqual(sorted(g.topological_order.tolist()), list(range(g.num_ops)))
         with self.assertRaises(IndexError):
             g.op(g.num_ops)
+
+
+class DotTest(unittest.TestCase):
+    def test_python_and_cli_draw_the_same(self):
+        g, t = small_graph(), k80()
+        s = devplace.search("round-robin", g, t).strategy
+        dot = g.to_dot(t, s)
+        self.assertTrue(dot.startswith('digraph "%s"' % g.name))
+        self.assertEqual(dot.count(" -> "), g.num_edges)
+        self.assertIn("subgraph cluster_group", dot)
+        self.assertEqual(dot.count("subgraph cluster_legend"), 1)
+        collapsed = g.to_dot(t, s, max_ops=10)
+        self.assertIn("layer0 [label=", collapsed)
+        self.assertLess(collapsed.count("\n"), dot.count("\n"))
+        self.assertNotIn("cluster_group", collapsed)
+        with tempfile.TemporaryDirectory() as tmp:
+            gp, pp, out = (str(Path(tmp) / n) for n in ("g.json", "p.json", "g.dot"))
+            g.save(gp)
+            s.save(pp, g, t)
+            topo = str(TOPOLOGIES / "k80-8-pcie.yaml")
+            cli = subprocess.run([find_program(), "graph", "export", gp, "--format", "dot", "-t", topo, "-p", pp],
+                                 check=True, capture_output=True, text=True).stdout
+            self.assertEqual(cli, dot)
+            subprocess.run([find_program(), "graph", "export", gp, "--max-ops", "10", "-o", out], check=True,
+                           capture_output=True)
+            self.assertEqual(Path(out).read_text(), g.to_dot(max_ops=10))
+            bad = subprocess.run([find_program(), "graph", "export", gp, "-p", pp], capture_output=True, text=True)
+            self.assertNotEqual(bad.returncode, 0)
+            self.assertIn("--topology", bad.stderr)
+        with self.assertRaises(ValueError):
+            g.to_dot(None, s)
 
 
 class TopologyStrategyTest(unittest.TestCase):
