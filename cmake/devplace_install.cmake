@@ -48,6 +48,8 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # the program's shared libraries (LibTorch, yaml-cpp, ...) become Depends
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3-numpy")
+# What find_package(devplace) and devplace.pc need besides the package (the static libraries link them).
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libyaml-cpp-dev, nlohmann-json3-dev, libonnx-dev, libprotobuf-dev, libscotch-dev, libmetis-dev")
 set(CPACK_COMPONENTS_ALL dev runtime python)
 set(CPACK_DEB_COMPONENT_INSTALL OFF)  # one package with every component
 include(CPack)
