@@ -64,6 +64,14 @@ GraphPtr FromOnnx(const std::string& path, std::optional<int64_t> batch) {
   return Share(std::move(imported.graph));
 }
 
+GraphPtr FromOnnxBytes(const py::bytes& data, const std::string& name, std::optional<int64_t> batch) {
+  ImportOptions options;
+  options.batch = batch.value_or(0);
+  ImportResult imported = Unwrap(ImportOnnxModel(std::string_view(data), name, name, options));
+  for (const std::string& warning : imported.warnings) PyErr_WarnEx(PyExc_UserWarning, warning.c_str(), 1);
+  return Share(std::move(imported.graph));
+}
+
 void BindGraphClass(py::module_& m) {
   py::class_<Op>(m, "Op", "One operation of a graph (read-only copy).")
       .def_readonly("name", &Op::name)
@@ -88,6 +96,8 @@ void BindGraphClass(py::module_& m) {
                   py::arg("text"))
       .def_static("from_onnx", &FromOnnx, py::arg("path"), py::arg("batch") = py::none(),
                   "Imports an ONNX model as a training graph (docs/importers.md); batch sets the batch size.")
+      .def_static("from_onnx_bytes", &FromOnnxBytes, py::arg("data"), py::arg("name") = "model",
+                  py::arg("batch") = py::none(), "Imports a serialized ONNX model (bytes) as a training graph.")
       .def("save", [](const Graph& g, const std::string& path) { Check(WriteGraphFile(g, path)); }, py::arg("path"))
       .def("to_json", &GraphToJson)
       .def_property_readonly("name", &Graph::name)

@@ -11,9 +11,28 @@ from ._devplace import (CostModel, Graph, Op, SearchResult, SimulationResult, St
                         family_names, search, search_algorithms, simulate, zoo, zoo_names)
 from ._devplace import _PlacementEnv, _PlacementVecEnv
 
-__all__ = ["CostModel", "Graph", "Op", "PlacementEnv", "PlacementVecEnv", "SearchResult", "SimulationResult",
+__all__ = ["CostModel", "from_torch", "Graph", "Op", "PlacementEnv", "PlacementVecEnv", "SearchResult", "SimulationResult",
            "Strategy", "Topology", "family", "family_names", "search", "search_algorithms", "simulate", "spaces",
            "zoo", "zoo_names"]
+
+
+def from_torch(module, example_inputs, name=None, batch=None):
+    """The training graph of a PyTorch nn.Module: exported through torch.onnx in memory (in eval mode, with
+    `example_inputs`, a tuple of tensors, fixing the shapes) and imported like Graph.from_onnx. `batch` re-sets the
+    batch dimension (docs/importers.md); the graph is named `name` (default: the module's class name)."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            torch.onnx.export(module, tuple(example_inputs), buffer)
+    finally:
+        module.train(was_training)
+    return Graph.from_onnx_bytes(buffer.getvalue(), name or type(module).__name__, batch)
 
 
 def _observation_space(env, batch=None):

@@ -1,5 +1,6 @@
 """Loading graphs, machines and strategies from Python, and the NumPy views of a graph."""
 
+import importlib.util
 import json
 import subprocess
 import tempfile
@@ -67,6 +68,23 @@ class GraphTest(unittest.TestCase):
         self.assertGreater(g.total_param_bytes, 200e6)  # AlexNet has about 61 M parameters
         with self.assertRaises(ValueError):
             devplace.Graph.from_onnx(str(SOURCE_DIR / "datasets" / "onnx" / "alexnet.reference.json"))
+
+    @unittest.skipUnless(importlib.util.find_spec("torch"), "needs PyTorch (Debian's python3-torch)")
+    def test_from_torch(self):
+        import torch
+        module = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+        g = devplace.from_torch(module, (torch.randn(8, 16),), name="mlp")
+        self.assertEqual(g.name, "mlp")
+        self.assertEqual(g.total_param_bytes, 4 * sum(p.numel() for p in module.parameters()))
+        forward = g.flops[g.roles == 0].sum()
+        self.assertGreaterEqual(forward, 2 * 8 * (16 * 32 + 32 * 4))  # the two matmuls, at least
+        self.assertLess(forward, 2 * 2 * 8 * (16 * 32 + 32 * 4))
+        self.assertGreater(g.flops.sum(), 2 * forward)  # backward and update ops were derived
+        self.assertTrue(module.training)  # the module's mode is restored
+        bigger = devplace.from_torch(module, (torch.randn(8, 16),), batch=64)
+        self.assertAlmostEqual(bigger.flops[bigger.roles == 0].sum() / forward, 8.0, delta=0.01)
+        with self.assertRaises(ValueError):
+            devplace.Graph.from_onnx_bytes(b"not a model")
 
     def test_op_accessors(self):
         g = small_graph()
