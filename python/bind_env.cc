@@ -68,7 +68,7 @@ std::pair<py::dict, py::array_t<int8_t>> AllocateObs(const ObsShape& s, py::ssiz
   py::array_t<int32_t> edges(shape({2, s.edges}));
   py::array_t<float> devices(shape({s.devices, kDeviceFeatureDim}));
   py::array_t<int32_t> placement(shape({s.nodes}));
-  py::array_t<int32_t> current(shape({}));  // batched only; the caller sets an unbatched one
+  py::array_t<int32_t> current(shape({}));  // unbatched: a 0-d array, which PlacementEnv replaces by an int
   py::array_t<int8_t> mask(shape({s.actions}));
   *buffers = {nodes.mutable_data(), edges.mutable_data(), devices.mutable_data(),
               placement.mutable_data(), current.mutable_data(), mask.mutable_data()};
