@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import numpy as np
 
 import devplace
 from devplace.__main__ import find_program
-from helpers import TOPOLOGIES, k80, small_graph
+from helpers import TOPOLOGIES, CountingThread, k80, small_graph
 
 
 class SimulateTest(unittest.TestCase):
@@ -73,6 +74,15 @@ class SearchTest(unittest.TestCase):
         start = devplace.search("single", g, t).strategy
         refined = devplace.search("mcmc", g, t, budget_evals=150, seed=4, initial=start).strategy
         self.assertLessEqual(devplace.simulate(g, t, refined).step_time, devplace.simulate(g, t, start).step_time)
+
+    def test_search_releases_the_gil(self):
+        g, t = small_graph(), k80()
+        with CountingThread() as counter:
+            start = time.perf_counter()
+            devplace.search("mcmc", g, t, budget_evals=3000, seed=1)
+            end = time.perf_counter()
+        self.assertGreater(end - start, 0.1)
+        self.assertTrue(counter.ran_inside(start, end))  # another Python thread ran while the C++ search did
 
     def test_unknown_algorithm_lists_the_known_ones(self):
         with self.assertRaisesRegex(ValueError, "mcmc"):
