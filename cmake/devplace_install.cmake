@@ -22,6 +22,15 @@ foreach(lib ${DEVPLACE_INSTALLED_LIBS})
           FILES_MATCHING PATTERN "*.h" PATTERN "learned" EXCLUDE PATTERN "onnx" EXCLUDE)
   list(APPEND _targets devplace_${lib})
 endforeach()
+# datasets links the generated Chakra schema library (datasets/import) privately; being static, it ships too. Its
+# generated headers are needed only to build devplace itself.
+if(TARGET chakra_et_proto)
+  get_target_property(_chakra_includes chakra_et_proto INTERFACE_INCLUDE_DIRECTORIES)
+  list(TRANSFORM _chakra_includes PREPEND "$<BUILD_INTERFACE:")
+  list(TRANSFORM _chakra_includes APPEND ">")
+  set_target_properties(chakra_et_proto PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_chakra_includes}")
+  list(APPEND _targets chakra_et_proto)
+endif()
 install(TARGETS ${_targets} EXPORT devplaceTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
