@@ -13,6 +13,13 @@
 namespace devplace {
 namespace {
 
+// prefix followed by the decimal digits of i (appending avoids GCC 12's false -Wrestrict on "literal" + std::string).
+std::string Named(const char* prefix, int64_t i) {
+  std::string s = prefix;
+  s += std::to_string(i);
+  return s;
+}
+
 using testing::FixedRateCost;
 using testing::FullyConnected;
 
@@ -26,11 +33,11 @@ constexpr int64_t kBatch = 64, kWidth = 256;
 Graph Chain(int layers, int64_t param_bytes = 0) {
   GraphBuilder g("chain");
   auto op = [&](int layer, OpRole role, double flops) {
-    const std::string forward = "f" + std::to_string(layer);
+    const std::string forward = Named("f", layer);
     Op o = testing::MakeOp(role == OpRole::kForward ? forward : forward + "/grad", flops, {kBatch, kWidth},
                            role == OpRole::kForward ? param_bytes : 0);
     o.role = role;
-    o.layer = "layer" + std::to_string(layer);
+    o.layer = Named("layer", layer);
     o.forward_op = role == OpRole::kForward ? "" : forward;
     o.dims = {PartitionDim{DimKind::kSample, 0, 0, kBatch}};
     return g.add_op(o);
@@ -40,11 +47,11 @@ Graph Chain(int layers, int64_t param_bytes = 0) {
   for (int i = layers - 1; i >= 0; --i) b.insert(b.begin(), op(i, OpRole::kBackward, 2 * kFlops));
   if (param_bytes > 0)
     for (int i = 0; i < layers; ++i) {
-      const std::string name = "f" + std::to_string(i);
+      const std::string name = Named("f", i);
       Op o = testing::MakeOp(name + "/update", 10.0 * static_cast<double>(param_bytes) / 4, {param_bytes / 4});
       o.role = OpRole::kUpdate;
       o.forward_op = name;
-      o.layer = "layer" + std::to_string(i);
+      o.layer = Named("layer", i);
       u.push_back(g.add_op(o));
     }
   for (int i = 0; i < layers; ++i) {
@@ -67,9 +74,9 @@ PipelinePlan EqualStages(const Graph& graph, int layers, int stages, int microba
   plan.schedule = schedule;
   for (int s = 0; s < stages; ++s) {
     PipelineStage stage;
-    stage.name = "s" + std::to_string(s);
-    stage.ops.first_op = graph.find("f" + std::to_string(s * layers / stages));
-    stage.ops.last_op = graph.find("f" + std::to_string((s + 1) * layers / stages - 1));
+    stage.name = Named("s", s);
+    stage.ops.first_op = graph.find(Named("f", s * layers / stages));
+    stage.ops.last_op = graph.find(Named("f", (s + 1) * layers / stages - 1));
     for (int j = 0; j < width; ++j) stage.devices.push_back(s * width + j);
     plan.stages.push_back(stage);
   }
@@ -196,7 +203,9 @@ TEST(Pipeline, MoreMicrobatchesShrinkTheBubbleAndStagesNeverOverlapTheirWork) {
           EXPECT_GE(t.start, device_free[t.resource] - 1e-15);
           device_free[t.resource] = t.end;
           if (t.kind == PipelineTaskKind::kForward) forwarded.insert({t.stage, t.microbatch});
-          if (t.kind == PipelineTaskKind::kBackward) EXPECT_TRUE(forwarded.contains({t.stage, t.microbatch}));
+          if (t.kind == PipelineTaskKind::kBackward) {
+            EXPECT_TRUE(forwarded.contains({t.stage, t.microbatch}));
+          }
         }
         EXPECT_EQ(forwarded.size(), static_cast<size_t>(stages * microbatches));
       }
@@ -276,7 +285,7 @@ TEST(Pipeline, UTransformerSkipConnectionsCrossToTheMirroredStage) {
                                                         {"decoder/layer0", "decoder/layer5"},
                                                         {"decoder/layer6", "head"}};
   for (int s = 0; s < 4; ++s)
-    plan.stages.push_back({"s" + std::to_string(s),
+    plan.stages.push_back({Named("s", s),
                            {StageOps::Kind::kLayerRange, -1, -1, ranges[s].first, ranges[s].second},
                            {s},
                            {}});
