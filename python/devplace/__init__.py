@@ -11,7 +11,7 @@ from ._devplace import (CostModel, Graph, Op, SearchResult, SimulationResult, St
                         family_names, search, search_algorithms, simulate, zoo, zoo_names)
 from ._devplace import _PlacementEnv, _PlacementVecEnv
 
-__all__ = ["CostModel", "from_torch", "Graph", "Op", "PlacementEnv", "PlacementVecEnv", "SearchResult", "SimulationResult",
+__all__ = ["CostModel", "from_torch", "place", "Graph", "Op", "PlacementEnv", "PlacementVecEnv", "SearchResult", "SimulationResult",
            "Strategy", "Topology", "family", "family_names", "search", "search_algorithms", "simulate", "spaces",
            "zoo", "zoo_names"]
 
@@ -33,6 +33,40 @@ def from_torch(module, example_inputs, name=None, batch=None):
     finally:
         module.train(was_training)
     return Graph.from_onnx_bytes(buffer.getvalue(), name or type(module).__name__, batch)
+
+
+def place(graph, topology, policy=None, finetune_evals=0, seed=0):
+    """Places `graph` on `topology` with a trained policy: `policy` is a checkpoint directory (RUN/ckpt; None: the
+    shipped general policy), zero-shot or fine-tuned with at most `finetune_evals` simulations (seeded by `seed`).
+    Returns (Strategy, info), info being the `devplace place --json` object (step time, OOM, evaluations, ...).
+
+    The policy runs in LibTorch, which this module does not load (it imports in a fraction of a second), so this
+    runs the devplace program's `place` command on temporary files; errors raise ValueError with its message."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+
+    from .__main__ import find_program
+
+    program = find_program()
+    if program is None:
+        raise RuntimeError("devplace.place needs the devplace program (build it, or set DEVPLACE_PROGRAM)")
+    with tempfile.TemporaryDirectory() as tmp:
+        graph_path, topology_path, output = (os.path.join(tmp, n) for n in ("graph.json", "topology.yaml", "p.json"))
+        graph.save(graph_path)
+        with open(topology_path, "w") as f:
+            f.write(topology.to_yaml())
+        args = [program, "place", "-g", graph_path, "-t", topology_path, "-o", output, "--json", "--seed", str(seed)]
+        if policy is not None:
+            args += ["--policy", str(policy)]
+        if finetune_evals:
+            args += ["--finetune-evals", str(finetune_evals)]
+        run = subprocess.run(args, capture_output=True, text=True)
+        if run.returncode != 0:
+            lines = run.stderr.strip().splitlines()
+            raise ValueError(lines[-1] if lines else "devplace place failed with status %d" % run.returncode)
+        return Strategy.load(output, graph, topology), json.loads(run.stdout)
 
 
 def _observation_space(env, batch=None):

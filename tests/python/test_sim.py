@@ -103,3 +103,22 @@ class CliTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PlaceTest(unittest.TestCase):
+    def test_zero_shot_with_the_shipped_policy_matches_the_cli(self):
+        g = devplace.family("nmt", 3, 300)
+        t = devplace.Topology.load(str(Path(__file__).resolve().parents[2] / "configs/topologies/dgx1-v100.yaml"))
+        strategy, info = devplace.place(g, t)
+        self.assertEqual(info["graph"], g.name)
+        self.assertGreater(info["step_time"], 0)
+        simulated = devplace.simulate(g, t, strategy)
+        self.assertAlmostEqual(simulated.step_time, info["step_time"], delta=info["step_time"] * 1e-9)
+        again, _ = devplace.place(g, t)
+        self.assertEqual(again.to_json(g, t), strategy.to_json(g, t))
+
+    def test_bad_policy_raises_with_the_programs_message(self):
+        g, t = small_graph(), k80()
+        with self.assertRaises(ValueError) as raised:
+            devplace.place(g, t, policy="/nonexistent/ckpt")
+        self.assertIn("/nonexistent/ckpt", str(raised.exception))
