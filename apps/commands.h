@@ -27,6 +27,10 @@ void RegisterSearchCommand(CLI::App& app, CommandContext& ctx);
 // `devplace shard -g G -t T --spec S.yaml -o STRATEGY.json [--mesh RxC]` (sharding propagation over a mesh).
 void RegisterShardCommand(CLI::App& app, CommandContext& ctx);
 
+// `devplace reshard --topology T --src-mesh M --src-spec S --dst-mesh M --dst-spec S --shape ... [--method]
+// [--balance] [--json]` (simulated cross-mesh resharding time).
+void RegisterReshardCommand(CLI::App& app, CommandContext& ctx);
+
 // `devplace simulate -g G -t T -p P [--costs C] [--trace X.json]`.
 void RegisterSimulateCommand(CLI::App& app, CommandContext& ctx);
 

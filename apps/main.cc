@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   devplace::cli::RegisterSimulateCommand(app, ctx);
   devplace::cli::RegisterSearchCommand(app, ctx);
   devplace::cli::RegisterShardCommand(app, ctx);
+  devplace::cli::RegisterReshardCommand(app, ctx);
   devplace::cli::RegisterCompareCommand(app, ctx);
   devplace::cli::RegisterTrainCommand(app, ctx);
   devplace::cli::RegisterPlaceCommand(app, ctx);

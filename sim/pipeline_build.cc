@@ -225,10 +225,7 @@ class PipelineBuilder {
     lasts_.clear();
     const std::span<const LinkId> links = topology_.route(src, dst);
     const int64_t hops = static_cast<int64_t>(links.size());
-    int64_t segments = 1;
-    if (segmented && hops >= 2)
-      segments = std::clamp<int64_t>((bytes + options_.segment_bytes - 1) / options_.segment_bytes, 1,
-                                     std::min<int64_t>(options_.max_segments, bytes));
+    const int64_t segments = segmented ? SegmentCount(bytes, hops, options_) : 1;
     for (int64_t g = 0; g < segments; ++g) {
       const int64_t piece = ScaleBytes(bytes, g + 1, segments) - ScaleBytes(bytes, g, segments);
       for (int64_t h = 0; h < hops; ++h) {

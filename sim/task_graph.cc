@@ -83,9 +83,7 @@ TaskBuilder::TaskBuilder(const Graph& graph, const Topology& topology, const Cos
 }
 
 int64_t TaskBuilder::Segments(int64_t bytes, int64_t hops, bool segmented) const {
-  if (!segmented || hops < 2) return 1;
-  const int64_t segments = (bytes + options_.segment_bytes - 1) / options_.segment_bytes;
-  return std::clamp<int64_t>(segments, 1, std::min<int64_t>(options_.max_segments, bytes));
+  return segmented ? SegmentCount(bytes, hops, options_) : 1;
 }
 
 int32_t TaskBuilder::NewTask(TaskGraph* tg, int32_t group, int32_t resource, Time duration, TaskKind kind,

@@ -5,6 +5,7 @@
 // where the task is stored, so a rebuilt group keeps the keys a full build would give it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -32,6 +33,13 @@ inline Time ToTicks(double seconds) {
   return ticks < 1 ? 1 : static_cast<Time>(ticks);
 }
 inline Time LatencyTicks(double seconds) { return static_cast<Time>(seconds / kSecondsPerTick + 0.5); }
+// Segments a transfer of `bytes` (> 0) over a route of `hops` links is cut into: one for a single link, else about
+// bytes / options.segment_bytes, between 1 and min(options.max_segments, bytes). Shared by every task builder.
+inline int64_t SegmentCount(int64_t bytes, int64_t hops, const SimOptions& options) {
+  if (hops < 2) return 1;
+  const int64_t segments = (bytes + options.segment_bytes - 1) / options.segment_bytes;
+  return std::clamp<int64_t>(segments, 1, std::min<int64_t>(options.max_segments, bytes));
+}
 
 enum class TaskKind : uint8_t { kCompute = 0, kTransfer = 1, kCollective = 2 };
 
