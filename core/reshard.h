@@ -50,8 +50,10 @@ Expected<std::vector<UnitTask>> UnitTasks(const std::vector<int64_t>& shape, int
 enum class ReshardMethod : uint8_t { kSendRecv, kAlpa, kGlobalAllGather, kBroadcast };
 // How the sender of each unit task and the order of the tasks are chosen:
 //   kNaive        the lowest-id holder, tasks in slice order;
-//   kLoadBalance  greedily the holder with the least load so far (bytes it injects), tasks in slice order;
-//   kDfs          depth-first search over sender choices minimising the largest load, with pruning;
+//   kLoadBalance  greedily the holder with the least load so far (its host's bytes to other hosts, then its own
+//                 bytes), tasks in slice order;
+//   kDfs          depth-first search over sender choices minimising the largest load, with pruning; tasks issued in
+//                 rounds of disjoint hosts;
 //   kRandomGreedy randomized greedy orders, each simulated, the best kept;
 //   kOurs         the better (simulated) of kDfs and kRandomGreedy: the default.
 enum class ReshardBalance : uint8_t { kNaive, kLoadBalance, kDfs, kRandomGreedy, kOurs };

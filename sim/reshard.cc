@@ -63,13 +63,65 @@ void Carry(CommBuilder* b, const Topology& topology, const UnitTask& task, Devic
   }
 }
 
-// Bytes `task` makes its sender inject under `method`.
-int64_t SenderLoad(const Topology& topology, const UnitTask& task, ReshardMethod method) {
-  if (method == ReshardMethod::kSendRecv) return task.bytes * static_cast<int64_t>(task.receivers.size());
-  if (method == ReshardMethod::kAlpa)
-    return task.bytes * static_cast<int64_t>(ByHost(topology, task.receivers[0], task.receivers).size());
-  return task.bytes;
-}
+// What a unit task costs the sender that carries it: the bytes it sends to other hosts through the sender host's
+// network link (`cross`) and the bytes it sends in all (`total`). Balancers compare loads as (host's cross bytes,
+// device's total bytes), lexicographically: the host's NIC is usually the scarcer resource.
+struct Load {
+  int64_t cross = 0, total = 0;
+  Load& operator+=(const Load& o) {
+    cross += o.cross;
+    total += o.total;
+    return *this;
+  }
+  Load& operator-=(const Load& o) {
+    cross -= o.cross;
+    total -= o.total;
+    return *this;
+  }
+};
+
+class LoadModel {
+ public:
+  LoadModel(const Topology& topology, ReshardMethod method) : topology_(topology), method_(method) {
+    std::map<std::string, int32_t> index;
+    for (DeviceId d = 0; d < topology.num_devices(); ++d)
+      host_.push_back(index.emplace(topology.device(d).host, static_cast<int32_t>(index.size())).first->second);
+  }
+  int32_t host(DeviceId d) const { return host_[d]; }
+  Load Of(const UnitTask& task, DeviceId sender) const {
+    const int64_t n = static_cast<int64_t>(task.receivers.size());
+    int64_t off_host = 0;
+    for (DeviceId r : task.receivers) off_host += host_[r] != host_[sender] ? 1 : 0;
+    const int64_t hosts = static_cast<int64_t>(ByHost(topology_, sender, task.receivers).size());
+    const bool own_host = off_host < n;  // some receivers share the sender's host
+    switch (method_) {
+      case ReshardMethod::kSendRecv: return {task.bytes * off_host, task.bytes * n};
+      case ReshardMethod::kAlpa: return {task.bytes * (hosts - (own_host ? 1 : 0)), task.bytes * hosts};
+      case ReshardMethod::kGlobalAllGather: return {task.bytes * off_host / n, task.bytes};
+      case ReshardMethod::kBroadcast: return {off_host > 0 ? task.bytes : 0, task.bytes};
+    }
+    return {};
+  }
+
+ private:
+  const Topology& topology_;
+  ReshardMethod method_;
+  std::vector<int32_t> host_;  // per device: its host's index
+};
+
+// Per-host cross bytes and per-device total bytes assigned so far.
+struct Loads {
+  std::vector<int64_t> host, device;
+  explicit Loads(const Topology& t) : host(static_cast<size_t>(t.num_devices()), 0), device(host) {}
+  // The (host, device) load `sender` would have with `add` on top, for lexicographic comparison.
+  std::pair<int64_t, int64_t> With(const LoadModel& m, DeviceId sender, const Load& add) const {
+    return {host[m.host(sender)] + add.cross, device[sender] + add.total};
+  }
+  void Add(const LoadModel& m, DeviceId sender, const Load& l, int sign) {
+    host[m.host(sender)] += sign * l.cross;
+    device[sender] += sign * l.total;
+  }
+};
 
 // The task order that issues each sender's tasks round-robin (senders by first appearance in `order`), so that the
 // first tasks to start use different senders.
@@ -88,53 +140,86 @@ std::vector<int32_t> Interleave(const std::vector<int32_t>& order, const std::ve
   return out;
 }
 
-// Greedy: in `order`, each task takes the holder with the least load so far (ties: the lowest id, or with `rng` a
-// random one of them).
-std::vector<DeviceId> Greedy(const std::vector<UnitTask>& tasks, const std::vector<int64_t>& load_of,
+// The issue order in rounds: each round takes, in `order`, the tasks that share no sending device, no sending host
+// (between tasks that leave it) and no receiving host with a task already in the round, so that the tasks issued
+// together use disjoint NICs where they can (the order Alpa's scheduler aims for).
+std::vector<int32_t> Rounds(const std::vector<int32_t>& order, const std::vector<DeviceId>& sender,
+                            const std::vector<UnitTask>& tasks, const LoadModel& model, const Topology& topology) {
+  std::vector<int32_t> out, remaining = order, next;
+  const size_t n = static_cast<size_t>(topology.num_devices());
+  while (!remaining.empty()) {
+    std::vector<char> device_used(n, 0), send_host_used(n, 0), recv_host_used(n, 0);
+    next.clear();
+    for (int32_t t : remaining) {
+      const DeviceId s = sender[t];
+      const bool cross = model.Of(tasks[t], s).cross > 0;
+      bool free = !device_used[s] && !(cross && send_host_used[model.host(s)]);
+      for (DeviceId r : tasks[t].receivers) free = free && !recv_host_used[model.host(r)];
+      if (!free) {
+        next.push_back(t);
+        continue;
+      }
+      out.push_back(t);
+      device_used[s] = 1;
+      if (cross) send_host_used[model.host(s)] = 1;
+      for (DeviceId r : tasks[t].receivers) recv_host_used[model.host(r)] = 1;
+    }
+    std::swap(remaining, next);
+  }
+  return out;
+}
+
+// Greedy: in `order`, each task takes the holder whose (host, device) load would be least (ties: the lowest id, or
+// with `rng` a random one of them).
+std::vector<DeviceId> Greedy(const std::vector<UnitTask>& tasks, const LoadModel& model, const Topology& topology,
                              const std::vector<int32_t>& order, std::mt19937_64* rng) {
-  std::map<DeviceId, int64_t> load;
+  Loads loads(topology);
   std::vector<DeviceId> sender(tasks.size(), -1);
   for (int32_t t : order) {
     std::vector<DeviceId> best;
-    int64_t least = 0;
+    std::pair<int64_t, int64_t> least;
     for (DeviceId s : tasks[t].senders) {
-      const int64_t l = load[s];
+      const std::pair<int64_t, int64_t> l = loads.With(model, s, model.Of(tasks[t], s));
       if (best.empty() || l < least) best = {s}, least = l;
       else if (l == least) best.push_back(s);
     }
     sender[t] = rng ? best[std::uniform_int_distribution<size_t>(0, best.size() - 1)(*rng)] : best[0];
-    load[sender[t]] += load_of[t];
+    loads.Add(model, sender[t], model.Of(tasks[t], sender[t]), +1);
   }
   return sender;
 }
 
-// Depth-first search over sender choices (tasks by decreasing load) minimising the largest sender load, pruning a
-// branch once its largest load reaches the best found; starts from the greedy assignment's bound.
+// Depth-first search over sender choices (tasks by decreasing size) minimising (the largest host load, the largest
+// device load) lexicographically, pruning a branch once it reaches the best found; starts from a given assignment's
+// bound and stops after `node_limit` nodes with the best so far.
 class SenderSearch {
  public:
-  SenderSearch(const std::vector<UnitTask>& tasks, const std::vector<int64_t>& load_of, int64_t node_limit)
-      : tasks_(tasks), load_of_(load_of), limit_(node_limit) {}
+  SenderSearch(const std::vector<UnitTask>& tasks, const LoadModel& model, const Topology& topology,
+               int64_t node_limit)
+      : tasks_(tasks), model_(model), loads_(topology), limit_(node_limit) {}
 
-  std::vector<DeviceId> Run(std::vector<DeviceId> start) {
+  std::vector<DeviceId> Run(const std::vector<DeviceId>& start) {
     order_.resize(tasks_.size());
     std::iota(order_.begin(), order_.end(), 0);
-    std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) { return load_of_[a] > load_of_[b]; });
-    best_ = std::move(start);
-    best_max_ = MaxLoad(best_);
+    std::stable_sort(order_.begin(), order_.end(),
+                     [&](int32_t a, int32_t b) { return tasks_[a].bytes > tasks_[b].bytes; });
+    best_ = start;
+    for (size_t t = 0; t < start.size(); ++t) loads_.Add(model_, start[t], model_.Of(tasks_[t], start[t]), +1);
+    best_max_ = Max();
+    for (size_t t = 0; t < start.size(); ++t) loads_.Add(model_, start[t], model_.Of(tasks_[t], start[t]), -1);
     current_.assign(tasks_.size(), -1);
-    Visit(0, 0);
+    Visit(0, {0, 0});
     return best_;
   }
 
  private:
-  int64_t MaxLoad(const std::vector<DeviceId>& sender) const {
-    std::map<DeviceId, int64_t> load;
-    int64_t most = 0;
-    for (size_t t = 0; t < sender.size(); ++t) most = std::max(most, load[sender[t]] += load_of_[t]);
-    return most;
+  using Key = std::pair<int64_t, int64_t>;
+  Key Max() const {
+    return {*std::max_element(loads_.host.begin(), loads_.host.end()),
+            *std::max_element(loads_.device.begin(), loads_.device.end())};
   }
-  void Visit(size_t depth, int64_t most) {
-    if (most >= best_max_ || nodes_++ >= limit_) return;
+  void Visit(size_t depth, Key most) {
+    if (!(most < best_max_) || nodes_++ >= limit_) return;
     if (depth == order_.size()) {
       best_ = current_;
       best_max_ = most;
@@ -142,21 +227,22 @@ class SenderSearch {
     }
     const int32_t t = order_[depth];
     for (DeviceId s : tasks_[t].senders) {
-      int64_t& l = load_[s];
-      l += load_of_[t];
+      const Load l = model_.Of(tasks_[t], s);
+      loads_.Add(model_, s, l, +1);
       current_[t] = s;
-      Visit(depth + 1, std::max(most, l));
-      load_[s] -= load_of_[t];
+      Visit(depth + 1, {std::max(most.first, loads_.host[model_.host(s)]), std::max(most.second, loads_.device[s])});
+      loads_.Add(model_, s, l, -1);
     }
   }
 
   const std::vector<UnitTask>& tasks_;
-  const std::vector<int64_t>& load_of_;
+  const LoadModel& model_;
+  Loads loads_;
   const int64_t limit_;
-  int64_t nodes_ = 0, best_max_ = 0;
+  int64_t nodes_ = 0;
+  Key best_max_;
   std::vector<int32_t> order_;
   std::vector<DeviceId> best_, current_;
-  std::map<DeviceId, int64_t> load_;
 };
 
 }  // namespace
@@ -189,13 +275,12 @@ Expected<double> SimulateReshardPlan(const Topology& topology, const std::vector
 Expected<ReshardResult> PlanReshard(const Topology& topology, const std::vector<UnitTask>& tasks,
                                     const ReshardOptions& options) {
   if (options.random_trials < 1) return Error{"random_trials must be >= 1"};
-  std::vector<int64_t> load_of;
+  const LoadModel model(topology, options.method);
   std::vector<int32_t> slice_order(tasks.size());
   std::iota(slice_order.begin(), slice_order.end(), 0);
   ReshardResult result;
   for (const UnitTask& t : tasks) {
     if (t.senders.empty() || t.receivers.empty()) return Error{"a unit task has no holder or no receiver"};
-    load_of.push_back(SenderLoad(topology, t, options.method));
     result.slice_bytes += t.bytes;
     result.max_receivers = std::max(result.max_receivers, static_cast<int32_t>(t.receivers.size()));
   }
@@ -210,18 +295,18 @@ Expected<ReshardResult> PlanReshard(const Topology& topology, const std::vector<
     for (const UnitTask& t : tasks) sender.push_back(t.senders[0]);
     add(sender, slice_order, b);
   }
-  const std::vector<DeviceId> greedy = Greedy(tasks, load_of, slice_order, nullptr);
+  const std::vector<DeviceId> greedy = Greedy(tasks, model, topology, slice_order, nullptr);
   if (b == ReshardBalance::kLoadBalance) add(greedy, slice_order, b);
   if (b == ReshardBalance::kDfs || b == ReshardBalance::kOurs) {
-    std::vector<DeviceId> sender = SenderSearch(tasks, load_of, options.dfs_node_limit).Run(greedy);
-    add(sender, Interleave(slice_order, sender), ReshardBalance::kDfs);
+    std::vector<DeviceId> sender = SenderSearch(tasks, model, topology, options.dfs_node_limit).Run(greedy);
+    add(sender, Rounds(slice_order, sender, tasks, model, topology), ReshardBalance::kDfs);
   }
   if (b == ReshardBalance::kRandomGreedy || b == ReshardBalance::kOurs) {
     std::mt19937_64 rng(options.seed);
     for (int32_t trial = 0; trial < options.random_trials; ++trial) {
       std::vector<int32_t> order = slice_order;
       std::shuffle(order.begin(), order.end(), rng);
-      std::vector<DeviceId> sender = Greedy(tasks, load_of, order, &rng);
+      std::vector<DeviceId> sender = Greedy(tasks, model, topology, order, &rng);
       add(sender, Interleave(order, sender), ReshardBalance::kRandomGreedy);
     }
   }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/reshard_suite.h"
 #include "tests/core/sharding_graphs.h"
 
 namespace devplace {
@@ -76,6 +77,31 @@ TEST(Reshard, ReplicatedLayoutsAreOneTaskAndHoldersAreNotReceivers) {
   // Bad specs: an unknown axis, a partial sum.
   EXPECT_FALSE(UnitTasks({16}, 2, src, Spec("S1", src), dst, ShardingSpec{{{5}}, {}}).ok());
   EXPECT_FALSE(UnitTasks({16}, 2, src, ShardingSpec{{{}}, {1}}, dst, Spec("R", dst)).ok());
+}
+
+TEST(Reshard, SuitesReadAndNameBadFields) {
+  Expected<ReshardSuite> s = ReshardSuiteFromYaml(
+      "elem_bytes: 2\ncases:\n  - {name: a, src_mesh: 1x4@0, src_spec: \"S1,R\", dst_mesh: 1x4@4, dst_spec: \"R,S1\","
+      " shape: [8, 8]}\n",
+      "s.yaml");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->elem_bytes, 2);
+  ASSERT_EQ(s->cases.size(), 1u);
+  EXPECT_EQ(s->cases[0].src_spec, "S1,R");
+  EXPECT_EQ(s->cases[0].shape, (std::vector<int64_t>{8, 8}));
+  Expected<ReshardSuite> bad = ReshardSuiteFromYaml(
+      "cases:\n  - {name: a, src_mesh: 1x4, src_spec: R, dst_mesh: 1x4@4, dst_spec: R, shape: [0]}\n", "s.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("s.yaml: cases[0].shape[0]"), std::string::npos) << bad.error().message;
+  Expected<ReshardSuite> twice = ReshardSuiteFromYaml(
+      "cases:\n  - {name: a, src_mesh: m, src_spec: R, dst_mesh: m, dst_spec: R, shape: [1]}\n"
+      "  - {name: a, src_mesh: m, src_spec: R, dst_mesh: m, dst_spec: R, shape: [1]}\n",
+      "s.yaml");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.error().message.find("cases[1].name"), std::string::npos) << twice.error().message;
+  EXPECT_FALSE(ReshardSuiteFromYaml("cases: []\n", "s.yaml").ok());
+  EXPECT_FALSE(ReshardSuiteFromYaml("cases:\n  - {name: a, src_mesh: m, src_spec: R, dst_mesh: m, dst_spec: R, "
+                                    "shape: [1], extra: 1}\n", "s.yaml").ok());
 }
 
 }  // namespace
