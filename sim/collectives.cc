@@ -9,16 +9,10 @@
 
 namespace devplace::sim {
 
-CommBuilder::CommBuilder(const Topology& topology, const SimOptions& options, TaskGraph* tg)
-    : topology_(topology), options_(options), tg_(*tg) {
-  tg_.Clear();
-  tg_.num_devices = topology.num_devices();
-  tg_.num_resources = topology.num_devices() + topology.num_links();
-  tg_.resource_delay.assign(static_cast<size_t>(tg_.num_resources), 0);
-  for (LinkId l = 0; l < topology.num_links(); ++l)
-    tg_.resource_delay[tg_.num_devices + l] = LatencyTicks(topology.link(l).latency);
-  tg_.group_task_begin = {0};
-  tg_.group_dep_begin = {0};
+CommBuilder::CommBuilder(const Topology& topology, const SimOptions& options, TaskGraph* tg,
+                         const CommOptions& comm)
+    : topology_(topology), options_(options), tg_(*tg), comm_(comm) {
+  if (comm.fresh) ResetSingleGroup(topology, tg);
 }
 
 int32_t CommBuilder::NewTask(int32_t resource, Time duration, int64_t bytes) {
@@ -34,6 +28,7 @@ int32_t CommBuilder::NewTask(int32_t resource, Time duration, int64_t bytes) {
   tg_.mem_bytes.push_back(0);
   tg_.fallback.push_back(0);
   for (auto* v : {&tg_.succ_off, &tg_.succ_cnt, &tg_.pred_off, &tg_.pred_cnt}) v->push_back(0);
+  if (comm_.on_task) comm_.on_task(id);
   return id;
 }
 
@@ -46,7 +41,7 @@ Ready CommBuilder::Send(DeviceId src, DeviceId dst, int64_t bytes, const Ready& 
   DEVPLACE_CHECK(src != dst && bytes > 0, "a send needs two devices and bytes");
   const std::span<const LinkId> links = topology_.route(src, dst);
   const int64_t hops = static_cast<int64_t>(links.size());
-  const int64_t segments = SegmentCount(bytes, hops, options_);
+  const int64_t segments = comm_.segmented ? SegmentCount(bytes, hops, options_) : 1;
   Ready lasts;
   for (int64_t s = 0; s < segments; ++s) {
     const int64_t seg = bytes * (s + 1) / segments - bytes * s / segments;
@@ -80,6 +75,10 @@ std::vector<Ready> CommBuilder::RingSteps(const std::vector<DeviceId>& members, 
       if (k < own_until) deps.insert(deps.end(), after[i].begin(), after[i].end());
       const int32_t to = (i + 1) % n;
       next[to] = Send(members[i], members[to], chunk, deps);
+      for (int32_t t : next[to]) {
+        tg_.mem_bytes[t] = tg_.bytes[t];
+        tg_.mem_device[t] = members[to];
+      }
       done[to].insert(done[to].end(), next[to].begin(), next[to].end());
     }
     received = std::move(next);

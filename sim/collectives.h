@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/topology.h"
@@ -29,14 +30,26 @@ namespace devplace::sim {
 // Tasks whose ends a step waits for (empty: ready at time 0).
 using Ready = std::vector<int32_t>;
 
+// How a CommBuilder adds to its task graph.
+struct CommOptions {
+  // Start an empty single-group graph (ResetSingleGroup); else append to the graph's tasks and dependencies (its
+  // resources set, its tasks keyed by id), e.g. a pipeline's stage all-reduce.
+  bool fresh = true;
+  // Cut sends over routes of two or more links into pipelined segments; else one task per hop.
+  bool segmented = true;
+  // Called with every new task's id, for builders that keep per-task data of their own.
+  std::function<void(int32_t)> on_task;
+};
+
 class CommBuilder {
  public:
-  // Starts an empty task graph over `topology`'s devices and links (the builder keeps references to all three).
-  CommBuilder(const Topology& topology, const SimOptions& options, TaskGraph* tg);
+  // Builds into `tg` over `topology`'s devices and links (keeps references to the first three, a copy of `comm`).
+  CommBuilder(const Topology& topology, const SimOptions& options, TaskGraph* tg, const CommOptions& comm = {});
 
   // A transfer of `bytes` (> 0) from `src` to `dst` (different devices) after `after`; returns the last hops of its
   // segments (all of them deliver the data).
   Ready Send(DeviceId src, DeviceId dst, int64_t bytes, const Ready& after);
+  // Ring collectives hold each step's received bytes on the receiver from its last hop (mem_bytes / mem_device).
   // Ring all-gather: member i holds shard i (`bytes` / n of the gathered tensor) after after[i]; every member ends
   // with all shards. n - 1 steps of bytes / n around the members' order (member i sends to member i + 1).
   std::vector<Ready> AllGather(const std::vector<DeviceId>& members, int64_t bytes, const std::vector<Ready>& after);
@@ -76,6 +89,7 @@ class CommBuilder {
   const Topology& topology_;
   const SimOptions& options_;
   TaskGraph& tg_;
+  const CommOptions comm_;
 };
 
 }  // namespace devplace::sim

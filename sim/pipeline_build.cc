@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/strategy.h"
+#include "sim/collectives.h"
 #include "sim/partition.h"
 
 namespace devplace::sim {
@@ -45,18 +46,11 @@ class PipelineBuilder {
   size_t at(int32_t s, int32_t j, int32_t m) const { return static_cast<size_t>(offset_[s] + j * M_ + m); }
 
   void Reset() {
-    tg_.Clear();
     out_.kind.clear();
     out_.peer.clear();
     out_.microbatch.clear();
     out_.stash_bytes.clear();
-    tg_.num_devices = topology_.num_devices();
-    tg_.num_resources = topology_.num_devices() + topology_.num_links();
-    tg_.resource_delay.assign(static_cast<size_t>(tg_.num_resources), 0);
-    for (LinkId l = 0; l < topology_.num_links(); ++l)
-      tg_.resource_delay[tg_.num_devices + l] = LatencyTicks(topology_.link(l).latency);
-    tg_.group_task_begin = {0};
-    tg_.group_dep_begin = {0};
+    ResetSingleGroup(topology_, &tg_);
   }
 
   int32_t Task(int32_t resource, Time duration, PipelineTaskKind kind, int32_t stage, int32_t peer, int32_t mb) {
@@ -65,8 +59,7 @@ class PipelineBuilder {
     tg_.resource.push_back(resource);
     tg_.duration.push_back(std::max<Time>(1, duration));
     tg_.key.push_back(static_cast<uint64_t>(id));
-    tg_.kind.push_back(compute ? TaskKind::kCompute
-                               : (kind == PipelineTaskKind::kAllReduce ? TaskKind::kCollective : TaskKind::kTransfer));
+    tg_.kind.push_back(compute ? TaskKind::kCompute : TaskKind::kTransfer);  // all-reduce steps: AddAllReduce
     for (auto* v : {&tg_.first_hop, &tg_.fallback}) v->push_back(0);
     tg_.alive.push_back(1);
     tg_.op.push_back(stage);
@@ -219,13 +212,13 @@ class PipelineBuilder {
   }
 
   // Appends the hops of a transfer (segments pipelined over multi-hop routes) into firsts_ and lasts_.
-  void Route(DeviceId src, DeviceId dst, int64_t bytes, bool segmented, PipelineTaskKind kind, int32_t stage,
+  void Route(DeviceId src, DeviceId dst, int64_t bytes, PipelineTaskKind kind, int32_t stage,
              int32_t peer, int32_t mb) {
     firsts_.clear();
     lasts_.clear();
     const std::span<const LinkId> links = topology_.route(src, dst);
     const int64_t hops = static_cast<int64_t>(links.size());
-    const int64_t segments = segmented ? SegmentCount(bytes, hops, options_) : 1;
+    const int64_t segments = SegmentCount(bytes, hops, options_);
     for (int64_t g = 0; g < segments; ++g) {
       const int64_t piece = ScaleBytes(bytes, g + 1, segments) - ScaleBytes(bytes, g, segments);
       for (int64_t h = 0; h < hops; ++h) {
@@ -248,7 +241,7 @@ class PipelineBuilder {
       Dep(from, to);
       return;
     }
-    Route(device(a, i), device(b, j), bytes, true, kind, a, b, m);
+    Route(device(a, i), device(b, j), bytes, kind, a, b, m);
     for (int32_t f : firsts_) Dep(from, f);
     for (int32_t l : lasts_) Dep(l, to);
     Hold(lasts_[0], bytes, device(b, j));
@@ -310,29 +303,37 @@ class PipelineBuilder {
         }
   }
 
-  // A data-parallel stage's ring all-reduce of its weight gradients after its last backward, before its update.
+  // A data-parallel stage's ring all-reduce of its weight gradients after its last backward, before its update
+  // (sim/collectives.h, unsegmented like the placement's rings).
   void AddAllReduce(int32_t s) {
     const int32_t k = width(s);
     int64_t params = 0;
     for (OpId op = 0; op < graph_.num_ops(); ++op)
       if (stage_of_[op] == s && graph_.op(op).role == OpRole::kBackward) params += ParamBytesOf(graph_, op);
     if (k < 2 || params == 0) return;
-    const int64_t bytes = std::max<int64_t>(1, params / k);
     const size_t base = static_cast<size_t>(offset_[s] / M_);
-    std::vector<int32_t> held(static_cast<size_t>(k)), received(static_cast<size_t>(k));
-    for (int32_t j = 0; j < k; ++j) held[j] = last_compute_[base + j];
-    for (int32_t step = 0; step < 2 * (k - 1); ++step) {
-      for (int32_t j = 0; j < k; ++j) {
-        const int32_t to = (j + 1) % k;
-        Route(device(s, j), device(s, to), bytes, false, PipelineTaskKind::kAllReduce, s, s, -1);
-        Dep(held[j], firsts_[0]);
-        Hold(lasts_[0], bytes, device(s, to));
-        received[to] = lasts_[0];
-      }
-      std::swap(held, received);
+    std::vector<DeviceId> members;
+    std::vector<Ready> after;
+    for (int32_t j = 0; j < k; ++j) {
+      members.push_back(device(s, j));
+      after.push_back({last_compute_[base + j]});
     }
+    CommOptions comm;
+    comm.fresh = false;
+    comm.segmented = false;
+    comm.on_task = [&](int32_t t) {
+      tg_.op[t] = s;
+      tg_.part[t] = 0;
+      out_.kind.push_back(PipelineTaskKind::kAllReduce);
+      out_.peer.push_back(s);
+      out_.microbatch.push_back(-1);
+      out_.stash_bytes.push_back(0);
+    };
+    CommBuilder builder(topology_, options_, &tg_, comm);
+    const std::vector<Ready> done = builder.AllReduce(members, params, after);
     for (int32_t j = 0; j < k; ++j)
-      if (update_[base + j] >= 0) Dep(held[j], update_[base + j]);
+      if (update_[base + j] >= 0)
+        for (int32_t t : done[j]) Dep(t, update_[base + j]);
   }
 
   const Graph& graph_;

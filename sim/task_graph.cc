@@ -444,6 +444,17 @@ void TaskTotals::Add(const TaskGraph& tg, int32_t t, int sign) {
   }
 }
 
+void ResetSingleGroup(const Topology& topology, TaskGraph* tg) {
+  tg->Clear();
+  tg->num_devices = topology.num_devices();
+  tg->num_resources = topology.num_devices() + topology.num_links();
+  tg->resource_delay.assign(static_cast<size_t>(tg->num_resources), 0);
+  for (LinkId l = 0; l < topology.num_links(); ++l)
+    tg->resource_delay[tg->num_devices + l] = LatencyTicks(topology.link(l).latency);
+  tg->group_task_begin = {0};
+  tg->group_dep_begin = {0};
+}
+
 void BuildAdjacency(TaskGraph* tg) {
   const int32_t n = tg->num_tasks();
   std::fill(tg->succ_cnt.begin(), tg->succ_cnt.end(), 0);

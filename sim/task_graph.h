@@ -201,4 +201,8 @@ class TaskBuilder {
 // Rebuilds the CSR adjacency of every task from the groups' dependency lists.
 void BuildAdjacency(TaskGraph* tg);
 
+// Clears `tg` and sets its resources for `topology` (devices, then one per link with the link's latency as delay)
+// and one group starting at task 0: the start of a builder whose tasks are keyed by id (pipelines, collectives).
+void ResetSingleGroup(const Topology& topology, TaskGraph* tg);
+
 }  // namespace devplace::sim
