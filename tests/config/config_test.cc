@@ -9,6 +9,7 @@
 #include "config/compare_suite.h"
 #include "config/experiment_config.h"
 #include "config/validate_suite.h"
+#include "core/reshard_suite.h"
 
 namespace devplace {
 namespace {
@@ -134,6 +135,10 @@ TEST(ShippedConfigs, ReadAndNameExistingFiles) {
         Expected<ExperimentConfig> c = ReadExperimentConfig(path);
         ASSERT_TRUE(c.ok()) << c.error().message;
         files = c->topologies;
+      } else if (entry.path().filename().string().rfind("reshard", 0) == 0) {
+        Expected<ReshardSuite> r = ReadReshardSuiteFile(path);  // cross-mesh resharding cases (devplace reshard)
+        ASSERT_TRUE(r.ok()) << r.error().message;
+        EXPECT_FALSE(r->cases.empty()) << path;
       } else if (entry.path().filename().string().rfind("validate", 0) == 0) {
         Expected<ValidateSuite> v = ReadValidateSuite(path);
         ASSERT_TRUE(v.ok()) << v.error().message;
