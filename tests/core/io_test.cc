@@ -1,5 +1,16 @@
 // JSON/YAML round trips and the readers' error messages (file: field: reason).
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <csignal>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -106,6 +117,132 @@ TEST(GraphJson, WritesAtomicallyAndReadsBack) {
   EXPECT_NE(missing.error().message.find("no-such-file.json: cannot open"), std::string::npos);
   // A write into a missing directory fails cleanly without leaving anything behind.
   EXPECT_FALSE(WriteGraphFile(g, dir + "/no/such/dir/g.json").ok());
+}
+
+// A fresh, empty directory for one test.
+std::string FreshDir(const std::string& name) {
+  std::string dir = ::testing::TempDir() + "/devplace_io_test_" + name + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// The names in `dir`, sorted, so a test can see that no temporary was left behind.
+std::vector<std::string> Names(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(AtomicFile, WritesThroughSymlinksToTheirTarget) {
+  const std::string dir = FreshDir("symlink");
+  std::ofstream(dir + "/real.json") << "old";
+  std::filesystem::create_symlink("real.json", dir + "/link.json");    // relative
+  std::filesystem::create_symlink(dir + "/link.json", dir + "/chain.json");  // absolute, to a link
+  std::filesystem::create_symlink("absent.json", dir + "/dangling.json");
+  ASSERT_TRUE(WriteFileAtomic(dir + "/link.json", "new").ok());
+  EXPECT_TRUE(std::filesystem::is_symlink(dir + "/link.json"));
+  EXPECT_EQ(Slurp(dir + "/real.json"), "new");
+  ASSERT_TRUE(WriteFileAtomic(dir + "/chain.json", "newer").ok());
+  EXPECT_TRUE(std::filesystem::is_symlink(dir + "/chain.json"));
+  EXPECT_TRUE(std::filesystem::is_symlink(dir + "/link.json"));
+  EXPECT_EQ(Slurp(dir + "/real.json"), "newer");
+  ASSERT_TRUE(WriteFileAtomic(dir + "/dangling.json", "created").ok());  // creates the file the link names
+  EXPECT_TRUE(std::filesystem::is_symlink(dir + "/dangling.json"));
+  EXPECT_EQ(Slurp(dir + "/absent.json"), "created");
+  EXPECT_EQ(Names(dir), (std::vector<std::string>{"absent.json", "chain.json", "dangling.json", "link.json",
+                                                  "real.json"}));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(AtomicFile, KeepsPermissionsAndRefusesDirectories) {
+  const std::string dir = FreshDir("mode");
+  std::ofstream(dir + "/out.json") << "old";
+  ASSERT_EQ(::chmod((dir + "/out.json").c_str(), 0640), 0);
+  ASSERT_TRUE(WriteFileAtomic(dir + "/out.json", "new").ok());
+  struct stat st {};
+  ASSERT_EQ(::stat((dir + "/out.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  std::filesystem::create_directory(dir + "/sub");
+  Status s = WriteFileAtomic(dir + "/sub", "x");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, dir + "/sub: is a directory");
+  EXPECT_EQ(Names(dir), (std::vector<std::string>{"out.json", "sub"}));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(AtomicFile, WritesIntoAFifoInsteadOfReplacingIt) {
+  const std::string dir = FreshDir("fifo");
+  const std::string fifo = dir + "/pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Held open for reading and writing (Linux), so the writer's open does not block and no thread is needed;
+  // non-blocking, so a replaced FIFO shows up as an empty read instead of a hang.
+  const int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);
+  ASSERT_GE(fd, 0);
+  Status s = WriteFileAtomic(fifo, "through the pipe");
+  char buffer[64] = {};
+  const ssize_t n = ::read(fd, buffer, sizeof buffer);
+  ::close(fd);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(std::string(buffer, n > 0 ? static_cast<size_t>(n) : 0), "through the pipe");
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(Names(dir), std::vector<std::string>{"pipe"});
+  std::filesystem::remove_all(dir);
+}
+
+// Device nodes are made in a temporary directory (never the real /dev), which needs root.
+TEST(AtomicFile, WritesDevicesInPlaceAndReportsAFullDevice) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mknod needs root";
+  const std::string dir = FreshDir("devices");
+  const std::string null = dir + "/null", full = dir + "/full";
+  ASSERT_EQ(::mknod(null.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  ASSERT_EQ(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)), 0);
+  Status to_null = WriteFileAtomic(null, "discarded");
+  EXPECT_TRUE(to_null.ok()) << to_null.error().message;
+  Status to_full = WriteFileAtomic(full, "no room");
+  ASSERT_FALSE(to_full.ok());
+  EXPECT_EQ(to_full.error().message, full + ": cannot write: No space left on device");
+  for (const std::string& node : {null, full}) {
+    struct stat st {};
+    ASSERT_EQ(::lstat(node.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode)) << node << " was replaced";
+  }
+  EXPECT_EQ(Names(dir), (std::vector<std::string>{"full", "null"}));
+  std::filesystem::remove_all(dir);
+}
+
+// Under a file-size limit (SIGXFSZ ignored, as a disk-full stand-in) a write fails, the old contents stay and
+// no temporary is left. Runs in a child process so the limit does not reach the test runner.
+TEST(AtomicFile, AFailedWriteLeavesTheOldFileAndNoTemporary) {
+  const std::string dir = FreshDir("fsize");
+  const std::string path = dir + "/out.json";
+  std::ofstream(path) << "old";
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limit {1024, 1024};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    Status s = WriteFileAtomic(path, std::string(4096, 'x'));
+    ::_exit(!s.ok() && s.error().message == path + ": cannot write: File too large" ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the write did not fail with EFBIG";
+  EXPECT_EQ(Slurp(path), "old");
+  EXPECT_EQ(Names(dir), std::vector<std::string>{"out.json"});
+  std::filesystem::remove_all(dir);
 }
 
 const char* kTopologyYaml = R"(
