@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <type_traits>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -120,9 +122,77 @@ void JsonObject::finish() const {
   }
 }
 
+namespace {
+
+// nlohmann's DOM builder plus the path of the value being parsed ("ops[3].flops"), so that a number too large
+// for a double, which the parser reports without a location, can name its field.
+class PathTrackingParser : public nlohmann::detail::json_sax_dom_parser<nlohmann::json> {
+  using Base = nlohmann::detail::json_sax_dom_parser<nlohmann::json>;
+
+ public:
+  PathTrackingParser(nlohmann::json& result, std::string source) : Base(result), source_(std::move(source)) {}
+
+  bool null() { return Value(Base::null()); }
+  bool boolean(bool v) { return Value(Base::boolean(v)); }
+  bool number_integer(number_integer_t v) { return Value(Base::number_integer(v)); }
+  bool number_unsigned(number_unsigned_t v) { return Value(Base::number_unsigned(v)); }
+  bool number_float(number_float_t v, const string_t& s) { return Value(Base::number_float(v, s)); }
+  bool string(string_t& v) { return Value(Base::string(v)); }
+  bool binary(binary_t& v) { return Value(Base::binary(v)); }
+  bool start_object(std::size_t n) { return Open(Base::start_object(n), false); }
+  bool start_array(std::size_t n) { return Open(Base::start_array(n), true); }
+  bool end_object() { return Close(Base::end_object()); }
+  bool end_array() { return Close(Base::end_array()); }
+  bool key(string_t& k) {
+    frames_.back().key = k;
+    return Base::key(k);
+  }
+
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& ex) {
+    if constexpr (std::is_same_v<Exception, nlohmann::json::out_of_range>)
+      if (ex.id == 406) FailAt(source_, Path(), "number out of range: " + token);
+    return Base::parse_error(position, token, ex);
+  }
+
+ private:
+  struct Frame {
+    bool array = false;
+    std::string key;   // objects: the member being read
+    size_t index = 0;  // arrays: the element being read
+  };
+
+  std::string Path() const {
+    std::string path;
+    for (const Frame& f : frames_)
+      path += f.array ? "[" + std::to_string(f.index) + "]" : (path.empty() ? "" : ".") + f.key;
+    return path;
+  }
+  bool Value(bool ok) {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+    return ok;
+  }
+  bool Open(bool ok, bool array) {
+    frames_.push_back(Frame{array, "", 0});
+    return ok;
+  }
+  bool Close(bool ok) {
+    frames_.pop_back();
+    return Value(ok);
+  }
+
+  std::string source_;
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
 nlohmann::json ParseJson(const std::string& text, const std::string& source) {
   try {
-    return nlohmann::json::parse(text);
+    nlohmann::json result;
+    PathTrackingParser parser(result, source);
+    nlohmann::json::sax_parse(text, &parser);
+    return result;
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
     auto pos = what.find("parse error");

@@ -95,6 +95,12 @@ TEST(GraphJson, ReportsFileFieldAndReason) {
             "g.json: invalid JSON: parse error at line 1, column 52: syntax error while parsing value - unexpected "
             "end of input; expected '[', '{', or a literal");
   EXPECT_EQ(GraphError(R"({"format": "other"})"), "g.json: format: expected \"devplace.graph\"");
+  // A number too large for a double names its field (nlohmann's own message was a bare "number overflow").
+  EXPECT_EQ(GraphError(head + R"("ops": [{"name": "a", "type": "t", "shape": [2], "flops": 1e999}], "edges": []})"),
+            "g.json: ops[0].flops: number out of range: 1e999");
+  EXPECT_EQ(GraphError(head + R"("ops": [{"name": "a", "type": "t", "shape": [2, -1e400]}], "edges": []})"),
+            "g.json: ops[0].shape[1]: number out of range: -1e400");
+  EXPECT_EQ(GraphError("1e999"), "g.json: number out of range: 1e999");
   // Graph-level validation names the file and the op.
   EXPECT_EQ(GraphError(head + R"("ops": [{"name": "a", "type": "t", "shape": [2]}, {"name": "b", "type": "t",
              "shape": [2]}], "edges": [[0, 1, 8], [1, 0, 8]]})"),
@@ -343,6 +349,12 @@ TEST(StrategyJson, ReadsBackWhatItWrites) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("p.json: ops["), std::string::npos);
   EXPECT_NE(unknown.error().message.find("unknown device 'gpu9' (topology 'pair')"), std::string::npos);
+
+  std::string huge = text;
+  huge.replace(huge.find("\"ops\""), 5, "\"ops\": [{\"op\": \"x\", \"degrees\": [1e999]}], \"unused\"");
+  Expected<Strategy> overflow = StrategyFromJson(huge, "p.json", g, t);
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_EQ(overflow.error().message, "p.json: ops[0].degrees[0]: number out of range: 1e999");
 
   Graph other = DeriveTrainingGraph(GraphBuilder("empty").Build().value()).value();
   Expected<Strategy> wrong_count = StrategyFromJson(text, "p.json", other, t);
