@@ -55,7 +55,9 @@ Expected<Strategy> StrategyFromJson(const std::string& text, const std::string& 
     JsonObject root(doc, source, "");
     if (root.string("format") != kFormat) root.fail("format", std::string("expected \"") + kFormat + "\"");
     root.integer("version", kVersion, kVersion);
-    root.string_or("graph", "");     // informational
+    const std::string for_graph = root.string_or("graph", "");  // empty: made by hand, for any graph
+    if (!for_graph.empty() && for_graph != graph.name())
+      root.fail("graph", "the strategy is for graph '" + for_graph + "', not '" + graph.name() + "'");
     root.string_or("topology", "");  // informational
     std::optional<Mesh> mesh;
     if (const nlohmann::json* m = root.optional("mesh")) mesh = ReadMeshJson(*m, source, "mesh", topology, false);

@@ -356,10 +356,27 @@ TEST(StrategyJson, ReadsBackWhatItWrites) {
   ASSERT_FALSE(overflow.ok());
   EXPECT_EQ(overflow.error().message, "p.json: ops[0].degrees[0]: number out of range: 1e999");
 
+  std::string unnamed = text;
+  unnamed.replace(unnamed.find("\"graph\": \"small\""), 16, "\"graph\": \"\"");
   Graph other = DeriveTrainingGraph(GraphBuilder("empty").Build().value()).value();
-  Expected<Strategy> wrong_count = StrategyFromJson(text, "p.json", other, t);
+  Expected<Strategy> wrong_count = StrategyFromJson(unnamed, "p.json", other, t);
   ASSERT_FALSE(wrong_count.ok());
   EXPECT_NE(wrong_count.error().message.find("p.json: ops: has"), std::string::npos);
+}
+
+// A strategy names the graph it was made for; given with another graph (even one whose op names and count
+// happen to match) it is refused instead of being applied to the wrong model.
+TEST(StrategyJson, RefusesAStrategyForAnotherGraph) {
+  Graph g = SmallTrainingGraph();
+  Topology t = TopologyFromYaml(kTopologyYaml, "t.yaml").value();
+  const std::string text = StrategyToJson(Strategy::AllOn(g.num_ops(), 0), g, t);
+  Graph renamed = GraphFromJson([&] {
+    std::string j = GraphToJson(g);
+    return j.replace(j.find("\"name\": \"small\""), 15, "\"name\": \"other\"");
+  }(), "other.json").value();
+  Expected<Strategy> wrong = StrategyFromJson(text, "p.json", renamed, t);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().message, "p.json: graph: the strategy is for graph 'small', not 'other'");
 }
 
 }  // namespace
