@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <system_error>
+#include <vector>
 
 #include "core/atomic_file.h"
 
@@ -11,18 +12,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Saves an archive to `path` via a temporary beside it and a rename.
+// Serialises an archive in memory and writes it with WriteFileAtomic (temporary, fsync, rename). LibTorch's own
+// file writer is not used: on a full disk it throws again from a destructor and terminates the process.
 Status SaveArchiveAtomic(torch::serialize::OutputArchive& archive, const fs::path& path) {
-  const fs::path tmp = path.string() + ".tmp";
+  std::string bytes;
   try {
-    archive.save_to(tmp.string());
+    archive.save_to([&bytes](const void* data, size_t size) {
+      bytes.append(static_cast<const char*>(data), size);
+      return size;
+    });
   } catch (const c10::Error& e) {
-    return Error{tmp.string() + ": cannot write: " + e.what_without_backtrace()};
+    return Error{path.string() + ": cannot serialise: " + e.what_without_backtrace()};
   }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Error{path.string() + ": cannot rename: " + ec.message()};
-  return Status::Ok();
+  return WriteFileAtomic(path.string(), bytes);
 }
 
 }  // namespace
@@ -35,17 +37,30 @@ Status SaveCheckpoint(const std::string& dir, PolicyNet& net, torch::optim::Opti
   const std::string suffix = std::to_string(meta.iteration) + ".pt";
   meta.model_file = "model-" + suffix;
   meta.optimizer_file = optimizer != nullptr ? "optim-" + suffix : "";
+  // A failed save removes the files it created, so the previous checkpoint (which state.json still names)
+  // stays the newest and nothing is orphaned.
+  std::vector<fs::path> created;
+  auto save = [&](torch::serialize::OutputArchive& archive, const std::string& name) -> Status {
+    const fs::path path = fs::path(dir) / name;
+    if (!fs::exists(path, ec)) created.push_back(path);
+    return SaveArchiveAtomic(archive, path);
+  };
+  auto undo = [&](const Status& failed) {
+    for (const fs::path& path : created) fs::remove(path, ec);
+    return failed;
+  };
   {
     torch::serialize::OutputArchive archive;
     net.module().save(archive);
-    if (Status s = SaveArchiveAtomic(archive, fs::path(dir) / meta.model_file); !s) return s;
+    if (Status s = save(archive, meta.model_file); !s) return undo(s);
   }
   if (optimizer != nullptr) {
     torch::serialize::OutputArchive archive;
     optimizer->save(archive);
-    if (Status s = SaveArchiveAtomic(archive, fs::path(dir) / meta.optimizer_file); !s) return s;
+    if (Status s = save(archive, meta.optimizer_file); !s) return undo(s);
   }
-  if (Status s = WriteFileAtomic((fs::path(dir) / "state.json").string(), CheckpointMetaToJson(meta)); !s) return s;
+  if (Status s = WriteFileAtomic((fs::path(dir) / "state.json").string(), CheckpointMetaToJson(meta)); !s)
+    return undo(s);
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     const bool ours = (name.rfind("model-", 0) == 0 || name.rfind("optim-", 0) == 0) && name.size() > 3 &&

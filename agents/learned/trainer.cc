@@ -1,8 +1,10 @@
 // TrainPolicy: the training loop over an experiment's games (PPO), with logging, held-out evaluation and
 // exactly resumable checkpoints, in one process or as one rank of a data-parallel group (process_group.h).
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -330,6 +332,7 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
     row.wall_seconds = elapsed();
     if (!writer) continue;
     log << TrainLogRow(row) << std::endl;
+    if (!log) return Error{log_path + ": cannot write: " + std::strerror(errno)};
     if (options.on_iteration) options.on_iteration(row);
     if (iteration % config.checkpoint_every == 0 || iteration == stop) {
       meta.iteration = iteration;
@@ -338,7 +341,9 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
       meta.rng_state = RngToString(rng);
       meta.best_relative_times.clear();
       for (double b : best) meta.best_relative_times.push_back(std::isfinite(b) ? b : 0.0);
-      if (Status s = SaveCheckpoint(ckpt_dir, net, &learner.optimizer(), meta); !s) return s.error();
+      if (Status s = SaveCheckpoint(ckpt_dir, net, &learner.optimizer(), meta); !s)
+        return Error{s.error().message + " (stopped after iteration " + std::to_string(iteration) +
+                     "; --resume continues from the last checkpoint written)"};
     }
   }
   if (group) {
