@@ -1,8 +1,10 @@
-// `devplace train --config E.yaml -o RUN [--resume] [--iterations N] [--dist-timeout S] [--json]`: trains a
-// placement policy with PPO (agents/learned/learning.h), showing progress on a terminal, logging RUN/log.csv each
+// `devplace train --config E.yaml -o RUN [--resume | --overwrite] [--iterations N] [--dist-timeout S] [--json]`:
+// trains a placement policy with PPO (agents/learned/learning.h), showing progress on a terminal, logging RUN/log.csv each
 // iteration, checkpointing to RUN/ckpt and drawing RUN/curve.png with gnuplot at the end. With torchrun's or
 // mpirun's environment variables set (agents/learned/distributed.h) the process is one rank of a data-parallel
-// group; only rank 0 writes RUN and reports (scripts/launch-train.sh starts a group on one machine).
+// group; only rank 0 writes RUN and reports (scripts/launch-train.sh starts a group on one machine). A fresh run
+// never replaces a previous one in RUN without --overwrite (rank 0 checks), and --resume with a --config other
+// than the run's own is refused.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -36,12 +38,47 @@ bool DrawCurve(const std::string& run_dir) {
   return std::system(command.c_str()) == 0;
 }
 
+// The files a run writes into its directory (a previous run is recognised, and --overwrite removes, these only).
+const char* const kRunFiles[] = {"ckpt", "log.csv", "config.yaml", "curve.gp", "curve.png"};
+
+// Refuses to start a fresh run over a previous one unless `overwrite`, in which case the previous run's files go
+// (once the new experiment has been read without error).
+void PrepareFreshRun(const std::string& run_dir, const std::string& config_path, bool overwrite) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string found;
+  for (const char* name : kRunFiles)
+    if (fs::exists(fs::path(run_dir) / name, ec)) found += (found.empty() ? "" : ", ") + std::string(name);
+  if (found.empty()) return;
+  if (!overwrite)
+    throw CliError(run_dir + ": holds a previous run (" + found +
+                   "); continue it with --resume, or replace it with --overwrite");
+  const std::string config = Unwrap(ReadFile(config_path));
+  Unwrap(ExperimentConfigFromYaml(config, config_path, fs::path(config_path).parent_path().string()));
+  for (const char* name : kRunFiles) {
+    fs::remove_all(fs::path(run_dir) / name, ec);
+    if (ec) throw CliError((fs::path(run_dir) / name).string() + ": cannot remove: " + ec.message());
+  }
+}
+
+// A --config given with --resume must be the run's own: resuming a run under another experiment is refused.
+void CheckResumedConfig(const std::string& run_dir, const std::string& config_path) {
+  const std::string state = (std::filesystem::path(run_dir) / "ckpt" / "state.json").string();
+  Expected<std::string> state_text = ReadFile(state);
+  if (!state_text) return;  // no checkpoint: TrainPolicy reports it
+  const CheckpointMeta meta = Unwrap(CheckpointMetaFromJson(*state_text, state));
+  const std::string config = Unwrap(ReadFile(config_path));
+  if (config != meta.config_yaml)
+    throw CliError(config_path + ": differs from the experiment of the run in " + run_dir + " (" + run_dir +
+                   "/config.yaml); resume without --config, or start a new run in another directory");
+}
+
 }  // namespace
 
 void RegisterTrainCommand(CLI::App& app, CommandContext& ctx) {
   struct Options {
     std::string config, run_dir;
-    bool resume = false, json = false;
+    bool resume = false, overwrite = false, json = false;
     int64_t iterations = 0;
     double dist_timeout = 60.0;
   };
@@ -50,6 +87,7 @@ void RegisterTrainCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--config", opts->config, "Experiment YAML (configs/experiments/*.yaml)");
   cmd->add_option("-o,--output", opts->run_dir, "Run directory (log.csv, curve.png, ckpt/)")->required();
   cmd->add_flag("--resume", opts->resume, "Continue the run in the output directory from its checkpoint");
+  cmd->add_flag("--overwrite", opts->overwrite, "Replace a previous run in the output directory (its files are removed)");
   cmd->add_option("--iterations", opts->iterations, "Stop after this many iterations (resumable later)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--dist-timeout", opts->dist_timeout,
@@ -63,6 +101,9 @@ void RegisterTrainCommand(CLI::App& app, CommandContext& ctx) {
         [](const char* name) -> const char* { return std::getenv(name); }, opts->dist_timeout));
     const bool lead = !options.distributed || options.distributed->rank == 0;  // rank 0 reports
     const bool terminal = lead && !opts->json && StderrIsTerminal();
+    if (opts->resume && opts->overwrite) throw CliError("train: --resume and --overwrite exclude each other");
+    if (lead && opts->resume && !opts->config.empty()) CheckResumedConfig(opts->run_dir, opts->config);
+    if (lead && !opts->resume) PrepareFreshRun(opts->run_dir, opts->config, opts->overwrite);
     options.config_path = opts->config;
     options.run_dir = opts->run_dir;
     options.resume = opts->resume;
