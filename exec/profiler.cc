@@ -7,6 +7,7 @@
 
 #include "exec/backend.h"
 #include "exec/kernels.h"
+#include "exec/torch_errors.h"
 
 namespace devplace {
 
@@ -88,9 +89,8 @@ Status ProfileIsolated(const Graph& graph, const std::string& kind, const at::De
         kernel.Run(io);
         exec::SyncDevice(device);
       } catch (const std::exception& e) {
-        std::string what = e.what();
         return Error{"op '" + graph.op(op).name + "' (" + graph.op(op).type +
-                     "): kernel failed: " + what.substr(0, what.find('\n'))};
+                     "): kernel failed: " + exec::DescribeTorchFailure(e, kind)};
       }
       const double seconds = exec::NowSeconds() - t0;
       if (run >= options.warmup_runs) times.push_back(seconds);
@@ -156,9 +156,9 @@ Expected<ProfileResult> ProfileGraph(const Graph& graph, const Topology& topolog
         exec::SetUpWorkerThread(device, core);
         try {
           status = ProfileIsolated(graph, kind, device, options, &result.entries);
-        } catch (const c10::Error& e) {
-          std::string what = e.what();
-          status = Error{"graph '" + graph.name() + "': profiling failed: " + what.substr(0, what.find('\n'))};
+        } catch (const std::exception& e) {  // c10::Error or std::bad_alloc
+          status = Error{"graph '" + graph.name() + "': profiling failed: " +
+                         exec::DescribeTorchFailure(e, topology.device(d).name)};
         }
       });
       worker.join();

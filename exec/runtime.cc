@@ -11,6 +11,7 @@
 #include "exec/executor.h"
 #include "exec/kernels.h"
 #include "exec/ready_queue.h"
+#include "exec/torch_errors.h"
 
 namespace devplace {
 
@@ -104,7 +105,11 @@ struct Executor::Impl {
         if (shutdown) return;
         seen = generation;
       }
-      RunStep(w);
+      try {  // copies and checksums allocate too
+        RunStep(w);
+      } catch (const std::exception& e) {
+        Fail(exec::DescribeTorchFailure(e, topology.device(w->device).name));
+      }
       std::lock_guard<std::mutex> lock(mu);
       if (--running == 0) done_cv.notify_all();
     }
@@ -155,8 +160,7 @@ struct Executor::Impl {
         plan.kernels[op]->Run(io);
         exec::SyncDevice(w->torch_device);
       } catch (const std::exception& e) {
-        std::string what = e.what();
-        Fail(Describe(op) + ": kernel failed: " + what.substr(0, what.find('\n')));
+        Fail(Describe(op) + ": kernel failed: " + exec::DescribeTorchFailure(e, topology.device(w->device).name));
         return;
       }
       const double t1 = exec::NowSeconds();
@@ -239,9 +243,9 @@ Expected<Executor> Executor::Create(const Graph& graph, const Topology& topology
   Expected<exec::Plan> plan = [&]() -> Expected<exec::Plan> {
     try {
       return exec::BuildPlan(graph, torch_device_of_op, options.seed);
-    } catch (const c10::Error& e) {
-      std::string what = e.what();
-      return Error{"graph '" + graph.name() + "': cannot allocate the step's tensors: " + what.substr(0, what.find('\n'))};
+    } catch (const std::exception& e) {  // c10::Error or std::bad_alloc
+      return Error{"graph '" + graph.name() + "': cannot allocate the step's tensors: " +
+                   exec::DescribeTorchFailure(e, backend->name)};
     }
   }();
   if (!plan.ok()) return plan.error();
