@@ -31,5 +31,8 @@ void Check(const Status& status);
 // Prints exactly one JSON object on stdout (the --json contract).
 void PrintJson(const nlohmann::json& object);
 
+// `text` with every number longer than 15 characters rewritten as "%.6g" (CLI11's range checks print the
+// largest double in full: 309 digits).
+std::string ShortenNumbers(const std::string& text);
 
 }  // namespace devplace::cli

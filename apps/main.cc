@@ -2,6 +2,7 @@
 // every failure into one line on stderr and a non-zero exit status.
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -38,7 +39,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "devplace: " << e.what() << " (see --help)" << std::endl;
+    // A first word that is no command gets named (CLI11 would only say that a subcommand is required).
+    std::string commands;
+    bool known = argc < 2 || argv[1][0] == '-';
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      commands += (commands.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::cerr << "devplace: unknown command '" << argv[1] << "' (commands: " << commands << ")" << std::endl;
+      return 2;
+    }
+    std::cerr << "devplace: " << devplace::cli::ShortenNumbers(e.what()) << " (see --help)" << std::endl;
     return 2;
   } catch (const devplace::cli::CliError& e) {
     std::cerr << "devplace: " << e.what() << std::endl;

@@ -39,10 +39,11 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
   cmd->callback([opts, &ctx]() {
     const std::string policy_dir = opts->policy.empty() ? DefaultPolicyDir() : opts->policy;
-    std::unique_ptr<LearnedPolicy> policy = Unwrap(LearnedPolicy::Load(policy_dir));
     Graph graph = LoadGraph(opts->graph);
+    if (graph.num_ops() == 0) throw CliError(opts->graph + ": ops: the graph has no ops (nothing to place)");
     Topology topology = LoadTopology(opts->topology);
     CostModel cost = LoadCostModel(opts->costs);
+    std::unique_ptr<LearnedPolicy> policy = Unwrap(LearnedPolicy::Load(policy_dir));
     PlaceOptions options;
     options.finetune_evaluations = opts->finetune_evals;
     options.max_seconds = opts->finetune_seconds;

@@ -1,4 +1,5 @@
-// Human-readable amounts for reports and command output: bytes, seconds and counts with a unit prefix.
+// Human-readable amounts for reports and command output: bytes, seconds and counts with a unit prefix; amounts
+// past the largest unit (1e6 TiB, 1e6 s, 1e18) and non-finite ones in scientific notation ("1.000e+308").
 #pragma once
 
 #include <string>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <queue>
 #include <unordered_set>
 
@@ -120,7 +121,11 @@ Status ValidateOp(const Op& op) {
   if (op.name.empty()) return Error{"an op has an empty name"};
   if (op.type.empty()) return OpError(op, "type must not be empty");
   if (!(op.flops >= 0) || !std::isfinite(op.flops)) return OpError(op, "flops must be a finite number >= 0");
-  if (op.flops > kMaxOpFlops) return OpError(op, "flops " + std::to_string(op.flops) + " is absurdly large (> 1e18)");
+  if (op.flops > kMaxOpFlops) {
+    char flops[32];  // "1e+308", not the 309 digits of std::to_string
+    std::snprintf(flops, sizeof flops, "%.6g", op.flops);
+    return OpError(op, "flops " + std::string(flops) + " is absurdly large (> 1e18)");
+  }
   if (op.param_bytes < 0) return OpError(op, "param_bytes must be >= 0");
   if (op.param_bytes > kMaxTensorBytes) return OpError(op, "param_bytes is absurdly large (> 4 TiB)");
   int64_t elements = 1;
