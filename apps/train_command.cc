@@ -14,6 +14,8 @@
 #include "apps/cli_util.h"
 #include "apps/commands.h"
 #include "apps/inputs.h"
+#include "config/checkpoint_meta.h"
+#include "config/experiment_config.h"
 #include "core/atomic_file.h"
 
 namespace devplace::cli {

@@ -1,4 +1,4 @@
-// The human-readable amounts the commands print stay short for any value (apps/cli_util.h).
+// The amounts and messages the commands print stay short for any value (core/format.h, apps/cli_util.h).
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -7,9 +7,14 @@
 #include <gtest/gtest.h>
 
 #include "apps/cli_util.h"
+#include "core/format.h"
 
 namespace devplace::cli {
 namespace {
+
+using devplace::FormatBytes;
+using devplace::FormatCount;
+using devplace::FormatSeconds;
 
 TEST(CliFormat, OrdinaryAmountsUseUnits) {
   EXPECT_EQ(FormatCount(999), "999");
