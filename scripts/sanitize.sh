@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds the LibTorch-free test binaries with ASan + UBSan (-DDEVPLACE_SANITIZE=ON, GCC, no recovery) into
-# ./build-sanitize and runs them; any sanitizer finding fails the run. Extra arguments go to every test binary
-# (e.g. --gtest_filter=...). docs/reliability.md lists what it covers.
+# ./build-sanitize and runs them; any sanitizer finding fails the run. TESTS="core_test sim_test" picks a subset;
+# extra arguments go to every test binary (e.g. --gtest_filter=...). docs/reliability.md lists what it covers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tests=(core_test config_test datasets_test sim_test env_test agents_test)
+read -r -a tests <<< "${TESTS:-core_test config_test datasets_test sim_test env_test agents_test}"
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
