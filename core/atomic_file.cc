@@ -53,15 +53,15 @@ bool WriteAll(int fd, const std::string& contents) {
 }
 
 // A FIFO, device or socket: written in place (replacing it would destroy it).
-Status WriteSpecial(const std::string& shown, const std::string& target, const std::string& contents) {
-  const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return Error{shown + ": cannot write: " + Reason()};
+Status WriteSpecial(const std::string& path, const std::string& contents) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Error{path + ": cannot write: " + Reason()};
   if (!WriteAll(fd, contents)) {
     const std::string reason = Reason();
     ::close(fd);
-    return Error{shown + ": cannot write: " + reason};
+    return Error{path + ": cannot write: " + reason};
   }
-  if (::close(fd) != 0) return Error{shown + ": cannot write: " + Reason()};
+  if (::close(fd) != 0) return Error{path + ": cannot write: " + Reason()};
   return Status::Ok();
 }
 
@@ -106,13 +106,19 @@ Expected<std::string> ReadFile(const std::string& path) {
 }
 
 Status WriteFileAtomic(const std::string& path, const std::string& contents) {
+  struct stat st {};
+  // What the path leads to, through any links (also /proc's magic links such as /dev/stdout to a pipe, which
+  // readlink cannot turn into a path): a special file is written in place.
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) return Error{path + ": is a directory"};
+    return WriteSpecial(path, contents);
+  }
   Expected<std::string> resolved = ResolveLinks(path);
   if (!resolved) return resolved.error();
   const std::string& target = *resolved;
-  struct stat st {};
   const bool exists = ::stat(target.c_str(), &st) == 0;
-  if (exists && S_ISDIR(st.st_mode)) return Error{path + ": is a directory"};
-  if (exists && !S_ISREG(st.st_mode)) return WriteSpecial(path, target, contents);
+  if (exists && !S_ISREG(st.st_mode))  // replaced by something else since the stat above
+    return Error{path + ": cannot write: it stopped being a regular file while being resolved"};
 
   const std::string temp = target + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(temp_counter++);
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);

@@ -206,6 +206,19 @@ TEST(AtomicFile, WritesIntoAFifoInsteadOfReplacingIt) {
   std::filesystem::remove_all(dir);
 }
 
+// /proc's magic links (what /dev/stdout is) lead to pipes that have no path: written in place too.
+TEST(AtomicFile, WritesThroughAMagicLinkToAPipe) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  Status s = WriteFileAtomic("/proc/self/fd/" + std::to_string(fds[1]), "to the pipe");
+  ::close(fds[1]);
+  char buffer[64] = {};
+  const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+  ::close(fds[0]);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(std::string(buffer, n > 0 ? static_cast<size_t>(n) : 0), "to the pipe");
+}
+
 // Device nodes are made in a temporary directory (never the real /dev), which needs root.
 TEST(AtomicFile, WritesDevicesInPlaceAndReportsAFullDevice) {
   if (::geteuid() != 0) GTEST_SKIP() << "mknod needs root";
