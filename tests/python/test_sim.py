@@ -81,7 +81,7 @@ class SearchTest(unittest.TestCase):
             start = time.perf_counter()
             devplace.search("mcmc", g, t, budget_evals=3000, seed=1)
             end = time.perf_counter()
-        self.assertGreater(end - start, 0.1)
+        self.assertGreater(end - start, 0.03)  # a few 5 ms switch intervals at least
         self.assertTrue(counter.ran_inside(start, end))  # another Python thread ran while the C++ search did
 
     def test_unknown_algorithm_lists_the_known_ones(self):
