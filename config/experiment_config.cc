@@ -104,6 +104,7 @@ Expected<ExperimentConfig> ExperimentConfigFromYaml(const std::string& text, con
     c.eval_every = Int(root, "eval_every", c.eval_every, 0, 1'000'000);
     c.checkpoint_every = Int(root, "checkpoint_every", c.checkpoint_every, 1, 1'000'000);
     c.threads = Int(root, "threads", c.threads, 1, 256);
+    c.rollout_threads = Int(root, "rollout_threads", c.rollout_threads, 1, 256);
     root.finish();
     c.base_dir = base_dir;
     return c;

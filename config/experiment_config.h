@@ -69,6 +69,9 @@ struct ExperimentConfig {
   int32_t eval_every = 10;        // iterations between held-out evaluations (0: only at the end)
   int32_t checkpoint_every = 10;  // iterations between checkpoints (the last iteration is always saved)
   int32_t threads = 1;            // intra-op threads of the policy
+  // Worker threads that play an iteration's games and compute their PPO losses in parallel (one game per thread
+  // at a time, one intra-op thread each when more than one); results do not depend on it.
+  int32_t rollout_threads = 1;
   std::string base_dir;           // absolute folder of the config file; relative paths were resolved against it
 
   // The EnvConfig an experiment starts from when its file has no `env:` section.

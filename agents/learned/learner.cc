@@ -3,6 +3,10 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 #include "agents/learned/ppo.h"
@@ -104,7 +108,46 @@ Status SumGradients(const std::vector<torch::Tensor>& parameters, ProcessGroup& 
   return Status::Ok();
 }
 
+// One game's share of a minibatch step: the gradient of its weighted loss with respect to every parameter
+// (undefined where the loss does not reach it) and its weighted statistics (policy, value, entropy, clip
+// fraction, approx KL).
+struct GameGradient {
+  std::vector<torch::Tensor> gradients;
+  double stats[5] = {0, 0, 0, 0, 0};
+};
+
 }  // namespace
+
+void RunParallel(size_t count, int32_t threads, const std::function<void(size_t)>& work) {
+  const size_t workers = std::min<size_t>(count, static_cast<size_t>(std::max(1, threads)));
+  if (workers <= 1) {
+    for (size_t i = 0; i < count; ++i) work(i);
+    return;
+  }
+  const int32_t intra_op = at::get_num_threads();
+  SetPolicyThreads(1);
+  std::atomic<size_t> next{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto loop = [&] {
+    at::set_num_threads(1);  // this thread's OpenMP setting (a new thread would otherwise start from the default)
+    for (size_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {
+      try {
+        work(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next.store(count);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < workers; ++w) pool.emplace_back(loop);
+  loop();
+  for (std::thread& t : pool) t.join();
+  SetPolicyThreads(intra_op);
+  if (failure) std::rethrow_exception(failure);
+}
 
 void SetPolicyThreads(int32_t threads) {
   at::set_num_threads(threads);
@@ -121,8 +164,9 @@ GameEntry MakeGameEntry(std::shared_ptr<const PlacementGame> game, std::string l
   return e;
 }
 
-PpoLearner::PpoLearner(PolicyNet* net, const PpoConfig& config, int64_t total_iterations)
-    : net_(net), config_(config), total_iterations_(std::max<int64_t>(1, total_iterations)) {
+PpoLearner::PpoLearner(PolicyNet* net, const PpoConfig& config, int64_t total_iterations, int32_t threads)
+    : net_(net), config_(config), total_iterations_(std::max<int64_t>(1, total_iterations)),
+      threads_(std::max(1, threads)) {
   optimizer_ = std::make_unique<torch::optim::Adam>(net_->module().parameters(),
                                                     torch::optim::AdamOptions(config.lr));
 }
@@ -219,11 +263,13 @@ GameRollout PpoLearner::CollectIterative(const GameEntry& entry, int32_t samples
     IterativeOutput out = net_->placeto()->forward(StackObservations(batch), entry.tensors.graph.src,
                                                    entry.tensors.graph.dst);
     torch::Tensor logits = (out.logits / config_.temperature).contiguous();
+    torch::Tensor step_values = out.values.to(torch::kFloat64).contiguous();
     const float* lp = logits.data_ptr<float>();
+    const double* vp = step_values.data_ptr<double>();
     for (int64_t s = 0; s < s_count; ++s) {
       const int64_t t = s * n + step;
-      all_logits[t].copy_(logits[s]);
-      values[t] = out.values[s].item<double>();
+      std::copy(lp + s * d, lp + (s + 1) * d, all_logits.data_ptr<float>() + t * d);
+      values[t] = vp[s];
       const std::vector<uint8_t>& mask = states[s].LegalActionsMask();
       for (int64_t k = 0; k < d; ++k) msk[t * d + k] = mask[k] != 0;
       const int32_t a = ChooseDevice(lp + s * d, mask.data(), static_cast<int32_t>(d), greedy, UniformUnit(rng));
@@ -250,7 +296,7 @@ GameRollout PpoLearner::CollectIterative(const GameEntry& entry, int32_t samples
   return r;
 }
 
-PpoLoss PpoLearner::Loss(const GameRollout& r) {
+PpoLoss PpoLearner::Loss(const GameRollout& r) const {
   torch::Tensor advantages = DoubleTensor(r.advantages), returns = DoubleTensor(r.returns);
   if (net_->is_transformer()) {
     OneShotOutput out = net_->transformer()->forward(r.entry->tensors);
@@ -318,28 +364,46 @@ Expected<UpdateStats> PpoLearner::RunUpdate(std::vector<GameRollout>& rollouts, 
   const size_t minibatches = std::min<size_t>(std::max(1, config_.minibatches), rollouts.size());
   int64_t updates = 0;
   double sums[5] = {0, 0, 0, 0, 0};  // policy, value, entropy, clip fraction, approx KL
+  const std::vector<torch::Tensor> parameters = net_->module().parameters();
   for (int32_t epoch = 0; epoch < config_.epochs; ++epoch) {
     Shuffle(&order, rng);
     for (size_t m = 0; m < minibatches; ++m) {
       const size_t begin = m * order.size() / minibatches, end = (m + 1) * order.size() / minibatches;
-      optimizer_->zero_grad();
       const double weight = 1.0 / static_cast<double>(end - begin);
-      for (size_t i = begin; i < end; ++i) {
-        // In a group, rank r takes the minibatch's rollouts r, r + W, ...
-        if (group != nullptr && static_cast<int32_t>((i - begin) % group->size()) != group->rank()) continue;
-        PpoLoss loss = Loss(rollouts[order[i]]);
-        (loss.total * weight).backward();
-        sums[0] += loss.policy.item<double>() * weight;
-        sums[1] += loss.value.item<double>() * weight;
-        sums[2] += loss.entropy.item<double>() * weight;
-        sums[3] += loss.clip_fraction * weight;
-        sums[4] += loss.approx_kl * weight;
+      // In a group, rank r takes the minibatch's rollouts r, r + W, ...
+      std::vector<size_t> mine;
+      for (size_t i = begin; i < end; ++i)
+        if (group == nullptr || static_cast<int32_t>((i - begin) % group->size()) == group->rank())
+          mine.push_back(order[i]);
+      // The games' gradients in parallel (autograd::grad leaves the shared parameters' .grad alone), then summed
+      // into .grad in minibatch order, as one backward per game after another would accumulate them.
+      std::vector<GameGradient> parts(mine.size());
+      RunParallel(mine.size(), threads_, [&](size_t j) {
+        PpoLoss loss = Loss(rollouts[mine[j]]);
+        parts[j].gradients = torch::autograd::grad({loss.total * weight}, parameters, {}, /*retain_graph=*/false,
+                                                   /*create_graph=*/false, /*allow_unused=*/true);
+        const double values[5] = {loss.policy.item<double>(), loss.value.item<double>(), loss.entropy.item<double>(),
+                                  loss.clip_fraction, loss.approx_kl};
+        for (int k = 0; k < 5; ++k) parts[j].stats[k] = values[k] * weight;
+      });
+      optimizer_->zero_grad();
+      for (GameGradient& part : parts) {
+        for (size_t p = 0; p < parameters.size(); ++p) {
+          torch::Tensor& g = part.gradients[p];
+          if (!g.defined()) continue;
+          torch::Tensor param = parameters[p];
+          if (param.grad().defined())
+            param.mutable_grad().add_(g);
+          else  // a copy in the parameter's layout: autograd may return a view
+            param.mutable_grad() = torch::empty_like(param).copy_(g);
+        }
+        for (int k = 0; k < 5; ++k) sums[k] += part.stats[k];
       }
       if (group != nullptr)
-        if (Status s = SumGradients(net_->module().parameters(), *group); !s) return s.error();
+        if (Status s = SumGradients(parameters, *group); !s) return s.error();
       // max_grad_norm 0 disables clipping (the norm is still reported).
       stats.grad_norm += torch::nn::utils::clip_grad_norm_(
-          net_->module().parameters(), config_.max_grad_norm > 0 ? config_.max_grad_norm : 1e30);
+          parameters, config_.max_grad_norm > 0 ? config_.max_grad_norm : 1e30);
       optimizer_->step();
       ++updates;
     }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -78,14 +79,23 @@ Status ShareRollouts(std::vector<GameRollout>* rollouts, const std::vector<const
 // idle threads spin and steal the CPU from the simulator on small machines).
 void SetPolicyThreads(int32_t threads);
 
+// Runs work(i) once for every i in [0, count) on min(threads, count) threads (the caller among them). Items are
+// claimed in index order from a shared counter, so `work` must write only what belongs to its item and must not
+// depend on which thread runs it. With more than one thread, LibTorch and BLAS use one intra-op thread each
+// during the call (the caller's setting is restored afterwards), so the threads do not oversubscribe the cores.
+// An exception thrown by `work` is rethrown in the caller after every thread has stopped.
+void RunParallel(size_t count, int32_t threads, const std::function<void(size_t)>& work);
+
 class PpoLearner {
  public:
-  // `net` must outlive the learner. `total_iterations` sets the learning-rate schedule.
-  PpoLearner(PolicyNet* net, const PpoConfig& config, int64_t total_iterations);
+  // `net` must outlive the learner. `total_iterations` sets the learning-rate schedule. `threads` (>= 1) is how
+  // many games' losses Update computes at once (RunParallel); the step does not depend on it, bit for bit.
+  PpoLearner(PolicyNet* net, const PpoConfig& config, int64_t total_iterations, int32_t threads = 1);
 
   // Runs `samples` episodes of `entry` (greedy: the most likely legal device everywhere, one episode suffices).
   // Draws episode seeds and sampling uniforms from `rng`. With two or more samples, not greedy, the first episode
   // replays the entry's demonstration if it has one (a group whose demonstrated device is illegal samples instead).
+  // Several threads may collect at once (each with its own `rng`), but not while an update runs.
   GameRollout Collect(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng);
   // PPO epochs over `rollouts` (advantages normalised across them) at the learning rate of `iteration`.
   UpdateStats Update(std::vector<GameRollout>& rollouts, int64_t iteration, std::mt19937_64& rng);
@@ -99,6 +109,7 @@ class PpoLearner {
                                       ProcessGroup& group);
 
   torch::optim::Adam& optimizer() { return *optimizer_; }
+  int32_t threads() const { return threads_; }
   double LearningRate(int64_t iteration) const;
   // Share of the schedule done at `iteration`, in [0, 1]: the learning rate and the demonstration weight follow it.
   double Progress(int64_t iteration) const;
@@ -106,7 +117,7 @@ class PpoLearner {
  private:
   GameRollout CollectOneShot(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng);
   GameRollout CollectIterative(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng);
-  PpoLoss Loss(const GameRollout& rollout);
+  PpoLoss Loss(const GameRollout& rollout) const;
   // Update's body; `group` may be null (one process).
   Expected<UpdateStats> RunUpdate(std::vector<GameRollout>& rollouts, int64_t iteration, std::mt19937_64& rng,
                                   ProcessGroup* group);
@@ -114,6 +125,7 @@ class PpoLearner {
   PolicyNet* net_;
   PpoConfig config_;
   int64_t total_iterations_;
+  int32_t threads_;
   double demonstration_weight_ = 0.0;  // of the behaviour-cloning term, set by each update
   std::unique_ptr<torch::optim::Adam> optimizer_;
 };

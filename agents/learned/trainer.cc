@@ -69,9 +69,14 @@ Status AddDemonstrations(const ExperimentConfig& config, std::vector<GameEntry>*
   return {};
 }
 
-// Whether this process handles item `index` of a list dealt round-robin over the group (all of it alone).
-bool Mine(size_t index, const ProcessGroup* group) {
-  return group == nullptr || static_cast<int32_t>(index % static_cast<size_t>(group->size())) == group->rank();
+// The items of a list of `count` dealt round-robin over the group that this process handles, in order (all of
+// them alone).
+std::vector<size_t> MyItems(size_t count, const ProcessGroup* group) {
+  std::vector<size_t> mine;
+  for (size_t i = 0; i < count; ++i)
+    if (group == nullptr || static_cast<int32_t>(i % static_cast<size_t>(group->size())) == group->rank())
+      mine.push_back(i);
+  return mine;
 }
 
 // Sums `values` element-wise over the group, in place (nothing to do in one process). Lists where each rank
@@ -88,13 +93,14 @@ Expected<double> EvaluateZeroShot(PpoLearner& learner, const std::vector<GameEnt
                                   ProcessGroup* group, int64_t* evals) {
   const size_t n = entries.size();
   std::vector<double> results(2 * n, 0.0);  // T / T_ref per game, then evaluations per game
-  for (size_t j = 0; j < n; ++j) {
-    if (!Mine(j, group)) continue;
+  const std::vector<size_t> mine = MyItems(n, group);
+  RunParallel(mine.size(), learner.threads(), [&](size_t i) {
+    const size_t j = mine[i];
     std::mt19937_64 rng(seed + 0x9e3779b97f4a7c15ULL * (j + 1));
     GameRollout r = learner.Collect(entries[j], 1, /*greedy=*/true, rng);
     results[j] = r.episodes[0].penalised_time / entries[j].game->reference_time();
     results[n + j] = static_cast<double>(r.evaluations);
-  }
+  });
   if (Status s = SumOverRanks(group, &results, "held-out evaluation all-reduce"); !s) return s.error();
   for (size_t j = 0; j < n; ++j) *evals += static_cast<int64_t>(results[n + j]);
   results.resize(n);
@@ -217,7 +223,7 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
   if (!eval) return eval.error();
 
   PolicyNet net(config.policy, config.seed);
-  PpoLearner learner(&net, config.ppo, config.ppo.iterations);
+  PpoLearner learner(&net, config.ppo, config.ppo.iterations, config.rollout_threads);
   std::mt19937_64 rng(config.seed ^ 0x5851f42d4c957f2dULL);
   std::vector<double> best(train->size(), std::numeric_limits<double>::infinity());
   if (writer) {
@@ -278,8 +284,11 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
     // Per game and episode T / T_ref, then per game and episode the return, then per game the evaluations.
     const size_t episodes = games * samples;
     std::vector<double> outcome(2 * episodes + games, 0.0);
-    for (size_t k = 0; k < games; ++k) {
-      if (!Mine(k, group.get())) continue;
+    // This process's games on `rollout_threads` threads: each game's episodes draw from the game's own seed and
+    // fill only the game's entries, so neither depends on the thread that plays it.
+    const std::vector<size_t> mine = MyItems(games, group.get());
+    RunParallel(mine.size(), config.rollout_threads, [&](size_t i) {
+      const size_t k = mine[i];
       std::mt19937_64 episode_rng(seeds[k]);
       rollouts[k] = learner.Collect((*train)[index[k]], static_cast<int32_t>(samples), false, episode_rng);
       DEVPLACE_CHECK(rollouts[k].episodes.size() == samples, "one result per sampled episode");
@@ -289,7 +298,7 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
         outcome[episodes + k * samples + e] = r.episode_return;
       }
       outcome[2 * episodes + k] = static_cast<double>(rollouts[k].evaluations);
-    }
+    });
     if (Status s = SumOverRanks(group.get(), &outcome, "rollout summary all-reduce"); !s) return s.error();
     row.rollout_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - iteration_started).count();
     row.rollout_placements = static_cast<int64_t>(episodes);

@@ -313,6 +313,27 @@ std::string LogWithoutWallTime(const std::string& path) {
   return out;
 }
 
+// Expects two runs of the experiment `config` to end with the same checkpoint (parameters, RNG state, best
+// table) and the same log apart from wall times.
+void ExpectSameRuns(const TrainSummary& a, const TrainSummary& b, const std::string& config) {
+  EXPECT_EQ(b.iterations, a.iterations);
+  EXPECT_EQ(b.evaluations, a.evaluations);
+  Expected<CheckpointMeta> ma = ReadCheckpointMeta(a.checkpoint_dir), mb = ReadCheckpointMeta(b.checkpoint_dir);
+  ASSERT_TRUE(ma.ok() && mb.ok());
+  EXPECT_EQ(ma->rng_state, mb->rng_state);
+  EXPECT_EQ(ma->best_relative_times, mb->best_relative_times);
+  Expected<ExperimentConfig> exp = ReadExperimentConfig(config);
+  ASSERT_TRUE(exp.ok()) << exp.error().message;
+  PolicyNet na(exp->policy, 0), nb(exp->policy, 1);
+  torch::optim::Adam oa(na.module().parameters()), ob(nb.module().parameters());
+  ASSERT_TRUE(LoadCheckpointTensors(a.checkpoint_dir, *ma, na, &oa).ok());
+  ASSERT_TRUE(LoadCheckpointTensors(b.checkpoint_dir, *mb, nb, &ob).ok());
+  auto pa = na.module().named_parameters(), pb = nb.module().named_parameters();
+  ASSERT_GT(pa.size(), 0u);
+  for (const auto& p : pa) EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
+  EXPECT_EQ(LogWithoutWallTime(a.log_path), LogWithoutWallTime(b.log_path));
+}
+
 TEST(Checkpoint, ResumeReproducesAnUninterruptedRunExactly) {
   const std::string dir = learntest::TempDir("resume");
   const std::string config = learntest::WriteTinyExperiment(dir, 4);
@@ -325,28 +346,55 @@ TEST(Checkpoint, ResumeReproducesAnUninterruptedRunExactly) {
   TrainOptions rest{.config_path = "", .run_dir = dir + "/b", .resume = true};
   Expected<TrainSummary> b = TrainPolicy(rest);
   ASSERT_TRUE(b.ok()) << b.error().message;
-  EXPECT_EQ(b->iterations, 4);
-  EXPECT_EQ(b->evaluations, a->evaluations);
-
-  Expected<CheckpointMeta> ma = ReadCheckpointMeta(a->checkpoint_dir), mb = ReadCheckpointMeta(b->checkpoint_dir);
-  ASSERT_TRUE(ma.ok() && mb.ok());
-  EXPECT_EQ(ma->rng_state, mb->rng_state);
-  EXPECT_EQ(ma->best_relative_times, mb->best_relative_times);
-  Expected<ExperimentConfig> exp = ReadExperimentConfig(config);
-  ASSERT_TRUE(exp.ok());
-  PolicyNet na(exp->policy, 0), nb(exp->policy, 1);
-  torch::optim::Adam oa(na.module().parameters()), ob(nb.module().parameters());
-  ASSERT_TRUE(LoadCheckpointTensors(a->checkpoint_dir, *ma, na, &oa).ok());
-  ASSERT_TRUE(LoadCheckpointTensors(b->checkpoint_dir, *mb, nb, &ob).ok());
-  auto pa = na.module().named_parameters(), pb = nb.module().named_parameters();
-  ASSERT_GT(pa.size(), 0u);
-  for (const auto& p : pa) EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
-  EXPECT_EQ(LogWithoutWallTime(a->log_path), LogWithoutWallTime(b->log_path));
+  ExpectSameRuns(*a, *b, config);
   // Only the latest checkpoint's tensor files are kept.
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(a->checkpoint_dir)) files += e.path().extension() == ".pt";
   EXPECT_EQ(files, 2);
   std::filesystem::remove_all(dir);
+}
+
+// The tiny experiment with 4 games per iteration in one minibatch (so the update has games to spread), two
+// held-out games, `rollout_threads` worker threads and, if `iterative`, the Placeto policy on the iterative MDP.
+std::string WriteThreadedExperiment(const std::string& dir, int32_t rollout_threads, bool iterative) {
+  const std::string path = learntest::WriteTinyExperiment(dir, 2);
+  Expected<std::string> text = ReadFile(path);
+  EXPECT_TRUE(text.ok());
+  std::string yaml = *text;
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const size_t at = yaml.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    yaml.replace(at, from.size(), to);
+  };
+  replace("graphs_per_iteration: 2", "graphs_per_iteration: 4");
+  replace("minibatches: 2", "minibatches: 1");
+  replace("eval: [{family: ptb, seed: 9,", "eval: [{family: ptb, seeds: [9, 10],");
+  if (iterative) {
+    replace("policy: {", "env: {kind: iterative}\npolicy: {kind: placeto, ");
+    replace("transformer_layers: 1, heads: 2, feedforward: 16, segment: 8", "max_devices: 8");
+    replace("samples_per_graph: 4", "samples_per_graph: 2");
+  }
+  yaml += "rollout_threads: " + std::to_string(rollout_threads) + "\n";
+  EXPECT_TRUE(WriteFileAtomic(path, yaml).ok());
+  return path;
+}
+
+TEST(Training, ResultsDoNotDependOnTheRolloutThreads) {
+  for (bool iterative : {false, true}) {
+    SCOPED_TRACE(iterative ? "iterative" : "one-shot");
+    const std::string dir = learntest::TempDir("threads");
+    std::filesystem::create_directories(dir + "/one");
+    std::filesystem::create_directories(dir + "/two");
+    const std::string one = WriteThreadedExperiment(dir + "/one", 1, iterative);
+    const std::string two = WriteThreadedExperiment(dir + "/two", 2, iterative);
+    Expected<TrainSummary> a = TrainPolicy({.config_path = one, .run_dir = dir + "/one/run"});
+    ASSERT_TRUE(a.ok()) << a.error().message;
+    Expected<TrainSummary> b = TrainPolicy({.config_path = two, .run_dir = dir + "/two/run"});
+    ASSERT_TRUE(b.ok()) << b.error().message;
+    EXPECT_EQ(a->iterations, 2);
+    ExpectSameRuns(*a, *b, one);
+    std::filesystem::remove_all(dir);
+  }
 }
 
 TEST(Placement, ZeroShotAndFineTunedPlacementsFromACheckpoint) {
