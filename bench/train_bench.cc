@@ -1,18 +1,22 @@
-// Data-parallel training throughput: a group of 1 or 2 local ranks (child processes of this program, set up as
-// scripts/launch-train.sh does) trains an experiment for a few iterations; reported per group size:
-//   rollout_placements_per_s  placements sampled (and simulated) per second of the rollout phase, all ranks done
-//   train_placements_per_s    placements per second of whole iterations (rollouts, PPO update with gradient
-//                             all-reduce per minibatch, held-out evaluation), after the first iteration
+// Training throughput, two ways; reported per configuration:
+//   rollout_placements_per_s  placements sampled (and simulated) per second of the rollout phase
+//   train_placements_per_s    placements per second of whole iterations (rollouts, PPO update, held-out
+//                             evaluation), after the first iteration
+//   rollout_s_per_it, update_s_per_it (the rest of an iteration)
+// - BM_TrainThreads/threads:T: one process training with `rollout_threads: T` (the experiment's games played,
+//   and their PPO losses computed, on T threads). The experiment is copied beside itself with that key set
+//   (so its relative paths still resolve) and removed afterwards.
+// - BM_TrainGroup/ranks:R: a data-parallel group of R local ranks (child processes of this program, set up as
+//   scripts/launch-train.sh does), with these counters too:
 //   end_to_end_placements_per_s  including process start-up (LibTorch load, games) and the first iteration
 //   cpu_s              CPU seconds (user + system) of all ranks together, start-up included: the work the group
 //                      did whatever else ran on the machine (2 ranks doing 1 rank's work in half the wall
 //                      time use about the same CPU seconds)
 //   startup_s          launch to the end of iteration 1, less one steady iteration (LibTorch load,
 //                      rendezvous, building the games)
-//   rollout_s_per_it, update_s_per_it (the rest of an iteration)
 // Iteration 1 (warm-up) is left out of the steady-state figures. Usage:
 //   train_bench [--experiment=E.yaml] [--train-iterations=K] [benchmark flags]
-// (default configs/experiments/quick.yaml, K = 4). Results and the command are in docs/performance.md.
+// (default configs/experiments/quick.yaml, K = 4). Results and the commands are in docs/performance.md.
 #include <benchmark/benchmark.h>
 
 #include <netinet/in.h>
@@ -106,12 +110,68 @@ pid_t Spawn(const std::vector<std::string>& args, const std::vector<std::string>
   return pid;
 }
 
+// Steady-state sums over the rows (rollout seconds, placements, clock at the iteration's end) of one run,
+// iteration 1 left out.
+struct Steady {
+  double rollout_s = 0, placements = 0, wall = 0;
+  int iterations = 0;
+  void Add(const std::vector<std::vector<double>>& rows) {
+    for (size_t i = 1; i < rows.size(); ++i) {
+      rollout_s += rows[i][0];
+      placements += rows[i][1];
+      wall += rows[i][2] - rows[i - 1][2];
+      ++iterations;
+    }
+  }
+  void Report(benchmark::State& state) const {
+    state.counters["rollout_placements_per_s"] = placements / rollout_s;
+    state.counters["train_placements_per_s"] = placements / wall;
+    state.counters["rollout_s_per_it"] = rollout_s / iterations;
+    state.counters["update_s_per_it"] = (wall - rollout_s) / iterations;
+  }
+};
+
+void BM_TrainThreads(benchmark::State& state, Settings settings) {
+  const int threads = static_cast<int>(state.range(0));
+  const fs::path dir = fs::temp_directory_path() / ("devplace-train-bench-" + std::to_string(::getpid()));
+  const fs::path config = fs::path(settings.experiment).parent_path() /
+                          (".train-bench-" + std::to_string(::getpid()) + "-" + std::to_string(threads) + ".yaml");
+  std::ifstream original(settings.experiment);
+  std::ostringstream yaml;
+  for (std::string line; std::getline(original, line);)
+    if (line.rfind("rollout_threads:", 0) != 0) yaml << line << "\n";
+  yaml << "rollout_threads: " << threads << "\n";
+  std::ofstream(config) << yaml.str();
+  Steady steady;
+  for (auto _ : state) {
+    fs::remove_all(dir);
+    std::vector<std::vector<double>> rows;
+    devplace::TrainOptions options;
+    options.config_path = config.string();
+    options.run_dir = (dir / "run").string();
+    options.max_iterations = settings.iterations;
+    options.on_iteration = [&](const devplace::TrainIteration& it) {
+      rows.push_back({it.rollout_seconds, static_cast<double>(it.rollout_placements), Now()});
+    };
+    const double started = Now();
+    devplace::Expected<devplace::TrainSummary> trained = devplace::TrainPolicy(options);
+    state.SetIterationTime(Now() - started);
+    if (!trained) {
+      state.SkipWithError(trained.error().message.c_str());
+      break;
+    }
+    steady.Add(rows);
+  }
+  fs::remove_all(dir);
+  fs::remove(config);
+  if (steady.iterations > 0) steady.Report(state);
+}
+
 void BM_TrainGroup(benchmark::State& state, Settings settings) {
   const int ranks = static_cast<int>(state.range(0));
   const fs::path dir = fs::temp_directory_path() / ("devplace-train-bench-" + std::to_string(::getpid()));
-  double rollout_s = 0, rollout_placements = 0, steady_wall = 0, startup = 0, total_placements = 0, end_to_end = 0;
-  double cpu = 0;
-  int steady_iterations = 0;
+  double startup = 0, total_placements = 0, end_to_end = 0, cpu = 0;
+  Steady steady;
   for (auto _ : state) {
     fs::remove_all(dir);
     fs::create_directories(dir);
@@ -149,24 +209,15 @@ void BM_TrainGroup(benchmark::State& state, Settings settings) {
     }
     end_to_end += seconds;
     startup += (rows[0][2] - started) - (rows.back()[2] - rows[0][2]) / static_cast<double>(rows.size() - 1);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      total_placements += rows[i][1];
-      if (i == 0) continue;
-      rollout_s += rows[i][0];
-      rollout_placements += rows[i][1];
-      steady_wall += rows[i][2] - rows[i - 1][2];
-      ++steady_iterations;
-    }
+    for (const std::vector<double>& row : rows) total_placements += row[1];
+    steady.Add(rows);
   }
   fs::remove_all(dir);
-  if (steady_iterations == 0) return;
-  state.counters["rollout_placements_per_s"] = rollout_placements / rollout_s;
-  state.counters["train_placements_per_s"] = rollout_placements / steady_wall;
+  if (steady.iterations == 0) return;
+  steady.Report(state);
   state.counters["end_to_end_placements_per_s"] = total_placements / end_to_end;
   state.counters["startup_s"] = startup / static_cast<double>(state.iterations());
   state.counters["cpu_s"] = cpu / static_cast<double>(state.iterations());
-  state.counters["rollout_s_per_it"] = rollout_s / steady_iterations;
-  state.counters["update_s_per_it"] = (steady_wall - rollout_s) / steady_iterations;
 }
 
 }  // namespace
@@ -189,6 +240,13 @@ int main(int argc, char** argv) {
     std::cerr << "train_bench: --train-iterations must be at least 2 (the first is warm-up)\n";
     return 2;
   }
+  benchmark::RegisterBenchmark("BM_TrainThreads", BM_TrainThreads, settings)
+      ->ArgName("threads")
+      ->Arg(1)
+      ->Arg(2)
+      ->Iterations(1)
+      ->UseManualTime()
+      ->Unit(benchmark::kSecond);
   benchmark::RegisterBenchmark("BM_TrainGroup", BM_TrainGroup, settings)
       ->ArgName("ranks")
       ->Arg(1)
