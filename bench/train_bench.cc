@@ -4,8 +4,9 @@
 //                             evaluation), after the first iteration
 //   rollout_s_per_it, update_s_per_it (the rest of an iteration)
 // - BM_TrainThreads/threads:T: one process training with `rollout_threads: T` (the experiment's games played,
-//   and their PPO losses computed, on T threads). The experiment is copied beside itself with that key set
-//   (so its relative paths still resolve) and removed afterwards.
+//   and their PPO losses computed, on T threads), with cpu_s, the process's CPU seconds (all threads, start-up
+//   included). The experiment is copied beside itself with that key set (so its relative paths still resolve)
+//   and removed afterwards.
 // - BM_TrainGroup/ranks:R: a data-parallel group of R local ranks (child processes of this program, set up as
 //   scripts/launch-train.sh does), with these counters too:
 //   end_to_end_placements_per_s  including process start-up (LibTorch load, games) and the first iteration
@@ -52,6 +53,14 @@ struct Settings {
 // Seconds on the system-wide monotonic clock (comparable between processes on Linux).
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// CPU seconds (user + system) of this process, all threads.
+double ProcessCpuSeconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
 }
 
 // A loopback port nobody listens on now.
@@ -143,6 +152,7 @@ void BM_TrainThreads(benchmark::State& state, Settings settings) {
   yaml << "rollout_threads: " << threads << "\n";
   std::ofstream(config) << yaml.str();
   Steady steady;
+  double cpu = 0;
   for (auto _ : state) {
     fs::remove_all(dir);
     std::vector<std::vector<double>> rows;
@@ -153,9 +163,10 @@ void BM_TrainThreads(benchmark::State& state, Settings settings) {
     options.on_iteration = [&](const devplace::TrainIteration& it) {
       rows.push_back({it.rollout_seconds, static_cast<double>(it.rollout_placements), Now()});
     };
-    const double started = Now();
+    const double started = Now(), cpu_started = ProcessCpuSeconds();
     devplace::Expected<devplace::TrainSummary> trained = devplace::TrainPolicy(options);
     state.SetIterationTime(Now() - started);
+    cpu += ProcessCpuSeconds() - cpu_started;
     if (!trained) {
       state.SkipWithError(trained.error().message.c_str());
       break;
@@ -164,7 +175,9 @@ void BM_TrainThreads(benchmark::State& state, Settings settings) {
   }
   fs::remove_all(dir);
   fs::remove(config);
-  if (steady.iterations > 0) steady.Report(state);
+  if (steady.iterations == 0) return;
+  steady.Report(state);
+  state.counters["cpu_s"] = cpu / static_cast<double>(state.iterations());
 }
 
 void BM_TrainGroup(benchmark::State& state, Settings settings) {
