@@ -374,7 +374,8 @@ std::string WriteThreadedExperiment(const std::string& dir, int32_t rollout_thre
     replace("transformer_layers: 1, heads: 2, feedforward: 16, segment: 8", "max_devices: 8");
     replace("samples_per_graph: 4", "samples_per_graph: 2");
   }
-  yaml += "rollout_threads: " + std::to_string(rollout_threads) + "\n";
+  yaml += "rollout_threads: ";
+  yaml += std::to_string(rollout_threads) + "\n";
   EXPECT_TRUE(WriteFileAtomic(path, yaml).ok());
   return path;
 }
