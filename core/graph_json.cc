@@ -91,6 +91,7 @@ Expected<Graph> GraphFromJson(const std::string& text, const std::string& source
     root.integer("version", kVersion, kVersion);
     GraphBuilder b(root.string_or("name", "graph"));
     const nlohmann::json& ops = RequireArray(root.required("ops"), source, "ops");
+    if (ops.empty()) root.fail("ops", "must not be empty (a graph to place needs at least one op)");
     for (size_t i = 0; i < ops.size(); ++i) b.add_op(OpFromJson(ops[i], source, "ops[" + std::to_string(i) + "]"));
     const nlohmann::json& edges = RequireArray(root.required("edges"), source, "edges");
     const int64_t n = b.num_ops();

@@ -180,6 +180,89 @@ std::string RngToString(const std::mt19937_64& rng) {
   return out.str();
 }
 
+// Loads a resumed run's policy, optimizer, RNG and best-so-far table from its checkpoint.
+Status RestoreRun(const Start& start, const std::string& ckpt_dir, PolicyNet* net, PpoLearner* learner,
+                  std::mt19937_64* rng, std::vector<double>* best) {
+  const CheckpointMeta& meta = start.meta;
+  if (Status s = LoadCheckpointBlobs(start.blobs, ckpt_dir, *net, &learner->optimizer()); !s) return s;
+  std::istringstream in(meta.rng_state);
+  in >> *rng;
+  if (in.fail()) return Error{ckpt_dir + "/state.json: rng_state: malformed"};
+  if (meta.best_relative_times.size() != best->size())
+    return Error{ckpt_dir + "/state.json: best_relative_times: expected " + std::to_string(best->size()) + " entries"};
+  for (size_t i = 0; i < best->size(); ++i)
+    (*best)[i] = meta.best_relative_times[i] > 0 ? meta.best_relative_times[i] : std::numeric_limits<double>::infinity();
+  return Status::Ok();
+}
+
+// One iteration's rollouts and what the log reports of them.
+struct IterationRollouts {
+  std::vector<GameRollout> rollouts;  // per sampled game (this rank's games filled; the others' are shared later)
+  std::vector<size_t> index;          // the training game of each sampled game
+  std::vector<double> relative;       // per game and episode: penalised T / T_ref (summed over ranks)
+  double reward_sum = 0.0;            // of every episode's return
+  int64_t evaluations = 0;            // simulations the episodes ran
+};
+
+// Draws the iteration's games and episode seeds from `rng` (the same on every rank; rank r plays games r, r + W,
+// ...: the union of the ranks' rollouts is what one process collects), plays this process's games on
+// `rollout_threads` threads (each game's episodes draw from the game's own seed and fill only its entries, so
+// neither depends on the thread that plays it), sums the outcomes over the ranks and updates `best`.
+Expected<IterationRollouts> CollectIteration(const ExperimentConfig& config, const std::vector<GameEntry>& train,
+                                             PpoLearner& learner, ProcessGroup* group, std::mt19937_64& rng,
+                                             std::vector<double>* best) {
+  const size_t games = static_cast<size_t>(config.ppo.graphs_per_iteration);
+  const size_t samples = static_cast<size_t>(config.ppo.samples_per_graph);
+  IterationRollouts out;
+  out.index.resize(games);
+  std::vector<uint64_t> seeds(games);
+  for (size_t k = 0; k < games; ++k) {
+    out.index[k] = rng() % train.size();
+    seeds[k] = rng();
+  }
+  out.rollouts.resize(games);
+  // Per game and episode T / T_ref, then per game and episode the return, then per game the evaluations.
+  const size_t episodes = games * samples;
+  std::vector<double> outcome(2 * episodes + games, 0.0);
+  const std::vector<size_t> mine = MyItems(games, group);
+  RunParallel(mine.size(), config.rollout_threads, [&](size_t i) {
+    const size_t k = mine[i];
+    std::mt19937_64 episode_rng(seeds[k]);
+    GameRollout& rollout = out.rollouts[k];
+    rollout = learner.Collect(train[out.index[k]], static_cast<int32_t>(samples), false, episode_rng);
+    DEVPLACE_CHECK(rollout.episodes.size() == samples, "one result per sampled episode");
+    for (size_t e = 0; e < samples; ++e) {
+      const EpisodeResult& r = rollout.episodes[e];
+      outcome[k * samples + e] = r.penalised_time / train[out.index[k]].game->reference_time();
+      outcome[episodes + k * samples + e] = r.episode_return;
+    }
+    outcome[2 * episodes + k] = static_cast<double>(rollout.evaluations);
+  });
+  if (Status s = SumOverRanks(group, &outcome, "rollout summary all-reduce"); !s) return s.error();
+  out.relative.assign(outcome.begin(), outcome.begin() + static_cast<std::ptrdiff_t>(episodes));
+  for (size_t k = 0; k < games; ++k) {
+    out.evaluations += static_cast<int64_t>(outcome[2 * episodes + k]);
+    for (size_t e = 0; e < samples; ++e) {
+      (*best)[out.index[k]] = std::min((*best)[out.index[k]], out.relative[k * samples + e]);
+      out.reward_sum += outcome[episodes + k * samples + e];
+    }
+  }
+  return out;
+}
+
+// Writes the checkpoint of `meta` (iteration, evaluations and wall time already set) with the RNG and best-so-far
+// table; a failure says where training stopped and how to continue.
+Status SaveRunCheckpoint(const std::string& ckpt_dir, PolicyNet& net, PpoLearner& learner,
+                         const std::mt19937_64& rng, const std::vector<double>& best, CheckpointMeta* meta) {
+  meta->rng_state = RngToString(rng);
+  meta->best_relative_times.clear();
+  for (double b : best) meta->best_relative_times.push_back(std::isfinite(b) ? b : 0.0);
+  if (Status s = SaveCheckpoint(ckpt_dir, net, &learner.optimizer(), *meta); !s)
+    return Error{s.error().message + " (stopped after iteration " + std::to_string(meta->iteration) +
+                 "; --resume continues from the last checkpoint written)"};
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
@@ -232,14 +315,7 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
     if (ec) return Error{options.run_dir + ": cannot create directory: " + ec.message()};
   }
   if (options.resume) {
-    if (Status s = LoadCheckpointBlobs(start->blobs, ckpt_dir, net, &learner.optimizer()); !s) return s.error();
-    std::istringstream in(meta.rng_state);
-    in >> rng;
-    if (in.fail()) return Error{ckpt_dir + "/state.json: rng_state: malformed"};
-    if (meta.best_relative_times.size() != best.size())
-      return Error{ckpt_dir + "/state.json: best_relative_times: expected " + std::to_string(best.size()) + " entries"};
-    for (size_t i = 0; i < best.size(); ++i)
-      best[i] = meta.best_relative_times[i] > 0 ? meta.best_relative_times[i] : std::numeric_limits<double>::infinity();
+    if (Status s = RestoreRun(*start, ckpt_dir, &net, &learner, &rng, &best); !s) return s.error();
     if (writer)
       if (Status s = TruncateLog(log_path, meta.iteration); !s) return s.error();
     say("resuming after iteration " + std::to_string(meta.iteration));
@@ -268,49 +344,17 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
     return previous_wall + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   };
   const size_t games = static_cast<size_t>(config.ppo.graphs_per_iteration);
-  const size_t samples = static_cast<size_t>(config.ppo.samples_per_graph);
   while (iteration < stop) {
     const auto iteration_started = std::chrono::steady_clock::now();
     TrainIteration row;
-    // The iteration's games and one episode seed each, drawn the same on every rank; rank r plays games r,
-    // r + W, ...: the union of the ranks' rollouts is what one process would collect.
-    std::vector<size_t> index(games);
-    std::vector<uint64_t> seeds(games);
-    for (size_t k = 0; k < games; ++k) {
-      index[k] = rng() % train->size();
-      seeds[k] = rng();
-    }
-    std::vector<GameRollout> rollouts(games);
-    // Per game and episode T / T_ref, then per game and episode the return, then per game the evaluations.
-    const size_t episodes = games * samples;
-    std::vector<double> outcome(2 * episodes + games, 0.0);
-    // This process's games on `rollout_threads` threads: each game's episodes draw from the game's own seed and
-    // fill only the game's entries, so neither depends on the thread that plays it.
-    const std::vector<size_t> mine = MyItems(games, group.get());
-    RunParallel(mine.size(), config.rollout_threads, [&](size_t i) {
-      const size_t k = mine[i];
-      std::mt19937_64 episode_rng(seeds[k]);
-      rollouts[k] = learner.Collect((*train)[index[k]], static_cast<int32_t>(samples), false, episode_rng);
-      DEVPLACE_CHECK(rollouts[k].episodes.size() == samples, "one result per sampled episode");
-      for (size_t e = 0; e < samples; ++e) {
-        const EpisodeResult& r = rollouts[k].episodes[e];
-        outcome[k * samples + e] = r.penalised_time / (*train)[index[k]].game->reference_time();
-        outcome[episodes + k * samples + e] = r.episode_return;
-      }
-      outcome[2 * episodes + k] = static_cast<double>(rollouts[k].evaluations);
-    });
-    if (Status s = SumOverRanks(group.get(), &outcome, "rollout summary all-reduce"); !s) return s.error();
+    Expected<IterationRollouts> collected = CollectIteration(config, *train, learner, group.get(), rng, &best);
+    if (!collected) return collected.error();
+    std::vector<GameRollout>& rollouts = collected->rollouts;
+    const std::vector<size_t>& index = collected->index;
+    const std::vector<double>& relative = collected->relative;
+    evaluations += collected->evaluations;
     row.rollout_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - iteration_started).count();
-    row.rollout_placements = static_cast<int64_t>(episodes);
-    std::vector<double> relative(outcome.begin(), outcome.begin() + static_cast<std::ptrdiff_t>(episodes));
-    double reward_sum = 0.0;
-    for (size_t k = 0; k < games; ++k) {
-      evaluations += static_cast<int64_t>(outcome[2 * episodes + k]);
-      for (size_t e = 0; e < samples; ++e) {
-        best[index[k]] = std::min(best[index[k]], relative[k * samples + e]);
-        reward_sum += outcome[episodes + k * samples + e];
-      }
-    }
+    row.rollout_placements = static_cast<int64_t>(relative.size());
     if (group) {  // every rank learns from every rollout, so each minibatch's work splits over the ranks
       std::vector<const GameEntry*> entries;
       for (size_t k = 0; k < games; ++k) entries.push_back(&(*train)[index[k]]);
@@ -321,7 +365,7 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
     if (!stats) return stats.error();
     ++iteration;
     row.iteration = iteration;
-    row.mean_reward = reward_sum / static_cast<double>(relative.size());
+    row.mean_reward = collected->reward_sum / static_cast<double>(relative.size());
     row.mean_relative_time = GeometricMean(relative);
     row.best_relative_time = GeometricMean(best);
     row.entropy = stats->entropy;
@@ -347,12 +391,7 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
       meta.iteration = iteration;
       meta.evaluations = evaluations;
       meta.wall_seconds = row.wall_seconds;
-      meta.rng_state = RngToString(rng);
-      meta.best_relative_times.clear();
-      for (double b : best) meta.best_relative_times.push_back(std::isfinite(b) ? b : 0.0);
-      if (Status s = SaveCheckpoint(ckpt_dir, net, &learner.optimizer(), meta); !s)
-        return Error{s.error().message + " (stopped after iteration " + std::to_string(iteration) +
-                     "; --resume continues from the last checkpoint written)"};
+      if (Status s = SaveRunCheckpoint(ckpt_dir, net, learner, rng, best, &meta); !s) return s.error();
     }
   }
   if (group) {

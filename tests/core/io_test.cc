@@ -95,6 +95,9 @@ TEST(GraphJson, ReportsFileFieldAndReason) {
             "g.json: invalid JSON: parse error at line 1, column 52: syntax error while parsing value - unexpected "
             "end of input; expected '[', '{', or a literal");
   EXPECT_EQ(GraphError(R"({"format": "other"})"), "g.json: format: expected \"devplace.graph\"");
+  // An empty graph is an input error for every command that reads one (graph info, simulate, search, place...).
+  EXPECT_EQ(GraphError(head + R"("ops": [], "edges": []})"),
+            "g.json: ops: must not be empty (a graph to place needs at least one op)");
   // A number too large for a double names its field (nlohmann's own message was a bare "number overflow").
   EXPECT_EQ(GraphError(head + R"("ops": [{"name": "a", "type": "t", "shape": [2], "flops": 1e999}], "edges": []})"),
             "g.json: ops[0].flops: number out of range: 1e999");
