@@ -15,21 +15,8 @@ namespace {
 using Shape = std::vector<int64_t>;
 
 // Number of elements, or -1 when an extent is negative or the product of the non-zero extents exceeds
-// kMaxFoldElements (so that no partial product of the extents can overflow).
-int64_t Count(const Shape& shape) {
-  int64_t nonzero = 1;
-  bool empty = false;
-  for (int64_t d : shape) {
-    if (d < 0) return -1;
-    if (d == 0) {
-      empty = true;
-      continue;
-    }
-    if (nonzero > kMaxFoldElements / d) return -1;
-    nonzero *= d;
-  }
-  return empty ? 0 : nonzero;
-}
+// kMaxFoldElements.
+int64_t Count(const Shape& shape) { return CheckedCount(shape, kMaxFoldElements); }
 
 // Row-major strides.
 Shape Strides(const Shape& shape) {

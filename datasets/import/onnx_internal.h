@@ -18,6 +18,10 @@ namespace devplace::onnx_import {
 // Tensors with more elements than this are never evaluated at import time (shape tensors are tiny).
 inline constexpr int64_t kMaxFoldElements = 1 << 16;
 
+// Product of non-negative extents, or -1 when one is negative or the product of the non-zero extents exceeds
+// `limit` (so that no partial product of the extents can overflow, even in an empty tensor).
+int64_t CheckedCount(const std::vector<int64_t>& dims, int64_t limit);
+
 // A tensor value known at import time. Integral and bool tensors keep `ints`, floating ones `reals`.
 struct ConstValue {
   int32_t elem_type = 0;  // onnx::TensorProto_DataType

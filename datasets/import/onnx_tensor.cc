@@ -7,12 +7,6 @@
 
 namespace devplace::onnx_import {
 
-namespace {
-
-using onnx::TensorProto_DataType;
-
-// Product of non-negative extents, or -1 when one is negative or the product of the non-zero extents exceeds
-// `limit` (so that no partial product of the extents can overflow, even in an empty tensor).
 int64_t CheckedCount(const std::vector<int64_t>& dims, int64_t limit) {
   int64_t nonzero = 1;
   bool empty = false;
@@ -27,6 +21,11 @@ int64_t CheckedCount(const std::vector<int64_t>& dims, int64_t limit) {
   }
   return empty ? 0 : nonzero;
 }
+
+namespace {
+
+using onnx::TensorProto_DataType;
+
 
 template <class T>
 T LoadLittleEndian(const std::string& raw, int64_t index) {
