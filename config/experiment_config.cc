@@ -57,7 +57,7 @@ void ReadPolicy(const nlohmann::json& value, const std::string& source, PolicyCo
 
 void ReadPpo(const nlohmann::json& value, const std::string& source, PpoConfig* p) {
   JsonObject o(value, source, "ppo");
-  p->iterations = Int(o, "iterations", p->iterations, 0, 10'000'000);
+  p->iterations = Int(o, "iterations", p->iterations, 1, 10'000'000);
   p->graphs_per_iteration = Int(o, "graphs_per_iteration", p->graphs_per_iteration, 1, 100'000);
   p->samples_per_graph = Int(o, "samples_per_graph", p->samples_per_graph, 1, 100'000);
   p->epochs = Int(o, "epochs", p->epochs, 1, 1000);

@@ -74,6 +74,10 @@ TEST(ExperimentConfig, RejectsUnknownNamesAndMoreMinibatchesThanGraphs) {
             0u);
   EXPECT_TRUE(ExperimentConfigFromYaml(kExperiment + "ppo: {graphs_per_iteration: 3, minibatches: 3}\n", "e.yaml", "")
                   .ok());
+  // Zero iterations would write a run directory holding an untrained policy and exit 0.
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "ppo: {iterations: 0}\n", "e.yaml", ""))
+                .find("e.yaml: ppo.iterations: "),
+            0u);
   EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml("name: e\ntopologies: [t.yaml]\ntrain: [{zoo: gnmt2}, {zoo: vgg16, seed: 2}]\n",
                                              "e.yaml", ""))
                 .find("e.yaml: train[1].seeds: only family entries take seeds"),
