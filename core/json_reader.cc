@@ -164,8 +164,16 @@ class PathTrackingParser : public nlohmann::detail::json_sax_dom_parser<nlohmann
 
   std::string Path() const {
     std::string path;
-    for (const Frame& f : frames_)
-      path += f.array ? "[" + std::to_string(f.index) + "]" : (path.empty() ? "" : ".") + f.key;
+    for (const Frame& f : frames_) {
+      if (f.array) {
+        path += '[';
+        path += std::to_string(f.index);
+        path += ']';
+      } else {
+        if (!path.empty()) path += '.';
+        path += f.key;
+      }
+    }
     return path;
   }
   bool Value(bool ok) {
