@@ -71,7 +71,6 @@ nlohmann::json ReportJson(const Graph& g, const ShardingRequest& req, const Shar
           {"replicated", Names(g, plan.replicated)},
           {"unknown_types", plan.unknown_types},
           {"unknown_ops", Names(g, plan.unknown_ops)},
-          {"colocation_fallbacks", Names(g, plan.colocation_fallbacks)},
           {"conversions", Conversions(g, plan)},
           {"sweeps", plan.iterations},
           {"output", output}};
@@ -110,9 +109,6 @@ void PrintHuman(const Graph& g, const Topology& t, const ShardingRequest& req, c
     for (const std::string& ty : plan.unknown_types) types += (types.empty() ? "" : ", ") + ty;
     std::cout << "  no rule for:   " << types << " (" << plan.unknown_ops.size() << " ops replicated)\n";
   }
-  if (!plan.colocation_fallbacks.empty())
-    std::cout << "  colocation:    " << NameList(g, plan.colocation_fallbacks)
-              << " replicated (their groups disagreed)\n";
   std::cout << "  wrote " << output << "\n";
 }
 
@@ -133,11 +129,11 @@ void RegisterShardCommand(CLI::App& app, CommandContext& ctx) {
     const Topology topology = Unwrap(ReadTopologyFile(opts->topology));
     const std::vector<Mesh> meshes = Unwrap(ReadTopologyMeshes(opts->topology, topology));
     const ShardingRequest request = Unwrap(ReadShardingRequestFile(opts->spec, topology, meshes, opts->mesh));
-    const ShardingPlan plan = Unwrap(PropagateSharding(graph, request.mesh, request.annotations));
+    const ShardingPlan plan = Unwrap(PropagateSharding(graph, request.mesh, request.annotations, request.zero_axis));
     const Strategy strategy = Unwrap(LowerSpecs(graph, plan.specs, request.mesh));
     if (Status st = ValidateStrategy(strategy, graph, topology); !st.ok())
       throw CliError(opts->spec + ": the propagated strategy is invalid: " + st.error().message);
-    const std::vector<char> needed = NeededAnnotations(graph, request.mesh, request.annotations, plan);
+    const std::vector<char> needed = NeededAnnotations(graph, request.mesh, request.annotations, plan, request.zero_axis);
     Check(WriteShardedStrategyFile(strategy, graph, topology, request.mesh, opts->output));
     if (opts->json)
       PrintJson(ReportJson(graph, request, plan, needed, opts->output));

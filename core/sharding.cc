@@ -108,29 +108,41 @@ Expected<std::vector<std::vector<int32_t>>> DimAxesOf(const Op& op, const Shardi
 OpConfig LowerDimAxes(const std::vector<std::vector<int32_t>>& dim_axes, const Mesh& mesh) {
   OpConfig config;
   std::vector<int32_t> degrees;
+  std::vector<char> used(static_cast<size_t>(mesh.rank()), 0);
   int64_t parts = 1;
   for (const auto& axes : dim_axes) {
     degrees.push_back(static_cast<int32_t>(AxesProduct(axes, mesh)));
     parts *= degrees.back();
+    for (int32_t a : axes) used[a] = 1;
   }
-  if (parts == 1) {
-    config.devices = {mesh.devices[0]};
-    return config;
-  }
-  config.degrees = std::move(degrees);
+  if (parts > 1) config.degrees = std::move(degrees);
+  // Copies run over the axes no dimension uses (row-major, the last axis fastest); within a copy, the parts.
+  int64_t copies = 1;
+  for (int32_t a = 0; a < mesh.rank(); ++a)
+    if (!used[a]) copies *= mesh.shape[a];
   std::vector<int64_t> coords(static_cast<size_t>(mesh.rank()), 0);
-  for (int64_t p = 0; p < parts; ++p) {
-    int64_t rest = p;
-    for (size_t k = dim_axes.size(); k-- > 0;) {
-      int64_t index = rest % config.degrees[k];
-      rest /= config.degrees[k];
-      for (size_t j = dim_axes[k].size(); j-- > 0;) {
-        const int32_t a = dim_axes[k][j];
-        coords[a] = index % mesh.shape[a];
-        index /= mesh.shape[a];
-      }
+  config.devices.reserve(static_cast<size_t>(parts * copies));
+  for (int64_t c = 0; c < copies; ++c) {
+    int64_t rest_copy = c;
+    for (int32_t a = mesh.rank(); a-- > 0;) {
+      if (used[a]) continue;
+      coords[a] = rest_copy % mesh.shape[a];
+      rest_copy /= mesh.shape[a];
     }
-    config.devices.push_back(mesh.device_at(coords));
+    for (int64_t p = 0; p < parts; ++p) {
+      int64_t rest = p;
+      for (size_t k = dim_axes.size(); k-- > 0;) {
+        const int64_t degree = AxesProduct(dim_axes[k], mesh);
+        int64_t index = rest % degree;
+        rest /= degree;
+        for (size_t j = dim_axes[k].size(); j-- > 0;) {
+          const int32_t a = dim_axes[k][j];
+          coords[a] = index % mesh.shape[a];
+          index /= mesh.shape[a];
+        }
+      }
+      config.devices.push_back(mesh.device_at(coords));
+    }
   }
   return config;
 }
@@ -151,7 +163,8 @@ std::optional<ShardingSpec> LiftConfig(const Op& op, const OpConfig& config, con
   ShardingSpec spec = ShardingSpec::Replicated(static_cast<int32_t>(op.shape.size()));
   const bool plain = std::all_of(config.degrees.begin(), config.degrees.end(), [](int32_t d) { return d == 1; });
   if (plain) {
-    if (config.devices.size() == 1 && config.devices[0] == mesh.devices[0]) return spec;
+    const std::vector<std::vector<int32_t>> none(op.dims.size());
+    if (config.devices == LowerDimAxes(none, mesh).devices) return spec;
     return std::nullopt;
   }
   if (config.degrees.size() != op.dims.size()) return std::nullopt;

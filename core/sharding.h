@@ -5,9 +5,9 @@
 // split over the mesh axes S.dims[a], and the op's first reduction dimension over S.partial (its parts then hold
 // partial sums, reduced by the consumer's conversion). Degree of a dimension = product of its axes' extents. Part p
 // (row-major over the degrees; within a dimension the listed axes are major to minor) runs on the mesh device at the
-// coordinates the part's index gives on the used axes and coordinate 0 on every axis the spec does not use: an op
-// replicated over an axis runs once, on the first slice of that axis (a per-op config cannot run an op redundantly).
-// A spec using no axis lowers to the plain config on the mesh's first device.
+// coordinates the part's index gives on the used axes; the axes the spec does not use index the copies (OpConfig): an
+// op replicated over an axis runs on every device of it, as GSPMD's replicated computation does (no transfers feed
+// its replicas). A spec using no axis lowers to one part copied on every device of the mesh, in the mesh's order.
 #pragma once
 
 #include <cstdint>

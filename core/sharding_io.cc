@@ -65,6 +65,11 @@ Expected<ShardingRequest> ShardingRequestFromYaml(const std::string& text, const
     if (list.empty()) FailAt(source, "annotations", "needs at least one annotation");
     for (size_t i = 0; i < list.size(); ++i)
       ReadAnnotation(list[i], source, "annotations[" + std::to_string(i) + "]", request.mesh, &request.annotations);
+    if (const nlohmann::json* zero = root.optional("zero")) {
+      const std::string axis = ReadString(*zero, source, "zero");
+      request.zero_axis = request.mesh.find_axis(axis);
+      if (request.zero_axis < 0) root.fail("zero", "unknown mesh axis '" + axis + "'");
+    }
     root.finish();
     return request;
   });

@@ -16,6 +16,7 @@ namespace devplace {
 struct ShardingRequest {
   Mesh mesh;
   std::vector<ShardingAnnotation> annotations;  // origins read "<source>: annotations[i]" (".ops[j]" for lists)
+  int32_t zero_axis = -1;  // `zero: AXIS`: the mesh axis that also shards weight updates (ZeRO), -1 when absent
 };
 
 // Parses a spec file. `mesh: NAME` picks one of `topology_meshes` (the meshes its topology file declares);

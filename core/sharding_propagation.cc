@@ -5,7 +5,6 @@
 #include <set>
 #include <string_view>
 
-#include "core/colocation.h"
 
 namespace devplace {
 
@@ -223,8 +222,10 @@ Status Annotate(const Graph& graph, const Mesh& mesh, const std::vector<Sharding
   return Status::Ok();
 }
 
-// Backward ops copy their forward op's dims; update ops split their one dim over the forward op's axes in order.
-void DeriveNonForward(const Graph& graph, const Mesh& mesh, Propagator* prop) {
+// Backward ops copy their forward op's dims. Update ops split their one dim over the mesh axes that shard the
+// forward op's weights (those of its parameter and reduction dims), in order: every replica of a weight shard updates
+// it (copies), except over `zero_axis` (ZeRO, -1: none), which shards the update too where the forward op uses it.
+void DeriveNonForward(const Graph& graph, const Mesh& mesh, int32_t zero_axis, Propagator* prop) {
   for (OpId o = 0; o < graph.num_ops(); ++o) {
     const Op& op = graph.op(o);
     if (op.role == OpRole::kForward) continue;
@@ -234,8 +235,12 @@ void DeriveNonForward(const Graph& graph, const Mesh& mesh, Propagator* prop) {
     if (op.role == OpRole::kBackward && op.dims.size() == fa.size()) {
       prop->axes(o) = fa;
     } else if (op.role == OpRole::kUpdate && op.dims.size() == 1) {
+      const Op& fop = graph.op(f);
       std::vector<int32_t> flat;
-      for (const auto& axes : fa) flat.insert(flat.end(), axes.begin(), axes.end());
+      for (size_t k = 0; k < fa.size(); ++k)
+        for (int32_t a : fa[k])
+          if (fop.dims[k].kind == DimKind::kParameter || fop.dims[k].kind == DimKind::kReduction || a == zero_axis)
+            flat.push_back(a);
       if (Product(flat, mesh) <= op.dims[0].size) prop->axes(o)[0] = std::move(flat);
     }
   }
@@ -269,7 +274,7 @@ bool HasShardingRule(std::string_view type) {
 }
 
 Expected<ShardingPlan> PropagateSharding(const Graph& graph, const Mesh& mesh,
-                                         const std::vector<ShardingAnnotation>& annotations) {
+                                         const std::vector<ShardingAnnotation>& annotations, int32_t zero_axis) {
   ShardingPlan plan;
   plan.annotation_of_op.assign(graph.num_ops(), -1);
   Propagator prop(graph, mesh);
@@ -284,29 +289,7 @@ Expected<ShardingPlan> PropagateSharding(const Graph& graph, const Mesh& mesh,
   }
   plan.unknown_types.assign(unknown_types.begin(), unknown_types.end());
   plan.iterations = prop.Run();
-  DeriveNonForward(graph, mesh, &prop);
-
-  // Colocation: every member of a group must lower to the same devices.
-  const OpGroups groups = ColocationGroups(graph);
-  for (const std::vector<OpId>& members : groups.members) {
-    const std::vector<DeviceId> first = LowerDimAxes(prop.axes(members[0]), mesh).devices;
-    bool agree = true;
-    for (OpId o : members) agree &= LowerDimAxes(prop.axes(o), mesh).devices == first;
-    if (agree) continue;
-    std::vector<OpId> annotated;
-    for (OpId o : members)
-      if (plan.annotation_of_op[o] >= 0) annotated.push_back(o);
-    if (!annotated.empty())
-      return Error{annotations[plan.annotation_of_op[annotated[0]]].origin + ": op '" + graph.op(annotated[0]).name +
-                   "' shares colocation group '" + graph.op(annotated[0]).colocation + "' with ops on other devices (" +
-                   "e.g. '" + graph.op(members[0] == annotated[0] ? members.back() : members[0]).name +
-                   "'); annotate them alike"};
-    for (OpId o : members) {
-      prop.axes(o).assign(graph.op(o).dims.size(), {});
-      plan.colocation_fallbacks.push_back(o);
-    }
-  }
-  std::sort(plan.colocation_fallbacks.begin(), plan.colocation_fallbacks.end());
+  DeriveNonForward(graph, mesh, zero_axis, &prop);
 
   plan.specs.reserve(graph.num_ops());
   for (OpId o = 0; o < graph.num_ops(); ++o) {
@@ -317,13 +300,14 @@ Expected<ShardingPlan> PropagateSharding(const Graph& graph, const Mesh& mesh,
 }
 
 std::vector<char> NeededAnnotations(const Graph& graph, const Mesh& mesh,
-                                    const std::vector<ShardingAnnotation>& annotations, const ShardingPlan& plan) {
+                                    const std::vector<ShardingAnnotation>& annotations, const ShardingPlan& plan,
+                                    int32_t zero_axis) {
   std::vector<char> needed(annotations.size(), 1);
   for (size_t i = 0; i < annotations.size(); ++i) {
     std::vector<ShardingAnnotation> others = annotations;
     others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
     if (others.empty()) continue;
-    Expected<ShardingPlan> without = PropagateSharding(graph, mesh, others);
+    Expected<ShardingPlan> without = PropagateSharding(graph, mesh, others, zero_axis);
     needed[i] = !without.ok() || without->specs != plan.specs;
   }
   return needed;

@@ -16,9 +16,9 @@
 // shard counts dividing the dimension). Splits of dimensions that slice no input (a matmul's output features, an
 // MoE dispatch's experts) make every part read its inputs whole, so they are proposed only in a second phase, after
 // the splits that keep inputs sliced reached their fixpoint. Splits only grow, so each phase reaches a fixpoint.
-// Backward ops take their forward op's spec and update ops the forward op's device order (colocation); ops of
-// unknown types are replicated and named in the result; a colocation group whose members would land on different
-// devices is replicated as a whole (an error when one of them is annotated).
+// Backward ops take their forward op's spec and update ops shard over the axes that shard the forward op's weights
+// (with `zero_axis`, over that axis too); ops of unknown types are replicated and named in the result. Every lowered
+// op covers the whole mesh (its unused axes hold copies), so a colocation group always lands on one device set.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +50,6 @@ struct ShardingPlan {
   std::vector<OpId> replicated;                // forward ops whose output stayed fully replicated
   std::vector<OpId> unknown_ops;               // forward ops of types without a rule (replicated)
   std::vector<std::string> unknown_types;      // their types, sorted, each once
-  std::vector<OpId> colocation_fallbacks;      // ops replicated because their colocation group disagreed
   int32_t iterations = 0;                      // sweeps (forward + backward) until the fixpoint
 };
 
@@ -61,13 +60,15 @@ bool HasShardingRule(std::string_view type);
 
 // Propagates `annotations` over `graph` on `mesh`. Errors (prefixed with the annotation's origin): an annotation
 // that matches no forward op, that does not fit a matched op (rank, unknown split, shard counts), two annotations
-// giving one op different specs, annotated ops of one colocation group that lower to different devices.
+// giving one op different specs. `zero_axis` (ZeRO, -1: none): a mesh axis that also shards every weight update (and
+// so the optimizer state) whose forward op splits its data over it.
 Expected<ShardingPlan> PropagateSharding(const Graph& graph, const Mesh& mesh,
-                                         const std::vector<ShardingAnnotation>& annotations);
+                                         const std::vector<ShardingAnnotation>& annotations, int32_t zero_axis = -1);
 
 // Per annotation: whether it is needed, i.e. propagating `plan`'s annotations without it gives some op another spec
 // (or fails). An annotation that is not needed is implied by the others. Costs one propagation per annotation.
 std::vector<char> NeededAnnotations(const Graph& graph, const Mesh& mesh,
-                                    const std::vector<ShardingAnnotation>& annotations, const ShardingPlan& plan);
+                                    const std::vector<ShardingAnnotation>& annotations, const ShardingPlan& plan,
+                                    int32_t zero_axis = -1);
 
 }  // namespace devplace

@@ -34,6 +34,16 @@ std::optional<OpConfig> SplitConfig(const Op& op, const std::vector<DeviceId>& d
   return std::nullopt;
 }
 
+namespace {
+
+// Whether `devices` holds exactly the devices of `sorted` (sorted, no repeats), in any order.
+bool SameDeviceSet(std::vector<DeviceId> devices, const std::vector<DeviceId>& sorted) {
+  std::sort(devices.begin(), devices.end());
+  return devices == sorted;
+}
+
+}  // namespace
+
 Status ValidateStrategy(const Strategy& strategy, const Graph& graph, const Topology& topology) {
   if (static_cast<int32_t>(strategy.configs.size()) != graph.num_ops())
     return Error{"strategy has " + std::to_string(strategy.configs.size()) + " op configs but graph '" + graph.name() +
@@ -65,15 +75,13 @@ Status ValidateStrategy(const Strategy& strategy, const Graph& graph, const Topo
                      "]");
         parts *= c.degrees[k];
       }
-      if (parts != c.num_parts())
+      if (c.num_parts() % parts != 0)
         return err("partition degrees multiply to " + std::to_string(parts) + " parts but " +
-                   std::to_string(c.num_parts()) + " devices are given");
-    } else if (c.num_parts() != 1) {
-      return err("several devices need partition degrees");
+                   std::to_string(c.num_parts()) + " devices are given (not a whole number of copies)");
     }
     if (!op.colocation.empty()) {
       auto [it, inserted] = group_leader.emplace(op.colocation, i);
-      if (!inserted && strategy.configs[it->second].devices != c.devices)
+      if (!inserted && !SameDeviceSet(strategy.configs[it->second].devices, sorted))
         return err("is in colocation group '" + op.colocation + "' with '" + graph.op(it->second).name +
                    "' but placed differently");
     }

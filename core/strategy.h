@@ -12,8 +12,8 @@
 
 namespace devplace {
 
-// How one op runs. `degrees` is either empty (no partitioning) or has one entry per op.dims, each >= 1,
-// and their product equals devices.size(); part p (row-major over degrees) runs on devices[p].
+// How one op runs. `degrees`: empty (one part) or one entry >= 1 per op.dims, multiplying to P parts. Copy c of
+// part p (row-major over degrees) runs on devices[c * P + p]; devices.size() = P x copies (copies run redundantly).
 struct OpConfig {
   std::vector<DeviceId> devices;
   std::vector<int32_t> degrees;
@@ -43,8 +43,8 @@ struct Strategy {
 std::optional<OpConfig> SplitConfig(const Op& op, const std::vector<DeviceId>& devices);
 
 // Checks that `strategy` fits `graph` and `topology`: one config per op, known devices, degree vectors that
-// match the op's dims and multiply to the device count, no device used twice by one op, and colocated
-// ops placed identically. Errors name the op, e.g. "op 'fc1': device 9 is not in topology 'dgx1' (8 devices)".
+// match the op's dims and multiply to a divisor of the device count, no device used twice by one op, colocated
+// ops on the same devices. Errors name the op, e.g. "op 'fc1': device 9 is not in topology 'dgx1' (8 devices)".
 Status ValidateStrategy(const Strategy& strategy, const Graph& graph, const Topology& topology);
 
 }  // namespace devplace

@@ -126,7 +126,7 @@ double CostModel::ComputeTime(const Graph& graph, OpId op, const OpConfig& confi
   work.op = &graph.op(op);
   work.bytes_accessed = sim::PartBytesAccessed(graph, op, config, part, &shape);
   work.shape = shape;
-  work.flops = work.op->flops / config.num_parts();
+  work.flops = work.op->flops / sim::Layout(*work.op, config).distinct;
   return impl_->Cost(work, device).seconds;
 }
 

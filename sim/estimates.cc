@@ -18,7 +18,8 @@ int64_t OpMemoryEstimate(const Op& op, double optimizer_state_factor) {
 }
 
 int64_t OpPartMemoryEstimate(const Op& op, const OpConfig& config, double optimizer_state_factor) {
-  const int64_t n = config.num_parts();
+  int64_t n = 1;  // distinct parts (copies hold what their part holds)
+  for (int32_t d : config.degrees) n *= d;
   bool replicated = false;
   for (size_t k = 0; k < config.degrees.size(); ++k)
     replicated |= config.degrees[k] > 1 && op.dims[k].kind == DimKind::kSample;

@@ -65,11 +65,19 @@ PartLayout Layout(const Op& op, const OpConfig& config) {
   layout.parts = config.num_parts();
   for (size_t j = 0; j < config.degrees.size(); ++j) {
     const int32_t d = config.degrees[j];
+    layout.distinct *= d;
     if (op.dims[j].kind == DimKind::kReduction) layout.reduction *= d;
     if (IsShardKind(op.dims[j].kind)) layout.shards *= d;
     else layout.replicas *= d;
   }
+  layout.copies = layout.parts / layout.distinct;
   return layout;
+}
+
+int32_t CopyIndex(const OpConfig& config, int32_t part) {
+  int32_t distinct = 1;
+  for (int32_t d : config.degrees) distinct *= d;
+  return part / distinct;
 }
 
 int32_t ReductionIndex(const Op& op, const OpConfig& config, int32_t part) {
@@ -77,7 +85,9 @@ int32_t ReductionIndex(const Op& op, const OpConfig& config, int32_t part) {
 }
 
 int32_t ReductionRing(const Op& op, const OpConfig& config, int32_t part) {
-  return CombinedIndex(op, config, part, [](const PartitionDim& d) { return d.kind != DimKind::kReduction; });
+  const PartLayout layout = Layout(op, config);
+  return CopyIndex(config, part) * (layout.distinct / layout.reduction) +
+         CombinedIndex(op, config, part, [](const PartitionDim& d) { return d.kind != DimKind::kReduction; });
 }
 
 int32_t ShardIndex(const Op& op, const OpConfig& config, int32_t part) {

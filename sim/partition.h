@@ -30,15 +30,20 @@ int64_t OverlapVolume(const Box& a, const Box& b);
 
 // How an op's parts are laid out under a config.
 struct PartLayout {
-  int32_t parts = 1;
+  int32_t parts = 1;      // tasks: distinct parts x copies (config.num_parts())
+  int32_t distinct = 1;   // product of the degrees: parts computing different regions
+  int32_t copies = 1;     // parts / distinct: redundant copies of every distinct part (OpConfig)
   int32_t reduction = 1;  // product of reduction-dim degrees: parts in one reduction ring
   int32_t shards = 1;     // product of parameter- and reduction-dim degrees: distinct weight shards
-  int32_t replicas = 1;   // product of sample- and attribute-dim degrees: copies of each weight shard
+  int32_t replicas = 1;   // product of sample- and attribute-dim degrees: replicas of each weight shard in one copy
 };
 PartLayout Layout(const Op& op, const OpConfig& config);
 
-// Index of `part` within its reduction ring (0 .. reduction-1) and the ring's id (parts with equal non-reduction
-// indices share a ring; ids are 0 .. parts/reduction-1).
+// Copy index of `part` (0 .. copies-1); parts p and p + distinct compute the same region.
+int32_t CopyIndex(const OpConfig& config, int32_t part);
+
+// Index of `part` within its reduction ring (0 .. reduction-1) and the ring's id (parts of one copy with equal
+// non-reduction indices share a ring; ids are 0 .. parts/reduction-1).
 int32_t ReductionIndex(const Op& op, const OpConfig& config, int32_t part);
 int32_t ReductionRing(const Op& op, const OpConfig& config, int32_t part);
 // Weight shard of `part` (0 .. shards-1) and its replica index (0 .. replicas-1).

@@ -22,10 +22,7 @@ Status CheckConfig(const Graph& graph, const Topology& topology, OpId op, const 
       if (c.devices[j] == c.devices[k])
         return err("device '" + topology.device(c.devices[k]).name + "' is listed twice");
   }
-  if (c.degrees.empty()) {
-    if (c.num_parts() != 1) return err("several devices need partition degrees");
-    return Status::Ok();
-  }
+  if (c.degrees.empty()) return Status::Ok();  // one part, on every device (copies)
   if (c.degrees.size() != o.dims.size())
     return err("has " + std::to_string(c.degrees.size()) + " partition degrees but " +
                std::to_string(o.dims.size()) + " partitionable dimensions");
@@ -36,9 +33,9 @@ Status CheckConfig(const Graph& graph, const Topology& topology, OpId op, const 
                  " must be in [1, " + std::to_string(o.dims[k].size) + "]");
     parts *= c.degrees[k];
   }
-  if (parts != c.num_parts())
+  if (c.num_parts() % parts != 0)
     return err("partition degrees multiply to " + std::to_string(parts) + " parts but " +
-               std::to_string(c.num_parts()) + " devices are given");
+               std::to_string(c.num_parts()) + " devices are given (not a whole number of copies)");
   return Status::Ok();
 }
 

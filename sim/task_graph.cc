@@ -192,7 +192,7 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
     work.op = &o;
     work.bytes_accessed = PartBytesAccessed(graph_, op, config, p, &shape_scratch_);
     work.shape = shape_scratch_;
-    work.flops = o.flops / parts;
+    work.flops = o.flops / layout.distinct;
     const DeviceId device = config.devices[p];
     const PartCost c = cost_.Cost(work, topology_.device(device));
     DEVPLACE_CHECK(c.seconds > 0 && std::isfinite(c.seconds), "cost model returned a non-positive time");
@@ -227,10 +227,12 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
   }
   const int64_t param = param_bytes_[op];
   if (o.role == OpRole::kBackward && param > 0 && layout.replicas > 1) {
-    // Gradient synchronisation: a ring all-reduce of each weight shard's gradient among its replicas.
-    for (int32_t shard = 0; shard < layout.shards; ++shard) {
+    // Gradient synchronisation: a ring all-reduce of each weight shard's gradient among its replicas, in every
+    // copy (copies compute the same gradients, so they need no exchange between them).
+    for (int32_t ring = 0; ring < layout.copies * layout.shards; ++ring) {
+      const int32_t copy = ring / layout.shards, shard = ring % layout.shards;
       members.assign(static_cast<size_t>(layout.replicas), -1);
-      for (int32_t p = 0; p < parts; ++p)
+      for (int32_t p = copy * layout.distinct; p < (copy + 1) * layout.distinct; ++p)
         if (ShardIndex(o, config, p) == shard) members[ReplicaIndex(o, config, p)] = p;
       const int32_t r = layout.replicas;
       const int64_t shard_bytes = Scale(param, shard + 1, layout.shards) - Scale(param, shard, layout.shards);
@@ -285,10 +287,18 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
   if (cu.num_parts() == 1 && cv.num_parts() == 1) {
     connect(0, 0, e.bytes);
   } else if (weight_gradient) {
-    // The weight gradient: each shard is read from one replica, the consumer's own device when it holds one.
+    // The weight gradient: an update part reads the bytes of each weight shard that its own slice of the weights
+    // (its region of the flat update op) covers, from one replica, the consumer's own device when it holds one.
     const PartLayout lu = Layout(u, cu);
+    const int64_t elements = v.shape.size() == 1 ? std::max<int64_t>(1, v.shape[0]) : 1;
     for (int32_t q = 0; q < cv.num_parts(); ++q) {
+      const Box region = ComputedBox(v, cv, q);
+      const int64_t lo = v.shape.size() == 1 ? region.lo[0] : 0, hi = v.shape.size() == 1 ? region.hi[0] : 1;
       for (int32_t shard = 0; shard < lu.shards; ++shard) {
+        // Shard `shard` covers [shard / shards, (shard + 1) / shards) of the weights, the part [lo, hi) / elements.
+        if (!(static_cast<__int128>(lo) * lu.shards < static_cast<__int128>(shard + 1) * elements &&
+              static_cast<__int128>(shard) * elements < static_cast<__int128>(hi) * lu.shards))
+          continue;
         int32_t source = -1;
         for (int32_t p = 0; p < cu.num_parts(); ++p) {
           if (ShardIndex(u, cu, p) != shard) continue;
@@ -298,22 +308,43 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
           }
           if (source < 0 || ReplicaIndex(u, cu, p) < ReplicaIndex(u, cu, source)) source = p;
         }
-        connect(source, q, Scale(e.bytes, shard + 1, lu.shards) - Scale(e.bytes, shard, lu.shards));
+        const int64_t bytes = std::min(Scale(e.bytes, shard + 1, lu.shards), Scale(e.bytes, hi, elements)) -
+                              std::max(Scale(e.bytes, shard, lu.shards), Scale(e.bytes, lo, elements));
+        connect(source, q, std::max<int64_t>(0, bytes));
       }
     }
   } else {
+    // Every distinct region the consumer part needs is read from one copy of its owner: the one on the consumer's
+    // device, else the one the fewest links away (the lowest copy on ties).
+    const PartLayout lu = Layout(u, cu);
     const int64_t volume = std::max<int64_t>(1, NumElements(u));
-    std::vector<Box> owned(static_cast<size_t>(cu.num_parts()));
-    for (int32_t p = 0; p < cu.num_parts(); ++p) owned[p] = OwnedBox(u, cu, p);
+    std::vector<Box> owned(static_cast<size_t>(lu.distinct));
+    for (int32_t p = 0; p < lu.distinct; ++p) owned[p] = OwnedBox(u, cu, p);
     for (int32_t q = 0; q < cv.num_parts(); ++q) {
       const Box need = NeededBox(v, cv, q, u);
-      for (int32_t p = 0; p < cu.num_parts(); ++p) {
+      for (int32_t p = 0; p < lu.distinct; ++p) {
         const int64_t overlap = OverlapVolume(owned[p], need);
-        if (overlap > 0) connect(p, q, Scale(e.bytes, overlap, volume));
+        if (overlap > 0) connect(NearestCopy(cu, lu, p, cv.devices[q]), q, Scale(e.bytes, overlap, volume));
       }
     }
   }
   tg->group_dep_count[group] = static_cast<int32_t>(tg->dep_from.size()) - tg->group_dep_begin[group];
+}
+
+int32_t TaskBuilder::NearestCopy(const OpConfig& config, const PartLayout& layout, int32_t part,
+                                 DeviceId device) const {
+  int32_t best = part;
+  size_t best_hops = SIZE_MAX;
+  for (int32_t c = 0; c < layout.copies; ++c) {
+    const int32_t p = part + c * layout.distinct;
+    if (config.devices[p] == device) return p;
+    const size_t hops = topology_.route(config.devices[p], device).size();
+    if (hops < best_hops) {
+      best = p;
+      best_hops = hops;
+    }
+  }
+  return best;
 }
 
 void TaskBuilder::AddStaticMemory(OpId op, const OpConfig& config, std::vector<int64_t>* per_device) const {

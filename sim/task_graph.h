@@ -14,6 +14,7 @@
 #include "core/strategy.h"
 #include "core/topology.h"
 #include "sim/cost_model.h"
+#include "sim/partition.h"
 #include "sim/simulator.h"
 
 namespace devplace::sim {
@@ -172,6 +173,9 @@ class TaskBuilder {
   void AppendRing(TaskGraph* tg, int32_t group, OpId op, const OpConfig& config,
                   const std::vector<int32_t>& members, int64_t bytes, int32_t steps);
   static void AddDep(TaskGraph* tg, int32_t from, int32_t to);
+  // The copy of distinct part `part` of `config` that a reader on `device` uses: the one on `device`, else the one
+  // whose route to it has the fewest links (the lowest copy on ties).
+  int32_t NearestCopy(const OpConfig& config, const PartLayout& layout, int32_t part, DeviceId device) const;
 
   const Graph& graph_;
   const Topology& topology_;

@@ -342,7 +342,9 @@ TEST(StrategyJson, PartitionedConfigsRoundTrip) {
   Expected<Strategy> back = StrategyFromJson(StrategyToJson(s, g, t), "p.json", g, t);
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, s);
-  s.configs[g.find("fc/update")] = OpConfig{{0, 1}, {2}};
+  s.configs[g.find("fc/update")] = OpConfig{{0, 1}, {2}};  // the same devices, in another order
+  EXPECT_TRUE(ValidateStrategy(s, g, t).ok());
+  s.configs[g.find("fc/update")] = OpConfig{{0}, {}};
   Status st = ValidateStrategy(s, g, t);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message, "op 'fc/update': is in colocation group 'fc' with 'fc' but placed differently");

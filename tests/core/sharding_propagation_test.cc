@@ -50,8 +50,8 @@ TEST(ShardingPropagation, MegatronMlpIsPartialExactlyAfterTheRowParallelMatmul) 
   EXPECT_EQ(Formatted(g, *plan, m, "loss"), "[data]");
   EXPECT_EQ(Formatted(g, *plan, m, "labels"), "[data, -]");  // backward, from the loss
   EXPECT_EQ(Formatted(g, *plan, m, "ffn1/grad"), "[data, -, model]");
-  EXPECT_EQ(Formatted(g, *plan, m, "ffn2/update"), "[(data, model)]");
-  EXPECT_EQ(Formatted(g, *plan, m, "ln/update"), "[data]");
+  EXPECT_EQ(Formatted(g, *plan, m, "ffn2/update"), "[model]");  // its data replicas update it alike (copies)
+  EXPECT_EQ(Formatted(g, *plan, m, "ln/update"), "[-]");
   std::vector<std::string> partial;
   for (OpId o = 0; o < g.num_ops(); ++o)
     if (!plan->specs[o].partial.empty()) partial.push_back(g.op(o).name);
@@ -63,7 +63,14 @@ TEST(ShardingPropagation, MegatronMlpIsPartialExactlyAfterTheRowParallelMatmul) 
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_TRUE(ValidateStrategy(*s, g, Gpus(8)).ok());
   EXPECT_EQ(s->configs[g.find("ffn2")], (OpConfig{{0, 1, 2, 3, 4, 5, 6, 7}, {2, 1, 1, 4}}));
-  EXPECT_EQ(s->configs[g.find("ln/update")], (OpConfig{{0, 4}, {2}}));
+  EXPECT_EQ(s->configs[g.find("ln/update")], (OpConfig{{0, 1, 2, 3, 4, 5, 6, 7}, {}}));
+  EXPECT_EQ(s->configs[g.find("ffn2/update")], (OpConfig{{0, 1, 2, 3, 4, 5, 6, 7}, {4}}));
+  // ZeRO over the data axis shards the updates (and so the optimizer state) over it too.
+  Expected<ShardingPlan> zero =
+      PropagateSharding(g, m, {Ann("x", {{0}, {}, {}}), Ann("ffn1", {{0}, {}, {1}})}, /*zero_axis=*/0);
+  ASSERT_TRUE(zero.ok()) << zero.error().message;
+  EXPECT_EQ(Formatted(g, *zero, m, "ffn2/update"), "[(data, model)]");
+  EXPECT_EQ(Formatted(g, *zero, m, "ln/update"), "[data]");
 }
 
 TEST(ShardingPropagation, NamesTheAnnotationsThatAreNeeded) {
@@ -166,11 +173,13 @@ TEST(ShardingPropagation, ColocatedOpsLandTogether) {
   n.Add("b", "relu", {8, 16}, 0, {D(DimKind::kSample, 0, 0, 8), D(DimKind::kAttribute, 1, 1, 16)}, {a}, "g");
   const Graph g = std::move(n).Forward();
   const Mesh m = MeshFromShorthand("2x2", {}, Gpus(4)).value();
+  // Different specs still cover the same devices (b's parts are copied over the model axis): colocation holds.
   Expected<ShardingPlan> both = PropagateSharding(g, m, {Ann("a", {{0}, {1}}), Ann("b", {{0}, {}})});
-  ASSERT_FALSE(both.ok());
-  EXPECT_EQ(both.error().message,
-            "s.yaml: annotations[a]: op 'a' shares colocation group 'g' with ops on other devices (e.g. 'b'); "
-            "annotate them alike");
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  Expected<Strategy> lowered = LowerSpecs(g, both->specs, m);
+  ASSERT_TRUE(lowered.ok());
+  EXPECT_TRUE(ValidateStrategy(*lowered, g, Gpus(4)).ok());
+  EXPECT_EQ(lowered->configs[g.find("b")], (OpConfig{{0, 2, 1, 3}, {2, 1}}));
   Expected<ShardingPlan> one = PropagateSharding(g, m, {Ann("x", {{0}, {}})});
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(one->specs[a], one->specs[g.find("b")]);

@@ -34,13 +34,13 @@ TEST(Sharding, LowersColumnAndRowParallelMatmulsOnA2x4Mesh) {
   ASSERT_TRUE(swapped.ok());
   EXPECT_EQ(swapped->degrees, (std::vector<int32_t>{1, 1, 8, 1}));
   EXPECT_EQ(swapped->devices, (std::vector<DeviceId>{0, 4, 1, 5, 2, 6, 3, 7}));
-  // Replicated over the model axis: one copy, on the first model slice.
+  // Replicated over the model axis: the 2 data parts copied on every model slice (copy c on devices[2c], [2c + 1]).
   Expected<OpConfig> data_only = LowerSpec(g.op(g.find("ln")), Spec({{0}, {}, {}}), m);
   ASSERT_TRUE(data_only.ok());
-  EXPECT_EQ(data_only->devices, (std::vector<DeviceId>{0, 4}));
+  EXPECT_EQ(data_only->devices, (std::vector<DeviceId>{0, 4, 1, 5, 2, 6, 3, 7}));
   Expected<OpConfig> none = LowerSpec(g.op(g.find("ln")), ShardingSpec::Replicated(3), m);
   ASSERT_TRUE(none.ok());
-  EXPECT_EQ(*none, (OpConfig{{0}, {}}));
+  EXPECT_EQ(*none, (OpConfig{{0, 1, 2, 3, 4, 5, 6, 7}, {}}));
   EXPECT_EQ(FormatSpec(Spec({{0}, {}, {}}, {1}), m), "[data, -, -] partial(model)");
   EXPECT_EQ(FormatSpec(Spec({{1, 0}}), m), "[(model, data)]");
 }
@@ -96,10 +96,24 @@ TEST(Sharding, LoweringThenLiftingRoundTrips) {
   EXPECT_GT(checked, 500);
   const Mesh m = MeshFromShorthand("2x4", {}, t).value();
   const Op& ffn1 = g.op(g.find("ffn1"));
-  EXPECT_FALSE(LiftConfig(ffn1, OpConfig{{5}, {}}, m).has_value());                       // not the first device
+  EXPECT_FALSE(LiftConfig(ffn1, OpConfig{{5}, {}}, m).has_value());                       // not copied over the mesh
+  EXPECT_FALSE(LiftConfig(ffn1, OpConfig{{0}, {}}, m).has_value());                       // one copy only
   EXPECT_FALSE(LiftConfig(ffn1, OpConfig{{0, 2}, {2, 1, 1, 1}}, m).has_value());          // not a mesh slice
   EXPECT_FALSE(LiftConfig(ffn1, OpConfig{{1, 0, 2, 3}, {1, 1, 4, 1}}, m).has_value());    // not in mesh order
-  EXPECT_EQ(LiftConfig(ffn1, OpConfig{{0}, {1, 1, 1, 1}}, m), ShardingSpec::Replicated(3));
+  EXPECT_EQ(LiftConfig(ffn1, OpConfig{{0, 1, 2, 3, 4, 5, 6, 7}, {}}, m), ShardingSpec::Replicated(3));
+  EXPECT_EQ(LiftConfig(ffn1, OpConfig{{0, 1, 2, 3, 4, 5, 6, 7}, {1, 1, 1, 1}}, m), ShardingSpec::Replicated(3));
+}
+
+// An op replicated over a mesh axis runs on every device of it: the axes a spec leaves unused index the copies.
+TEST(Sharding, ReplicatedAxesLowerToCopies) {
+  const Graph g = MlpBlock(true);
+  const Mesh m = MeshFromShorthand("2x4", {}, Gpus(8)).value();
+  const Op& ffn1 = g.op(g.find("ffn1"));
+  // Split over data only: 2 parts, each copied over the 4 model positions (copy c of part p on devices[c * 2 + p]).
+  EXPECT_EQ(LowerSpec(ffn1, Spec({{0}, {}, {}}), m).value(), (OpConfig{{0, 4, 1, 5, 2, 6, 3, 7}, {2, 1, 1, 1}}));
+  // Split over model only: 4 parts copied over the 2 data positions.
+  EXPECT_EQ(LowerSpec(ffn1, Spec({{}, {}, {1}}), m).value(), (OpConfig{{0, 1, 2, 3, 4, 5, 6, 7}, {1, 1, 4, 1}}));
+  EXPECT_EQ(LowerSpec(ffn1, Spec({{}, {}, {}}), m).value(), (OpConfig{{0, 1, 2, 3, 4, 5, 6, 7}, {}}));
 }
 
 TEST(Sharding, ReshardingStepsNameTheCollectives) {

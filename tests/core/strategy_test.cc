@@ -39,9 +39,13 @@ TEST(Strategy, PlainPlacementsAndPartitionedConfigsValidate) {
   EXPECT_TRUE(s.is_plain_placement());
   EXPECT_EQ(Validate(s, f), "");
   s.configs[0] = OpConfig{{0, 1}, {2, 1}};
-  s.configs[1] = OpConfig{{0, 1}, {}};
+  s.configs[1] = OpConfig{{0, 1}, {}};  // one part, copied on both devices
   EXPECT_FALSE(s.is_plain_placement());
-  EXPECT_EQ(Validate(s, f), "op 'b': several devices need partition degrees");
+  EXPECT_EQ(Validate(s, f), "");
+  s.configs[0] = OpConfig{{1, 0}, {2, 1}};  // the same devices in another order: still colocated
+  EXPECT_EQ(Validate(s, f), "");
+  s.configs[1] = OpConfig{{0}, {}};
+  EXPECT_EQ(Validate(s, f), "op 'b': is in colocation group 'grp' with 'a' but placed differently");
 }
 
 TEST(Strategy, RejectsMismatchesWithClearMessages) {
@@ -52,7 +56,8 @@ TEST(Strategy, RejectsMismatchesWithClearMessages) {
             "op 'b': is in colocation group 'grp' with 'a' but placed differently");
   Strategy s = Strategy::AllOn(3, 0);
   s.configs[0] = OpConfig{{0, 1}, {2, 2}};
-  EXPECT_EQ(Validate(s, f), "op 'a': partition degrees multiply to 4 parts but 2 devices are given");
+  EXPECT_EQ(Validate(s, f),
+            "op 'a': partition degrees multiply to 4 parts but 2 devices are given (not a whole number of copies)");
   s.configs[0] = OpConfig{{0, 1}, {2}};
   EXPECT_EQ(Validate(s, f), "op 'a': has 1 partition degrees but 2 partitionable dimensions");
   s.configs[0] = OpConfig{{0, 0}, {2, 1}};

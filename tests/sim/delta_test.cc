@@ -1,6 +1,8 @@
 // Delta simulation equals full simulation, bit for bit, over many random single-op changes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/topology_yaml.h"
 #include "core/training_graph.h"
 #include "datasets/families.h"
@@ -117,6 +119,47 @@ TEST(DeltaSimulator, EqualsFullSimulationOnRandomChanges) {
     EXPECT_LT(retimed, static_cast<int64_t>(c.changes) * delta->result().num_tasks) << c.name;
   }
   EXPECT_GE(total, 1000);
+}
+
+// `config` run as 1, 2 or 4 copies (as far as the devices go), the copies on further devices in random order.
+OpConfig WithCopies(OpConfig config, int num_devices, std::mt19937_64& rng) {
+  const int parts = config.num_parts();
+  const int copies = std::min(1 << testing::UniformInt(rng, 3), num_devices / parts);
+  std::vector<DeviceId> rest;
+  for (DeviceId d = 0; d < num_devices; ++d)
+    if (std::find(config.devices.begin(), config.devices.end(), d) == config.devices.end()) rest.push_back(d);
+  for (int i = static_cast<int>(rest.size()) - 1; i > 0; --i) std::swap(rest[i], rest[testing::UniformInt(rng, i + 1)]);
+  config.devices.insert(config.devices.end(), rest.begin(), rest.begin() + (copies - 1) * parts);
+  return config;
+}
+
+// Copies (ops replicated over a mesh axis): their compute tasks, per-copy gradient rings and nearest-copy reads
+// change like any other group.
+TEST(DeltaSimulator, EqualsFullSimulationWithCopies) {
+  std::vector<Case> cases;
+  cases.push_back({"copies/star", 5, 40, testing::Star(4, 25e9, 1e-6), 0.4, 200});
+  cases.push_back({"copies/two-hosts", 6, 40, testing::TwoHosts(2, 12e9, 3e-6), 0.4, 200});
+  for (const Case& c : cases) {
+    const Graph graph = RandomTrainingGraph(c.seed, c.ops);
+    const CostModel cost = MakeAnalyticCostModel();
+    std::mt19937_64 rng(c.seed * 104729);
+    const int devices = c.topology.num_devices();
+    Strategy initial = RandomStrategy(graph, devices, c.p_partition, rng);
+    for (OpConfig& config : initial.configs) config = WithCopies(config, devices, rng);
+    Expected<DeltaSimulator> delta = DeltaSimulator::Create(graph, c.topology, initial, cost);
+    ASSERT_TRUE(delta.ok()) << delta.error().message;
+    int with_copies = 0;
+    for (int k = 0; k < c.changes; ++k) {
+      const OpId op = testing::UniformInt(rng, graph.num_ops());
+      const OpConfig config = WithCopies(RandomConfig(graph, op, devices, c.p_partition, rng), devices, rng);
+      int64_t parts = 1;
+      for (int32_t d : config.degrees) parts *= d;
+      with_copies += config.num_parts() > parts ? 1 : 0;
+      ChangeCheckAndUndoEven(*delta, graph, c.topology, cost, op, config, k);
+      if (::testing::Test::HasFailure()) return;
+    }
+    EXPECT_GT(with_copies, c.changes / 4) << c.name;
+  }
 }
 
 // Larger graphs span many chunks of the delta simulator's order layout (shifts applied per chunk, chunk-level
