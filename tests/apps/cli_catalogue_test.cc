@@ -275,9 +275,48 @@ std::vector<BadInput> CommandCases() {
   };
 }
 
+// A forward graph whose ops can be sharded: x [6, 256] (batch, features) -> fc (matmul).
+const std::string kShardGraph = R"({"format": "devplace.graph", "version": 1, "name": "sg",
+ "ops": [{"name": "x", "type": "input", "shape": [6, 256],
+          "dims": [{"kind": "sample", "output_axis": 0, "input_axis": 0, "size": 6},
+                   {"kind": "attribute", "output_axis": 1, "input_axis": 1, "size": 256}]},
+         {"name": "fc", "type": "matmul", "shape": [6, 256], "param_bytes": 262144, "flops": 786432,
+          "dims": [{"kind": "sample", "output_axis": 0, "input_axis": 0, "size": 6},
+                   {"kind": "parameter", "output_axis": 1, "input_axis": -1, "size": 256},
+                   {"kind": "reduction", "output_axis": -1, "input_axis": 1, "size": 256}]}],
+ "edges": [[0, 1, 6144]]})";
+
+// `devplace shard` on the graph above and the pair topology with sharding spec `spec`: bad specs (issue 17).
+std::vector<BadInput> ShardCases() {
+  const std::vector<std::string> shard = {"shard", "-g", "g.json", "-t", "t.yaml", "--spec", "s.yaml", "-o",
+                                          "out.json"};
+  const std::string mesh = "mesh: {shape: [2], axes: [data]}\n";
+  auto files = [&](const std::string& spec, const std::string& graph = kShardGraph) {
+    return Files{{"g.json", graph}, {"t.yaml", T}, {"s.yaml", spec}};
+  };
+  return {
+      {"ShardUnknownMeshAxis", shard, files(mesh + "annotations:\n  - {ops: x, spec: [modle]}\n"), 1,
+       "s.yaml: annotations[0].spec[0]: unknown mesh axis 'modle'"},
+      {"ShardAxisUsedTwice", shard,
+       files("mesh: {shape: [1, 2], axes: [data, model]}\nannotations:\n  - {ops: x, spec: [model, model]}\n"), 1,
+       "s.yaml: annotations[0].spec[1]: mesh axis 'model' is used twice in one spec"},
+      {"ShardDimensionNotDivisible", shard,
+       files(mesh + "annotations:\n  - {ops: x, spec: [data]}\n",
+             Replace(Replace(kShardGraph, "[6, 256]", "[5, 256]"), R"("size": 6})", R"("size": 5})")),
+       1, "s.yaml: annotations[0]: op 'x': axis 0 (extent 5) is not divisible by 2 shards"},
+      {"ShardConflictingAnnotations", shard,
+       files(mesh + "annotations:\n  - {ops: x, spec: [data]}\n  - {ops: \"?\", spec: [null, data]}\n"), 1,
+       "s.yaml: annotations[1]: conflicts with s.yaml: annotations[0] on op 'x'"},
+      {"ShardPatternMatchesNothing", shard, files(mesh + "annotations:\n  - {ops: ffn, spec: [data]}\n"), 1,
+       "s.yaml: annotations[0]: pattern 'ffn' matches no forward op"},
+      {"ShardUnknownZeroAxis", shard, files(mesh + "annotations:\n  - {ops: x, spec: [data]}\nzero: dta\n"), 1,
+       "s.yaml: zero: unknown mesh axis 'dta'"},
+  };
+}
+
 std::vector<BadInput> AllCases() {
   std::vector<BadInput> all;
-  for (auto part : {GraphCases(), TopologyCases(), StrategyCases(), CommandCases()})
+  for (auto part : {GraphCases(), TopologyCases(), StrategyCases(), CommandCases(), ShardCases()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
