@@ -315,18 +315,31 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
     }
   } else {
     // Every distinct region the consumer part needs is read from one copy of its owner: the one on the consumer's
-    // device, else the one the fewest links away (the lowest copy on ties).
+    // device, else the one the fewest links away (the lowest copy on ties). The sends are issued as a pairwise
+    // exchange: round k holds the sends from device d to device d + k (mod the device count), so that in an
+    // all-to-all or all-gather no device's inbound link receives from every sender at once.
     const PartLayout lu = Layout(u, cu);
     const int64_t volume = std::max<int64_t>(1, NumElements(u));
     std::vector<Box> owned(static_cast<size_t>(lu.distinct));
     for (int32_t p = 0; p < lu.distinct; ++p) owned[p] = OwnedBox(u, cu, p);
+    struct Send {
+      int32_t round, p, q;
+      int64_t bytes;
+    };
+    std::vector<Send> sends;
+    const int32_t devices = topology_.num_devices();
     for (int32_t q = 0; q < cv.num_parts(); ++q) {
       const Box need = NeededBox(v, cv, q, u);
       for (int32_t p = 0; p < lu.distinct; ++p) {
         const int64_t overlap = OverlapVolume(owned[p], need);
-        if (overlap > 0) connect(NearestCopy(cu, lu, p, cv.devices[q]), q, Scale(e.bytes, overlap, volume));
+        if (overlap == 0) continue;
+        const int32_t source = NearestCopy(cu, lu, p, cv.devices[q]);
+        sends.push_back({(cv.devices[q] - cu.devices[source] + devices) % devices, source, q,
+                         Scale(e.bytes, overlap, volume)});
       }
     }
+    std::stable_sort(sends.begin(), sends.end(), [](const Send& a, const Send& b) { return a.round < b.round; });
+    for (const Send& s : sends) connect(s.p, s.q, s.bytes);
   }
   tg->group_dep_count[group] = static_cast<int32_t>(tg->dep_from.size()) - tg->group_dep_begin[group];
 }
