@@ -124,7 +124,7 @@ class SearchRegistry {
 };
 
 // Adds the search baselines of this library (single, data-parallel, round-robin, random, expert, scotch, metis,
-// m-topo, m-etf, mcmc, tofu-dp), in that order.
+// m-topo, m-etf, mcmc, tofu-dp, auto-shard), in that order.
 void RegisterBaselineSearches(SearchRegistry* registry);
 
 // A registry holding the baselines only (RegisterBaselineSearches): for programs without the learned searches.

@@ -1,6 +1,7 @@
 #include <utility>
 
 #include "agents/search.h"
+#include "agents/auto_shard.h"
 #include "agents/baechi_placers.h"
 #include "agents/expert_placer.h"
 #include "agents/mcmc_search.h"
@@ -70,6 +71,7 @@ void RegisterBaselineSearches(SearchRegistry* registry) {
   registry->AddFunction("m-etf", PlaceMEtf);
   registry->Add("mcmc", [] { return std::make_unique<McmcSearch>(); });
   registry->Add("tofu-dp", [] { return std::make_unique<TofuDpSearch>(); });
+  registry->Add("auto-shard", [] { return std::make_unique<AutoShardSearch>(); });
 }
 
 SearchRegistry BaselineSearches() {

@@ -1,9 +1,10 @@
 // `devplace search --algo A -g G -t T [--budget-evals N] [--budget-seconds S] [--seed N] [--init P.json]
-//  [--costs C.json] -o P.json [--json]`: runs a placement algorithm, writes the strategy, and reports its
-// simulated step time with the evaluations and wall time the search used.
+//  [--costs C.json] [--mesh RxC] -o P.json [--json]`: runs a placement algorithm, writes the strategy, and reports its
+// simulated step time with the evaluations and wall time the search used. --mesh fixes auto-shard's mesh shape.
 #include <cstdio>
 #include <iostream>
 
+#include "agents/auto_shard.h"
 #include "agents/learned/learned_search.h"
 #include "agents/search.h"
 #include "apps/cli_util.h"
@@ -15,7 +16,7 @@ namespace devplace::cli {
 
 void RegisterSearchCommand(CLI::App& app, CommandContext& ctx) {
   struct Options {
-    std::string algo, graph, topology, init, costs, output;
+    std::string algo, graph, topology, init, costs, output, mesh;
     int64_t budget_evals = 0;
     double budget_seconds = 0;
     uint64_t seed = 0;
@@ -33,10 +34,16 @@ void RegisterSearchCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--seed", opts->seed, "Seed for randomised algorithms (default 0)");
   cmd->add_option("--init", opts->init, "Starting strategy, for algorithms that refine one");
   cmd->add_option("--costs", opts->costs, "Profiled cost table (default: the analytic cost model)");
+  cmd->add_option("--mesh", opts->mesh, "auto-shard's mesh shape, e.g. 2x4 (default: every 1-D and 2-D shape)");
   cmd->add_option("-o,--output", opts->output, "Output strategy JSON file")->required();
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
   cmd->callback([opts, &ctx]() {
     std::unique_ptr<SearchAlgorithm> algo = Unwrap(MakeAnySearchAlgorithm(opts->algo));
+    if (!opts->mesh.empty()) {
+      if (algo->name() != "auto-shard")
+        throw CliError("--mesh: only --algo auto-shard takes a mesh (got --algo " + opts->algo + ")");
+      algo = std::make_unique<AutoShardSearch>(AutoShardOptions{opts->mesh});
+    }
     Graph graph = LoadGraph(opts->graph);
     Topology topology = LoadTopology(opts->topology);
     Strategy initial;

@@ -311,6 +311,12 @@ std::vector<BadInput> ShardCases() {
        "s.yaml: annotations[0]: pattern 'ffn' matches no forward op"},
       {"ShardUnknownZeroAxis", shard, files(mesh + "annotations:\n  - {ops: x, spec: [data]}\nzero: dta\n"), 1,
        "s.yaml: zero: unknown mesh axis 'dta'"},
+      {"SearchMeshWithoutAutoShard",
+       {"search", "--algo", "single", "--mesh", "2", "-g", "g.json", "-t", "t.yaml", "-o", "out.json"}, files(""), 1,
+       "--mesh: only --algo auto-shard takes a mesh (got --algo single)"},
+      {"SearchAutoShardMeshTooLarge",
+       {"search", "--algo", "auto-shard", "--mesh", "3x3", "-g", "g.json", "-t", "t.yaml", "-o", "out.json"},
+       files(""), 1, "auto-shard: mesh '3x3': needs 9 devices but topology 'pair' has 2"},
   };
 }
 

@@ -1,0 +1,101 @@
+// auto-shard (agents/auto_shard.h) on a small GPT over dgx-h100's 8 GPUs: never worse than the shipped spec it
+// refines nor than data parallelism, the same result for the same seed, and one-line errors for meshes that do not
+// fit the machine.
+#include "agents/auto_shard.h"
+
+#include <gtest/gtest.h>
+
+#include "core/sharding_io.h"
+#include "core/topology_yaml.h"
+#include "datasets/gpt.h"
+#include "datasets/layers.h"
+#include "sim/objective.h"
+
+namespace devplace {
+namespace {
+
+class AutoShard : public ::testing::Test {
+ protected:
+  static Graph Gpt() {
+    LayerBuilder b("gpt-tiny");
+    BuildGpt(b, GptConfig{2, 64, 8, 16, 256, 8});
+    return std::move(b).BuildTraining().value();
+  }
+
+  // The strategy a shipped spec file propagates to.
+  Strategy Shipped(const std::string& file) const {
+    const ShardingRequest req =
+        ReadShardingRequestFile(DEVPLACE_SOURCE_DIR "/configs/sharding/" + file, topology_, {}).value();
+    const ShardingPlan plan = PropagateSharding(graph_, req.mesh, req.annotations, req.zero_axis).value();
+    return LowerSpecs(graph_, plan.specs, req.mesh).value();
+  }
+
+  StepCost Cost(const Strategy& s) const {
+    return CostOf(Simulate(graph_, topology_, s, problem_.cost, problem_.sim).value(), topology_);
+  }
+
+  SearchResult Run(const AutoShardOptions& options, const Strategy* initial, uint64_t seed, int64_t evals) const {
+    SearchRequest request;
+    request.budget.max_evaluations = evals;
+    request.seed = seed;
+    request.initial = initial;
+    Expected<SearchResult> r = AutoShardSearch(options).Search(problem_, request);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return r.ok() ? std::move(*r) : SearchResult{};
+  }
+
+  const Graph graph_ = Gpt();
+  const Topology topology_ = ReadTopologyFile(DEVPLACE_SOURCE_DIR "/configs/topologies/dgx-h100.yaml").value();
+  const SearchProblem problem_{&graph_, &topology_, MakeAnalyticCostModel(), SimOptions{}};
+};
+
+TEST_F(AutoShard, NeverWorseThanTheShippedSpecItRefinesOrDataParallelism) {
+  AutoShardOptions options;
+  options.mesh = "2x4";
+  for (const char* file : {"megatron.yaml", "data-model-2x4.yaml", "data-parallel.yaml"}) {
+    SCOPED_TRACE(file);
+    const Strategy start = Shipped(file);
+    const SearchResult r = Run(options, &start, 7, 40);
+    EXPECT_TRUE(ValidateStrategy(r.strategy, graph_, topology_).ok());
+    EXPECT_FALSE(Cost(start) < Cost(r.strategy));
+    EXPECT_FALSE(Cost(Shipped("data-parallel.yaml")) < Cost(r.strategy));
+    EXPECT_LE(r.evaluations, 40);
+    EXPECT_GT(r.evaluations, 10);  // most proposals lower and are priced
+  }
+}
+
+TEST_F(AutoShard, SameSeedSameStrategyOnEveryMeshShape) {
+  const SearchResult a = Run({}, nullptr, 3, 30);
+  const SearchResult b = Run({}, nullptr, 3, 30);
+  EXPECT_EQ(a.strategy, b.strategy);
+  EXPECT_EQ(a.evaluations, b.evaluations);
+}
+
+// Delta simulation prices a proposal exactly as a full simulation does: pricing every proposal by delta or (nearly)
+// every one by a full simulation walks the same chain to the same strategy.
+TEST_F(AutoShard, DeltaAndFullPricingWalkTheSameChain) {
+  AutoShardOptions all_delta, all_full;
+  all_delta.delta_fraction = 1.0;
+  all_full.delta_fraction = 0.0;  // only proposals changing a single op go by delta
+  const SearchResult a = Run(all_delta, nullptr, 11, 30);
+  const SearchResult b = Run(all_full, nullptr, 11, 30);
+  EXPECT_EQ(a.strategy, b.strategy);
+  EXPECT_EQ(a.evaluations, b.evaluations);
+}
+
+TEST_F(AutoShard, MeshesThatDoNotFitAreErrors) {
+  SearchRequest request;
+  request.budget.max_evaluations = 5;
+  AutoShardOptions options;
+  options.mesh = "3x4";
+  Expected<SearchResult> r = AutoShardSearch(options).Search(problem_, request);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "auto-shard: mesh '3x4': needs 12 devices but topology 'dgx-h100' has 8");
+  options.mesh = "2x2x2";
+  r = AutoShardSearch(options).Search(problem_, request);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "auto-shard: mesh '2x2x2': at most two axes (data and model)");
+}
+
+}  // namespace
+}  // namespace devplace
