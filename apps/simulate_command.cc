@@ -79,6 +79,11 @@ nlohmann::json PipelineJson(const PipelineResult& r, const PipelinePlan& plan, c
   return {{"schedule", std::string(ToString(plan.schedule))},
           {"microbatches", plan.microbatches},
           {"delay_weight_gradients", plan.delay_weight_gradients},
+          {"reshard",
+           {{"method", std::string(ToString(plan.reshard.method))},
+            {"balance", std::string(ToString(plan.reshard.balance))},
+            {"chunks", plan.reshard.chunks},
+            {"signal_only", plan.reshard.signal_only}}},
           {"bubble_fraction", r.bubble_fraction},
           {"stages", std::move(stages)}};
 }
@@ -93,7 +98,8 @@ std::string Percent(double fraction) {
 void PrintPipeline(const PipelineResult& r, const PipelinePlan& plan) {
   std::cout << "  pipeline:      " << plan.stages.size() << " stages, " << plan.microbatches << " micro-batches, "
             << ToString(plan.schedule) << (plan.delay_weight_gradients ? ", weight gradients delayed" : "")
-            << ", bubble " << Percent(r.bubble_fraction) << "\n";
+            << ", resharding " << ToString(plan.reshard.method) << "/" << ToString(plan.reshard.balance)
+            << (plan.reshard.signal_only ? " (signal only)" : "") << ", bubble " << Percent(r.bubble_fraction) << "\n";
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const PipelineStageStats& st = r.stages[s];
     std::cout << "    stage " << plan.stages[s].name << "  busy " << FormatSeconds(st.busy_seconds) << "  bubble "

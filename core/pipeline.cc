@@ -71,6 +71,36 @@ bool ParsePipelineSchedule(std::string_view text, PipelineSchedule* schedule) {
   return false;
 }
 
+Mesh StageMesh(const PipelineStage& stage) {
+  Mesh mesh;
+  mesh.name = stage.name;
+  if (stage.shape.empty()) mesh.shape = {static_cast<int64_t>(stage.devices.size())};
+  for (int32_t extent : stage.shape) mesh.shape.push_back(extent);
+  for (size_t a = 0; a < mesh.shape.size(); ++a) mesh.axes.push_back(std::string(1, 'a').append(std::to_string(a)));
+  mesh.devices = stage.devices;
+  return mesh;
+}
+
+Expected<ShardingSpec> StageSpec(const PipelineStage& stage) {
+  const Mesh mesh = StageMesh(stage);
+  if (stage.spec.empty()) {
+    ShardingSpec spec = ShardingSpec::Replicated(2);
+    for (int32_t a = 0; a < mesh.rank(); ++a) spec.dims[0].push_back(a);
+    return spec;
+  }
+  Expected<ShardingSpec> spec = ParseAlpaSpec(stage.spec, mesh);
+  if (!spec.ok()) return StageError(stage, spec.error().message);
+  if (spec->dims.size() != 2)
+    return StageError(stage, "spec '" + stage.spec + "' has " + std::to_string(spec->dims.size()) +
+                                 " entries; expected 2 (samples, features)");
+  std::vector<char> used(static_cast<size_t>(mesh.rank()), 0);
+  for (const std::vector<int32_t>& axes : spec->dims)
+    for (int32_t a : axes)
+      if (used[a]++)
+        return StageError(stage, "spec '" + stage.spec + "' uses mesh axis " + std::to_string(a) + " twice");
+  return spec;
+}
+
 std::vector<std::string> ForwardLayerOrder(const Graph& graph) {
   std::vector<std::string> layers;
   std::unordered_map<std::string, int32_t> seen;
@@ -145,7 +175,11 @@ Status ValidatePipelinePlan(const PipelinePlan& plan, const Graph& graph, const 
         return StageError(stage, "shape has " + std::to_string(product) + " places but " +
                                      std::to_string(stage.devices.size()) + " devices are given");
     }
+    if (Expected<ShardingSpec> spec = StageSpec(stage); !spec.ok()) return spec.error();
   }
+  if (plan.reshard.chunks < 1 || plan.reshard.chunks > kMaxReshardChunks)
+    return Error{"reshard.chunks: must be in [1, " + std::to_string(kMaxReshardChunks) + "], got " +
+                 std::to_string(plan.reshard.chunks)};
   Expected<std::vector<int32_t>> stage_of = AssignStages(plan, graph);
   if (!stage_of) return stage_of.error();
   int64_t batch = 0;  // the largest sample dimension of the graph

@@ -2,10 +2,9 @@
 // streamed through them under a schedule (GPipe, 1F1B, eager-1F1B). A PipelinePlan is a value type; the
 // simulator prices it (sim/pipeline.h) and core/pipeline_json.h reads and writes it. Format: docs/formats.md.
 //
-// Submeshes: until core's Mesh lands, a stage's submesh is its device list (row-major) plus an optional shape.
-// Once core/mesh.h exists, a stage maps to a Mesh slice of the same shape over the same devices, and gains an
-// optional ShardingSpec for its ops; a stage of k > 1 devices without a spec keeps the meaning it has here
-// (data parallelism over all k devices, the ops split along their sample dimension as SplitConfig does).
+// Submeshes: a stage's submesh is its device list (row-major) over an optional shape (StageMesh). Its `spec` lays
+// out the tensors it sends and receives on that submesh; tensors crossing stages are resharded between the two
+// layouts as PipelinePlan::reshard says (cross-mesh resharding, core/reshard.h).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +13,9 @@
 #include <vector>
 
 #include "core/graph.h"
+#include "core/mesh.h"
+#include "core/reshard.h"
+#include "core/sharding.h"
 #include "core/status.h"
 #include "core/topology.h"
 
@@ -51,7 +53,30 @@ struct PipelineStage {
   StageOps ops;
   std::vector<DeviceId> devices;  // the submesh's devices, row-major over `shape`
   std::vector<int32_t> shape;     // optional submesh shape, product = devices.size(); empty = 1-D
+  // Layout of every tensor the stage sends or receives, seen as a 2-D tensor [samples, features], on the stage's
+  // submesh, in Alpa's notation (ParseAlpaSpec over axes 0, 1, ... of `shape`): "S01,R" splits the samples over
+  // both axes of a 2-D submesh, "S0,R" over axis 0 only (each sample block replicated over axis 1, as a
+  // tensor-parallel stage holds its activations), "R,R" replicates them, "S0,S1" tiles them. Empty: the samples
+  // split over every axis (data parallelism). The stage's compute is priced the same for every layout (each device
+  // a 1/k share of every op); the layout decides what crosses the stages, and its sample-split axes decide which
+  // devices all-reduce a weight gradient (those holding the same weight shard: 1/t of the weights each, t the
+  // product of the other axes' extents).
+  std::string spec;
   bool operator==(const PipelineStage&) const = default;
+};
+
+// How the tensors crossing from one stage to another are carried (cross-mesh resharding, core/reshard.h): per
+// stage pair, the unit tasks between the two stages' layouts; their senders and issue order chosen by `balance`
+// on an idle machine (sim/reshard.h), then every micro-batch's tasks carried by `method` inside the step, on the
+// same links as everything else. The defaults (send/recv, naive) send each slice from its lowest holder.
+struct PipelineResharding {
+  ReshardMethod method = ReshardMethod::kSendRecv;
+  ReshardBalance balance = ReshardBalance::kNaive;
+  int32_t chunks = 32;       // chunks of a broadcast (>= 1)
+  // Every data slice carries 1 byte instead of its size: a "signal only" bound on what faster resharding could
+  // gain (the cross-stage dependencies stay, their transfer time nearly vanishes).
+  bool signal_only = false;
+  bool operator==(const PipelineResharding&) const = default;
 };
 
 // A pipeline strategy. Stages are listed in pipeline order: data flows from lower to higher stages in the
@@ -63,11 +88,21 @@ struct PipelinePlan {
   // Split each backward into an activation-gradient task and a weight-gradient task that runs after it, so the
   // gradient sent to the previous stage leaves before the weight gradient is computed.
   bool delay_weight_gradients = false;
+  PipelineResharding reshard;
   bool operator==(const PipelinePlan&) const = default;
 };
 
 // Upper bound on micro-batches per step (a sign of a unit error beyond it).
 inline constexpr int32_t kMaxMicrobatches = 1 << 16;
+
+// Upper bound on PipelineResharding::chunks.
+inline constexpr int32_t kMaxReshardChunks = 1 << 12;
+
+// The stage's submesh: its devices over its shape (1-D when empty), axes named "a0", "a1", ...
+Mesh StageMesh(const PipelineStage& stage);
+// The stage's layout (PipelineStage::spec) parsed on StageMesh, or the default (samples split over every axis);
+// errors when the text does not parse, has other than two entries, or uses a mesh axis twice.
+Expected<ShardingSpec> StageSpec(const PipelineStage& stage);
 
 // The distinct layer names of the graph's forward ops in order of first appearance along its topological order
 // (the order layer ranges refer to).
@@ -82,8 +117,9 @@ Expected<std::vector<int32_t>> AssignStages(const PipelinePlan& plan, const Grap
 
 // Checks the plan against the graph and machine: at least one stage, 1 <= microbatches <= kMaxMicrobatches,
 // unique non-empty stage names, devices known and used by one stage only, a shape (if given) with positive
-// extents multiplying to the device count, AssignStages, and micro-batches that fit: microbatches x a stage's
-// devices at most the batch (the graph's largest sample dimension). Errors name the stage:
+// extents multiplying to the device count, a layout StageSpec accepts, 1 <= reshard.chunks <= kMaxReshardChunks,
+// AssignStages, and micro-batches that fit: microbatches x a stage's devices at most the batch (the graph's
+// largest sample dimension). Errors name the stage:
 // "stage 'dec': device 'gpu0' is already used by stage 'enc'".
 Status ValidatePipelinePlan(const PipelinePlan& plan, const Graph& graph, const Topology& topology);
 

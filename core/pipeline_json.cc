@@ -57,8 +57,27 @@ PipelineStage ReadStage(const nlohmann::json& value, const std::string& source, 
       stage.shape.push_back(
           static_cast<int32_t>(ReadInteger((*shape)[k], source, spath + "[" + std::to_string(k) + "]", 1, 1 << 20)));
   }
+  stage.spec = entry.string_or("spec", "");
   entry.finish();
   return stage;
+}
+
+// Reads the optional "reshard" object into `reshard`.
+void ReadResharding(JsonObject& pipeline, PipelineResharding* reshard) {
+  const nlohmann::json* value = pipeline.optional("reshard");
+  if (!value) return;
+  JsonObject object(*value, pipeline.source(), pipeline.path_of("reshard"));
+  const std::string method = object.string_or("method", std::string(ToString(reshard->method)));
+  const std::string balance = object.string_or("balance", std::string(ToString(reshard->balance)));
+  Expected<ReshardMethod> m = ParseReshardMethod(method);
+  if (!m.ok()) object.fail("method", m.error().message);
+  Expected<ReshardBalance> b = ParseReshardBalance(balance);
+  if (!b.ok()) object.fail("balance", b.error().message);
+  reshard->method = *m;
+  reshard->balance = *b;
+  reshard->chunks = static_cast<int32_t>(object.integer_or("chunks", reshard->chunks, 1, kMaxReshardChunks));
+  reshard->signal_only = object.boolean_or("signal_only", false);
+  object.finish();
 }
 
 }  // namespace
@@ -88,12 +107,18 @@ std::string PipelinePlanToJson(const PipelinePlan& plan, const Graph& graph, con
     else
       entry["layers"] = {{"first", stage.ops.first_layer}, {"last", stage.ops.last_layer}};
     if (!stage.shape.empty()) entry["shape"] = stage.shape;
+    if (!stage.spec.empty()) entry["spec"] = stage.spec;
     stages.push_back(std::move(entry));
   }
   nlohmann::json pipeline = {{"microbatches", plan.microbatches},
                              {"schedule", std::string(ToString(plan.schedule))},
                              {"delay_weight_gradients", plan.delay_weight_gradients},
                              {"stages", std::move(stages)}};
+  if (plan.reshard != PipelineResharding{})
+    pipeline["reshard"] = {{"method", std::string(ToString(plan.reshard.method))},
+                           {"balance", std::string(ToString(plan.reshard.balance))},
+                           {"chunks", plan.reshard.chunks},
+                           {"signal_only", plan.reshard.signal_only}};
   nlohmann::json doc = {{"format", kFormat},          {"version", kVersion},
                         {"graph", graph.name()},      {"topology", topology.name()},
                         {"pipeline", std::move(pipeline)}};
@@ -116,6 +141,7 @@ Expected<PipelinePlan> PipelinePlanFromJson(const std::string& text, const std::
     if (!ParsePipelineSchedule(schedule, &plan.schedule))
       pipeline.fail("schedule", "unknown schedule '" + schedule + "' (expected gpipe, 1f1b or eager-1f1b)");
     plan.delay_weight_gradients = pipeline.boolean_or("delay_weight_gradients", false);
+    ReadResharding(pipeline, &plan.reshard);
     const nlohmann::json& stages = RequireArray(pipeline.required("stages"), source, "pipeline.stages");
     for (size_t s = 0; s < stages.size(); ++s)
       plan.stages.push_back(

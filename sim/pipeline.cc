@@ -82,7 +82,8 @@ Expected<PipelineResult> SimulatePipeline(const Graph& graph, const Topology& to
   const Expected<std::vector<int32_t>> stage_of = AssignStages(plan, graph);
   if (!stage_of) return stage_of.error();
   sim::PipelineTasks tasks;
-  sim::BuildPipelineTasks(graph, topology, plan, *stage_of, cost, options, &tasks);
+  if (Status s = sim::BuildPipelineTasks(graph, topology, plan, *stage_of, cost, options, &tasks); !s)
+    return s.error();
   if (Status s = sim::CheckHorizon(tasks.totals); !s) return s.error();
   sim::TaskGraph& tg = tasks.tg;
   sim::Engine engine;

@@ -1,7 +1,8 @@
 // Simulation of a pipeline strategy (core/pipeline.h): per stage and micro-batch, forward and backward tasks in
-// the order the schedule gives; activations and gradients sent between stages as transfer tasks over the
-// topology's routes (contending on the links with everything else); data-parallel stages all-reduce their
-// gradients once per step; every stage updates its weights once per step. The tasks run on the simulator's
+// the order the schedule gives; activations and gradients resharded between the stages' layouts by the plan's
+// cross-mesh resharding method (sim/reshard.h) as tasks over the topology's routes (contending on the links with
+// everything else); devices holding the same weight shard all-reduce their gradients once per step; every stage
+// updates its weights once per step. The tasks run on the simulator's
 // event loop (sim/engine.h) and memory model (sim/memory.h). The model is described in docs/simulator.md
 // ("Pipelines").
 #pragma once
@@ -38,8 +39,8 @@ enum class PipelineTaskKind : uint8_t {
   kForward,         // a stage's forward ops on one micro-batch (one task per device of the stage)
   kBackward,        // its backward ops (with delay_weight_gradients: the activation-gradient half)
   kWeightGradient,  // with delay_weight_gradients: the weight-gradient half, after kBackward
-  kActivation,      // one hop of activations sent to a later stage
-  kGradient,        // one hop of gradients sent back to an earlier stage
+  kActivation,      // one hop of activations resharded to a later stage
+  kGradient,        // one hop of gradients resharded back to an earlier stage
   kAllReduce,       // one hop of a data-parallel stage's gradient all-reduce (once per step)
   kUpdate,          // a stage's weight update (once per step, per device)
 };

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "core/check.h"
 #include "core/strategy.h"
 #include "sim/collectives.h"
 #include "sim/partition.h"
+#include "sim/reshard.h"
+#include "sim/reshard_carry.h"
 
 namespace devplace::sim {
 namespace {
@@ -25,19 +28,22 @@ class PipelineBuilder {
       : graph_(graph), topology_(topology), plan_(plan), stage_of_(stage_of), cost_(cost), options_(options),
         out_(*out), tg_(out->tg), S_(static_cast<int32_t>(plan.stages.size())), M_(plan.microbatches) {}
 
-  void Build() {
+  Status Build() {
     Reset();
+    spec_.clear();
+    for (const PipelineStage& stage : plan_.stages) spec_.push_back(StageSpec(stage).value());
     offset_.assign(static_cast<size_t>(S_) + 1, 0);
     for (int32_t s = 0; s < S_; ++s) offset_[s + 1] = offset_[s] + width(s) * M_;
     Price();
     AddComputeTasks();
-    AddStageTransfers();
+    if (Status st = AddStageTransfers(); !st) return st;
     for (int32_t s = 0; s < S_; ++s) AddAllReduce(s);
     tg_.group_task_count = {tg_.num_tasks()};
     tg_.group_dep_count = {static_cast<int32_t>(tg_.dep_from.size())};
     BuildAdjacency(&tg_);
     out_.totals.Reset(tg_.num_resources);
     for (int32_t t = 0; t < tg_.num_tasks(); ++t) out_.totals.Add(tg_, t, +1);
+    return Status::Ok();
   }
 
  private:
@@ -55,11 +61,10 @@ class PipelineBuilder {
 
   int32_t Task(int32_t resource, Time duration, PipelineTaskKind kind, int32_t stage, int32_t peer, int32_t mb) {
     const int32_t id = tg_.num_tasks();
-    const bool compute = resource < tg_.num_devices;
     tg_.resource.push_back(resource);
     tg_.duration.push_back(std::max<Time>(1, duration));
     tg_.key.push_back(static_cast<uint64_t>(id));
-    tg_.kind.push_back(compute ? TaskKind::kCompute : TaskKind::kTransfer);  // all-reduce steps: AddAllReduce
+    tg_.kind.push_back(TaskKind::kCompute);
     for (auto* v : {&tg_.first_hop, &tg_.fallback}) v->push_back(0);
     tg_.alive.push_back(1);
     tg_.op.push_back(stage);
@@ -126,7 +131,7 @@ class PipelineBuilder {
       for (int32_t e : graph_.out_edges(op)) kept = kept || graph_.op(graph_.edge(e).dst).role == OpRole::kBackward;
       for (int32_t j = 0; j < k; ++j) {
         const Device& dev = topology_.device(device(s, j));
-        out_.static_bytes[device(s, j)] += held;
+        out_.static_bytes[device(s, j)] += held / ModelDegree(s);
         if (o.role == OpRole::kUpdate) {
           const auto [price, output] = Share(op, 1, 0, dev);
           upd[static_cast<size_t>(offset_[s] / M_ + j)] += price.seconds;
@@ -211,53 +216,12 @@ class PipelineBuilder {
     }
   }
 
-  // Appends the hops of a transfer (segments pipelined over multi-hop routes) into firsts_ and lasts_.
-  void Route(DeviceId src, DeviceId dst, int64_t bytes, PipelineTaskKind kind, int32_t stage,
-             int32_t peer, int32_t mb) {
-    firsts_.clear();
-    lasts_.clear();
-    const std::span<const LinkId> links = topology_.route(src, dst);
-    const int64_t hops = static_cast<int64_t>(links.size());
-    const int64_t segments = SegmentCount(bytes, hops, options_);
-    for (int64_t g = 0; g < segments; ++g) {
-      const int64_t piece = ScaleBytes(bytes, g + 1, segments) - ScaleBytes(bytes, g, segments);
-      for (int64_t h = 0; h < hops; ++h) {
-        const int32_t t = Task(tg_.num_devices + links[h], ToTicks(piece / topology_.link(links[h]).bandwidth),
-                               kind, stage, peer, mb);
-        tg_.bytes[t] = piece;
-        tg_.first_hop[t] = h == 0;
-        if (h == 0) firsts_.push_back(t);
-        else Dep(t - 1, t);
-      }
-      lasts_.push_back(tg_.num_tasks() - 1);
-    }
-  }
-
-  // Sends `bytes` of micro-batch m from task `from` on (a, i) to task `to` on (b, j); the receive buffer lives
-  // until `release` ends.
-  void Send(int64_t bytes, PipelineTaskKind kind, int32_t a, int32_t i, int32_t b, int32_t j, int32_t m,
-            int32_t from, int32_t to, int32_t release) {
-    if (bytes == 0) {
-      Dep(from, to);
-      return;
-    }
-    Route(device(a, i), device(b, j), bytes, kind, a, b, m);
-    for (int32_t f : firsts_) Dep(from, f);
-    for (int32_t l : lasts_) Dep(l, to);
-    Hold(lasts_[0], bytes, device(b, j));
-    if (release != to) Dep(lasts_[0], release);
-  }
-
-  // Activations (stage a -> later stage b) and gradients (b -> a) of every micro-batch, between the devices
-  // whose sample ranges overlap.
-  void AddStageTransfers() {
-    // Bytes per step crossing each stage pair. A forward op's output goes once to each later stage that reads
-    // it (the largest edge into that stage); the gradient of a tensor is summed in the stage that computes it and
-    // sent once (the largest edge into each backward op from each later stage).
-    const size_t pairs = static_cast<size_t>(S_) * S_;
-    std::vector<int64_t> act(pairs, 0), grad(pairs, 0);
-    std::vector<uint8_t> linked(pairs, 0);
-    std::vector<int64_t> largest(static_cast<size_t>(S_));
+  // Bytes per step crossing each stage pair (a, b), sent by a: forward, a < b, activations; backward, a > b,
+  // gradients. A forward op's output goes once to each later stage that reads it (the largest edge into that
+  // stage); the gradient of a tensor is summed in the stage that computes it and sent once (the largest edge into
+  // each backward op from each later stage). -1: nothing crosses.
+  std::vector<int64_t> CrossingBytes() const {
+    std::vector<int64_t> bytes(static_cast<size_t>(S_) * S_, -1), largest(static_cast<size_t>(S_));
     for (OpId op = 0; op < graph_.num_ops(); ++op) {
       const OpRole role = graph_.op(op).role;
       if (role == OpRole::kUpdate) continue;
@@ -265,75 +229,173 @@ class PipelineBuilder {
       std::fill(largest.begin(), largest.end(), -1);
       for (int32_t e : forward ? graph_.out_edges(op) : graph_.in_edges(op)) {
         const OpId other = forward ? graph_.edge(e).dst : graph_.edge(e).src;
-        if (stage_of_[other] != stage_of_[op] && graph_.op(other).role != OpRole::kUpdate)
+        const OpRole other_role = graph_.op(other).role;  // a backward op's forward inputs are activations
+        if (stage_of_[other] != stage_of_[op] && other_role != OpRole::kUpdate &&
+            (forward || other_role == OpRole::kBackward))
           largest[stage_of_[other]] = std::max(largest[stage_of_[other]], graph_.edge(e).bytes);
       }
       for (int32_t b = 0; b < S_; ++b) {
         if (largest[b] < 0) continue;
-        const int32_t from = forward ? stage_of_[op] : b, to = forward ? b : stage_of_[op];
-        const size_t p = static_cast<size_t>(from) * S_ + to;
-        (forward ? act : grad)[p] += largest[b];
-        linked[p] = 1;
+        int64_t& total = bytes[static_cast<size_t>(forward ? stage_of_[op] : b) * S_ + (forward ? b : stage_of_[op])];
+        total = std::max<int64_t>(total, 0) + largest[b];
       }
     }
-    for (int32_t m = 0; m < M_; ++m)
-      for (int32_t a = 0; a < S_; ++a)
-        for (int32_t b = 0; b < S_; ++b) {
-          const size_t p = static_cast<size_t>(a) * S_ + b;
-          if (!linked[p]) continue;
-          const bool forward = a < b;
-          const int64_t total = forward ? act[p] : grad[p];
-          const int64_t chunk = ScaleBytes(total, m + 1, M_) - ScaleBytes(total, m, M_);
-          const int32_t ka = width(a), kb = width(b);
-          for (int32_t i = 0; i < ka; ++i)
-            for (int32_t j = 0; j < kb; ++j) {
-              // Sample ranges in units of 1 / (ka * kb): sender i holds [i kb, (i+1) kb), receiver j needs
-              // [j ka, (j+1) ka).
-              const int64_t lo = std::max(i * kb, j * ka), hi = std::min((i + 1) * kb, (j + 1) * ka);
-              if (hi <= lo) continue;
-              const int64_t bytes = ScaleBytes(chunk, hi, ka * kb) - ScaleBytes(chunk, lo, ka * kb);
-              const size_t src = at(a, i, m), dst = at(b, j, m);
-              if (forward)
-                Send(bytes, PipelineTaskKind::kActivation, a, i, b, j, m, f_task_[src], f_task_[dst],
-                     last_task_[dst]);
-              else
-                Send(bytes, PipelineTaskKind::kGradient, a, i, b, j, m, b_task_[src], b_task_[dst],
-                     last_task_[dst]);
-            }
-        }
+    return bytes;
   }
 
-  // A data-parallel stage's ring all-reduce of its weight gradients after its last backward, before its update
-  // (sim/collectives.h, unsegmented like the placement's rings).
+  // The unit tasks from stage a's layout to stage b's over the 2-D view [samples, features] (extents the least
+  // common multiples of the two layouts' shard counts, so every tile is exact), each slice's elements, and senders
+  // and order planned by the plan's balancer for slices of `per_microbatch` bytes split by elements (1 byte each
+  // when signal_only).
+  Status PlanPair(int32_t a, int32_t b, int64_t per_microbatch, std::vector<UnitTask>* tasks,
+                  std::vector<int64_t>* elements, ReshardPlan* plan) {
+    const Mesh from = StageMesh(plan_.stages[a]), to = StageMesh(plan_.stages[b]);
+    const ShardingSpec& sa = spec_[a];
+    const ShardingSpec& sb = spec_[b];
+    const std::vector<int64_t> shape = {std::lcm(ShardCount(sa, 0, from), ShardCount(sb, 0, to)),
+                                        std::lcm(ShardCount(sa, 1, from), ShardCount(sb, 1, to))};
+    Expected<std::vector<UnitTask>> units = UnitTasks(shape, 1, from, sa, to, sb);
+    if (!units.ok()) return units.error();
+    *tasks = std::move(*units);
+    elements->clear();
+    const int64_t all = shape[0] * shape[1];
+    int64_t before = 0;
+    for (UnitTask& t : *tasks) {
+      elements->push_back(t.bytes);
+      const int64_t after = before + t.bytes;
+      const int64_t share = ScaleBytes(per_microbatch, after, all) - ScaleBytes(per_microbatch, before, all);
+      t.bytes = plan_.reshard.signal_only ? 1 : std::max<int64_t>(1, share);
+      before = after;
+    }
+    ReshardOptions options;
+    options.method = plan_.reshard.method;
+    options.balance = plan_.reshard.balance;
+    options.broadcast_chunks = plan_.reshard.chunks;
+    options.sim = options_;
+    Expected<ReshardResult> planned = PlanReshard(topology_, *tasks, options);
+    if (!planned.ok()) return planned.error();
+    *plan = std::move(planned->plan);
+    return Status::Ok();
+  }
+
+  // The position of device `d` in stage s.
+  int32_t IndexIn(int32_t s, DeviceId d) const {
+    const auto& devices = plan_.stages[s].devices;
+    return static_cast<int32_t>(std::find(devices.begin(), devices.end(), d) - devices.begin());
+  }
+
+  // Activations (stage a -> later stage b) and gradients (b -> a) of every micro-batch, resharded from the sender's
+  // layout to the receiver's (PipelineResharding): each slice leaves after the sender's forward (backward) of the
+  // micro-batch; the receiver's forward (backward) waits for all its slices, whose buffers live until its last
+  // backward task of the micro-batch.
+  Status AddStageTransfers() {
+    const std::vector<int64_t> crossing = CrossingBytes();
+    struct Pair {
+      int32_t a, b;
+      int64_t total;
+      std::vector<UnitTask> tasks;
+      std::vector<int64_t> start;  // per task: the elements of the slices before it (then the total)
+      ReshardPlan plan;
+    };
+    std::vector<Pair> pairs;
+    for (int32_t a = 0; a < S_; ++a)
+      for (int32_t b = 0; b < S_; ++b) {
+        const int64_t total = crossing[static_cast<size_t>(a) * S_ + b];
+        if (total < 0) continue;
+        Pair p{a, b, total, {}, {0}, {}};
+        std::vector<int64_t> elements;
+        if (Status st = PlanPair(a, b, ScaleBytes(total, 1, M_), &p.tasks, &elements, &p.plan); !st) return st;
+        for (int64_t e : elements) p.start.push_back(p.start.back() + e);
+        pairs.push_back(std::move(p));
+      }
+    CommBuilder builder(topology_, options_, &tg_, Labelled(true));
+    for (int32_t m = 0; m < M_; ++m)
+      for (const Pair& p : pairs) {
+        const bool forward = p.a < p.b;
+        const std::vector<int32_t>& work = forward ? f_task_ : b_task_;
+        const int64_t chunk = ScaleBytes(p.total, m + 1, M_) - ScaleBytes(p.total, m, M_);
+        label_ = {forward ? PipelineTaskKind::kActivation : PipelineTaskKind::kGradient, p.a, p.b, m};
+        for (int32_t i : p.plan.order) {
+          const UnitTask& unit = p.tasks[i];
+          const int32_t from = work[at(p.a, IndexIn(p.a, p.plan.sender[i]), m)];
+          const int64_t all = p.start.back();
+          const int64_t bytes = plan_.reshard.signal_only
+                                    ? 1
+                                    : ScaleBytes(chunk, p.start[i + 1], all) - ScaleBytes(chunk, p.start[i], all);
+          if (bytes == 0) {
+            for (DeviceId r : unit.receivers) Dep(from, work[at(p.b, IndexIn(p.b, r), m)]);
+            continue;
+          }
+          for (const auto& [r, ready] :
+               CarryUnitTask(&builder, topology_, unit, bytes, p.plan.sender[i], p.plan.method,
+                             plan_.reshard.chunks, {from})) {
+            const size_t x = at(p.b, IndexIn(p.b, r), m);
+            for (int32_t t : ready) Dep(t, work[x]);
+            Hold(ready[0], bytes, r);
+            if (last_task_[x] != work[x]) Dep(ready[0], last_task_[x]);
+          }
+        }
+      }
+    return Status::Ok();
+  }
+
+  // Options for a CommBuilder appending to the step's graph: every task it adds gets the labels in label_.
+  CommOptions Labelled(bool segmented) {
+    CommOptions comm;
+    comm.fresh = false;
+    comm.segmented = segmented;
+    comm.on_task = [this](int32_t t) {
+      tg_.op[t] = label_.stage;
+      tg_.part[t] = 0;
+      out_.kind.push_back(label_.kind);
+      out_.peer.push_back(label_.peer);
+      out_.microbatch.push_back(label_.microbatch);
+      out_.stash_bytes.push_back(0);
+    };
+    return comm;
+  }
+
+  // The ring all-reduce of a stage's weight gradients after its last backward, before its update (sim/collectives.h,
+  // unsegmented like the placement's rings), among the devices holding the same weight shard: those whose
+  // coordinates differ only on the layout's sample-split axes, each group reducing 1/t of the weights (t the product
+  // of the other axes' extents).
   void AddAllReduce(int32_t s) {
-    const int32_t k = width(s);
+    const Mesh mesh = StageMesh(plan_.stages[s]);
     int64_t params = 0;
     for (OpId op = 0; op < graph_.num_ops(); ++op)
       if (stage_of_[op] == s && graph_.op(op).role == OpRole::kBackward) params += ParamBytesOf(graph_, op);
-    if (k < 2 || params == 0) return;
+    const int64_t t = ModelDegree(s);
+    if (mesh.size() / t < 2 || params == 0) return;
     const size_t base = static_cast<size_t>(offset_[s] / M_);
-    std::vector<DeviceId> members;
-    std::vector<Ready> after;
-    for (int32_t j = 0; j < k; ++j) {
-      members.push_back(device(s, j));
-      after.push_back({last_compute_[base + j]});
+    std::map<std::vector<int64_t>, std::vector<int32_t>> groups;  // coordinates on the other axes -> positions
+    for (int32_t j = 0; j < width(s); ++j) {
+      std::vector<int64_t> key = mesh.coords_of(j);
+      for (int32_t a : spec_[s].dims[0]) key[a] = -1;
+      groups[key].push_back(j);
     }
-    CommOptions comm;
-    comm.fresh = false;
-    comm.segmented = false;
-    comm.on_task = [&](int32_t t) {
-      tg_.op[t] = s;
-      tg_.part[t] = 0;
-      out_.kind.push_back(PipelineTaskKind::kAllReduce);
-      out_.peer.push_back(s);
-      out_.microbatch.push_back(-1);
-      out_.stash_bytes.push_back(0);
-    };
-    CommBuilder builder(topology_, options_, &tg_, comm);
-    const std::vector<Ready> done = builder.AllReduce(members, params, after);
-    for (int32_t j = 0; j < k; ++j)
-      if (update_[base + j] >= 0)
-        for (int32_t t : done[j]) Dep(t, update_[base + j]);
+    label_ = {PipelineTaskKind::kAllReduce, s, s, -1};
+    CommBuilder builder(topology_, options_, &tg_, Labelled(false));
+    for (const auto& [key, group] : groups) {
+      std::vector<DeviceId> members;
+      std::vector<Ready> after;
+      for (int32_t j : group) {
+        members.push_back(device(s, j));
+        after.push_back({last_compute_[base + j]});
+      }
+      const std::vector<Ready> done = builder.AllReduce(members, std::max<int64_t>(1, params / t), after);
+      for (size_t i = 0; i < group.size(); ++i)
+        if (update_[base + group[i]] >= 0)
+          for (int32_t task : done[i]) Dep(task, update_[base + group[i]]);
+    }
+  }
+
+  // The product of the extents of the mesh axes stage s's layout does not split the samples over (1 for a
+  // data-parallel stage): the ways its weights are sharded.
+  int64_t ModelDegree(int32_t s) const {
+    const Mesh mesh = StageMesh(plan_.stages[s]);
+    int64_t t = mesh.size();
+    for (int32_t a : spec_[s].dims[0]) t /= mesh.shape[a];
+    return t;
   }
 
   const Graph& graph_;
@@ -351,17 +413,21 @@ class PipelineBuilder {
   std::vector<uint8_t> fallback_;                 // per slot, then per stage device (update): a share fell back
   std::vector<int32_t> f_task_, b_task_, last_task_;  // per slot: forward, backward, last backward task
   std::vector<int32_t> last_compute_, update_;    // per stage device
-  std::vector<int32_t> firsts_, lasts_;
+  std::vector<ShardingSpec> spec_;                // per stage: its layout (StageSpec)
+  struct {
+    PipelineTaskKind kind;
+    int32_t stage, peer, microbatch;
+  } label_{};                                     // labels of the tasks a CommBuilder adds (Labelled)
   std::vector<DeviceId> places_;
   std::vector<int64_t> shape_;
 };
 
 }  // namespace
 
-void BuildPipelineTasks(const Graph& graph, const Topology& topology, const PipelinePlan& plan,
-                        const std::vector<int32_t>& stage_of, const CostModel& cost, const SimOptions& options,
-                        PipelineTasks* out) {
-  PipelineBuilder(graph, topology, plan, stage_of, cost, options, out).Build();
+Status BuildPipelineTasks(const Graph& graph, const Topology& topology, const PipelinePlan& plan,
+                          const std::vector<int32_t>& stage_of, const CostModel& cost, const SimOptions& options,
+                          PipelineTasks* out) {
+  return PipelineBuilder(graph, topology, plan, stage_of, cost, options, out).Build();
 }
 
 }  // namespace devplace::sim

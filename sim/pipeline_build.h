@@ -33,8 +33,9 @@ struct PipelineTasks {
 // model's shape, FLOPs and bytes (weights are read whole by every part). An op without a sample dimension of at
 // least M * k does not scale with the batch (e.g. relative positions shared by all samples): it runs whole for
 // every micro-batch on every device.
-void BuildPipelineTasks(const Graph& graph, const Topology& topology, const PipelinePlan& plan,
-                        const std::vector<int32_t>& stage_of, const CostModel& cost, const SimOptions& options,
-                        PipelineTasks* out);
+// Errors when planning a stage pair's resharding fails (e.g. a step too long to simulate).
+Status BuildPipelineTasks(const Graph& graph, const Topology& topology, const PipelinePlan& plan,
+                          const std::vector<int32_t>& stage_of, const CostModel& cost, const SimOptions& options,
+                          PipelineTasks* out);
 
 }  // namespace devplace::sim

@@ -5,8 +5,10 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "sim/collectives.h"
+#include "sim/reshard_carry.h"
 
 namespace devplace {
 namespace {
@@ -29,38 +31,6 @@ std::vector<std::vector<DeviceId>> ByHost(const Topology& topology, DeviceId sen
   }
   if (hosts[0].empty()) hosts.erase(hosts.begin());
   return hosts;
-}
-
-// Appends the sends and collectives carrying one unit task from `sender`.
-void Carry(CommBuilder* b, const Topology& topology, const UnitTask& task, DeviceId sender, ReshardMethod method,
-           int32_t chunks) {
-  const std::vector<std::vector<DeviceId>> hosts = ByHost(topology, sender, task.receivers);
-  std::vector<DeviceId> all;
-  for (const auto& h : hosts) all.insert(all.end(), h.begin(), h.end());
-  // A send of piece i of `members.size()` pieces of the slice to each member, then a ring all-gather among them.
-  auto scatter_gather = [&](const std::vector<DeviceId>& members) {
-    const int64_t n = static_cast<int64_t>(members.size());
-    std::vector<Ready> pieces;
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t bytes = std::max<int64_t>(1, task.bytes * (i + 1) / n - task.bytes * i / n);
-      pieces.push_back(b->Send(sender, members[i], bytes, {}));
-    }
-    b->AllGather(members, task.bytes, pieces);
-  };
-  switch (method) {
-    case ReshardMethod::kSendRecv:
-      for (DeviceId r : all) b->Send(sender, r, task.bytes, {});
-      break;
-    case ReshardMethod::kAlpa:
-      for (const auto& h : hosts) scatter_gather(h);
-      break;
-    case ReshardMethod::kGlobalAllGather:
-      scatter_gather(all);
-      break;
-    case ReshardMethod::kBroadcast:
-      b->Broadcast(sender, all, task.bytes, chunks, {});
-      break;
-  }
 }
 
 // What a unit task costs the sender that carries it: the bytes it sends to other hosts through the sender host's
@@ -247,6 +217,48 @@ class SenderSearch {
 
 }  // namespace
 
+namespace sim {
+
+std::vector<std::pair<DeviceId, Ready>> CarryUnitTask(CommBuilder* b, const Topology& topology, const UnitTask& task,
+                                                      int64_t bytes, DeviceId sender, ReshardMethod method,
+                                                      int32_t chunks, const Ready& after) {
+  const std::vector<std::vector<DeviceId>> hosts = ByHost(topology, sender, task.receivers);
+  std::vector<std::pair<DeviceId, Ready>> done;
+  // A send of piece i of `members.size()` pieces of the slice to each member, then a ring all-gather among them.
+  auto scatter_gather = [&](const std::vector<DeviceId>& members) {
+    const int64_t n = static_cast<int64_t>(members.size());
+    std::vector<Ready> pieces;
+    for (int64_t i = 0; i < n; ++i)
+      pieces.push_back(b->Send(sender, members[i], std::max<int64_t>(1, bytes * (i + 1) / n - bytes * i / n), after));
+    std::vector<Ready> gathered = b->AllGather(members, bytes, pieces);
+    for (size_t i = 0; i < members.size(); ++i) {  // the member's own piece, then what the ring brought it
+      if (members.size() > 1) gathered[i].insert(gathered[i].begin(), pieces[i].begin(), pieces[i].end());
+      done.emplace_back(members[i], std::move(gathered[i]));
+    }
+  };
+  std::vector<DeviceId> all;
+  for (const auto& h : hosts) all.insert(all.end(), h.begin(), h.end());
+  switch (method) {
+    case ReshardMethod::kSendRecv:
+      for (DeviceId r : all) done.emplace_back(r, b->Send(sender, r, bytes, after));
+      break;
+    case ReshardMethod::kAlpa:
+      for (const auto& h : hosts) scatter_gather(h);
+      break;
+    case ReshardMethod::kGlobalAllGather:
+      scatter_gather(all);
+      break;
+    case ReshardMethod::kBroadcast: {
+      const std::vector<Ready> arrived = b->Broadcast(sender, all, bytes, chunks, after);
+      for (size_t i = 0; i < all.size(); ++i) done.emplace_back(all[i], arrived[i]);
+      break;
+    }
+  }
+  return done;
+}
+
+}  // namespace sim
+
 Expected<double> SimulateReshardPlan(const Topology& topology, const std::vector<UnitTask>& tasks,
                                      const ReshardPlan& plan, const ReshardOptions& options, int64_t* bytes_moved) {
   if (plan.sender.size() != tasks.size() || plan.order.size() != tasks.size())
@@ -262,7 +274,9 @@ Expected<double> SimulateReshardPlan(const Topology& topology, const std::vector
   if (options.broadcast_chunks < 1) return Error{"broadcast_chunks must be >= 1"};
   sim::TaskGraph tg;
   CommBuilder builder(topology, options.sim, &tg);
-  for (int32_t t : plan.order) Carry(&builder, topology, tasks[t], plan.sender[t], plan.method, options.broadcast_chunks);
+  for (int32_t t : plan.order)
+    sim::CarryUnitTask(&builder, topology, tasks[t], tasks[t].bytes, plan.sender[t], plan.method,
+                       options.broadcast_chunks, {});
   builder.Finish();
   if (bytes_moved) {
     *bytes_moved = 0;

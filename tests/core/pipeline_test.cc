@@ -98,6 +98,30 @@ TEST_F(PipelinePlanTest, ValidationErrorsNameTheStage) {
   plan = TwoStages(graph_);
   plan.stages[1].ops = {StageOps::Kind::kLayerRange, -1, -1, "out", "head"};
   EXPECT_EQ(Validate(plan), "stage 'back': no forward op has layer 'head' in graph 'chain'");
+  plan = TwoStages(graph_);
+  plan.stages[0].spec = "S0";
+  EXPECT_EQ(Validate(plan), "stage 'front': spec 'S0' has 1 entries; expected 2 (samples, features)");
+  plan.stages[0].spec = "S1,R";
+  EXPECT_EQ(Validate(plan),
+            "stage 'front': spec 'S1,R': entry 0 'S1': mesh axis 1 is not one of the mesh's 1 axes");
+  plan.stages[0].spec = "S0,S0";
+  EXPECT_EQ(Validate(plan), "stage 'front': spec 'S0,S0' uses mesh axis 0 twice");
+  plan.stages[0].spec = "R,S0";
+  EXPECT_EQ(Validate(plan), "");
+  plan.reshard.chunks = 0;
+  EXPECT_EQ(Validate(plan), "reshard.chunks: must be in [1, 4096], got 0");
+}
+
+TEST_F(PipelinePlanTest, StageLayoutsDefaultToSamplesSplitOverEveryAxis) {
+  PipelineStage stage{"s", {}, {0, 1, 2, 3}, {2, 2}, ""};
+  EXPECT_EQ(StageMesh(stage).shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(StageMesh(stage).devices, stage.devices);
+  EXPECT_EQ(AlpaSpecText(StageSpec(stage).value()), "S01,R");
+  stage.spec = "S0,R";
+  EXPECT_EQ(StageSpec(stage).value().dims, (std::vector<std::vector<int32_t>>{{0}, {}}));
+  stage.shape.clear();
+  EXPECT_EQ(StageMesh(stage).shape, (std::vector<int64_t>{4}));
+  EXPECT_EQ(StageSpec(stage).value().dims, (std::vector<std::vector<int32_t>>{{0}, {}}));
 }
 
 TEST_F(PipelinePlanTest, JsonRoundTripsAndIsDetectedAsThePipelineForm) {
@@ -105,6 +129,8 @@ TEST_F(PipelinePlanTest, JsonRoundTripsAndIsDetectedAsThePipelineForm) {
   plan.delay_weight_gradients = true;
   plan.stages[1].ops = {StageOps::Kind::kLayerRange, -1, -1, "out", "out"};
   plan.stages[0].ops.last_op = graph_.find("c");
+  plan.stages[0].spec = "R,S0";
+  plan.reshard = {ReshardMethod::kBroadcast, ReshardBalance::kOurs, 16, true};
   const std::string text = PipelinePlanToJson(plan, graph_, topology_);
   EXPECT_EQ(DetectStrategyForm(text, "p.json").value(), StrategyForm::kPipeline);
   EXPECT_EQ(DetectStrategyForm(R"({"format": "devplace.strategy", "ops": []})", "p.json").value(),
@@ -142,6 +168,18 @@ TEST_F(PipelinePlanTest, JsonErrorsNameTheFileAndField) {
                     "devices": ["gpu0"]}]})"),
             "p.json: op 'd': is in no pipeline stage");
   EXPECT_NE(error(R"({"microbatches": 2, "stages": [], "extra": 1})").find("unknown field"), std::string::npos);
+  EXPECT_EQ(error(R"({"microbatches": 2, "reshard": {"method": "broadcast", "balance": "ours", "chunks": 8},
+                    "stages": [)" + stage0 + "]}"),
+            "");
+  EXPECT_EQ(error(R"({"microbatches": 2, "reshard": {"method": "pigeon"}, "stages": [)" + stage0 + "]}")
+                .rfind("p.json: pipeline.reshard.method: ", 0),
+            0u);
+  EXPECT_EQ(error(R"({"microbatches": 2, "reshard": {"chunks": 0}, "stages": [)" + stage0 + "]}")
+                .rfind("p.json: pipeline.reshard.chunks: ", 0),
+            0u);
+  EXPECT_EQ(error(R"({"microbatches": 2, "stages": [{"name": "s", "ops": {"first": "a", "last": "d"},
+                    "devices": ["gpu0"], "spec": "S0,R,R"}]})"),
+            "p.json: stage 's': spec 'S0,R,R' has 3 entries; expected 2 (samples, features)");
 }
 
 }  // namespace

@@ -272,6 +272,71 @@ TEST(Pipeline, InvalidPlansAreRejectedNamingTheStage) {
   EXPECT_EQ(r.error().message, "stage 's1': device 'd0' is already used by stage 's0'");
 }
 
+// Bytes that crossed the links of kind "ethernet" (between the hosts of testing::TwoHosts).
+int64_t EthernetBytes(const Topology& topology, const PipelineResult& r) {
+  int64_t bytes = 0;
+  for (LinkId l = 0; l < topology.num_links(); ++l)
+    if (topology.link(l).kind == "ethernet") bytes += r.sim.links[l].bytes;
+  return bytes;
+}
+
+// One device on host 0 feeds a stage of four devices on host 1 that holds its activations replicated ("R,R", as a
+// tensor-parallel stage does): send/recv sends every slice over the hosts' link once per receiver, Alpa's method and
+// the broadcast once; the gradients (held by all four, needed by one) cross once whatever the method.
+TEST(Pipeline, TensorsCrossingStagesAreReshardedByTheChosenMethod) {
+  const Graph graph = Chain(4);
+  const Topology machine = testing::TwoHosts(4, 1e9, 1e-6);
+  PipelinePlan plan;
+  plan.microbatches = 4;
+  plan.stages.push_back({"s0", {StageOps::Kind::kOpRange, graph.find("f0"), graph.find("f1"), "", ""}, {0}, {}, ""});
+  plan.stages.push_back({"s1", {StageOps::Kind::kOpRange, graph.find("f2"), graph.find("f3"), "", ""},
+                         {4, 5, 6, 7}, {2, 2}, "R,R"});
+  const int64_t act = kBatch * kWidth * 4;  // f1's output, in all micro-batches
+  const PipelineResult send = Simulated(graph, machine, plan);
+  EXPECT_EQ(EthernetBytes(machine, send), 4 * act + act);
+  plan.reshard.method = ReshardMethod::kAlpa;
+  const PipelineResult alpa = Simulated(graph, machine, plan);
+  EXPECT_EQ(EthernetBytes(machine, alpa), act + act);
+  plan.reshard = {ReshardMethod::kBroadcast, ReshardBalance::kOurs, 16, false};
+  const PipelineResult broadcast = Simulated(graph, machine, plan);
+  EXPECT_EQ(EthernetBytes(machine, broadcast), act + act);
+  EXPECT_LT(broadcast.sim.step_time, alpa.sim.step_time);
+  EXPECT_LT(alpa.sim.step_time, send.sim.step_time);
+  plan.reshard.signal_only = true;
+  const PipelineResult signal = Simulated(graph, machine, plan);
+  EXPECT_LT(signal.sim.step_time, broadcast.sim.step_time);
+  // Each micro-batch's forward on s1 waits for its slice: with signals only, the step is the compute chain alone
+  // plus latencies (s0: 4 x (1 + 2) ms of f0, f1; s1 a quarter of that per device, after s0's first forward).
+  EXPECT_LT(signal.sim.step_time, 4 * 3 * 2 * kFlops * kRate + 1e-3);
+}
+
+// A stage of two devices whose layout splits the samples over one axis of its 2 x 2 mesh all-reduces its weight
+// gradients in two groups of two, each a half of the weights; a fully sample-split stage in one group of four.
+TEST(Pipeline, WeightGradientsAreAllReducedAmongTheDevicesHoldingTheSameShard) {
+  const int64_t params = 1 << 20;
+  const Graph graph = Chain(2, params);
+  const Topology machine = FullyConnected(5, 1e10, 1e-6);
+  PipelinePlan plan;
+  plan.microbatches = 2;
+  plan.stages.push_back({"s0", {StageOps::Kind::kOpRange, graph.find("f0"), graph.find("f0"), "", ""}, {0}, {}, ""});
+  plan.stages.push_back({"s1", {StageOps::Kind::kOpRange, graph.find("f1"), graph.find("f1"), "", ""},
+                         {1, 2, 3, 4}, {2, 2}, ""});
+  auto ring_bytes = [&](const PipelineResult& r) {
+    int64_t bytes = 0;
+    for (const PipelineTimelineTask& t : r.timeline)
+      if (t.kind == PipelineTaskKind::kAllReduce) bytes += t.bytes;
+    return bytes;
+  };
+  SimOptions options;
+  options.keep_timeline = true;
+  // One ring of 4: 2 (4 - 1) steps from each member of params / 4 bytes.
+  EXPECT_EQ(ring_bytes(Simulated(graph, machine, plan, options)), 4 * 2 * 3 * (params / 4));
+  plan.stages[1].spec = "S0,R";  // two rings of 2 over axis 0, each of params / 2 (the weights' half over axis 1)
+  EXPECT_EQ(ring_bytes(Simulated(graph, machine, plan, options)), 2 * (2 * 2 * 1 * (params / 2 / 2)));
+  plan.stages[1].spec = "R,S01";  // every device its own quarter of the weights: nothing to all-reduce
+  EXPECT_EQ(ring_bytes(Simulated(graph, machine, plan, options)), 0);
+}
+
 // The zoo's U-Transformer in four stages over two hosts (encoder on h0, decoder on h1): the U-shaped skip
 // connections run from each encoder stage to its mirrored decoder stage, over the hosts' slow link.
 TEST(Pipeline, UTransformerSkipConnectionsCrossToTheMirroredStage) {
