@@ -382,5 +382,38 @@ TEST(Pipeline, UTransformerSkipConnectionsCrossToTheMirroredStage) {
   EXPECT_GT(kept[2], kept[1]);
 }
 
+// The U-Transformer in four stages of two devices over two hosts (configs/pipelines/u_transformer-2x4 on a test
+// machine), every stage holding its activations replicated ("R,R"): eager-1F1B with broadcast resharding beats 1F1B
+// with send/recv, and stays above the signal-only bound (cross-stage slices of 1 byte).
+TEST(Pipeline, UTransformerEagerBroadcastBeatsOneFOneBSendRecvBelowTheSignalOnlyBound) {
+  const Graph graph = BuildZooModel("u_transformer", 16).value();
+  const Topology machine = testing::TwoHosts(4, 4e8, 2e-6);  // 100 MB/s between the hosts
+  PipelinePlan plan;
+  plan.microbatches = 8;
+  const std::pair<const char*, const char*> ranges[] = {{"input", "encoder/layer5"},
+                                                        {"encoder/layer6", "encoder/layer11"},
+                                                        {"decoder/layer0", "decoder/layer5"},
+                                                        {"decoder/layer6", "head"}};
+  for (int s = 0; s < 4; ++s)
+    plan.stages.push_back({Named("s", s),
+                           {StageOps::Kind::kLayerRange, -1, -1, ranges[s].first, ranges[s].second},
+                           {2 * s, 2 * s + 1},
+                           {},
+                           "R,R"});
+  auto step = [&](PipelineSchedule schedule, ReshardMethod method, ReshardBalance balance, bool signal_only) {
+    plan.schedule = schedule;
+    plan.reshard = {method, balance, 32, signal_only};
+    const Expected<PipelineResult> r = SimulatePipeline(graph, machine, plan, MakeAnalyticCostModel());
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? r->sim.step_time : 0.0;
+  };
+  const double baseline = step(PipelineSchedule::kOneFOneB, ReshardMethod::kSendRecv, ReshardBalance::kNaive, false);
+  const double ours = step(PipelineSchedule::kEagerOneFOneB, ReshardMethod::kBroadcast, ReshardBalance::kOurs, false);
+  const double bound = step(PipelineSchedule::kEagerOneFOneB, ReshardMethod::kBroadcast, ReshardBalance::kOurs, true);
+  EXPECT_LT(ours, baseline / 1.1) << baseline << " " << ours << " " << bound;
+  EXPECT_LT(bound, ours);
+  EXPECT_LT(step(PipelineSchedule::kOneFOneB, ReshardMethod::kBroadcast, ReshardBalance::kOurs, false), baseline);
+}
+
 }  // namespace
 }  // namespace devplace
