@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "core/graph.h"
+#include "core/pipeline.h"
 #include "core/status.h"
 #include "core/strategy.h"
 #include "core/topology.h"
@@ -56,6 +58,10 @@ struct SearchResult {
   Strategy strategy;
   int64_t evaluations = 0;  // simulations run
   double seconds = 0.0;     // wall time of the search
+  // Set by pipeline searches (pipeline-dp): the pipeline found, which is what the strategy should be simulated as
+  // (SimulatePipeline); `strategy` is then its per-op form for consumers that take one (the search's header says how
+  // it lowers the plan).
+  std::optional<PipelinePlan> pipeline;
 };
 
 // A placement algorithm. Implementations are stateless apart from their settings: Search may be called
@@ -124,7 +130,7 @@ class SearchRegistry {
 };
 
 // Adds the search baselines of this library (single, data-parallel, round-robin, random, expert, scotch, metis,
-// m-topo, m-etf, mcmc, tofu-dp, auto-shard), in that order.
+// m-topo, m-etf, mcmc, tofu-dp, auto-shard, pipeline-dp with its default options), in that order.
 void RegisterBaselineSearches(SearchRegistry* registry);
 
 // A registry holding the baselines only (RegisterBaselineSearches): for programs without the learned searches.

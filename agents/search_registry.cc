@@ -6,6 +6,7 @@
 #include "agents/expert_placer.h"
 #include "agents/mcmc_search.h"
 #include "agents/partitioner_placers.h"
+#include "agents/pipeline_dp.h"
 #include "agents/simple_placers.h"
 #include "agents/tofu_dp.h"
 #include "core/check.h"
@@ -72,6 +73,7 @@ void RegisterBaselineSearches(SearchRegistry* registry) {
   registry->Add("mcmc", [] { return std::make_unique<McmcSearch>(); });
   registry->Add("tofu-dp", [] { return std::make_unique<TofuDpSearch>(); });
   registry->Add("auto-shard", [] { return std::make_unique<AutoShardSearch>(); });
+  registry->Add("pipeline-dp", [] { return std::make_unique<PipelineDpSearch>(); });
 }
 
 SearchRegistry BaselineSearches() {

@@ -5,12 +5,21 @@
 #include "agents/learned/learned_search.h"
 #include "agents/search.h"
 #include "core/topology_yaml.h"
+#include "sim/pipeline.h"
 #include "sim/simulator.h"
 #include "workflows/suite_inputs.h"
 
 namespace devplace {
 
 namespace {
+
+// A pipeline search's plan simulated as the pipeline it is (its step, per-device and per-link statistics).
+Expected<SimResult> SimulatePlan(const Graph& graph, const Topology& topology, const PipelinePlan& plan,
+                                 const SearchProblem& problem) {
+  Expected<PipelineResult> r = SimulatePipeline(graph, topology, plan, problem.cost, problem.sim);
+  if (!r.ok()) return r.error();
+  return std::move(r->sim);
+}
 
 CompareCell RunCell(const SearchAlgorithm& algo, const Graph& graph, const Topology& topology,
                     const CompareSuite& suite, const std::string& model_label) {
@@ -28,7 +37,8 @@ CompareCell RunCell(const SearchAlgorithm& algo, const Graph& graph, const Topol
     cell.error = "invalid strategy: " + s.error().message;
     return cell;
   }
-  Expected<SimResult> sim = Simulate(graph, topology, result->strategy, problem.cost, problem.sim);
+  Expected<SimResult> sim = result->pipeline ? SimulatePlan(graph, topology, *result->pipeline, problem)
+                                             : Simulate(graph, topology, result->strategy, problem.cost, problem.sim);
   if (!sim.ok()) {
     cell.error = sim.error().message;
     return cell;

@@ -1,0 +1,85 @@
+// pipeline-dp: the plan it finds covers the machine with contiguous stages and beats one data-parallel stage where
+// weights make data parallelism costly; inputs it cannot plan for are rejected with a reason.
+#include "agents/pipeline_dp.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/pipeline.h"
+#include "tests/testing/agents_graphs.h"
+
+namespace devplace {
+namespace {
+
+using testing::Gpus;
+using testing::IndependentChains;
+
+Expected<SearchResult> SearchPipeline(const Graph& graph, const Topology& topology, PipelineDpOptions options) {
+  const SearchProblem problem{&graph, &topology, MakeAnalyticCostModel(), SimOptions{}};
+  return PipelineDpSearch(options).Search(problem, SearchRequest{});
+}
+
+double PipelineStep(const Graph& graph, const Topology& topology, const PipelinePlan& plan) {
+  Expected<PipelineResult> r = SimulatePipeline(graph, topology, plan, MakeAnalyticCostModel());
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  return r.ok() ? r->sim.step_time : 0.0;
+}
+
+// A chain of four 4096-wide matmuls (64 MiB of weights each, 2 GFLOP forward) on four GPUs behind one PCIe switch:
+// all-reducing the weights over PCIe costs far more than the compute, so the DP pipelines the layers one per GPU.
+TEST(PipelineDp, PipelinesLayersWhoseWeightsMakeDataParallelismCostly) {
+  const Graph graph = IndependentChains(1, 4, 4096);
+  const Topology machine = Gpus(4);
+  PipelineDpOptions options;
+  options.microbatches = 8;
+  options.schedule = PipelineSchedule::kEagerOneFOneB;
+  const Expected<SearchResult> r = SearchPipeline(graph, machine, options);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->pipeline.has_value());
+  const PipelinePlan& plan = *r->pipeline;
+  EXPECT_EQ(plan.microbatches, 8);
+  EXPECT_EQ(plan.schedule, PipelineSchedule::kEagerOneFOneB);
+  ASSERT_EQ(plan.stages.size(), 4u);
+  std::vector<int> used(4, 0);
+  for (size_t s = 0; s < 4; ++s) {
+    EXPECT_EQ(plan.stages[s].ops.first_layer, "c0/l" + std::to_string(s));
+    EXPECT_EQ(plan.stages[s].ops.last_layer, "c0/l" + std::to_string(s));
+    for (DeviceId d : plan.stages[s].devices) ++used[d];
+  }
+  EXPECT_EQ(used, (std::vector<int>{1, 1, 1, 1}));
+  EXPECT_TRUE(ValidateStrategy(r->strategy, graph, machine).ok());
+  EXPECT_GT(r->evaluations, 0);
+  // The one-stage data-parallel pipeline the DP also priced is slower when simulated.
+  PipelinePlan one = plan;
+  one.stages = {{"all", {StageOps::Kind::kLayerRange, -1, -1, "c0/l0", "c0/l3"}, {0, 1, 2, 3}, {}, ""}};
+  EXPECT_LT(PipelineStep(graph, machine, plan), PipelineStep(graph, machine, one));
+  // Same inputs, same plan.
+  EXPECT_EQ(SearchPipeline(graph, machine, options)->pipeline, r->pipeline);
+}
+
+TEST(PipelineDp, RejectsWhatItCannotPlan) {
+  const Graph graph = IndependentChains(1, 4, 256);
+  PipelineDpOptions options;
+  options.microbatches = 65;  // more than the batch of 64 even on one device per stage
+  Expected<SearchResult> r = SearchPipeline(graph, Gpus(4), options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("no pipeline of 65 micro-batches covers the 4 devices"), std::string::npos)
+      << r.error().message;
+
+  TopologyBuilder b("uneven");
+  for (int d = 0; d < 3; ++d)
+    b.add_device(Device{.name = "gpu" + std::to_string(d), .kind = "v100", .host = d < 2 ? "a" : "b",
+                        .peak_flops_f32 = 15.7e12, .memory_bandwidth = 900e9, .memory_bytes = int64_t{1} << 34});
+  const NodeId sw = b.add_switch(Switch{"net", "net"});
+  for (int d = 0; d < 3; ++d) b.add_bidirectional_link(d, sw, 12e9, 1.5e-6, "pcie");
+  Expected<Topology> built = std::move(b).Build();
+  ASSERT_TRUE(built.ok()) << built.error().message;
+  const Topology uneven = std::move(*built);
+  r = SearchPipeline(graph, uneven, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "pipeline-dp: hosts of different sizes ('a' has 2 devices, 'b' 1): submeshes are whole hosts or a share "
+            "of one");
+}
+
+}  // namespace
+}  // namespace devplace
