@@ -222,6 +222,35 @@ struct StageChoice {
   int32_t first = 0, last = 0, size = 0;
 };
 
+using Cell = StageChoice;
+
+// A cover the DP can always fall back on, priced before the other cells: the largest submesh size that fits the
+// batch and divides the devices into at most C stages, the clusters cut into that many contiguous groups of similar
+// FLOPs. Empty when no size does.
+std::vector<Cell> SeedCover(const std::vector<double>& cluster_flops, const Machine& machine, int32_t microbatches,
+                            int64_t batch) {
+  const int32_t C = static_cast<int32_t>(cluster_flops.size()), N = static_cast<int32_t>(machine.order.size());
+  const double total = std::accumulate(cluster_flops.begin(), cluster_flops.end(), 0.0);
+  for (int32_t s = static_cast<int32_t>(machine.sizes.size()) - 1; s >= 0; --s) {
+    const int32_t size = machine.sizes[s], n = N / size;
+    if ((batch > 0 && int64_t{microbatches} * size > batch) || N % size != 0 || n > C) continue;
+    std::vector<Cell> cover;
+    double before = 0.0;
+    int32_t first = 0;
+    for (int32_t j = 1; j <= C; ++j) {
+      before += cluster_flops[j - 1];
+      const int32_t k = static_cast<int32_t>(cover.size()) + 1;  // the stage this cut would end
+      const bool due = before >= total * k / n || C - j == n - k;
+      if (k < n ? due : j == C) {
+        cover.push_back({first, j, s});
+        first = j;
+      }
+    }
+    return cover;
+  }
+  return {};
+}
+
 // Alpa's DP: for each candidate t_max (the priced stage times, ascending), the contiguous stages with times <= t_max
 // covering all clusters and exactly all devices with the least Σ t; the answer minimises Σ t + (M - 1) t_max.
 // `price[(i * C + j - 1) * S + s]` is clusters [i, j) on size index s. Empty when no cover exists.
@@ -336,18 +365,24 @@ Expected<SearchResult> PipelineDpSearch::DoSearch(const SearchProblem& problem, 
   for (const Op& o : graph.ops())
     for (const PartitionDim& dim : o.dims)
       if (dim.kind == DimKind::kSample) batch = std::max(batch, dim.size);
-  // Every cell, the whole graph on every device first (the one stage a budget of one evaluation prices).
+  // Every cell that fits the batch (ValidatePipelinePlan's rule), the seed cover's first (with one stage over
+  // every device, the one stage a budget of one evaluation prices).
   StagePricer pricer(problem, *units, *machine, M, &clock);
   std::vector<Price> price(static_cast<size_t>(C) * C * S);
-  std::vector<std::tuple<int32_t, int32_t, int32_t>> cells = {{0, C, S - 1}};
+  std::vector<double> cluster_flops;
+  for (int32_t c = 0; c < C; ++c)
+    cluster_flops.push_back(
+        std::accumulate(units->flops.begin() + bounds[c], units->flops.begin() + bounds[c + 1], 0.0));
+  std::vector<Cell> cells = SeedCover(cluster_flops, *machine, M, batch);
   for (int32_t i = 0; i < C; ++i)
     for (int32_t j = i + 1; j <= C; ++j)
-      for (int32_t s = 0; s < S; ++s)
-        if (!(i == 0 && j == C && s == S - 1)) cells.emplace_back(i, j, s);
-  for (const auto& [i, j, s] : cells) {
+      for (int32_t s = 0; s < S; ++s) cells.push_back({i, j, s});
+  std::vector<char> priced(price.size(), 0);
+  for (const Cell& c : cells) {
+    const size_t x = (static_cast<size_t>(c.first) * C + c.last - 1) * S + c.size;
     if (clock.exhausted()) break;
-    if (batch > 0 && int64_t{M} * machine->sizes[s] > batch) continue;  // ValidatePipelinePlan's rule
-    price[(static_cast<size_t>(i) * C + j - 1) * S + s] = pricer.Run(bounds[i], bounds[j], machine->sizes[s]);
+    if (priced[x]++ || (batch > 0 && int64_t{M} * machine->sizes[c.size] > batch)) continue;
+    price[x] = pricer.Run(bounds[c.first], bounds[c.last], machine->sizes[c.size]);
   }
   const std::vector<StageChoice> stages = SolveStages(price, C, *machine, M);
   if (stages.empty())

@@ -30,8 +30,9 @@ struct PipelineDpOptions {
 // plan puts in different stages (tied embeddings) all run whole on the first device of the earliest one's stage.
 // Errors: a graph whose ops cannot be cut into stages (a backward op without its forward op), hosts of different
 // sizes, no cover of the devices whose stages fit the batch (M x a stage's devices <= the batch), or a budget too
-// small to price a single stage over all devices. Each stage simulation counts as one evaluation; the search stops
-// pricing when the budget is spent and plans over what it priced.
+// small to price the seed cover (priced first: the largest submesh size that fits the batch, the clusters cut into
+// N / size stages of similar FLOPs). Each stage simulation counts as one evaluation; the search stops pricing when the
+// budget is spent and plans over what it priced.
 class PipelineDpSearch final : public SearchAlgorithm {
  public:
   explicit PipelineDpSearch(PipelineDpOptions options = {}) : options_(options) {}

@@ -37,6 +37,11 @@ TEST(ImportedModels, EveryAlgorithmPlacesEveryImportedModel) {
       request.budget.max_evaluations = 30;
       request.seed = 2;
       Expected<SearchResult> result = algo->Search(SearchProblem{&graph, &topology, cost, SimOptions{}}, request);
+      // A pipeline needs every backward op's forward op (the Chakra trace's autograd ops name none): pipeline-dp
+      // rejects such graphs with a reason (docs/baselines.md).
+      if (name == "pipeline-dp" && !result.ok() &&
+          result.error().message.find("without its forward op") != std::string::npos)
+        continue;
       ASSERT_TRUE(result.ok()) << file << " / " << name << ": " << result.error().message;
       Status valid = ValidateStrategy(result->strategy, graph, topology);
       ASSERT_TRUE(valid.ok()) << file << " / " << name << ": " << valid.error().message;
