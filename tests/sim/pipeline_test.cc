@@ -337,23 +337,32 @@ TEST(Pipeline, WeightGradientsAreAllReducedAmongTheDevicesHoldingTheSameShard) {
   EXPECT_EQ(ring_bytes(Simulated(graph, machine, plan, options)), 0);
 }
 
-// The zoo's U-Transformer in four stages over two hosts (encoder on h0, decoder on h1): the U-shaped skip
-// connections run from each encoder stage to its mirrored decoder stage, over the hosts' slow link.
-TEST(Pipeline, UTransformerSkipConnectionsCrossToTheMirroredStage) {
-  const Graph graph = BuildZooModel("u_transformer", 8).value();
-  // 40 MB/s and 8 us between the hosts: the cross-stage traffic takes about as long as the stages' compute.
-  const Topology machine = testing::TwoHosts(2, 16e7, 2e-6);
+// The zoo's U-Transformer in four stages of six layers (8 micro-batches), stage s on devices [s w, (s + 1) w) with
+// layout `spec`.
+PipelinePlan UTransformerStages(int w, const std::string& spec) {
   PipelinePlan plan;
   plan.microbatches = 8;
   const std::pair<const char*, const char*> ranges[] = {{"input", "encoder/layer5"},
                                                         {"encoder/layer6", "encoder/layer11"},
                                                         {"decoder/layer0", "decoder/layer5"},
                                                         {"decoder/layer6", "head"}};
-  for (int s = 0; s < 4; ++s)
-    plan.stages.push_back({Named("s", s),
-                           {StageOps::Kind::kLayerRange, -1, -1, ranges[s].first, ranges[s].second},
-                           {s},
-                           {}});
+  for (int s = 0; s < 4; ++s) {
+    PipelineStage& stage = plan.stages.emplace_back();
+    stage.name = Named("s", s);
+    stage.ops = {StageOps::Kind::kLayerRange, -1, -1, ranges[s].first, ranges[s].second};
+    for (int j = 0; j < w; ++j) stage.devices.push_back(s * w + j);
+    stage.spec = spec;
+  }
+  return plan;
+}
+
+// The zoo's U-Transformer in four stages over two hosts (encoder on h0, decoder on h1): the U-shaped skip
+// connections run from each encoder stage to its mirrored decoder stage, over the hosts' slow link.
+TEST(Pipeline, UTransformerSkipConnectionsCrossToTheMirroredStage) {
+  const Graph graph = BuildZooModel("u_transformer", 8).value();
+  // 40 MB/s and 8 us between the hosts: the cross-stage traffic takes about as long as the stages' compute.
+  const Topology machine = testing::TwoHosts(2, 16e7, 2e-6);
+  PipelinePlan plan = UTransformerStages(1, "");
   SimOptions options;
   options.keep_timeline = true;
   std::vector<double> step;
@@ -388,18 +397,7 @@ TEST(Pipeline, UTransformerSkipConnectionsCrossToTheMirroredStage) {
 TEST(Pipeline, UTransformerEagerBroadcastBeatsOneFOneBSendRecvBelowTheSignalOnlyBound) {
   const Graph graph = BuildZooModel("u_transformer", 16).value();
   const Topology machine = testing::TwoHosts(4, 4e8, 2e-6);  // 100 MB/s between the hosts
-  PipelinePlan plan;
-  plan.microbatches = 8;
-  const std::pair<const char*, const char*> ranges[] = {{"input", "encoder/layer5"},
-                                                        {"encoder/layer6", "encoder/layer11"},
-                                                        {"decoder/layer0", "decoder/layer5"},
-                                                        {"decoder/layer6", "head"}};
-  for (int s = 0; s < 4; ++s)
-    plan.stages.push_back({Named("s", s),
-                           {StageOps::Kind::kLayerRange, -1, -1, ranges[s].first, ranges[s].second},
-                           {2 * s, 2 * s + 1},
-                           {},
-                           "R,R"});
+  PipelinePlan plan = UTransformerStages(2, "R,R");
   auto step = [&](PipelineSchedule schedule, ReshardMethod method, ReshardBalance balance, bool signal_only) {
     plan.schedule = schedule;
     plan.reshard = {method, balance, 32, signal_only};
