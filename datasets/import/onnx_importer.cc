@@ -241,6 +241,9 @@ class GraphAssembler {
   // Records the weight sources of the outputs of a node that folds away (computed from weights and constants).
   void FoldNode(const onnx::NodeProto& node);
   bool IsTrainable(const std::string& source_tensor) const;
+  // FLOPs of ai.onnx.preview.training's Gradient: twice the forward FLOPs of the ops on the paths from its `xs`
+  // to its `y` (the ratio DeriveTrainingGraph gives a backward op).
+  double GradientFlops(const onnx::NodeProto& node) const;
 
   const onnx::GraphProto& g_;
   const Tensors& t_;
@@ -370,6 +373,37 @@ bool GraphAssembler::IsTrainable(const std::string& tensor) const {
   return false;
 }
 
+double GraphAssembler::GradientFlops(const onnx::NodeProto& node) const {
+  const std::vector<std::string> xs = AttrStrings(node, "xs");
+  std::unordered_map<std::string, bool> reaches;  // tensor -> computed from one of xs (memo)
+  auto from_xs = [&](const std::string& tensor, auto&& self) -> bool {
+    if (std::find(xs.begin(), xs.end(), tensor) != xs.end()) return true;
+    auto memo = reaches.find(tensor);
+    if (memo != reaches.end()) return memo->second;
+    reaches[tensor] = false;
+    auto p = t_.producer.find(tensor);
+    bool any = false;
+    if (p != t_.producer.end())
+      for (const std::string& in : g_.node(p->second).input()) any = any || (!in.empty() && self(in, self));
+    return reaches[tensor] = any;
+  };
+  std::set<OpId> counted;
+  std::vector<std::string> stack = {AttrString(node, "y", "")};
+  double flops = 0.0;
+  while (!stack.empty()) {
+    const std::string tensor = stack.back();
+    stack.pop_back();
+    auto p = t_.producer.find(tensor);
+    auto op = op_of_.find(tensor);
+    if (p == t_.producer.end() || op == op_of_.end() || !from_xs(tensor, from_xs) || !counted.insert(op->second).second)
+      continue;
+    flops += builder_.op(op->second).flops;
+    for (const std::string& in : g_.node(p->second).input())
+      if (!in.empty()) stack.push_back(in);
+  }
+  return 2.0 * flops;
+}
+
 Expected<Graph> GraphAssembler::Build(std::vector<std::string>* warnings) {
   for (const auto& in : g_.input()) {
     if (!data_inputs_.count(in.name())) continue;
@@ -426,6 +460,11 @@ Expected<Graph> GraphAssembler::Build(std::vector<std::string>* warnings) {
     view.feeds_softmax = node.output_size() > 0 && FeedsSoftmax(node.output(0));
     Expected<OpRule> rule = MapNode(view, source_);
     if (!rule.ok()) return rule.error();
+    if (node.domain() == "ai.onnx.preview.training" && node.op_type() == "Gradient") {
+      rule->known = true;
+      rule->type = "gradient";
+      rule->flops = GradientFlops(node);
+    }
     if (!rule->known) {
       auto [it, fresh] = unknown.emplace(node.domain().empty() ? node.op_type() : node.domain() + ":" + node.op_type(),
                                          std::pair<int, std::string>{0, node.name()});
@@ -508,7 +547,15 @@ Expected<ImportResult> Import(std::string_view bytes, const std::string& source,
   int64_t static_batch = 0;
   if (Status s = SetInputDims(g, data_inputs, options, source, &result.warnings, &static_batch); !s.ok())
     return s.error();
+  // What the exporter declared, for shapes only known at run time; not when --batch replaced a static batch.
+  const InfoMap declared = static_batch > 0 ? InfoMap{} : DeclaredShapes(*g);
   g->clear_value_info();
+  Expected<bool> lowered = LowerSequences(&model, source);
+  if (!lowered.ok()) return lowered.error();
+  if (*lowered) {  // new nodes and tensors: index them again
+    tensors = Tensors{};
+    if (Status s = SortAndIndex(g, source, &tensors); !s.ok()) return s.error();
+  }
   for (auto& out : *g->mutable_output())
     if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
   // Nodes that do not depend on data (Shape and Size only read the static shape) fold into constants.
@@ -528,7 +575,7 @@ Expected<ImportResult> Import(std::string_view bytes, const std::string& source,
   for (int i = 0; i < g->node_size(); ++i) order[i] = i;
   InfoMap infos;
   ValueMap values;
-  if (Status s = InferShapes(model, order, foldable, source, &infos, &values); !s.ok()) return s.error();
+  if (Status s = InferShapes(model, order, foldable, declared, source, &infos, &values, &result.warnings); !s.ok()) return s.error();
   if (Status s = CheckBakedBatch(*g, data, infos, static_batch, options.batch, source); !s.ok()) return s.error();
   GraphAssembler assembler(*g, tensors, infos, values, data_inputs, DefaultOpset(model), source, graph_name);
   Expected<Graph> forward = assembler.Build(&result.warnings);

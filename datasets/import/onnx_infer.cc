@@ -45,7 +45,8 @@ bool ImplicitSqueezeAxes(const onnx::NodeProto& node, int64_t opset, const InfoM
 // data of large tensors dropped (inference only needs their dims), folded values as initializers.
 onnx::ModelProto WorkingModel(const onnx::ModelProto& model, const std::vector<int>& order,
                               const std::vector<char>& folded, const ValueMap& values,
-                              const std::vector<std::string>& folded_outputs, const SqueezeAxes& squeeze_axes) {
+                              const std::vector<std::string>& folded_outputs, const SqueezeAxes& squeeze_axes,
+                              const InfoMap& adopted) {
   onnx::ModelProto work;
   // IR 3 lists every initializer among the graph inputs and makes ONNX's inference ignore initializers that are
   // not: the working model drops those inputs (initializers are constants here) and says IR 4 at least.
@@ -85,14 +86,96 @@ onnx::ModelProto WorkingModel(const onnx::ModelProto& model, const std::vector<i
     }
   }
   for (const std::string& name : folded_outputs) *w->add_initializer() = WriteTensor(values.at(name), name);
+  for (const auto& [name, info] : adopted) {  // types inference cannot give, stated for it
+    onnx::ValueInfoProto* v = w->add_value_info();
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(info.elem_type);
+    auto* shape = tt->mutable_shape();
+    for (int64_t d : info.dims) shape->add_dim()->set_dim_value(d);
+  }
   return work;
+}
+
+// Whether inference's `info` (possibly partial) agrees with the static `declared` shape.
+bool Compatible(const TensorInfo* info, const TensorInfo& declared) {
+  if (!info || !info->has_shape) return true;
+  if (info->elem_type != 0 && declared.elem_type != 0 && info->elem_type != declared.elem_type) return false;
+  if (info->dims.size() != declared.dims.size()) return false;
+  for (size_t d = 0; d < info->dims.size(); ++d)
+    if (info->dims[d] >= 0 && info->dims[d] != declared.dims[d]) return false;
+  return true;
+}
+
+std::string ShapeText(const std::vector<int64_t>& dims) {
+  std::string text;
+  for (int64_t d : dims) {  // appended piecewise: GCC 12 warns falsely (-Wrestrict) on "x" + std::to_string
+    if (!text.empty()) text += 'x';
+    text += std::to_string(d);
+  }
+  return text.empty() ? "scalar" : text;
+}
+
+// Types of tensors inference leaves unknown, adopted once inference and folding have done what they can:
+// the outputs of ai.onnx.preview.training's Gradient (each has the type of the tensor in `xs` it differentiates
+// by; ONNX states no inference for it) and, for nodes of the standard domain, the static shape the model
+// declares (a shape computed from run-time values, such as Expand's target read from a graph input).
+bool AdoptTypes(const onnx::GraphProto& g, const std::vector<int>& order, const std::vector<char>& folded,
+                const InfoMap& declared, const std::string& source, const InfoMap& infos, InfoMap* adopted,
+                std::vector<std::string>* warnings) {
+  bool progress = false;
+  for (int i : order) {
+    const onnx::NodeProto& node = g.node(i);
+    if (folded[i]) continue;
+    const bool gradient = node.domain() == "ai.onnx.preview.training" && node.op_type() == "Gradient";
+    if (!gradient && !node.domain().empty() && node.domain() != "ai.onnx") continue;
+    const std::vector<std::string> xs = gradient ? AttrStrings(node, "xs") : std::vector<std::string>{};
+    for (int k = 0; k < node.output_size(); ++k) {
+      const std::string& out = node.output(k);
+      auto known = infos.find(out);
+      if (out.empty() || adopted->count(out) || (known != infos.end() && known->second.is_static())) continue;
+      if (gradient) {
+        auto x = k < static_cast<int>(xs.size()) ? infos.find(xs[k]) : infos.end();
+        if (x == infos.end() || !x->second.is_static()) continue;
+        (*adopted)[out] = x->second;
+        progress = true;
+        continue;
+      }
+      auto d = declared.find(out);
+      if (d == declared.end() || !Compatible(known == infos.end() ? nullptr : &known->second, d->second)) continue;
+      (*adopted)[out] = d->second;
+      warnings->push_back(source + ": the shape of tensor '" + out + "' (at " + Describe(node) +
+                          ") is not known before run time: the model's declared shape " + ShapeText(d->second.dims) +
+                          " is used");
+      progress = true;
+    }
+  }
+  return progress;
 }
 
 }  // namespace
 
+InfoMap DeclaredShapes(const onnx::GraphProto& g) {
+  InfoMap declared;
+  auto record = [&](const onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    TensorInfo info;
+    info.elem_type = v.type().tensor_type().elem_type();
+    info.has_shape = true;
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value() || d.dim_value() < 0) return;
+      info.dims.push_back(d.dim_value());
+    }
+    declared[v.name()] = std::move(info);
+  };
+  for (const auto& v : g.value_info()) record(v);
+  for (const auto& v : g.output()) record(v);
+  return declared;
+}
+
 Status InferShapes(const onnx::ModelProto& model, const std::vector<int>& order,
-                   const std::unordered_set<int>& foldable, const std::string& source, InfoMap* infos,
-                   ValueMap* values) {
+                   const std::unordered_set<int>& foldable, const InfoMap& declared, const std::string& source,
+                   InfoMap* infos, ValueMap* values, std::vector<std::string>* warnings) {
   const onnx::GraphProto& g = model.graph();
   for (const auto& t : g.initializer()) {
     ConstValue v;
@@ -103,11 +186,12 @@ Status InferShapes(const onnx::ModelProto& model, const std::vector<int>& order,
   std::vector<char> folded(g.node_size(), 0);
   std::vector<std::string> folded_outputs;
   SqueezeAxes squeeze_axes;
+  InfoMap adopted;
   int64_t opset = 1;
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   for (int round = 0; round < kMaxRounds; ++round) {
-    onnx::ModelProto work = WorkingModel(model, order, folded, *values, folded_outputs, squeeze_axes);
+    onnx::ModelProto work = WorkingModel(model, order, folded, *values, folded_outputs, squeeze_axes, adopted);
     try {
       onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/1, /*data_prop=*/false);
       onnx::shape_inference::InferShapes(work, onnx::OpSchemaRegistry::Instance(), options);
@@ -126,6 +210,8 @@ Status InferShapes(const onnx::ModelProto& model, const std::vector<int>& order,
       for (int64_t d : t.dims()) info.dims.push_back(d >= 0 ? d : -1);
       (*infos)[t.name()] = std::move(info);
     }
+    for (const auto& [name, info] : adopted)
+      if (!(*infos)[name].is_static()) (*infos)[name] = info;
     bool progress = false;
     for (int i : order) {
       std::vector<int64_t> axes;
@@ -149,6 +235,7 @@ Status InferShapes(const onnx::ModelProto& model, const std::vector<int>& order,
       folded_outputs.push_back(name);
       progress = true;
     }
+    if (!progress) progress = AdoptTypes(g, order, folded, declared, source, *infos, &adopted, warnings);
     if (!progress) break;
   }
   return Status::Ok();

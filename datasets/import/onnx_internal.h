@@ -61,6 +61,19 @@ DType ToDType(int32_t elem_type);
 // whose form opset 17 cannot express.
 Status DowngradeToKnownOpset(onnx::ModelProto* model, const std::string& source, std::vector<std::string>* warnings);
 
+// The integer values of a constant tensor of `g` (an initializer or a Constant node's value) named `name`;
+// false when it is neither or not integral.
+bool ConstantInts(const onnx::GraphProto& g, const std::string& name, std::vector<int64_t>* out);
+
+// Lowers sequence values whose structure is known at import time to the tensor ops they amount to, so that
+// the rest of the importer sees tensors only: SequenceEmpty/Construct/Insert/Erase (constant positions) build
+// lists of tensors, SplitToSequence becomes a Split (plus Squeezes without keepdims; constant split sizes or a
+// statically known axis extent), SequenceAt an Identity, SequenceLength a Constant and ConcatFromSequence a
+// Concat (after Unsqueezes with new_axis). The graph's nodes must be in topological order. Returns whether
+// anything was lowered; errors name the node whose sequence is only known at run time (computed positions,
+// run-time split sizes, sequences from Loop or graph inputs, other readers).
+Expected<bool> LowerSequences(onnx::ModelProto* model, const std::string& source);
+
 // Reads the external data of small initializers (those the evaluator may fold) from files relative to
 // `model_dir` (empty: the working directory), then runs ONNX's checker with that directory. Errors name the
 // tensor and the file.
@@ -77,14 +90,20 @@ onnx::TensorProto WriteTensor(const ConstValue& value, const std::string& name);
 bool EvaluateNode(const onnx::NodeProto& node, const ValueMap& values, const InfoMap& infos,
                   std::vector<ConstValue>* outputs);
 
+// The fully static shapes the model declares for its tensors (value_info and graph outputs).
+InfoMap DeclaredShapes(const onnx::GraphProto& g);
+
 // Runs ONNX shape inference on `model` (whose data inputs already carry concrete dims) to a fixed point with
 // the evaluator: nodes in `foldable` (shape-only and constant nodes) whose values become computable are
 // replaced by initializers, so that Reshape/Expand/Slice targets are known, and inference runs again.
-// `order` is a topological order of model.graph().node(). Fills `infos` (every tensor inference typed) and
-// `values` (every folded tensor). Errors are ONNX's inference failures, as one line naming `source`.
+// `order` is a topological order of model.graph().node(). When nothing more can be folded, tensors still
+// untyped get the type of Gradient's `xs` (ai.onnx.preview.training) or, for standard-domain nodes, their static
+// shape in `declared` (the model's own value_info and outputs, when they still hold), with one warning each, and
+// inference runs again. Fills `infos` (every tensor inference typed) and `values` (every folded tensor). Errors
+// are ONNX's inference failures, as one line naming `source`.
 Status InferShapes(const onnx::ModelProto& model, const std::vector<int>& order,
-                   const std::unordered_set<int>& foldable, const std::string& source, InfoMap* infos,
-                   ValueMap* values);
+                   const std::unordered_set<int>& foldable, const InfoMap& declared, const std::string& source,
+                   InfoMap* infos, ValueMap* values, std::vector<std::string>* warnings);
 
 // Inputs of an op that hold its weights (Conv W and B, Gemm B and C, BatchNormalization's four, recurrent
 // W/R/B, an embedding table, ...): a graph input consumed only at such slots is a parameter, not data.
@@ -121,6 +140,7 @@ Expected<OpRule> MapNode(const NodeView& view, const std::string& source);
 int64_t AttrInt(const onnx::NodeProto& node, const std::string& name, int64_t fallback);
 std::string AttrString(const onnx::NodeProto& node, const std::string& name, const std::string& fallback);
 std::vector<int64_t> AttrInts(const onnx::NodeProto& node, const std::string& name);
+std::vector<std::string> AttrStrings(const onnx::NodeProto& node, const std::string& name);
 bool HasAttr(const onnx::NodeProto& node, const std::string& name);
 
 // "node 'name' (OpType)" for messages.

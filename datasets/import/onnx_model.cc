@@ -85,23 +85,6 @@ bool DropDefault(onnx::NodeProto* node, const std::string& name, IsDefault is_de
 
 bool IsZero(const onnx::AttributeProto& a) { return a.i() == 0; }
 
-// The int64 values of a constant tensor (an initializer or a Constant node's value), if it is one.
-bool ConstantInts(const onnx::GraphProto& g, const std::string& name, std::vector<int64_t>* out) {
-  const onnx::TensorProto* t = nullptr;
-  for (const auto& init : g.initializer())
-    if (init.name() == name) t = &init;
-  for (const auto& n : g.node())
-    if (n.op_type() == "Constant" && n.output_size() == 1 && n.output(0) == name)
-      for (const auto& a : n.attribute())
-        if (a.name() == "value" && a.has_t()) t = &a.t();
-  ConstValue v;
-  if (!t) return false;
-  Expected<bool> read = ReadTensor(*t, "", &v);
-  if (!read.ok() || !*read || !v.is_int()) return false;
-  *out = v.ints;
-  return true;
-}
-
 // Rewrites one node of opset 18..(newer) to its opset-17 form; an error names what opset 17 cannot express.
 Status DowngradeNode(const onnx::GraphProto& g, onnx::NodeProto* node, const std::string& source) {
   static const std::set<std::string> kReduceAxesInput = {"ReduceL1",  "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp",
@@ -151,6 +134,22 @@ Status DowngradeNode(const onnx::GraphProto& g, onnx::NodeProto* node, const std
 }
 
 }  // namespace
+
+bool ConstantInts(const onnx::GraphProto& g, const std::string& name, std::vector<int64_t>* out) {
+  const onnx::TensorProto* t = nullptr;
+  for (const auto& init : g.initializer())
+    if (init.name() == name) t = &init;
+  for (const auto& n : g.node())
+    if (n.op_type() == "Constant" && n.output_size() == 1 && n.output(0) == name)
+      for (const auto& a : n.attribute())
+        if (a.name() == "value" && a.has_t()) t = &a.t();
+  ConstValue v;
+  if (!t) return false;
+  Expected<bool> read = ReadTensor(*t, "", &v);
+  if (!read.ok() || !*read || !v.is_int()) return false;
+  *out = v.ints;
+  return true;
+}
 
 Status DowngradeToKnownOpset(onnx::ModelProto* model, const std::string& source, std::vector<std::string>* warnings) {
   onnx::OperatorSetIdProto* onnx_opset = nullptr;

@@ -245,6 +245,12 @@ std::vector<int64_t> AttrInts(const onnx::NodeProto& node, const std::string& na
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
+std::vector<std::string> AttrStrings(const onnx::NodeProto& node, const std::string& name) {
+  const onnx::AttributeProto* a = FindAttr(node, name);
+  if (!a || a->type() != onnx::AttributeProto_AttributeType_STRINGS) return {};
+  return std::vector<std::string>(a->strings().begin(), a->strings().end());
+}
+
 std::string Describe(const onnx::NodeProto& node) {
   return "node '" + node.name() + "' (" + node.op_type() + ")";
 }

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -346,20 +347,79 @@ TEST(ImportOnnx, Ir3InitializerInputsAreConstants) {
   EXPECT_EQ(alexnet->graph.total_param_bytes(), 4 * 60965224);
 }
 
-// Unsupported constructs name themselves in one line: string tensors by their type name, sequences, custom
-// domains, shapes known only at run time.
+// Unsupported constructs name themselves in one line: string tensors by their type name, sequences whose
+// structure is known only at run time, a model that only hands an input back.
 TEST(ImportOnnx, UnsupportedConstructsSayWhat) {
   const std::string dir = std::string(DEVPLACE_SOURCE_DIR) + "/tests/data/real/onnx/";
   for (const auto& [file, fragment] :
        {std::pair{"simple_test_strnorm_model_monday_empty_output.onnx", "element type STRING is not supported"},
-        {"simple_test_sequence_model2.onnx", "(SequenceConstruct): sequence and optional values are not supported"},
-        {"simple_test_gradient_of_add.onnx", "custom domain 'ai.onnx.preview.training'"},
-        {"simple_test_expand_shape_model1.onnx", "depends on the values of its input 'shape'"}}) {
+        {"simple_test_sequence_model8.onnx", "(SplitToSequence): split sizes 'Splits' are computed at run time"},
+        {"simple_test_sequence_model2.onnx", "no node depends on the data inputs: nothing to place"}}) {
     Expected<ImportResult> r = ImportModelFile(dir + file);
     ASSERT_FALSE(r.ok()) << file;
     EXPECT_EQ(r.error().message.find('\n'), std::string::npos);
     EXPECT_NE(r.error().message.find(fragment), std::string::npos) << r.error().message;
   }
+}
+
+// The first op of `type` in `g`, or -1.
+OpId FirstOfType(const Graph& g, const std::string& type) {
+  for (OpId i = 0; i < g.num_ops(); ++i)
+    if (g.op(i).type == type) return i;
+  return -1;
+}
+
+// Sequences of static structure (ONNX's backend "simple" models) become the tensor ops they amount to.
+TEST(ImportOnnx, StaticSequencesAreLowered) {
+  const std::string dir = std::string(DEVPLACE_SOURCE_DIR) + "/tests/data/real/onnx/";
+  ImportOptions forward{.derive_training = false};
+  for (const auto& [file, type, shape] :
+       {std::tuple{"simple_test_sequence_model4.onnx", "concat", std::vector<int64_t>{2, 9, 4}},  // ConcatFromSequence
+        {"simple_test_sequence_model5.onnx", "concat", std::vector<int64_t>{2, 3, 4, 3}},         // with new_axis
+        {"simple_test_sequence_model6.onnx", "split", std::vector<int64_t>{2, 3, 4}},             // SplitToSequence
+        {"simple_test_sequence_model7.onnx", "reshape", std::vector<int64_t>{3, 4}}}) {           // keepdims = 0
+    Expected<ImportResult> r = ImportModelFile(dir + file, forward);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    const OpId id = FirstOfType(r->graph, type);
+    ASSERT_GE(id, 0) << file;
+    EXPECT_EQ(r->graph.op(id).shape, shape) << file;
+  }
+  // SplitToSequence(x[2,3,4], axis 0, keepdims 0): a Split into two pieces, each squeezed to 3x4.
+  Expected<ImportResult> at = ImportModelFile(dir + "simple_test_sequence_model7.onnx", forward);
+  ASSERT_TRUE(at.ok());
+  int squeezes = 0;
+  for (OpId i = 0; i < at->graph.num_ops(); ++i) squeezes += at->graph.op(i).type == "reshape";
+  EXPECT_EQ(squeezes, 2);
+}
+
+// ai.onnx.preview.training's Gradient: outputs typed as its xs, FLOPs twice those of the ops from xs to y.
+TEST(ImportOnnx, GradientNodeOfThePreviewTrainingDomain) {
+  const std::string dir = std::string(DEVPLACE_SOURCE_DIR) + "/tests/data/real/onnx/";
+  Expected<ImportResult> r =
+      ImportModelFile(dir + "simple_test_gradient_of_add_and_mul.onnx", {.derive_training = false});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const OpId id = FirstOfType(r->graph, "gradient");
+  ASSERT_GE(id, 0);
+  EXPECT_EQ(r->graph.op(id).shape, std::vector<int64_t>{});
+  EXPECT_EQ(r->graph.op(id).flops, 2.0 * (1 + 1));  // d = (a + b) * a on scalars
+  EXPECT_TRUE(r->warnings.empty());
+}
+
+// A shape computed from run-time values (Expand's target is a graph input) takes the model's declared static
+// shape, with a warning; not when --batch replaced the model's static batch, which the declaration predates.
+TEST(ImportOnnx, RunTimeShapeTakesTheDeclaredShape) {
+  const std::string file = std::string(DEVPLACE_SOURCE_DIR) + "/tests/data/real/onnx/simple_test_expand_shape_model3.onnx";
+  Expected<ImportResult> r = ImportModelFile(file, {.derive_training = false});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const OpId id = r->graph.find("test");
+  ASSERT_GE(id, 0);
+  EXPECT_EQ(r->graph.op(id).shape, (std::vector<int64_t>{3, 3, 3}));
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_NE(r->warnings[0].find("the model's declared shape 3x3x3 is used"), std::string::npos) << r->warnings[0];
+  Expected<ImportResult> batch = ImportModelFile(file, {.batch = 2, .derive_training = false});
+  ASSERT_FALSE(batch.ok());
+  EXPECT_NE(batch.error().message.find("depends on the values of its input 'shape'"), std::string::npos)
+      << batch.error().message;
 }
 
 // External data is resolved against the model file's directory, whatever the working directory: the Reshape
