@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "agents/search.h"
 #include "core/topology_yaml.h"
@@ -50,6 +52,54 @@ TEST(ImportedModels, EveryAlgorithmPlacesEveryImportedModel) {
       EXPECT_GT(sim->step_time, 0) << file << " / " << name;
     }
   }
+}
+
+// Bytes of the collective steps (gradient all-reduce) of a data-parallel step of `graph` on `topology`.
+int64_t DataParallelCollectiveBytes(const Graph& graph, const Topology& topology) {
+  CostModel cost = MakeAnalyticCostModel();
+  std::unique_ptr<SearchAlgorithm> dp = MakeSearchAlgorithm("data-parallel").value();
+  Expected<SearchResult> placed = dp->Search(SearchProblem{&graph, &topology, cost, SimOptions{}}, SearchRequest{});
+  EXPECT_TRUE(placed.ok());
+  if (!placed.ok()) return -1;
+  SimOptions options;
+  options.keep_timeline = true;
+  Expected<SimResult> sim = Simulate(graph, topology, placed->strategy, cost, options);
+  EXPECT_TRUE(sim.ok());
+  if (!sim.ok()) return -1;
+  int64_t bytes = 0;
+  for (const TimelineTask& t : sim->timeline)
+    if (t.kind == TimelineTask::Kind::kCollective) bytes += t.bytes;
+  return bytes;
+}
+
+// One Transformer exported twice by torch.onnx.export, with its weights (initializers, some transposed by constant
+// folding) and with export_params=False (weights as graph inputs, tests/data/transformer_params/make.py): both
+// count PyTorch's parameters, and data parallelism all-reduces gradients of that size in both.
+TEST(ImportedModels, TransformerWithoutExportedWeightsCountsItsParameters) {
+  const std::string dir = DEVPLACE_SOURCE_DIR "/tests/data/transformer_params/";
+  std::ifstream reference(dir + "reference.json");
+  std::string text((std::istreambuf_iterator<char>(reference)), std::istreambuf_iterator<char>());
+  ASSERT_NE(text.find(':'), std::string::npos);
+  const int64_t param_count = std::stoll(text.substr(text.find(':') + 1));  // {"param_count": N}
+  ASSERT_GT(param_count, 0);
+  Topology topology = ReadTopologyFile(DEVPLACE_SOURCE_DIR "/configs/topologies/dgx1-v100.yaml").value();
+  std::vector<int64_t> collective_bytes;
+  for (const char* file : {"transformer_weights.onnx", "transformer_no_weights.onnx"}) {
+    ImportOptions options;
+    options.batch = 16;
+    Expected<ImportResult> imported = ImportModelFile(dir + file, options);
+    ASSERT_TRUE(imported.ok()) << imported.error().message;
+    EXPECT_EQ(imported->graph.total_param_bytes(), 4 * param_count) << file;
+    collective_bytes.push_back(DataParallelCollectiveBytes(imported->graph, topology));
+  }
+  // A ring all-reduce over devices 0..n-1 sends 2 (n - 1) chunks of 1/n of the gradient from each device to the
+  // next, over every link of its route (DGX-1's cube mesh routes some neighbours through two links).
+  const int64_t n = topology.num_devices();
+  int64_t hops = 0;
+  for (DeviceId d = 0; d < n; ++d) hops += static_cast<int64_t>(topology.route(d, (d + 1) % n).size());
+  const double expected = 2.0 * (n - 1) / n * hops * 4 * param_count;
+  EXPECT_EQ(collective_bytes[0], collective_bytes[1]);
+  EXPECT_NEAR(static_cast<double>(collective_bytes[1]), expected, 0.01 * expected);
 }
 
 }  // namespace
