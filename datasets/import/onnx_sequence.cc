@@ -112,9 +112,9 @@ Expected<const std::vector<std::string>*> Lowering::Sequence(const onnx::NodePro
 
 Expected<int64_t> Lowering::Position(const onnx::NodeProto& node, int slot, int64_t count, int64_t extra,
                                      int64_t fallback) const {
-  if (slot >= node.input_size() || node.input(slot).empty()) return fallback;
-  std::vector<int64_t> v;
-  if (!ConstantInts(g_, node.input(slot), &v) || v.size() != 1)
+  std::vector<int64_t> v = {fallback};
+  if (slot < node.input_size() && !node.input(slot).empty() &&
+      (!ConstantInts(g_, node.input(slot), &v) || v.size() != 1))
     return Fail(node, "position '" + node.input(slot) + "' is computed at run time (only constant positions are supported)");
   const int64_t pos = v[0] < 0 ? v[0] + count : v[0];
   if (pos < 0 || pos >= count + extra)
@@ -142,13 +142,15 @@ Status Lowering::SplitToSequence(const onnx::NodeProto& node, std::vector<std::s
       return Fail(node, "the extent of the split axis of '" + node.input(0) + "' is not known at import time");
     const int64_t chunk = has_split ? (sizes.size() == 1 ? sizes[0] : 0) : 1;
     if (chunk <= 0) return Fail(node, "split size must be > 0");
+    if (extent / chunk >= kMaxFoldElements)
+      return Fail(node, "splits into more than " + std::to_string(kMaxFoldElements) + " tensors");
     sizes.clear();
     for (int64_t done = 0; done < extent; done += chunk) sizes.push_back(std::min(chunk, extent - done));
   }
   if (sizes.empty()) return Fail(node, "the split makes an empty sequence");
   int64_t total = 0;
   for (int64_t s : sizes) {
-    if (s < 0) return Fail(node, "split sizes must be >= 0");
+    if (s < 0 || s > (int64_t{1} << 40)) return Fail(node, "split sizes must be in [0, 2^40]");
     total += s;
   }
   if (extent >= 0 && total != extent)
@@ -192,6 +194,9 @@ void Lowering::ConcatFromSequence(const onnx::NodeProto& node, const std::vector
 Status Lowering::LowerNode(const onnx::NodeProto& node) {
   const std::string& op = node.op_type();
   std::vector<std::string> elements;
+  for (int i = 0; i < node.input_size(); ++i)
+    if (node.input(i).empty() && (op == "SequenceConstruct" || (op == "SequenceInsert" && i == 1)))
+      return Fail(node, "an element of the sequence is missing");
   if (op == "SequenceConstruct") {
     elements.assign(node.input().begin(), node.input().end());
   } else if (op == "SequenceInsert" || op == "SequenceErase") {
@@ -213,9 +218,8 @@ Status Lowering::LowerNode(const onnx::NodeProto& node) {
     if (!seq.ok()) return seq.error();
     const int64_t n = static_cast<int64_t>((*seq)->size());
     if (op == "SequenceAt") {
-      Expected<int64_t> pos = Position(node, 1, n, 0, -1);
+      Expected<int64_t> pos = Position(node, 1, n, 0, 0);
       if (!pos.ok()) return pos.error();
-      if (*pos < 0) return Fail(node, "position is missing");
       Emit("Identity", node.name(), {(**seq)[*pos]}, {node.output(0)});
     } else if (op == "SequenceLength") {
       onnx::NodeProto* c = Emit("Constant", node.name(), {}, {node.output(0)});
