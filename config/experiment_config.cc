@@ -35,6 +35,9 @@ void ReadEnv(const nlohmann::json& value, const std::string& source, EnvConfig* 
   env->oom_penalty = o.number_or("oom_penalty", env->oom_penalty, 0.0);
   env->memory_aware_mask = o.boolean_or("memory_aware_mask", env->memory_aware_mask);
   env->data_parallel_action = o.boolean_or("data_parallel_action", env->data_parallel_action);
+  const std::string space = o.string_or("action_space", std::string(ToString(env->action_space)));
+  if (!ParseActionSpace(space, &env->action_space))
+    o.fail("action_space", "expected devices or soap, not '" + space + "'");
   if (const nlohmann::json* sim = o.optional("sim")) ReadSimOptions(*sim, source, &env->sim);
   o.finish();
   if (Status s = ValidateEnvConfig(*env); !s) throw InputError(source + ": " + s.error().message);
@@ -98,9 +101,13 @@ Expected<ExperimentConfig> ExperimentConfigFromYaml(const std::string& text, con
     if (const nlohmann::json* env = root.optional("env")) ReadEnv(*env, source, &c.env);
     if (const nlohmann::json* policy = root.optional("policy")) ReadPolicy(*policy, source, &c.policy);
     c.policy.data_parallel_action = c.env.data_parallel_action;
+    c.policy.soap = c.env.action_space == ActionSpace::kSoap;
     if (const nlohmann::json* ppo = root.optional("ppo")) ReadPpo(*ppo, source, &c.ppo);
     if ((c.policy.kind == "transformer") != (c.env.kind == MdpKind::kOneShot))
       root.fail("policy", "policy.kind transformer needs env.kind one_shot, placeto needs iterative");
+    if (c.policy.soap && c.policy.kind != "transformer")
+      root.fail("policy", "env.action_space soap needs policy.kind transformer (the Placeto policy has no head for "
+                          "split candidates)");
     c.eval_every = Int(root, "eval_every", c.eval_every, 0, 1'000'000);
     c.checkpoint_every = Int(root, "checkpoint_every", c.checkpoint_every, 1, 1'000'000);
     c.threads = Int(root, "threads", c.threads, 1, 256);

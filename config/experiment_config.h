@@ -28,6 +28,9 @@ struct PolicyConfig {
   // Not a `policy:` key: copied from env.data_parallel_action by the reader, so that the output layer also
   // scores the environment's data-parallel action.
   bool data_parallel_action = false;
+  // Not a `policy:` key either: true when env.action_space is soap, so that the transformer scores the split
+  // candidates from their features (agents/learned/policy.h).
+  bool soap = false;
 };
 
 // The `ppo:` section.

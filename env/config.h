@@ -9,6 +9,7 @@
 //     oom_penalty: 1.0                      -> EnvConfig::oom_penalty
 //     memory_aware_mask: true               -> EnvConfig::memory_aware_mask
 //     data_parallel_action: false           -> EnvConfig::data_parallel_action
+//     action_space: devices | soap          -> EnvConfig::action_space (ParseActionSpace)
 //     sim: {segment_bytes: 4194304, max_segments: 8, optimizer_state_factor: 2.0}
 //                                           -> EnvConfig::sim (sim/simulator.h SimOptions; keep_timeline is
 //                                              not an experiment key)
@@ -16,7 +17,9 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
+#include "core/mesh.h"
 #include "core/status.h"
 #include "sim/simulator.h"
 
@@ -30,6 +33,12 @@ enum class InitialPlacement {
   kSingle,      // every group on the game's reference device (the fastest single device)
   kRoundRobin,  // group g on device g % num_devices
   kRandom,      // each group on a device drawn uniformly, from the state's seed
+};
+
+// What an action can say about a group (docs/environments.md).
+enum class ActionSpace {
+  kDevices,  // one device (plus the data-parallel action when EnvConfig::data_parallel_action is set)
+  kSoap,     // one device, or a split over a device subset along one dimension kind (env/candidates.h)
 };
 
 struct EnvConfig {
@@ -46,6 +55,11 @@ struct EnvConfig {
   // over all devices (core/strategy.h SplitConfig; data parallelism for ops with a sample dimension: weights
   // replicated, gradients all-reduced). It is legal for groups whose every member can be split that many ways.
   bool data_parallel_action = false;
+  // kSoap: actions are the devices followed by env/candidates.h SoapCandidates(topology, meshes) (which include
+  // the all-devices sample split, so data_parallel_action must stay false).
+  ActionSpace action_space = ActionSpace::kDevices;
+  // kSoap only, not an experiment key: meshes the topology declares (core/mesh.h); their axes add device subsets.
+  std::vector<Mesh> meshes;
   // Options of every simulation the environment runs.
   SimOptions sim;
 };
@@ -55,10 +69,13 @@ Status ValidateEnvConfig(const EnvConfig& config);
 
 // "iterative" / "one_shot".
 std::string_view ToString(MdpKind kind);
+// "devices" / "soap".
+std::string_view ToString(ActionSpace space);
 // "single" / "round_robin" / "random".
 std::string_view ToString(InitialPlacement placement);
 // Parse the names produced by ToString; return false on an unknown name (the output is then unchanged).
 bool ParseMdpKind(std::string_view text, MdpKind* kind);
 bool ParseInitialPlacement(std::string_view text, InitialPlacement* placement);
+bool ParseActionSpace(std::string_view text, ActionSpace* space);
 
 }  // namespace devplace

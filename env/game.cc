@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -17,6 +18,21 @@ namespace {
 float LogScaled(double x, double max) { return max > 0 ? static_cast<float>(std::log1p(x) / std::log1p(max)) : 0.0f; }
 
 float Capped(double x, double cap) { return static_cast<float>(std::min(x, cap)); }
+
+// The hops (src, dst) of the ring d0 -> d1 -> ... -> d0 over `devices` (none for fewer than 2).
+std::vector<std::pair<DeviceId, DeviceId>> MakeRing(const std::vector<DeviceId>& devices) {
+  std::vector<std::pair<DeviceId, DeviceId>> hops;
+  for (size_t p = 0; p < devices.size() && devices.size() > 1; ++p)
+    hops.emplace_back(devices[p], devices[(p + 1) % devices.size()]);
+  return hops;
+}
+
+// The slowest hop's transfer time of `bytes` (Topology::transfer_time_estimate).
+double RingTime(const Topology& topology, const std::vector<std::pair<DeviceId, DeviceId>>& hops, int64_t bytes) {
+  double worst = 0.0;
+  for (const auto& [a, b] : hops) worst = std::max(worst, topology.transfer_time_estimate(a, b, bytes));
+  return worst;
+}
 
 bool SameHardware(const Device& a, const Device& b) {
   return a.kind == b.kind && a.peak_flops_f32 == b.peak_flops_f32 && a.peak_flops_f16 == b.peak_flops_f16 &&
@@ -47,9 +63,10 @@ Status PlacementGame::Init() {
   InitEdges();
   if (Status s = InitReference(); !s) return s;
   InitEstimates();
-  if (config_.data_parallel_action) InitSplits();
+  InitSplits();
   InitNodeFeatures();
   InitDeviceFeatures();
+  InitCandidateFeatures();
   return Status::Ok();
 }
 
@@ -181,41 +198,143 @@ void PlacementGame::InitDeviceFeatures() {
 }
 
 void PlacementGame::InitSplits() {
+  if (config_.action_space == ActionSpace::kSoap) {
+    candidates_ = SoapCandidates(*topology_, config_.meshes);
+  } else if (config_.data_parallel_action) {
+    SplitCandidate all{{}, std::nullopt, "all/data-parallel"};
+    for (DeviceId d = 0; d < num_devices(); ++d) all.devices.push_back(d);
+    candidates_.push_back(std::move(all));
+  }
+  const int32_t num_dev = num_devices(), num_cand = num_candidates();
+  for (int32_t c = 0; c < num_cand; ++c) {
+    const SplitCandidate& cand = candidates_[c];
+    if (data_parallel_action_ < 0 && static_cast<int32_t>(cand.devices.size()) == num_dev &&
+        (!cand.kind || *cand.kind == DimKind::kSample))
+      data_parallel_action_ = num_dev + c;
+  }
+  position_.assign(static_cast<size_t>(num_cand) * num_dev, -1);
+  first_position_.assign(num_cand, 0);
+  positions_ = 0;
+  std::vector<RingHops> rings;
+  for (int32_t c = 0; c < num_cand; ++c) {
+    const std::vector<DeviceId>& devs = candidates_[c].devices;
+    first_position_[c] = positions_;
+    positions_ += devs.size();
+    for (size_t p = 0; p < devs.size(); ++p) position_[static_cast<size_t>(c) * num_dev + devs[p]] = static_cast<int32_t>(p);
+    rings.push_back(MakeRing(devs));
+  }
+  const size_t cells = static_cast<size_t>(num_groups()) * num_cand;
+  can_split_.assign(cells, 0);
+  split_memory_.assign(cells, 0);
+  sync_seconds_.assign(cells, 0.0);
+  reshard_seconds_.assign(cells, 0.0);
+  split_seconds_.assign(static_cast<size_t>(num_groups()) * positions_, 0.0);
+  for (int32_t grp = 0; grp < num_groups(); ++grp)
+    for (int32_t c = 0; c < num_cand; ++c) InitSplitGroup(grp, c, rings[c]);
+}
+
+void PlacementGame::InitSplitGroup(int32_t grp, int32_t c, const RingHops& ring) {
   const Graph& g = *graph_;
-  const int32_t num_dev = num_devices(), num_grp = num_groups();
-  std::vector<DeviceId> all(static_cast<size_t>(num_dev));
-  for (DeviceId d = 0; d < num_dev; ++d) all[d] = d;
-  split_configs_.assign(g.num_ops(), OpConfig{});
-  splittable_.assign(num_grp, 1);
-  split_memory_.assign(num_grp, 0);
-  split_seconds_.assign(static_cast<size_t>(num_grp) * num_dev, 0.0);
-  sync_seconds_.assign(num_grp, 0.0);
-  for (int32_t grp = 0; grp < num_grp; ++grp) {
-    int64_t replicated_bytes = 0;
-    for (OpId op : groups_.members[grp]) {
-      const Op& o = g.op(op);
-      std::optional<OpConfig> split = SplitConfig(o, all);
-      if (!split) {
-        splittable_[grp] = 0;
-        continue;
-      }
-      split_configs_[op] = std::move(*split);
-      const OpConfig& c = split_configs_[op];
-      bool replicated = false;
-      for (size_t k = 0; k < c.degrees.size(); ++k)
-        replicated |= c.degrees[k] > 1 && o.dims[k].kind == DimKind::kSample;
-      if (replicated) replicated_bytes += o.param_bytes;
-      split_memory_[grp] += OpPartMemoryEstimate(o, c, config_.sim.optimizer_state_factor);
-      for (DeviceId d = 0; d < num_dev; ++d)
-        split_seconds_[static_cast<size_t>(grp) * num_dev + d] +=
-            cost_.ComputeTime(g, op, c, static_cast<int>(d), topology_->device(d));
+  const SplitCandidate& cand = candidates_[c];
+  const auto n = static_cast<int64_t>(cand.devices.size());
+  const size_t cell = static_cast<size_t>(grp) * candidates_.size() + c;
+  double* seconds = &split_seconds_[static_cast<size_t>(grp) * positions_ + first_position_[c]];
+  bool any_native = !cand.kind.has_value();
+  int64_t replicated_bytes = 0, memory = 0;
+  double reshard_bytes = 0.0;
+  for (OpId op : groups_.members[grp]) {
+    const Op& o = g.op(op);
+    bool native = false;
+    std::optional<OpConfig> split = n >= 2 ? CandidateOpConfig(o, cand, &native) : std::nullopt;
+    if (!split) return;  // the group cannot take the candidate: its row stays 0
+    any_native = any_native || native;
+    const OpConfig& config = *split;
+    bool replicated = false, partial = false, sliced_input = false;
+    for (size_t k = 0; k < config.degrees.size(); ++k) {
+      if (config.degrees[k] <= 1) continue;
+      replicated |= o.dims[k].kind == DimKind::kSample;
+      partial |= o.dims[k].output_axis < 0;
+      sliced_input |= o.dims[k].input_axis >= 0;
     }
-    if (replicated_bytes > 0 && num_dev > 1) {
-      double slowest_hop = 0.0;
-      for (DeviceId d = 0; d < num_dev; ++d)
-        slowest_hop = std::max(slowest_hop, topology_->transfer_time_estimate(d, (d + 1) % num_dev,
-                                                                              (replicated_bytes + num_dev - 1) / num_dev));
-      sync_seconds_[grp] = 2.0 * (num_dev - 1) * slowest_hop;
+    if (replicated) replicated_bytes += o.param_bytes;
+    memory += OpPartMemoryEstimate(o, config, config_.sim.optimizer_state_factor);
+    for (int64_t p = 0; p < n; ++p)
+      seconds[p] += cost_.ComputeTime(g, op, config, static_cast<int>(p), topology_->device(cand.devices[p]));
+    const double spread = static_cast<double>(n - 1) / static_cast<double>(n);
+    for (int32_t e : g.in_edges(op))
+      if (groups_.group_of_op[g.edge(e).src] != grp)
+        reshard_bytes += static_cast<double>(g.edge(e).bytes) * (sliced_input ? spread : static_cast<double>(n - 1));
+    for (int32_t e : g.out_edges(op))
+      if (groups_.group_of_op[g.edge(e).dst] != grp)
+        reshard_bytes += static_cast<double>(g.edge(e).bytes) * (partial ? 2.0 * spread : spread);
+  }
+  if (!any_native) {
+    std::fill(seconds, seconds + n, 0.0);
+    return;
+  }
+  can_split_[cell] = 1;
+  split_memory_[cell] = memory;
+  if (replicated_bytes > 0) sync_seconds_[cell] = 2.0 * static_cast<double>(n - 1) * RingTime(*topology_, ring, (replicated_bytes + n - 1) / n);
+  if (reshard_bytes > 0) reshard_seconds_[cell] = RingTime(*topology_, ring, static_cast<int64_t>(reshard_bytes / static_cast<double>(n)));
+}
+
+double PlacementGame::split_seconds(int32_t group, int32_t action, DeviceId device) const {
+  const int32_t p = position(action, device);
+  if (p < 0) return 0.0;
+  const size_t c = static_cast<size_t>(action - num_devices());
+  return split_seconds_[static_cast<size_t>(group) * positions_ + first_position_[c] + p];
+}
+
+double PlacementGame::split_slowest_seconds(int32_t group, int32_t action) const {
+  const size_t c = static_cast<size_t>(action - num_devices());
+  const double* row = &split_seconds_[static_cast<size_t>(group) * positions_ + first_position_[c]];
+  return *std::max_element(row, row + candidates_[c].devices.size());
+}
+
+void PlacementGame::InitCandidateFeatures() {
+  const int32_t num_grp = num_groups(), num_cand = num_candidates(), num_dev = num_devices();
+  candidate_features_.assign(static_cast<size_t>(num_grp) * num_cand * kCandidateFeatureDim, 0.0f);
+  if (num_cand == 0) return;
+  std::unordered_map<std::string, int32_t> hosts;
+  for (const Device& d : topology_->devices()) hosts.emplace(d.host, 0);
+  constexpr int64_t kMiB = 1 << 20;
+  double fastest = std::numeric_limits<double>::infinity();
+  for (DeviceId a = 0; a < num_dev; ++a)
+    for (DeviceId b = 0; b < num_dev; ++b)
+      if (a != b) fastest = std::min(fastest, topology_->transfer_time_estimate(a, b, kMiB));
+  for (int32_t c = 0; c < num_cand; ++c) {
+    const SplitCandidate& cand = candidates_[c];
+    std::unordered_map<std::string, int32_t> spanned;
+    int64_t capacity = std::numeric_limits<int64_t>::max();
+    for (DeviceId d : cand.devices) {
+      spanned.emplace(topology_->device(d).host, 0);
+      capacity = std::min(capacity, topology_->device(d).memory_bytes);
+    }
+    const double slowest = RingTime(*topology_, MakeRing(cand.devices), kMiB);
+    const int32_t action = num_dev + c;
+    for (int32_t grp = 0; grp < num_grp; ++grp) {
+      if (!can_split(grp, action)) continue;
+      float* row = &candidate_features_[(static_cast<size_t>(grp) * num_cand + c) * kCandidateFeatureDim];
+      row[kCandidateLegal] = 1.0f;
+      if (cand.kind) row[kCandidateSample + static_cast<int>(*cand.kind)] = 1.0f;
+      row[kCandidateSubsetSize] = static_cast<float>(static_cast<double>(cand.devices.size()) / num_dev);
+      row[kCandidateSubsetHosts] = static_cast<float>(static_cast<double>(spanned.size()) / hosts.size());
+      const double t = group_seconds(grp, reference_device_);
+      const double saved = std::max(0.0, t - split_slowest_seconds(grp, action));
+      const double sync = split_sync_seconds(grp, action), reshard = split_reshard_seconds(grp, action);
+      const double cost = saved + sync + reshard;
+      row[kCandidateComputeSaved] = t > 0 ? static_cast<float>(std::clamp(saved / t, 0.0, 1.0)) : 0.0f;
+      row[kCandidateNetGain] = static_cast<float>(
+          std::clamp(num_grp * (saved - sync - reshard) / (4.0 * total_reference_seconds_), -1.0, 1.0));
+      row[kCandidateSyncShare] = cost > 0 ? static_cast<float>(sync / cost) : 0.0f;
+      row[kCandidateReshardShare] = cost > 0 ? static_cast<float>(reshard / cost) : 0.0f;
+      row[kCandidateMemoryPerDevice] =
+          Capped(static_cast<double>(split_memory_bytes(grp, action)) / static_cast<double>(capacity), 4.0);
+      row[kCandidateMemoryRatio] = group_memory_[grp] > 0
+                                       ? Capped(static_cast<double>(split_memory_bytes(grp, action)) /
+                                                    static_cast<double>(group_memory_[grp]), 1.0)
+                                       : 1.0f;
+      row[kCandidateLinkSpeed] = slowest > 0 && std::isfinite(fastest) ? static_cast<float>(std::min(1.0, fastest / slowest)) : 1.0f;
     }
   }
 }
@@ -227,9 +346,11 @@ double PlacementGame::PenalisedTime(const StepCost& cost) const {
 }
 
 OpConfig PlacementGame::ActionConfig(OpId op, int32_t action) const {
-  if (is_data_parallel(action)) {
-    DEVPLACE_CHECK(group_splittable(groups_.group_of_op[op]), "data-parallel action on a group that cannot be split");
-    return split_configs_[op];
+  if (is_split(action)) {
+    DEVPLACE_CHECK(can_split(groups_.group_of_op[op], action), "split action on a group that cannot take it");
+    std::optional<OpConfig> config = CandidateOpConfig(graph_->op(op), candidates_[action - num_devices()]);
+    DEVPLACE_CHECK(config.has_value(), "split action without a config");
+    return std::move(*config);
   }
   DEVPLACE_CHECK(action >= 0 && action < num_devices(), "group device out of range");
   return OpConfig{{action}, {}};
@@ -250,14 +371,14 @@ Expected<SimResult> PlacementGame::Evaluate(std::span<const int32_t> device_per_
                  std::to_string(num_groups()) + " groups"};
   for (size_t g = 0; g < device_per_group.size(); ++g) {
     const int32_t a = device_per_group[g];
-    if (is_data_parallel(a) && !group_splittable(static_cast<int32_t>(g)))
-      return Error{"env: placement[" + std::to_string(g) + "]: group (op '" +
-                   graph_->op(groups_.members[g].front()).name + "') cannot be split over all " +
-                   std::to_string(num_devices()) + " devices"};
     if (a < 0 || a >= num_actions())
       return Error{"env: placement[" + std::to_string(g) + "]: device " + std::to_string(a) +
                    " is not in topology '" + topology_->name() + "' (" + std::to_string(num_devices()) +
                    " devices)"};
+    if (is_split(a) && !can_split(static_cast<int32_t>(g), a))
+      return Error{"env: placement[" + std::to_string(g) + "]: group (op '" +
+                   graph_->op(groups_.members[g].front()).name + "') cannot take split " +
+                   candidates_[a - num_devices()].name};
   }
   std::unique_ptr<Simulator> sim;
   {

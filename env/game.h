@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/colocation.h"
@@ -16,6 +17,7 @@
 #include "core/status.h"
 #include "core/strategy.h"
 #include "core/topology.h"
+#include "env/candidates.h"
 #include "env/config.h"
 #include "env/state.h"
 #include "sim/cost_model.h"
@@ -46,23 +48,41 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   const OpGroups& groups() const { return groups_; }
   int32_t num_groups() const { return groups_.num_groups(); }
   int32_t num_devices() const { return topology_->num_devices(); }
-  // Actions of a state: the devices, plus the data-parallel action when EnvConfig::data_parallel_action is set.
-  int32_t num_actions() const { return num_devices() + (config_.data_parallel_action ? 1 : 0); }
-  // The id of the data-parallel action (num_devices()), or -1 when the game has none.
-  int32_t data_parallel_action() const { return config_.data_parallel_action ? num_devices() : -1; }
-  // True when `action` is the data-parallel action.
-  bool is_data_parallel(int32_t action) const { return config_.data_parallel_action && action == num_devices(); }
-  // Data-parallel action only: whether every member of the group can be split over all devices
-  // (SplitConfig), and the group's estimated memory and compute time per device when it is.
-  bool group_splittable(int32_t group) const { return splittable_[group] != 0; }
-  int64_t group_split_memory_bytes(int32_t group) const { return split_memory_[group]; }
-  double group_split_seconds(int32_t group, DeviceId device) const {
-    return split_seconds_[static_cast<size_t>(group) * num_devices() + device];
+  // Actions of a state: the devices, then the split candidates (env/candidates.h): none by default, the single
+  // data-parallel candidate with EnvConfig::data_parallel_action, SoapCandidates with ActionSpace::kSoap.
+  int32_t num_actions() const { return num_devices() + num_candidates(); }
+  int32_t num_candidates() const { return static_cast<int32_t>(candidates_.size()); }
+  // Candidate `c` (0 <= c < num_candidates()); action num_devices() + c.
+  const SplitCandidate& candidate(int32_t c) const { return candidates_[c]; }
+  // True when `action` is a split action (a candidate, not a device).
+  bool is_split(int32_t action) const { return action >= num_devices() && action < num_actions(); }
+  // The data-parallel action: the kind-less candidate (data_parallel_action) or the all-devices sample split
+  // (SOAP); -1 when the game has none.
+  int32_t data_parallel_action() const { return data_parallel_action_; }
+  bool is_data_parallel(int32_t action) const { return action >= 0 && action == data_parallel_action_; }
+  // Split actions only (precondition is_split(action)). Whether the group can take the action: every member has
+  // a config under the candidate (CandidateOpConfig) and, for a candidate with a kind, at least one member is
+  // split natively along that kind (otherwise the action would repeat another); the subset has >= 2 devices.
+  bool can_split(int32_t group, int32_t action) const { return can_split_[SplitIndex(group, action)] != 0; }
+  // The group's estimated bytes on each device of the subset (sum of OpPartMemoryEstimate over the members).
+  int64_t split_memory_bytes(int32_t group, int32_t action) const { return split_memory_[SplitIndex(group, action)]; }
+  // The group's compute seconds on `device` when split (its part there), 0 when the device is not in the subset.
+  double split_seconds(int32_t group, int32_t action, DeviceId device) const;
+  // Whether `device` runs a part of the split action.
+  bool split_uses(int32_t action, DeviceId device) const { return position(action, device) >= 0; }
+  // The compute time of the group's slowest part when split.
+  double split_slowest_seconds(int32_t group, int32_t action) const;
+  // An estimate of the ring all-reduce of the group's replicated gradients (parameters of members split along a
+  // sample dimension): 2 (n - 1) steps, each moving 1/n of the bytes over the slowest hop of the subset's ring
+  // (Topology::transfer_time_estimate), n the subset's size. 0 for groups without replicated weights.
+  double split_sync_seconds(int32_t group, int32_t action) const { return sync_seconds_[SplitIndex(group, action)]; }
+  // An estimate of the resharding the split implies when the group's neighbours are not split alike: for every
+  // edge between a member and another group, a sliced input is scattered ((n - 1) / n of its bytes), a whole input
+  // broadcast ((n - 1) x its bytes), a sliced output gathered ((n - 1) / n), a partial-sum output reduced
+  // (2 (n - 1) / n); the total divided by n moves over the slowest hop of the subset's ring.
+  double split_reshard_seconds(int32_t group, int32_t action) const {
+    return reshard_seconds_[SplitIndex(group, action)];
   }
-  // Data-parallel action only: an estimate of the ring all-reduce of the group's replicated gradients (members
-  // split along a sample dimension) when split: 2 (D - 1) steps, each moving 1/D of the bytes over the slowest
-  // hop of the ring 0 -> 1 -> ... -> D-1 -> 0 (Topology::transfer_time_estimate). 0 for groups without weights.
-  double group_sync_seconds(int32_t group) const { return sync_seconds_[group]; }
   // Group-level edges: a -> b when some op of group a feeds some op of group b (deduplicated, no self loops,
   // sorted by (src, dst)). Groups that colocate forward and backward ops make this graph cyclic in general
   // (forward a -> b, gradient b -> a); both directions are kept.
@@ -75,7 +95,7 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   }
   // Estimated bytes the group pins on its device: the sum of its members' sim/estimates.h OpMemoryEstimate,
   // (2 + sim.optimizer_state_factor) x parameter bytes (weights, gradients, optimizer state) plus the outputs of
-  // forward members (kept for the backward pass). group_split_memory_bytes sums OpPartMemoryEstimate.
+  // forward members (kept for the backward pass). split_memory_bytes sums OpPartMemoryEstimate.
   int64_t group_memory_bytes(int32_t group) const { return group_memory_[group]; }
   int64_t total_memory_bytes() const { return total_memory_; }
   // Sum over groups of group_seconds(group, reference_device()).
@@ -91,31 +111,45 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // The time a placement is charged (sim/objective.h StepCost::Penalised): its step time, plus
   // oom_penalty x reference_time() x (1 + overage) when it runs out of memory.
   double PenalisedTime(const StepCost& cost) const;
-  // The config of op `op` when its group takes `action`: {action} for a device, the op's split config for the
-  // data-parallel action. Precondition: the action is in range (and the group splittable if data-parallel).
+  // The config of op `op` when its group takes `action`: {action} for a device, CandidateOpConfig for a split.
+  // Precondition: the action is in range (and can_split for the op's group if a split).
   OpConfig ActionConfig(OpId op, int32_t action) const;
-  // The strategy of an action per group: every op on its group's device, or split over all devices (SplitConfig)
-  // for the data-parallel action. Precondition: one action in range per group, splittable where data-parallel.
+  // The strategy of an action per group (ActionConfig of every op). Precondition: one action in range per group,
+  // can_split where a split.
   Strategy StrategyFromGroups(std::span<const int32_t> device_per_group) const;
   // Simulates that strategy (equal to Simulate() of StrategyFromGroups). Thread-safe: it borrows a Simulator
   // from a pool kept by the game, so repeated evaluations reuse priced ops and buffers. Errors on a wrong size,
-  // an action out of range or a data-parallel action on a group that cannot be split.
+  // an action out of range or a split action the group cannot take.
   Expected<SimResult> Evaluate(std::span<const int32_t> device_per_group) const;
 
   // Static node features, row-major [num_groups x kNodeFeatureDim]; the dynamic columns (is-current,
   // is-placed) are 0. Device features likewise, with the load columns 0.
   const std::vector<float>& static_node_features() const { return node_features_; }
   const std::vector<float>& static_device_features() const { return device_features_; }
+  // Static candidate features, row-major [num_groups x num_candidates x kCandidateFeatureDim]
+  // (env/observation.h CandidateFeature); empty without candidates.
+  const std::vector<float>& candidate_features() const { return candidate_features_; }
 
  private:
   PlacementGame() = default;
-  // Init's steps, in order: groups' edges, reference simulations, per-group estimates, the data-parallel
-  // action's tables, static features.
+  // Init's steps, in order: groups' edges, reference simulations, per-group estimates, the split candidates'
+  // tables, static features.
   Status Init();
   void InitEdges();
   Status InitReference();
   void InitEstimates();
   void InitSplits();
+  // The hops (src, dst) of a ring over a candidate's devices.
+  using RingHops = std::vector<std::pair<DeviceId, DeviceId>>;
+  void InitSplitGroup(int32_t group, int32_t c, const RingHops& ring);
+  void InitCandidateFeatures();
+  size_t SplitIndex(int32_t group, int32_t action) const {
+    return static_cast<size_t>(group) * candidates_.size() + static_cast<size_t>(action - num_devices());
+  }
+  // Position of `device` in the split action's subset, or -1.
+  int32_t position(int32_t action, DeviceId device) const {
+    return position_[static_cast<size_t>(action - num_devices()) * num_devices() + device];
+  }
   void InitNodeFeatures();
   void InitDeviceFeatures();
 
@@ -127,12 +161,17 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   std::vector<int32_t> edge_src_, edge_dst_;
   std::vector<double> group_seconds_;  // [group x device]
   std::vector<int64_t> group_memory_;
-  // Data-parallel action only (empty otherwise): the split config of every op, and per group.
-  std::vector<OpConfig> split_configs_;
-  std::vector<uint8_t> splittable_;
-  std::vector<int64_t> split_memory_;
-  std::vector<double> split_seconds_;  // [group x device]
-  std::vector<double> sync_seconds_;
+  // Split candidates and their tables (empty without candidates).
+  std::vector<SplitCandidate> candidates_;
+  int32_t data_parallel_action_ = -1;
+  std::vector<int32_t> position_;         // [candidate x device]: position in the subset or -1
+  std::vector<size_t> first_position_;    // [candidate]: offset of its positions in a group's row of split_seconds_
+  size_t positions_ = 0;                  // sum of the subsets' sizes
+  std::vector<uint8_t> can_split_;        // [group x candidate]
+  std::vector<int64_t> split_memory_;     // [group x candidate]
+  std::vector<double> split_seconds_;     // [group x positions]
+  std::vector<double> sync_seconds_, reshard_seconds_;  // [group x candidate]
+  std::vector<float> candidate_features_;
   int64_t total_memory_ = 0;
   double total_reference_seconds_ = 0.0;
   DeviceId reference_device_ = 0;

@@ -41,6 +41,31 @@ enum DeviceFeature : int32_t {
   kDeviceFeatureDim         // number of columns
 };
 
+// Split-candidate feature columns (PlacementGame::candidate_features: static, one row per group and candidate,
+// env/candidates.h), the inputs that make partitioning learnable across graphs and machines. With t = the group's
+// compute time on the reference device, saved = t - the slowest part's time, sync = split_sync_seconds,
+// reshard = split_reshard_seconds, cost = saved + sync + reshard. A row is all 0 when the group cannot take the
+// candidate.
+enum CandidateFeature : int32_t {
+  kCandidateLegal = 0,        // 1 when the group can take the candidate (PlacementGame::can_split)
+  kCandidateSample,           // one-hot of the candidate's dimension kind (all 0 for the kind-less
+  kCandidateAttribute,        //   data-parallel candidate)
+  kCandidateParameter,        //
+  kCandidateReduction,        //
+  kCandidateSubsetSize,       // subset size / num_devices
+  kCandidateSubsetHosts,      // hosts the subset spans / hosts of the machine
+  kCandidateComputeSaved,     // saved / t, clamped to [0, 1] (0 when t is 0)
+  kCandidateNetGain,          // N (saved - sync - reshard) / (4 x the graph's total reference compute time),
+                              // clamped to [-1, 1] (N = number of groups)
+  kCandidateSyncShare,        // sync / cost (0 when cost is 0)
+  kCandidateReshardShare,     // reshard / cost (0 when cost is 0)
+  kCandidateMemoryPerDevice,  // split_memory_bytes / the smallest capacity in the subset, capped at 4
+  kCandidateMemoryRatio,      // split_memory_bytes / group_memory_bytes, capped at 1 (1 when the group has none)
+  kCandidateLinkSpeed,        // the machine's fastest device-pair transfer of 1 MiB / the subset ring's slowest
+                              // hop for 1 MiB (Topology::transfer_time_estimate), in (0, 1]
+  kCandidateFeatureDim        // number of columns
+};
+
 // One observation, filled in place by PlacementState::FillObservation (vectors are resized, so a reused
 // Observation allocates nothing after the first fill for a given game).
 struct Observation {
@@ -53,10 +78,10 @@ struct Observation {
   int32_t num_devices = 0;
   int32_t device_feature_dim = kDeviceFeatureDim;
   std::vector<float> device_features;  // row-major [num_devices x device_feature_dim]
-  std::vector<int32_t> placement;      // action per node: a device, num_devices for data-parallel, -1 unplaced
+  std::vector<int32_t> placement;      // action per node: a device, a split action (>= num_devices), -1 unplaced
   int32_t current_node = -1;           // the node the next action places; -1 when terminal
   std::vector<uint8_t> legal_mask;     // 1 per legal action for current_node (all 0 when terminal); devices,
-                                       // then the data-parallel action when the game has it
+                                       // then the game's split actions
 };
 
 }  // namespace devplace

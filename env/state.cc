@@ -56,10 +56,10 @@ void PlacementState::RefreshTimeFromDelta() {
 
 void PlacementState::Load(int32_t group, int32_t action, int sign) {
   const PlacementGame& g = *game_;
-  if (g.is_data_parallel(action)) {
-    for (DeviceId d = 0; d < g.num_devices(); ++d) {
-      memory_load_[d] += sign * g.group_split_memory_bytes(group);
-      compute_load_[d] += sign * g.group_split_seconds(group, d);
+  if (g.is_split(action)) {
+    for (DeviceId d : g.candidate(action - g.num_devices()).devices) {
+      memory_load_[d] += sign * g.split_memory_bytes(group, action);
+      compute_load_[d] += sign * g.split_seconds(group, action, d);
     }
     return;
   }
@@ -76,7 +76,7 @@ void PlacementState::Place(int32_t group, int32_t action) {
 int64_t PlacementState::OwnMemory(int32_t group, DeviceId device) const {
   const PlacementGame& g = *game_;
   const int32_t action = placement_[group];
-  if (g.is_data_parallel(action)) return g.group_split_memory_bytes(group);
+  if (g.is_split(action)) return g.split_uses(action, device) ? g.split_memory_bytes(group, action) : 0;
   return action == device ? g.group_memory_bytes(group) : 0;
 }
 
@@ -86,29 +86,29 @@ void PlacementState::RefreshMask() {
     std::fill(mask_.begin(), mask_.end(), uint8_t{0});
     return;
   }
-  const int32_t split = g.data_parallel_action();
-  const uint8_t splittable = split >= 0 && g.group_splittable(current_) && g.num_devices() > 1 ? 1 : 0;
-  if (!g.config().memory_aware_mask) {
-    std::fill(mask_.begin(), mask_.end(), uint8_t{1});
-    if (split >= 0) mask_[split] = splittable;
-    return;
-  }
+  const int32_t num_dev = g.num_devices(), num_act = g.num_actions();
+  const bool memory_aware = g.config().memory_aware_mask;
+  std::vector<int64_t>& free = free_;  // per device: capacity minus the other groups' estimated memory
+  free.resize(num_dev);
   const int64_t need = g.group_memory_bytes(current_);
-  const int64_t split_need = split >= 0 ? g.group_split_memory_bytes(current_) : 0;
-  bool any = false, split_fits = splittable != 0;
-  for (DeviceId d = 0; d < g.num_devices(); ++d) {
-    const int64_t free = g.topology().device(d).memory_bytes - (memory_load_[d] - OwnMemory(current_, d));
-    mask_[d] = need <= free ? 1 : 0;
+  bool any = false;
+  for (DeviceId d = 0; d < num_dev; ++d) {
+    free[d] = g.topology().device(d).memory_bytes - (memory_load_[d] - OwnMemory(current_, d));
+    mask_[d] = !memory_aware || need <= free[d] ? 1 : 0;
     any = any || mask_[d];
-    split_fits = split_fits && split_need <= free;
   }
-  if (split >= 0) {
-    mask_[split] = split_fits ? 1 : 0;
-    any = any || split_fits;
+  for (int32_t a = num_dev; a < num_act; ++a) {
+    uint8_t legal = g.can_split(current_, a) ? 1 : 0;
+    if (legal && memory_aware) {
+      const int64_t split_need = g.split_memory_bytes(current_, a);
+      for (DeviceId d : g.candidate(a - num_dev).devices) legal = legal && split_need <= free[d];
+    }
+    mask_[a] = legal;
+    any = any || legal;
   }
   if (!any) {
-    std::fill(mask_.begin(), mask_.end(), uint8_t{1});
-    if (split >= 0) mask_[split] = splittable;
+    std::fill(mask_.begin(), mask_.begin() + num_dev, uint8_t{1});
+    for (int32_t a = num_dev; a < num_act; ++a) mask_[a] = g.can_split(current_, a) ? 1 : 0;
   }
 }
 
@@ -137,9 +137,9 @@ Status PlacementState::ApplyAction(int32_t action) {
     return Error{where() + "device " + std::to_string(action) + " is not in topology '" + g.topology().name() +
                  "' (" + std::to_string(g.num_devices()) + " devices)"};
   if (!mask_[action]) {
-    if (g.is_data_parallel(action))
-      return Error{where() + "the data-parallel action is not legal (the group cannot be split over all " +
-                   std::to_string(g.num_devices()) + " devices, or its estimated memory does not fit)"};
+    if (g.is_split(action))
+      return Error{where() + "split " + g.candidate(action - g.num_devices()).name +
+                   " is not legal (the group cannot take it, or its estimated memory does not fit)"};
     return Error{where() + "device '" + g.topology().device(action).name +
                  "' is not legal (the group's estimated memory does not fit)"};
   }

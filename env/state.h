@@ -9,14 +9,14 @@
 // One-shot (GDP): groups start unplaced and are placed one per step, with reward 0 until the last step, whose
 // reward is -sqrt(T / T_ref) for the complete placement (one full simulation).
 //
-// Actions are the game's num_actions(): device ids, plus the data-parallel action num_devices() (split the group
-// over all devices) when EnvConfig::data_parallel_action is set; placement() then holds num_devices() for a
-// data-parallel group.
+// Actions are the game's num_actions(): device ids, then the split candidates (PlacementGame::candidate: the
+// data-parallel action with EnvConfig::data_parallel_action, the SOAP candidates with ActionSpace::kSoap);
+// placement() holds the action of each group.
 // Legal actions: with EnvConfig::memory_aware_mask, device d is legal when the current group's estimated memory
-// fits in d's capacity minus the estimated memory of the other groups placed on d, and the data-parallel action
-// when the group can be split and its per-device share fits on every device; when no action qualifies, all
-// devices (and the data-parallel action if the group can be split) are legal (a policy can never get stuck).
-// Without the memory-aware mask every device is legal, and the data-parallel action when the group can be split.
+// fits in d's capacity minus the estimated memory of the other groups placed on d, and a split action when the
+// group can take it (PlacementGame::can_split) and its per-device share fits on every device of the subset; when
+// no action qualifies, all devices and the split actions the group can take are legal (a policy can never get
+// stuck). Without the memory-aware mask every device is legal, and every split action the group can take.
 //
 // A state is a move-only value (it may own an incremental simulator); Clone() makes an independent copy.
 // A state keeps its game alive (shared_ptr). Not thread-safe; distinct states are independent.
@@ -60,8 +60,8 @@ class PlacementState {
 
   // One entry per action, 1 = legal for current_node(); all 0 when terminal.
   const std::vector<uint8_t>& LegalActionsMask() const { return mask_; }
-  // Places (one-shot) or moves (iterative) current_node() on device `action` (or splits it over all devices for
-  // the data-parallel action) and advances. Errors, leaving the state unchanged: terminal state, action out of
+  // Places (one-shot) or moves (iterative) current_node() on device `action` (or splits it as the split action
+  // says) and advances. Errors, leaving the state unchanged: terminal state, action out of
   // range, action not legal.
   Status ApplyAction(int32_t action);
   // One-shot only, from the initial state: applies a whole placement (device per group, e.g. from a
@@ -79,7 +79,7 @@ class PlacementState {
   // An independent copy (same future under the same actions). Re-simulates for the iterative MDP.
   PlacementState Clone() const;
 
-  // Action per group (a device, or num_devices() for data-parallel), -1 for unplaced groups.
+  // Action per group (a device, or a split action >= num_devices()), -1 for unplaced groups.
   const std::vector<int32_t>& placement() const { return placement_; }
   // True when every group has a device: always for the iterative MDP, at the terminal state for one-shot.
   bool is_complete() const { return evaluated_; }
@@ -116,6 +116,7 @@ class PlacementState {
   std::vector<int64_t> memory_load_;   // per device: estimated bytes of the groups placed there
   std::vector<double> compute_load_;   // per device: compute seconds of the groups placed there
   std::vector<uint8_t> mask_;
+  std::vector<int64_t> free_;          // RefreshMask's scratch (per device)
   double last_reward_ = 0.0;
   double return_ = 0.0;
   bool evaluated_ = false;             // cost_ describes the current complete placement

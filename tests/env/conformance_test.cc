@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct Case {
   InitialPlacement initial;
   int scenario;
   bool data_parallel = false;  // EnvConfig::data_parallel_action
+  ActionSpace space = ActionSpace::kDevices;
 };
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
@@ -32,6 +34,7 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
   name += '_';
   name += Scenarios()[info.param.scenario].name;
   if (info.param.data_parallel) name += "_dp";
+  if (info.param.space == ActionSpace::kSoap) name += "_soap";
   return name;
 }
 
@@ -44,6 +47,8 @@ std::vector<Case> AllCases() {
     cases.push_back({MdpKind::kOneShot, InitialPlacement::kSingle, s});
     cases.push_back({MdpKind::kIterative, InitialPlacement::kRoundRobin, s, true});
     cases.push_back({MdpKind::kOneShot, InitialPlacement::kSingle, s, true});
+    cases.push_back({MdpKind::kIterative, InitialPlacement::kRandom, s, false, ActionSpace::kSoap});
+    cases.push_back({MdpKind::kOneShot, InitialPlacement::kSingle, s, false, ActionSpace::kSoap});
   }
   return cases;
 }
@@ -87,14 +92,18 @@ class Conformance : public ::testing::TestWithParam<Case> {
     config_.initial_placement = GetParam().initial;
     config_.oom_penalty = 2.0;
     config_.data_parallel_action = GetParam().data_parallel;
+    config_.action_space = GetParam().space;
     game_ = MakeGame(scenario_, config_);
     ASSERT_NE(game_, nullptr);
-    ASSERT_EQ(game_->num_actions(), game_->num_devices() + (GetParam().data_parallel ? 1 : 0));
+    const int32_t candidates = GetParam().space == ActionSpace::kSoap
+                                   ? 4 * static_cast<int32_t>(MachineSubsets(*scenario_.topology, {}).size())
+                                   : (GetParam().data_parallel ? 1 : 0);
+    ASSERT_EQ(game_->num_actions(), game_->num_devices() + candidates);
   }
   // Estimated bytes of group `g` on device `d` under `action` (-1: unplaced).
   int64_t MemoryOn(int32_t g, int32_t action, DeviceId d) const {
     if (action < 0) return 0;
-    if (game_->is_data_parallel(action)) return game_->group_split_memory_bytes(g);
+    if (game_->is_split(action)) return game_->split_uses(action, d) ? game_->split_memory_bytes(g, action) : 0;
     return action == d ? game_->group_memory_bytes(g) : 0;
   }
   // Penalised time of a complete placement, recomputed with Simulate.
@@ -310,7 +319,7 @@ TEST_P(Conformance, ObservationsHaveFixedShapesAndBoundedFeatures) {
     for (int32_t n = 0; n < obs.num_nodes; ++n) {
       const int32_t a = obs.placement[n];
       for (DeviceId d = 0; d < obs.num_devices; ++d) {
-        if (game_->is_data_parallel(a)) compute[d] += game_->group_split_seconds(n, d);
+        if (game_->is_split(a)) compute[d] += game_->split_seconds(n, a, d);
         else if (a == d) compute[d] += game_->group_seconds(n, d);
         memory[d] += static_cast<double>(MemoryOn(n, a, d));
       }
@@ -339,33 +348,67 @@ TEST_P(Conformance, ObservationsHaveFixedShapesAndBoundedFeatures) {
 TEST_P(Conformance, LegalMaskFollowsTheMemoryEstimates) {
   PlacementState state = game_->NewInitialState(9);
   std::mt19937_64 rng(909);
-  const int32_t num_dev = game_->num_devices(), split = game_->data_parallel_action();
-  int32_t split_taken = 0;
+  const int32_t num_dev = game_->num_devices(), num_act = game_->num_actions();
+  std::vector<int32_t> taken(num_act, 0);
+  int32_t offered = 0;  // steps with a legal split action
   while (!state.IsTerminal()) {
     const int32_t g = state.current_node();
     std::vector<int64_t> used(num_dev, 0);
     for (int32_t other = 0; other < game_->num_groups(); ++other)
       for (DeviceId d = 0; d < num_dev && other != g; ++d) used[d] += MemoryOn(other, state.placement()[other], d);
-    std::vector<uint8_t> expected(game_->num_actions(), 0);
+    std::vector<uint8_t> expected(num_act, 0);
     for (DeviceId d = 0; d < num_dev; ++d)
       expected[d] = used[d] + game_->group_memory_bytes(g) <= scenario_.topology->device(d).memory_bytes;
-    const bool splittable = split >= 0 && game_->group_splittable(g);
-    if (splittable) {
-      expected[split] = 1;
-      for (DeviceId d = 0; d < num_dev; ++d)
-        if (used[d] + game_->group_split_memory_bytes(g) > scenario_.topology->device(d).memory_bytes) expected[split] = 0;
+    for (int32_t a = num_dev; a < num_act; ++a) {
+      if (!game_->can_split(g, a)) continue;
+      expected[a] = 1;
+      for (DeviceId d : game_->candidate(a - num_dev).devices)
+        if (used[d] + game_->split_memory_bytes(g, a) > scenario_.topology->device(d).memory_bytes) expected[a] = 0;
     }
     if (std::count(expected.begin(), expected.end(), 1) == 0) {
       std::fill(expected.begin(), expected.begin() + num_dev, 1);
-      if (splittable) expected[split] = 1;
+      for (int32_t a = num_dev; a < num_act; ++a) expected[a] = game_->can_split(g, a) ? 1 : 0;
     }
     EXPECT_EQ(state.LegalActionsMask(), expected) << "group " << g;
+    offered += std::count(expected.begin() + num_dev, expected.end(), 1) > 0 ? 1 : 0;
     const int32_t a = RandomLegalAction(state, rng);
-    split_taken += a == split ? 1 : 0;
+    ++taken[a];
     ASSERT_TRUE(state.ApplyAction(a).ok());
   }
-  if (split >= 0) {
-    EXPECT_GT(split_taken, 0) << "random play must exercise the data-parallel action";
+  const int32_t splits = std::accumulate(taken.begin() + num_dev, taken.end(), 0);
+  if (offered >= 5) {
+    EXPECT_GT(splits, 0) << "random play must exercise the split actions";
+  }
+}
+
+TEST_P(Conformance, SplitActionsLowerToValidStrategiesOfTheirCandidate) {
+  // Every group takes every split it can, one at a time: the strategy is valid, each member runs on exactly the
+  // candidate's devices, and a kind's native split is along a dimension of that kind.
+  std::vector<int32_t> base(game_->num_groups(), 0);
+  int32_t native_kinds = 0;
+  for (int32_t g = 0; g < game_->num_groups(); ++g) {
+    for (int32_t a = game_->num_devices(); a < game_->num_actions(); ++a) {
+      if (!game_->can_split(g, a)) continue;
+      std::vector<int32_t> placement = base;
+      placement[g] = a;
+      const Strategy strategy = game_->StrategyFromGroups(placement);
+      ASSERT_TRUE(ValidateStrategy(strategy, *scenario_.graph, *scenario_.topology).ok());
+      const SplitCandidate& cand = game_->candidate(a - game_->num_devices());
+      bool native = !cand.kind.has_value();
+      for (OpId op : game_->groups().members[g]) {
+        const OpConfig& c = strategy.configs[op];
+        EXPECT_EQ(c.devices, cand.devices);
+        for (size_t k = 0; k < c.degrees.size(); ++k)
+          native = native || (c.degrees[k] > 1 && scenario_.graph->op(op).dims[k].kind == *cand.kind);
+      }
+      EXPECT_TRUE(native) << cand.name;
+      native_kinds += cand.kind && *cand.kind != DimKind::kSample ? 1 : 0;
+      Expected<SimResult> r = game_->Evaluate(placement);
+      ASSERT_TRUE(r.ok()) << r.error().message;
+    }
+  }
+  if (GetParam().space == ActionSpace::kSoap && scenario_.name == "matmul_two_hosts") {
+    EXPECT_GT(native_kinds, 0) << "the matmul graph must offer attribute, parameter or reduction splits";
   }
 }
 

@@ -270,14 +270,16 @@ TEST(DataParallelAction, SplitsTheGroupOverAllDevices) {
   ASSERT_NE(game, nullptr);
   EXPECT_EQ(game->num_actions(), 3);
   EXPECT_EQ(game->data_parallel_action(), 2);
-  EXPECT_TRUE(game->group_splittable(0));
-  EXPECT_FALSE(game->group_splittable(2));
-  EXPECT_EQ(game->group_split_memory_bytes(0), 500'000);
-  EXPECT_EQ(game->group_split_memory_bytes(1), 4 * 800'000 + 32);  // replicated weights, state and half of b
-  EXPECT_DOUBLE_EQ(game->group_split_seconds(1, 1), 1e-3);
-  EXPECT_EQ(game->group_sync_seconds(0), 0.0);
+  EXPECT_EQ(game->num_candidates(), 1);
+  EXPECT_TRUE(game->can_split(0, 2));
+  EXPECT_FALSE(game->can_split(2, 2));
+  EXPECT_EQ(game->split_memory_bytes(0, 2), 500'000);
+  EXPECT_EQ(game->split_memory_bytes(1, 2), 4 * 800'000 + 32);  // replicated weights, state and half of b
+  EXPECT_DOUBLE_EQ(game->split_seconds(1, 2, 1), 1e-3);
+  EXPECT_DOUBLE_EQ(game->split_slowest_seconds(1, 2), 1e-3);
+  EXPECT_EQ(game->split_sync_seconds(0, 2), 0.0);
   const Topology& t = game->topology();
-  EXPECT_DOUBLE_EQ(game->group_sync_seconds(1),
+  EXPECT_DOUBLE_EQ(game->split_sync_seconds(1, 2),
                    2.0 * std::max(t.transfer_time_estimate(0, 1, 400'000), t.transfer_time_estimate(1, 0, 400'000)));
 
   PlacementState s = game->NewInitialState(0);
@@ -287,7 +289,7 @@ TEST(DataParallelAction, SplitsTheGroupOverAllDevices) {
   EXPECT_EQ(s.LegalActionsMask(), (std::vector<uint8_t>{1, 1, 0}));  // c cannot be split
   Status bad = s.ApplyAction(2);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("data-parallel action is not legal"), std::string::npos);
+  EXPECT_NE(bad.error().message.find("split all/data-parallel is not legal"), std::string::npos);
   ASSERT_TRUE(s.ApplyAction(1).ok());
   const Strategy strategy = s.strategy();
   EXPECT_EQ(strategy.configs[0], (OpConfig{{0, 1}, {2}}));
@@ -298,7 +300,7 @@ TEST(DataParallelAction, SplitsTheGroupOverAllDevices) {
 
   Expected<SimResult> invalid = game->Evaluate(std::vector<int32_t>{0, 0, 2});
   ASSERT_FALSE(invalid.ok());
-  EXPECT_NE(invalid.error().message.find("'c') cannot be split"), std::string::npos);
+  EXPECT_NE(invalid.error().message.find("'c') cannot take split all/data-parallel"), std::string::npos);
 
   config.data_parallel_action = false;
   auto plain = Game(graph, Share(Pair(2, int64_t{1} << 30)), config);
@@ -404,6 +406,94 @@ TEST(PlacementGame, EvaluateEqualsSimulateAndIsThreadSafe) {
   Expected<SimResult> out = game->Evaluate(bad);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message.find("placement[3]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace devplace::envtest
+
+namespace devplace::envtest {
+namespace {
+
+TEST(SoapActionSpace, SubsetsFollowHostsHalvesAndMeshAxes) {
+  // Two hosts of four devices each.
+  TopologyBuilder b("two-by-four");
+  for (int i = 0; i < 8; ++i) b.add_device(MakeDevice(Numbered("d", i), 1e9, int64_t{1} << 30, i < 4 ? "h0" : "h1"));
+  for (int i = 0; i < 8; ++i)
+    for (int j = i + 1; j < 8; ++j) b.add_bidirectional_link(i, j, 1e9, 1e-5, "link");
+  Topology topo = std::move(b).Build().value();
+  std::vector<std::string> names;
+  for (const DeviceSubset& s : MachineSubsets(topo, {})) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"all", "host:h0", "host:h1", "half:h0:0", "half:h0:1", "half:h1:0",
+                                              "half:h1:1"}));
+  // A 2 x 4 mesh adds its columns (axis "data": {0, 4}, {1, 5}, ...); its rows repeat the hosts.
+  Mesh mesh = MeshFromShorthand("2x4", {}, topo, "m").value();
+  std::vector<DeviceSubset> with_mesh = MachineSubsets(topo, {mesh});
+  ASSERT_EQ(with_mesh.size(), 7u + 4u);
+  EXPECT_EQ(with_mesh[7].name, "mesh:m:data:0");
+  EXPECT_EQ(with_mesh[7].devices, (std::vector<DeviceId>{0, 4}));
+  const std::vector<SplitCandidate> candidates = SoapCandidates(topo, {mesh});
+  ASSERT_EQ(candidates.size(), 4u * with_mesh.size());
+  EXPECT_EQ(candidates[5].name, "host:h0/attribute");
+}
+
+TEST(SoapActionSpace, CandidatesSplitAlongTheirKindAndPriceTheirCosts) {
+  auto graph = Share(MatmulTrainingGraph(2));
+  EnvConfig config;
+  config.kind = MdpKind::kOneShot;
+  config.action_space = ActionSpace::kSoap;
+  auto game = Game(graph, Share(TwoHosts(int64_t{16} << 30)), config);
+  ASSERT_NE(game, nullptr);
+  ASSERT_EQ(game->num_candidates(), 12);  // {all, host:h0, host:h1} x 4 kinds
+  EXPECT_EQ(game->data_parallel_action(), 4);  // all/sample
+  const OpId fc = graph->find("fc0");
+  const int32_t g = game->groups().group_of_op[fc];
+  const int32_t all_param = 4 + 2, all_reduce = 4 + 3, h1_sample = 4 + 8;
+  ASSERT_TRUE(game->can_split(g, all_param));
+  ASSERT_TRUE(game->can_split(g, all_reduce));
+  EXPECT_EQ(game->ActionConfig(fc, all_param), (OpConfig{{0, 1, 2, 3}, {1, 4, 1}}));
+  EXPECT_EQ(game->ActionConfig(fc, all_reduce), (OpConfig{{0, 1, 2, 3}, {1, 1, 4}}));
+  EXPECT_EQ(game->ActionConfig(fc, h1_sample), (OpConfig{{2, 3}, {2, 1, 1}}));
+  // Data parallelism all-reduces the weights' gradients; sharding the parameters does not.
+  EXPECT_GT(game->split_sync_seconds(g, 4), 0.0);
+  EXPECT_EQ(game->split_sync_seconds(g, all_param), 0.0);
+  // A parameter split needs the whole input on every device, a sample split only a slice of it.
+  EXPECT_GT(game->split_reshard_seconds(g, all_param), game->split_reshard_seconds(g, 4));
+  // A part on the slow host (1 vs 2 GFLOP/s) of a 2-way split does twice the work of a 4-way part at half the
+  // speed; the other devices hold no part.
+  EXPECT_DOUBLE_EQ(game->split_seconds(g, h1_sample, 2), 4 * game->split_seconds(g, 4, 0));
+  EXPECT_EQ(game->split_seconds(g, h1_sample, 0), 0.0);
+  EXPECT_FALSE(game->split_uses(h1_sample, 1));
+  // A relu has no parameter or reduction dimension: those candidates would repeat its sample split.
+  const int32_t relu = game->groups().group_of_op[graph->find("relu0")];
+  EXPECT_FALSE(game->can_split(relu, all_param));
+  EXPECT_TRUE(game->can_split(relu, 4 + 1));  // attribute
+  // Features: fixed width, bounded, zero rows for candidates a group cannot take.
+  const std::vector<float>& f = game->candidate_features();
+  ASSERT_EQ(f.size(), static_cast<size_t>(game->num_groups()) * 12 * kCandidateFeatureDim);
+  for (float x : f) EXPECT_TRUE(x >= -1.0f && x <= 4.0f) << x;
+  const float* row = &f[(static_cast<size_t>(relu) * 12 + 6) * kCandidateFeatureDim];
+  EXPECT_TRUE(std::all_of(row, row + kCandidateFeatureDim, [](float x) { return x == 0.0f; }));
+  const float* param = &f[(static_cast<size_t>(g) * 12 + 2) * kCandidateFeatureDim];
+  EXPECT_EQ(param[kCandidateLegal], 1.0f);
+  EXPECT_EQ(param[kCandidateParameter], 1.0f);
+  EXPECT_EQ(param[kCandidateSubsetSize], 1.0f);
+  EXPECT_EQ(param[kCandidateSubsetHosts], 1.0f);
+  EXPECT_EQ(param[kCandidateSyncShare], 0.0f);
+  EXPECT_GT(param[kCandidateReshardShare], 0.0f);
+  // The ring over both hosts crosses the slow switch link; host h0's ring does not.
+  const float* h0 = &f[(static_cast<size_t>(g) * 12 + 4) * kCandidateFeatureDim];
+  EXPECT_LT(param[kCandidateLinkSpeed], h0[kCandidateLinkSpeed]);
+
+  // The whole action space plays: a split group lowers to a valid strategy the simulator runs.
+  PlacementState s = game->NewInitialState(0);
+  std::vector<int32_t> placement(game->num_groups(), 0);
+  placement[g] = all_reduce;
+  ASSERT_TRUE(s.ApplyPlacement(placement).ok());
+  EXPECT_GT(s.step_time(), 0.0);
+
+  EnvConfig both = config;
+  both.data_parallel_action = true;
+  EXPECT_FALSE(PlacementGame::Create(graph, Share(TwoHosts(int64_t{16} << 30)), PeakRateCost(), both).ok());
 }
 
 }  // namespace

@@ -80,6 +80,27 @@ Graph MlpTrainingGraph(int layers) {
   return Derive(*g);
 }
 
+Graph MatmulTrainingGraph(int layers) {
+  GraphBuilder b(Numbered("matmul", layers));
+  OpId prev = b.add_op(MakeOp("x", 1e4, {64, 256}));
+  for (int l = 0; l < layers; ++l) {
+    Op fc = MakeOp(Numbered("fc", l), 2.0 * 64 * 256 * 256, {64, 256}, (256 * 256 + 256) * 4);
+    fc.dims = {PartitionDim{DimKind::kSample, 0, 0, 64}, PartitionDim{DimKind::kParameter, 1, -1, 256},
+               PartitionDim{DimKind::kReduction, -1, 1, 256}};
+    OpId f = b.add_op(fc);
+    Op relu = MakeOp(Numbered("relu", l), 64 * 256, {64, 256});
+    relu.type = "relu";
+    relu.dims = {PartitionDim{DimKind::kSample, 0, 0, 64}, PartitionDim{DimKind::kAttribute, 1, 1, 256}};
+    OpId r = b.add_op(relu);
+    b.add_edge(prev, f);
+    b.add_edge(f, r);
+    prev = r;
+  }
+  Expected<Graph> g = std::move(b).Build();
+  EXPECT_TRUE(g.ok()) << g.error().message;
+  return Derive(*g);
+}
+
 std::string Numbered(const std::string& prefix, int64_t i) {
   std::string s = prefix;
   s += std::to_string(i);
@@ -135,6 +156,8 @@ std::vector<Scenario> Scenarios() {
       // 1.75 MiB per device for about 3.7 MB of estimated memory: the masks exclude devices, and about 40% of
       // random placements run out of memory.
       {"random_tight", g(RandomTrainingGraph(11, 30)), t(Pair(3, int64_t{7} << 18))},
+      // Ops with sample, attribute, parameter and reduction dimensions (every SOAP kind can be taken).
+      {"matmul_two_hosts", g(MatmulTrainingGraph(3)), t(TwoHosts(int64_t{16} << 30))},
   };
 }
 

@@ -30,6 +30,9 @@ Topology TwoHosts(int64_t memory_bytes);
 Op MakeOp(const std::string& name, double flops, std::vector<int64_t> shape, int64_t param_bytes = 0);
 // Training graph of an MLP of `layers` (matmul with parameters, then relu) after an input.
 Graph MlpTrainingGraph(int layers);
+// Like MlpTrainingGraph, but every matmul can also be split along its parameter (output column) and reduction
+// (input column, partial sums) dimensions, and every relu along its attribute (column) dimension.
+Graph MatmulTrainingGraph(int layers);
 // Training graph of a seeded random layered DAG of about `ops` forward ops.
 Graph RandomTrainingGraph(uint64_t seed, int ops);
 
@@ -49,7 +52,7 @@ struct Scenario {
   std::shared_ptr<const Topology> topology;
 };
 // mlp on 2 devices; a random DAG on two hosts; a random DAG on 3 devices with little memory (masks bite,
-// some placements run out of memory).
+// some placements run out of memory); the matmul graph on two hosts.
 std::vector<Scenario> Scenarios();
 // The game of `scenario` under `config`, with PeakRateCost. Fails the calling test on error.
 std::shared_ptr<const PlacementGame> MakeGame(const Scenario& scenario, const EnvConfig& config);
