@@ -1,15 +1,60 @@
 #include "agents/learned/demonstration.h"
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "agents/search.h"
 
 namespace devplace {
 
+namespace {
+
+// The split action of `game` whose configs equal the strategy's for every member of group `g`, or -1.
+int32_t ExactSplit(const PlacementGame& game, const Strategy& strategy, int32_t g) {
+  const std::vector<OpId>& members = game.groups().members[g];
+  for (int32_t a = game.num_devices(); a < game.num_actions(); ++a) {
+    if (!game.can_split(g, a)) continue;
+    bool equal = true;
+    for (size_t k = 0; equal && k < members.size(); ++k)
+      equal = strategy.configs[members[k]] == game.ActionConfig(members[k], a);
+    if (equal) return a;
+  }
+  return -1;
+}
+
+// SOAP games: the split action closest to the leader's config: the candidate with the same device set and the
+// kind of the leader's most-split dimension if the group can take it, else the same device set with any kind,
+// else -1.
+int32_t ProjectedSplit(const PlacementGame& game, const Strategy& strategy, int32_t g) {
+  const OpId leader = game.groups().members[g].front();
+  const OpConfig& config = strategy.configs[leader];
+  std::vector<DeviceId> devices = config.devices;
+  std::sort(devices.begin(), devices.end());
+  std::optional<DimKind> kind;
+  int32_t most = 1;
+  for (size_t k = 0; k < config.degrees.size(); ++k)
+    if (config.degrees[k] > most) {
+      most = config.degrees[k];
+      kind = game.graph().op(leader).dims[k].kind;
+    }
+  int32_t same_devices = -1;
+  for (int32_t a = game.num_devices(); a < game.num_actions(); ++a) {
+    const SplitCandidate& c = game.candidate(a - game.num_devices());
+    if (!game.can_split(g, a) || c.devices != devices) continue;
+    if (c.kind == kind) return a;
+    if (same_devices < 0) same_devices = a;
+  }
+  return same_devices;
+}
+
+}  // namespace
+
 Expected<Demonstration> MakeDemonstration(const PlacementGame& game, const std::vector<std::string>& algorithms,
                                           uint64_t seed) {
   if (algorithms.empty()) return Error{"demonstrations: no algorithm given"};
   const OpGroups& groups = game.groups();
+  const bool soap = game.config().action_space == ActionSpace::kSoap;
   SearchProblem problem{&game.graph(), &game.topology(), game.cost(), game.config().sim};
   SearchRequest request;
   request.seed = seed;
@@ -27,14 +72,17 @@ Expected<Demonstration> MakeDemonstration(const PlacementGame& game, const std::
         d.device_per_group.push_back(config.devices[0]);
         continue;
       }
-      const int32_t split = game.data_parallel_action();
-      bool expressible = split >= 0 && game.group_splittable(g);
-      for (size_t k = 0; expressible && k < groups.members[g].size(); ++k)
-        expressible = found->strategy.configs[groups.members[g][k]] == game.ActionConfig(groups.members[g][k], split);
-      if (!expressible)
+      int32_t action = ExactSplit(game, found->strategy, g);
+      if (action < 0 && soap) {
+        action = ProjectedSplit(game, found->strategy, g);
+        // Nothing close: the group's first device (its share of the work stays with the leader's part 0).
+        if (action < 0) action = config.devices[0];
+        ++d.projected_groups;
+      }
+      if (action < 0)
         return Error{"demonstrations: " + name + " partitions ops in a way the environment's actions cannot express" +
-                     (split >= 0 ? "" : " (env.data_parallel_action is off)")};
-      d.device_per_group.push_back(split);
+                     (game.data_parallel_action() >= 0 ? "" : " (env.data_parallel_action is off)")};
+      d.device_per_group.push_back(action);
     }
     Expected<SimResult> sim = game.Evaluate(d.device_per_group);
     if (!sim) return Error{"demonstrations: " + name + " on '" + game.graph().name() + "': " + sim.error().message};

@@ -21,14 +21,18 @@ struct Demonstration {
   std::vector<int32_t> device_per_group;
   double penalised_time = 0.0;
   std::string algorithm;  // which of the algorithms found it
+  int32_t projected_groups = 0;  // SOAP: split groups whose config no action expresses exactly (projected)
 };
 
 // Runs each of `algorithms` (names in the search registry) on the game's graph and machine with the game's cost
 // model, seed `seed`, and returns the placement with the lowest penalised time (ties: the earlier algorithm). A
 // group whose members run on one device takes that device; when the game has the data-parallel action, a group
 // whose members are all configured as that action configures them (PlacementGame::ActionConfig) takes it, so
-// the `data-parallel` baseline can be demonstrated. Any other split is an error naming the algorithm, as is an
-// empty list.
+// the `data-parallel` baseline can be demonstrated. In a SOAP game (env.action_space soap) any split group takes
+// the split action equal to it for every member, else it is projected: the candidate with the leader's device
+// set and the kind of its most-split dimension, else that device set with another kind, else the leader's first
+// device (so Tofu-DP's multi-dimensional splits are demonstrated approximately, and the demonstration is priced
+// as projected). Outside SOAP any other split is an error naming the algorithm, as is an empty list.
 Expected<Demonstration> MakeDemonstration(const PlacementGame& game, const std::vector<std::string>& algorithms,
                                           uint64_t seed);
 

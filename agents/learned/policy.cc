@@ -24,12 +24,12 @@ torch::Tensor ParallelFeatures(const PlacementGame& game) {
   const int32_t n = game.num_groups();
   torch::Tensor x = torch::zeros({n, kParallelNodeFeatures}, torch::kFloat32);
   float* row = x.data_ptr<float>();
+  const int32_t split = game.data_parallel_action();
   for (int32_t g = 0; g < n; ++g, row += kParallelNodeFeatures) {
-    if (!game.group_splittable(g)) continue;
-    double slowest = 0.0;
-    for (DeviceId d = 0; d < game.num_devices(); ++d) slowest = std::max(slowest, game.group_split_seconds(g, d));
+    if (!game.can_split(g, split)) continue;
+    const double slowest = game.split_slowest_seconds(g, split);
     const double saving = std::max(0.0, game.group_seconds(g, game.reference_device()) - slowest);
-    const double sync = game.group_sync_seconds(g);
+    const double sync = game.split_sync_seconds(g, split);
     row[0] = saving + sync > 0 ? static_cast<float>(saving / (saving + sync)) : 0.5f;
     row[1] = static_cast<float>(std::clamp(n * (saving - sync) / game.total_reference_seconds(), -4.0, 4.0));
   }
@@ -46,7 +46,12 @@ GameTensors MakeGameTensors(const PlacementGame& game) {
   torch::Tensor share = t.graph.x.select(1, kNodeComputeShare);
   torch::Tensor cumulative = (share.cumsum(0) - 0.5 * share).clamp(0.0, 1.0);
   t.graph.x = torch::cat({t.graph.x, cumulative.unsqueeze(1)}, 1);
-  if (game.data_parallel_action() >= 0) t.graph.x = torch::cat({t.graph.x, ParallelFeatures(game)}, 1);
+  const bool soap = game.config().action_space == ActionSpace::kSoap;
+  if (game.data_parallel_action() >= 0 && !soap) t.graph.x = torch::cat({t.graph.x, ParallelFeatures(game)}, 1);
+  if (soap)
+    t.candidate_x = torch::from_blob(const_cast<float*>(game.candidate_features().data()),
+                                     {game.num_groups(), game.num_candidates(), kCandidateFeatureDim}, torch::kFloat32)
+                        .clone();
   t.device_x = FloatTensor(game.static_device_features(), game.num_devices(), kDeviceFeatureDim);
   t.num_devices = game.num_devices();
   t.num_actions = game.num_actions();
@@ -84,14 +89,21 @@ TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : confi
   query_ = register_module("query", torch::nn::Linear(h, h));
   device_key_ = register_module("device_key", torch::nn::Linear(kDeviceFeatureDim, h));
   if (config.data_parallel_action) parallel_head_ = register_module("parallel_head", torch::nn::Linear(h, 1));
+  if (config.soap) {
+    candidate_query_ = register_module("candidate_query", torch::nn::Linear(h, h));
+    candidate_key_ = register_module("candidate_key", torch::nn::Linear(kCandidateFeatureDim, h));
+    candidate_head_ = register_module("candidate_head", torch::nn::Linear(h, 1));
+    candidate_linear_ = register_module("candidate_linear", torch::nn::Linear(kCandidateFeatureDim, 1));
+  }
   value1_ = register_module("value1", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, h));
   value2_ = register_module("value2", torch::nn::Linear(h, 1));
 }
 
 OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
   DEVPLACE_CHECK(game.num_devices <= config_.max_devices, "more devices than the policy addresses");
-  DEVPLACE_CHECK((game.num_actions > game.num_devices) == config_.data_parallel_action,
-                 "the policy and the game disagree on the data-parallel action");
+  DEVPLACE_CHECK((game.num_actions > game.num_devices) == (config_.data_parallel_action || config_.soap) &&
+                     game.candidate_x.defined() == config_.soap,
+                 "the policy and the game disagree on the split actions");
   const int64_t n = game.graph.num_nodes();
   torch::Tensor h = sage_(game.graph);  // [N, H]
   torch::Tensor scalars = torch::tensor({static_cast<float>(std::log1p(static_cast<double>(n)) / 10.0),
@@ -124,6 +136,12 @@ OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
   torch::Tensor logits = (device_head_(h) + split_head_(cumulative)).slice(1, 0, game.num_devices) +
                          torch::matmul(query_(h), keys.t()) / std::sqrt(static_cast<double>(config_.hidden));
   if (config_.data_parallel_action) logits = torch::cat({logits, parallel_head_(h)}, 1);
+  if (config_.soap) {
+    // [N, C]: each candidate scored from the group's state and the candidate's features.
+    torch::Tensor z = torch::relu(candidate_query_(h).unsqueeze(1) + candidate_key_(game.candidate_x));
+    torch::Tensor split = candidate_head_(z).squeeze(2) + candidate_linear_(game.candidate_x).squeeze(2);
+    logits = torch::cat({logits, split}, 1);
+  }
   torch::Tensor summary = torch::cat({h.mean(0), std::get<0>(h.max(0)), game.device_x.mean(0), scalars});
   torch::Tensor value = value2_(torch::relu(value1_(summary))).squeeze(0);
   return {logits, value};
@@ -202,7 +220,8 @@ PolicyNet::PolicyNet(const PolicyConfig& config, uint64_t seed) : config_(config
   torch::NoGradGuard no_grad;
   for (auto& item : module().named_parameters(true))
     if (item.key().rfind("device_head.", 0) == 0 || item.key().rfind("query.", 0) == 0 ||
-        item.key().rfind("split_head.", 0) == 0 || item.key().rfind("parallel_head.", 0) == 0)
+        item.key().rfind("split_head.", 0) == 0 || item.key().rfind("parallel_head.", 0) == 0 ||
+        item.key().rfind("candidate_head.", 0) == 0 || item.key().rfind("candidate_linear.", 0) == 0)
       item.value().mul_(0.01);
 }
 

@@ -7,7 +7,9 @@
 // - PlacetoPolicy (Placeto-style, iterative MDP): GraphSAGE over group features plus the current placement,
 //   logits for the current group from its embedding and the pooled graph embedding, and a value head.
 // Logits cover the topology's devices, plus the environment's data-parallel action when the policy config has
-// data_parallel_action (env/config.h); masking (MaskedLogProbs) removes illegal ones.
+// data_parallel_action (env/config.h), or its SOAP split candidates when it has soap (transformer only: each
+// candidate is scored from the group's state and the candidate's features, env/observation.h CandidateFeature);
+// masking (MaskedLogProbs) removes illegal ones.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +36,9 @@ inline constexpr int64_t kParallelNodeFeatures = 2;
 struct GameTensors {
   SageGraph graph;
   torch::Tensor device_x;
+  torch::Tensor candidate_x;  // SOAP games: [N, C, kCandidateFeatureDim] (PlacementGame::candidate_features)
   int64_t num_devices = 0;
-  int64_t num_actions = 0;  // num_devices, plus 1 when the game has the data-parallel action
+  int64_t num_actions = 0;  // num_devices plus the game's split candidates
 };
 GameTensors MakeGameTensors(const PlacementGame& game);
 
@@ -63,7 +66,7 @@ class TransformerPlacerImpl : public torch::nn::Module {
  public:
   explicit TransformerPlacerImpl(const PolicyConfig& config);
   // Preconditions: game.num_devices <= config.max_devices; the game has the data-parallel action exactly when
-  // config.data_parallel_action is set.
+  // config.data_parallel_action is set, SOAP candidates exactly when config.soap is.
   OneShotOutput forward(const GameTensors& game);
 
  private:
@@ -74,6 +77,9 @@ class TransformerPlacerImpl : public torch::nn::Module {
   torch::nn::LayerNorm out_norm_{nullptr};
   torch::nn::Linear device_head_{nullptr}, split_head_{nullptr}, query_{nullptr}, device_key_{nullptr};
   torch::nn::Linear parallel_head_{nullptr};  // the data-parallel action's logit (config.data_parallel_action)
+  // SOAP candidates (config.soap): logit(g, c) = w . relu(A h_g + B x_gc) + u . x_gc, x_gc the candidate features.
+  torch::nn::Linear candidate_query_{nullptr}, candidate_key_{nullptr}, candidate_head_{nullptr},
+      candidate_linear_{nullptr};
   torch::nn::Linear value1_{nullptr}, value2_{nullptr};
 };
 TORCH_MODULE(TransformerPlacer);

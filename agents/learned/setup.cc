@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "agents/learned/learning.h"
+#include "core/mesh.h"
 #include "core/topology_yaml.h"
 #include "datasets/graph_source.h"
 #include "sim/cost_model.h"
@@ -27,8 +28,15 @@ Expected<std::vector<LabelledGame>> MakeExperimentGames(const ExperimentConfig& 
       return Error{path + ": " + std::to_string(t->num_devices()) + " devices, but policy.max_devices is " +
                    std::to_string(config.policy.max_devices)};
     auto topology = std::make_shared<const Topology>(std::move(t).value());
+    EnvConfig env = config.env;
+    if (env.action_space == ActionSpace::kSoap) {
+      // The topology's declared meshes add their axes' device lines to the SOAP candidates.
+      Expected<std::vector<Mesh>> meshes = ReadTopologyMeshes(path, *topology);
+      if (!meshes) return meshes.error();
+      env.meshes = std::move(meshes).value();
+    }
     for (size_t i = 0; i < built.size(); ++i) {
-      auto game = PlacementGame::Create(built[i], topology, MakeAnalyticCostModel(), config.env);
+      auto game = PlacementGame::Create(built[i], topology, MakeAnalyticCostModel(), env);
       if (!game) return Error{"graph " + graphs[i].label() + " on " + topology->name() + ": " + game.error().message};
       games.push_back({std::move(game).value(), graphs[i].label() + "@" + topology->name()});
     }

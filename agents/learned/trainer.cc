@@ -54,18 +54,21 @@ Status AddDemonstrations(const ExperimentConfig& config, std::vector<GameEntry>*
     return Error{"ppo.demonstrations: only the one_shot environment replays demonstrations"};
   std::map<std::string, int32_t> wins;
   std::vector<double> relative;
+  int64_t projected = 0;
   for (GameEntry& e : *entries) {
     Expected<Demonstration> d = MakeDemonstration(*e.game, algorithms, config.seed);
     if (!d) return Error{e.label + ": " + d.error().message};
     e.demonstration = std::move(d->device_per_group);
     ++wins[d->algorithm];
+    projected += d->projected_groups;
     relative.push_back(d->penalised_time / e.game->reference_time());
   }
   std::string message = "demonstrations on " + std::to_string(entries->size()) + " games (";
   for (const auto& [name, count] : wins) message += name + " best on " + std::to_string(count) + ", ";
   char mean[64];
   std::snprintf(mean, sizeof(mean), "geometric mean %.3f of the best single device)", GeometricMean(relative));
-  say(message + mean);
+  say(message + mean +
+      (projected > 0 ? "; " + std::to_string(projected) + " split groups projected onto the SOAP candidates" : ""));
   return {};
 }
 

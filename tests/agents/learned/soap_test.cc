@@ -1,0 +1,117 @@
+// The SOAP action space in the learning library: the Transformer's candidate head, Tofu-DP demonstrations
+// projected onto the candidates, and a tiny run that learns to split.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "agents/learned/demonstration.h"
+#include "agents/learned/learner.h"
+#include "core/topology_yaml.h"
+#include "datasets/graph_source.h"
+#include "sim/cost_model.h"
+#include "tests/testing/learn_fixtures.h"
+
+namespace devplace {
+namespace {
+
+using learntest::MlpTrainingGraph;
+using learntest::TinyPolicy;
+using learntest::TwoDevices;
+
+std::shared_ptr<const PlacementGame> SoapGame(Graph graph, Topology topology) {
+  EnvConfig config;
+  config.kind = MdpKind::kOneShot;
+  config.action_space = ActionSpace::kSoap;
+  auto game = PlacementGame::Create(std::make_shared<const Graph>(std::move(graph)),
+                                    std::make_shared<const Topology>(std::move(topology)), MakeAnalyticCostModel(),
+                                    config);
+  EXPECT_TRUE(game.ok()) << game.error().message;
+  return std::move(game).value();
+}
+
+PolicyConfig SoapPolicy() {
+  PolicyConfig config = TinyPolicy("transformer");
+  config.soap = true;
+  return config;
+}
+
+// A ptb member on the DGX-1: every kind of candidate appears, over all GPUs and each half.
+std::shared_ptr<const PlacementGame> PtbOnDgx1() {
+  Expected<Graph> g = BuildGraph(GraphSource{.family = "ptb", .seed = 1, .target_ops = 120});
+  EXPECT_TRUE(g.ok());
+  Expected<Topology> t = ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml");
+  EXPECT_TRUE(t.ok());
+  return SoapGame(std::move(g).value(), std::move(t).value());
+}
+
+TEST(SoapPolicy, ScoresEveryCandidateAndSamplesOnlyLegalActions) {
+  auto game = PtbOnDgx1();
+  ASSERT_EQ(game->num_candidates(), 12);  // {all, half 0, half 1} x 4 kinds
+  PolicyConfig config = SoapPolicy();
+  config.max_devices = 8;
+  PolicyNet net(config, 4);
+  PpoLearner learner(&net, PpoConfig{}, 1);
+  GameEntry entry = MakeGameEntry(game, "ptb");
+  OneShotOutput out = net.transformer()->forward(entry.tensors);
+  ASSERT_EQ(out.logits.size(0), game->num_groups());
+  ASSERT_EQ(out.logits.size(1), game->num_actions());
+  EXPECT_TRUE(torch::isfinite(out.logits).all().item<bool>());
+  std::mt19937_64 rng(3);
+  GameRollout r = learner.Collect(entry, 8, false, rng);
+  const torch::Tensor taken = r.actions.reshape({-1});
+  const torch::Tensor masks = r.masks.reshape({taken.size(0), game->num_actions()});
+  std::vector<int64_t> kinds(4, 0);
+  for (int64_t i = 0; i < taken.size(0); ++i) {
+    const int64_t a = taken[i].item<int64_t>();
+    ASSERT_TRUE(masks[i][a].item<bool>());
+    if (game->is_split(static_cast<int32_t>(a))) ++kinds[(a - game->num_devices()) % 4];
+  }
+  EXPECT_GT(kinds[0], 0) << "a near-uniform policy samples sample splits";
+  EXPECT_GT(kinds[2] + kinds[3], 0) << "and parameter or reduction splits";
+  EXPECT_TRUE(torch::isfinite(r.old_logp).all().item<bool>());
+}
+
+TEST(SoapDemonstration, TofuDpIsProjectedOntoLegalCandidates) {
+  auto game = PtbOnDgx1();
+  Demonstration d = MakeDemonstration(*game, {"tofu-dp"}, 1).value();
+  ASSERT_EQ(static_cast<int32_t>(d.device_per_group.size()), game->num_groups());
+  int32_t splits = 0;
+  for (int32_t g = 0; g < game->num_groups(); ++g) {
+    const int32_t a = d.device_per_group[g];
+    ASSERT_TRUE(a >= 0 && a < game->num_actions());
+    if (game->is_split(a)) {
+      EXPECT_TRUE(game->can_split(g, a)) << "group " << g;
+      ++splits;
+    }
+  }
+  EXPECT_GT(splits, 0) << "Tofu-DP partitions ops";
+  EXPECT_LE(d.projected_groups, splits + game->num_groups());
+  EXPECT_EQ(d.penalised_time, game->PenalisedTime(CostOf(*game->Evaluate(d.device_per_group), game->topology())));
+}
+
+// On two equal devices and compute-bound matmuls, splitting the batch beats any placement of whole groups: a tiny
+// run learns to take the all-devices sample split among the SOAP candidates.
+TEST(SoapPolicy, TinyRunLearnsToSplit) {
+  auto game = SoapGame(MlpTrainingGraph(3), TwoDevices(1.0));
+  GameEntry entry = MakeGameEntry(game, "mlp");
+  PolicyNet net(SoapPolicy(), 7);
+  PpoConfig ppo;
+  ppo.lr = ppo.lr_final = 3e-3;
+  ppo.minibatches = 1;
+  PpoLearner learner(&net, ppo, 30);
+  std::mt19937_64 rng(8);
+  for (int it = 0; it < 30; ++it) {
+    std::vector<GameRollout> rollouts;
+    rollouts.push_back(learner.Collect(entry, 16, false, rng));
+    learner.Update(rollouts, it, rng);
+  }
+  GameRollout greedy = learner.Collect(entry, 1, true, rng);
+  const std::vector<int32_t>& placement = greedy.episodes[0].placement;
+  const int64_t split = std::count_if(placement.begin(), placement.end(), [&](int32_t a) { return game->is_split(a); });
+  EXPECT_GE(split, 3) << "the three matmul groups at least";
+  EXPECT_LT(greedy.episodes[0].penalised_time / game->reference_time(), 0.75);
+}
+
+}  // namespace
+}  // namespace devplace
