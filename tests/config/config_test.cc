@@ -60,6 +60,24 @@ TEST(ExperimentConfig, EnvSectionIsReadIntoEnvConfig) {
             0u);
 }
 
+TEST(ExperimentConfig, SoapActionSpaceReachesThePolicyAndExcludesTheDataParallelFlagAndPlaceto) {
+  Expected<ExperimentConfig> c = ExperimentConfigFromYaml(kExperiment + "env: {action_space: soap}\n", "e.yaml", "");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->env.action_space, ActionSpace::kSoap);
+  EXPECT_TRUE(c->policy.soap);
+  EXPECT_FALSE(ExperimentConfigFromYaml(kExperiment, "e.yaml", "")->policy.soap);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "env: {action_space: flexflow}\n", "e.yaml", "")),
+            "e.yaml: env.action_space: expected devices or soap, not 'flexflow'");
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "env: {action_space: soap, data_parallel_action: true}\n",
+                                             "e.yaml", ""))
+                .find("e.yaml: env.data_parallel_action: must be false with action_space soap"),
+            0u);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(
+                        kExperiment + "env: {kind: iterative, action_space: soap}\npolicy: {kind: placeto}\n", "e.yaml", ""))
+                .find("e.yaml: policy: env.action_space soap needs policy.kind transformer"),
+            0u);
+}
+
 TEST(ExperimentConfig, RejectsUnknownNamesAndMoreMinibatchesThanGraphs) {
   EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml("name: e\ntopologies: [t.yaml]\ntrain: [{family: nmtt, seed: 1}]\n",
                                              "e.yaml", ""))

@@ -36,9 +36,9 @@ PolicyConfig SoapPolicy() {
   return config;
 }
 
-// A ptb member on the DGX-1: every kind of candidate appears, over all GPUs and each half.
-std::shared_ptr<const PlacementGame> PtbOnDgx1() {
-  Expected<Graph> g = BuildGraph(GraphSource{.family = "ptb", .seed = 1, .target_ops = 120});
+// A small member of `family` on the DGX-1 (candidates over all GPUs and each half).
+std::shared_ptr<const PlacementGame> OnDgx1(const std::string& family) {
+  Expected<Graph> g = BuildGraph(GraphSource{.family = family, .seed = 1, .target_ops = 120});
   EXPECT_TRUE(g.ok());
   Expected<Topology> t = ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml");
   EXPECT_TRUE(t.ok());
@@ -46,7 +46,7 @@ std::shared_ptr<const PlacementGame> PtbOnDgx1() {
 }
 
 TEST(SoapPolicy, ScoresEveryCandidateAndSamplesOnlyLegalActions) {
-  auto game = PtbOnDgx1();
+  auto game = OnDgx1("ptb");
   ASSERT_EQ(game->num_candidates(), 12);  // {all, half 0, half 1} x 4 kinds
   PolicyConfig config = SoapPolicy();
   config.max_devices = 8;
@@ -72,8 +72,9 @@ TEST(SoapPolicy, ScoresEveryCandidateAndSamplesOnlyLegalActions) {
   EXPECT_TRUE(torch::isfinite(r.old_logp).all().item<bool>());
 }
 
+// Tofu-DP splits every op of a small transformer member over the eight GPUs.
 TEST(SoapDemonstration, TofuDpIsProjectedOntoLegalCandidates) {
-  auto game = PtbOnDgx1();
+  auto game = OnDgx1("transformer");
   Demonstration d = MakeDemonstration(*game, {"tofu-dp"}, 1).value();
   ASSERT_EQ(static_cast<int32_t>(d.device_per_group.size()), game->num_groups());
   int32_t splits = 0;
