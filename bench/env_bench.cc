@@ -12,6 +12,8 @@
 //     (num_groups checked steps and one full simulation). items = episodes.
 //   Observation/<ops>: PlacementState::FillObservation into a reused Observation.
 //   BatchStepping/<envs>: EnvBatch::Step over 4 one-shot nmt games of about 1k ops (8 GPUs); items = env steps.
+//   GameCreate/<ops>/<soap>: PlacementGame::Create of a one-shot game (reference simulations, estimates and, with
+//     soap = 1, the SOAP candidates' tables and features: 12 candidates on the DGX-1); the graph is built once.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -170,12 +172,24 @@ void BatchStepping(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * batch.num_envs());
 }
 
+void GameCreate(benchmark::State& st) {
+  FamilyOptions options;
+  options.target_ops = static_cast<int32_t>(st.range(0));
+  auto graph = std::make_shared<const Graph>(Check(GenerateFamilyMember("nmt", 42, options)));
+  EnvConfig config;
+  config.kind = MdpKind::kOneShot;
+  config.action_space = st.range(1) != 0 ? ActionSpace::kSoap : ActionSpace::kDevices;
+  for (auto _ : st) benchmark::DoNotOptimize(Check(PlacementGame::Create(graph, Dgx1(), CostModel(), config)).get());
+  st.SetItemsProcessed(st.iterations());
+}
+
 BENCHMARK(IterativeStep)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(DeltaStepTimeOnly)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(FullResimStep)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(OneShotEpisode)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 BENCHMARK(ObservationFill)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BatchStepping)->Arg(16)->Unit(benchmark::kMicrosecond);
+BENCHMARK(GameCreate)->Args({10000, 0})->Args({10000, 1})->Args({50000, 0})->Args({50000, 1})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace devplace

@@ -256,28 +256,37 @@ TEST(DataParallelAction, BothPoliciesScoreItAndRespectItsMask) {
 }
 
 // On two equal devices and compute-bound matmuls, splitting the batch beats any placement of whole groups: a
-// tiny run learns to take the data-parallel action.
-TEST(DataParallelAction, TinyOneShotRunLearnsToSplitTheBatch) {
-  auto game = MakeGame(MlpTrainingGraph(3), TwoDevices(1.0), MdpKind::kOneShot, true, true);
-  GameEntry entry = MakeGameEntry(game, "mlp");
-  PolicyConfig config = TinyPolicy("transformer");
-  config.data_parallel_action = true;
-  PolicyNet net(config, 7);
-  PpoConfig ppo;
-  ppo.lr = ppo.lr_final = 3e-3;
-  ppo.minibatches = 1;
-  PpoLearner learner(&net, ppo, 30);
-  std::mt19937_64 rng(8);
-  for (int it = 0; it < 30; ++it) {
-    std::vector<GameRollout> rollouts;
-    rollouts.push_back(learner.Collect(entry, 16, false, rng));
-    learner.Update(rollouts, it, rng);
+// tiny run learns to split them, with the data-parallel action and among the SOAP candidates alike.
+TEST(SplitActions, TinyOneShotRunLearnsToSplitTheBatch) {
+  for (const bool soap : {false, true}) {
+    EnvConfig env;
+    env.kind = MdpKind::kOneShot;
+    env.data_parallel_action = !soap;
+    env.action_space = soap ? ActionSpace::kSoap : ActionSpace::kDevices;
+    auto game = PlacementGame::Create(std::make_shared<const Graph>(MlpTrainingGraph(3)),
+                                      std::make_shared<const Topology>(TwoDevices(1.0)), MakeAnalyticCostModel(), env)
+                    .value();
+    GameEntry entry = MakeGameEntry(game, "mlp");
+    PolicyConfig config = TinyPolicy("transformer");
+    config.data_parallel_action = !soap;
+    config.soap = soap;
+    PolicyNet net(config, 7);
+    PpoConfig ppo;
+    ppo.lr = ppo.lr_final = 3e-3;
+    ppo.minibatches = 1;
+    PpoLearner learner(&net, ppo, 30);
+    std::mt19937_64 rng(8);
+    for (int it = 0; it < 30; ++it) {
+      std::vector<GameRollout> rollouts;
+      rollouts.push_back(learner.Collect(entry, 16, false, rng));
+      learner.Update(rollouts, it, rng);
+    }
+    GameRollout greedy = learner.Collect(entry, 1, true, rng);
+    const std::vector<int32_t>& placement = greedy.episodes[0].placement;
+    const int64_t split = std::count(placement.begin(), placement.end(), game->data_parallel_action());
+    EXPECT_GE(split, 3) << "soap " << soap << ": the three matmul groups at least";
+    EXPECT_LT(greedy.episodes[0].penalised_time / game->reference_time(), 0.75) << "soap " << soap;
   }
-  GameRollout greedy = learner.Collect(entry, 1, true, rng);
-  const std::vector<int32_t>& placement = greedy.episodes[0].placement;
-  const int64_t split = std::count(placement.begin(), placement.end(), game->data_parallel_action());
-  EXPECT_GE(split, 3) << "the three matmul groups at least";
-  EXPECT_LT(greedy.episodes[0].penalised_time / game->reference_time(), 0.75);
 }
 
 TEST(Training, TinyIterativeRunImprovesReward) {

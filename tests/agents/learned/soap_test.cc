@@ -1,8 +1,7 @@
 // The SOAP action space in the learning library: the Transformer's candidate head, Tofu-DP demonstrations
-// projected onto the candidates, and a tiny run that learns to split.
+// projected onto the candidates (learn_test.cc's SplitActions trains a tiny SOAP run).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <random>
 
 #include "agents/learned/demonstration.h"
@@ -15,9 +14,7 @@
 namespace devplace {
 namespace {
 
-using learntest::MlpTrainingGraph;
 using learntest::TinyPolicy;
-using learntest::TwoDevices;
 
 std::shared_ptr<const PlacementGame> SoapGame(Graph graph, Topology topology) {
   EnvConfig config;
@@ -89,29 +86,6 @@ TEST(SoapDemonstration, TofuDpIsProjectedOntoLegalCandidates) {
   EXPECT_GT(splits, 0) << "Tofu-DP partitions ops";
   EXPECT_LE(d.projected_groups, splits + game->num_groups());
   EXPECT_EQ(d.penalised_time, game->PenalisedTime(CostOf(*game->Evaluate(d.device_per_group), game->topology())));
-}
-
-// On two equal devices and compute-bound matmuls, splitting the batch beats any placement of whole groups: a tiny
-// run learns to take the all-devices sample split among the SOAP candidates.
-TEST(SoapPolicy, TinyRunLearnsToSplit) {
-  auto game = SoapGame(MlpTrainingGraph(3), TwoDevices(1.0));
-  GameEntry entry = MakeGameEntry(game, "mlp");
-  PolicyNet net(SoapPolicy(), 7);
-  PpoConfig ppo;
-  ppo.lr = ppo.lr_final = 3e-3;
-  ppo.minibatches = 1;
-  PpoLearner learner(&net, ppo, 30);
-  std::mt19937_64 rng(8);
-  for (int it = 0; it < 30; ++it) {
-    std::vector<GameRollout> rollouts;
-    rollouts.push_back(learner.Collect(entry, 16, false, rng));
-    learner.Update(rollouts, it, rng);
-  }
-  GameRollout greedy = learner.Collect(entry, 1, true, rng);
-  const std::vector<int32_t>& placement = greedy.episodes[0].placement;
-  const int64_t split = std::count_if(placement.begin(), placement.end(), [&](int32_t a) { return game->is_split(a); });
-  EXPECT_GE(split, 3) << "the three matmul groups at least";
-  EXPECT_LT(greedy.episodes[0].penalised_time / game->reference_time(), 0.75);
 }
 
 }  // namespace
