@@ -2,6 +2,8 @@
 // every shape computation that can be folded has been (see InferShapes in onnx_internal.h).
 #include <algorithm>
 #include <exception>
+#include <string>
+#include <utility>
 
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
@@ -24,6 +26,50 @@ void Record(const onnx::ValueInfoProto& v, InfoMap* infos) {
   info.has_shape = tt.has_shape();
   for (const auto& d : tt.shape().dim()) info.dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value() : -1);
   (*infos)[v.name()] = std::move(info);
+}
+
+// The input and weight positions of the convolutions whose inference in ONNX 1.12 reads the weight's kernel extents
+// for every spatial axis of the input without checking that the ranks agree (an out-of-bounds read, found by the
+// fuzzer); -1 when the op is not one of them.
+std::pair<int, int> ConvolutionInputs(const std::string& op_type) {
+  if (op_type == "Conv" || op_type == "ConvTranspose" || op_type == "ConvInteger") return {0, 1};
+  if (op_type == "QLinearConv") return {0, 3};
+  return {-1, -1};
+}
+
+// Refuses, before ONNX's inference sees them, convolutions whose input and weight ranks are known and disagree (or
+// are below 3), and whose kernel_shape / strides / dilations / pads attributes do not fit the spatial rank. Ranks
+// are known from the graph inputs, the declared shapes, the initializers and the previous round's inference; a mismatch that only
+// appears inside one round of ONNX's inference is not seen here (docs/reliability.md).
+Status CheckConvolutionRanks(const onnx::GraphProto& g, const InfoMap& known, const std::string& source) {
+  auto rank_of = [&](const std::string& name) -> int64_t {
+    auto it = known.find(name);
+    return it != known.end() && it->second.has_shape ? static_cast<int64_t>(it->second.dims.size()) : -1;
+  };
+  for (const auto& node : g.node()) {
+    const auto [x, w] = ConvolutionInputs(node.op_type());
+    if (x < 0 || node.input_size() <= std::max(x, w)) continue;
+    const int64_t x_rank = rank_of(node.input(x)), w_rank = rank_of(node.input(w));
+    const std::string where = source + ": node '" + node.name() + "' (" + node.op_type() + ")";
+    if ((x_rank >= 0 && x_rank < 3) || (w_rank >= 0 && w_rank < 3))
+      return Error{where + ": input rank " + std::to_string(x_rank) + " and weight rank " + std::to_string(w_rank) +
+                   " must be at least 3"};
+    if (x_rank >= 0 && w_rank >= 0 && x_rank != w_rank)
+      return Error{where + ": input rank " + std::to_string(x_rank) + " and weight rank " + std::to_string(w_rank) +
+                   " differ"};
+    const int64_t spatial = (x_rank >= 0 ? x_rank : w_rank) - 2;
+    if (spatial < 1) continue;
+    for (const auto& attr : node.attribute()) {
+      const std::string& a = attr.name();
+      const int64_t expected = a == "pads" ? 2 * spatial
+                               : (a == "kernel_shape" || a == "strides" || a == "dilations") ? spatial
+                                                                                               : -1;
+      if (expected >= 0 && attr.ints_size() > 0 && attr.ints_size() != expected)
+        return Error{where + ": attribute " + a + " has " + std::to_string(attr.ints_size()) + " values, expected " +
+                     std::to_string(expected) + " for " + std::to_string(spatial) + " spatial axes"};
+    }
+  }
+  return {};
 }
 
 // Axes given to Squeeze nodes that have none (opset < 13 squeezes every extent of 1, which ONNX 1.12's
@@ -192,6 +238,16 @@ Status InferShapes(const onnx::ModelProto& model, const std::vector<int>& order,
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   for (int round = 0; round < kMaxRounds; ++round) {
     onnx::ModelProto work = WorkingModel(model, order, folded, *values, folded_outputs, squeeze_axes, adopted);
+    InfoMap known = declared;
+    for (const auto& v : g.input()) Record(v, &known);
+    for (const auto& t : g.initializer()) {
+      TensorInfo info;
+      info.has_shape = true;
+      info.dims.assign(t.dims().begin(), t.dims().end());
+      known[t.name()] = std::move(info);
+    }
+    for (const auto& [name, info] : *infos) known[name] = info;
+    if (Status s = CheckConvolutionRanks(g, known, source); !s.ok()) return s;
     try {
       onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/1, /*data_prop=*/false);
       onnx::shape_inference::InferShapes(work, onnx::OpSchemaRegistry::Instance(), options);

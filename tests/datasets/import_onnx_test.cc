@@ -488,6 +488,13 @@ TEST(ImportOnnx, BatchBakedIntoReshapeIsRefusedUnderBatch) {
       << r.error().message;
 }
 
+TEST(ImportOnnx, ConvolutionRankMismatchIsRefusedBeforeOnnxInference) {
+  Expected<ImportResult> r = ImportModelFile(kReproducers + "conv_rank_mismatch.onnx");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("node 'conv' (Conv): input rank 3 and weight rank 4 differ"), std::string::npos)
+      << r.error().message;
+}
+
 TEST(ImportModelFile, DispatchesOnContent) {
   Expected<ImportResult> missing = ImportModelFile("/nonexistent/model.onnx");
   ASSERT_FALSE(missing.ok());

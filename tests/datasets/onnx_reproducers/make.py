@@ -5,6 +5,8 @@
 #   squeeze_no_axes_opset11.onnx  Squeeze without axes at opset 11 (squeezes every extent of 1)
 #   lstm_without_y.onnx           an LSTM whose first output (Y) is omitted, only Y_h used
 #   baked_batch.onnx              a static batch 1 spelled out in a Reshape target: Conv -> Reshape([1, -1]) -> Relu
+#   conv_rank_mismatch.onnx       a Conv of a rank-3 input with a rank-4 weight (libonnx 1.12's inference reads out of
+#                                 bounds on it; found by the ONNX fuzzer)
 import os
 import numpy as np
 import onnx
@@ -60,3 +62,8 @@ nodes = [helper.make_node("Conv", ["x", "W"], ["c"], name="conv"),
 g = helper.make_graph(nodes, "baked", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])], [W, target])
 save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), 7, "baked_batch.onnx")
+
+# The fuzzer's finding, minimised: baked_batch.onnx with the input's rank cut to 3.
+g = helper.make_graph(nodes, "conv_rank", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])], [W, target])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), 7, "conv_rank_mismatch.onnx")
