@@ -5,11 +5,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+#include <vector>
+
 namespace devplace::cli {
 
 // State shared between main and the command callbacks.
 struct CommandContext {
   int exit_code = 0;  // returned by main after a command ran without throwing
+  std::vector<std::string> args;  // the command line without the program name (for launchers that re-run it)
 };
 
 // `devplace graph ...`: creates the `graph` group with `info`, and returns it so other files add commands to it.

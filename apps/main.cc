@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "devplace 0.1");
   devplace::cli::CommandContext ctx;
+  ctx.args.assign(argv + 1, argv + argc);
   CLI::App* graph = devplace::cli::RegisterGraphCommands(app, ctx);
   devplace::cli::RegisterGraphGenCommands(*graph, ctx);
   devplace::cli::RegisterGraphImportCommand(*graph, ctx);

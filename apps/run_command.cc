@@ -1,15 +1,23 @@
 // `devplace run -g G -t T -p P [--costs C] [--warmup N] [--repeats N] [--backend B] [--seed S] [--json]`: executes one
 // training step of a strategy for real (warm-ups, then timed repeats) and prints the measured step time next to
 // the simulated one. --op-csv FILE writes every op's measured kernel time next to the cost model's price.
+// Under torchrun's environment variables (RANK, WORLD_SIZE >= 2, MASTER_ADDR, MASTER_PORT) the process is one rank
+// of a multi-process execution and runs its devices' ops (exec/multiprocess.h); rank 0 prints the result.
+// --processes N launches N such ranks on this machine (apps/launcher.h).
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "apps/cli_util.h"
 #include "apps/commands.h"
 #include "apps/inputs.h"
 #include "core/atomic_file.h"
+#include "apps/launcher.h"
+#include "distributed/config.h"
 #include "exec/executor.h"
+#include "exec/multiprocess.h"
 #include "sim/simulator.h"
 
 namespace devplace::cli {
@@ -17,8 +25,9 @@ namespace devplace::cli {
 void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   struct Options {
     std::string graph, topology, strategy, costs, op_csv, backend = "auto";
-    int32_t warmup = 2, repeats = 5;
+    int32_t warmup = 2, repeats = 5, processes = 1;
     uint64_t seed = 0;
+    double timeout = 60.0;
     bool json = false;
   };
   auto opts = std::make_shared<Options>();
@@ -34,7 +43,22 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--seed", opts->seed, "Seed of the inputs and weights (default 0)");
   cmd->add_option("--op-csv", opts->op_csv, "Write each op's measured and simulated time to this CSV file");
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
+  cmd->add_option("--processes", opts->processes,
+                  "Run as this many processes on this machine (one per device, or per device the strategy uses), "
+                  "over c10d with Gloo (default 1)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--timeout", opts->timeout,
+                  "Multi-process runs: seconds to wait for the other ranks (rendezvous, each transfer, a step "
+                  "without progress) before failing (default 60)")
+      ->check(CLI::Range(0.1, 86400.0));
   cmd->callback([opts, &ctx]() {
+    if (opts->processes > 1) {
+      ctx.exit_code = LaunchLocalRanks(opts->processes, WithoutOption(ctx.args, "--processes"), opts->timeout + 5.0);
+      return;
+    }
+    std::optional<DistributedConfig> distributed = Unwrap(DistributedConfigFromEnv(
+        [](const char* name) { return static_cast<const char*>(std::getenv(name)); }, opts->timeout));
+    if (distributed && distributed->world_size < 2) distributed.reset();
     Graph graph = LoadGraph(opts->graph);
     Topology topology = LoadTopology(opts->topology);
     Strategy strategy = LoadStrategy(opts->strategy, graph, topology);
@@ -45,7 +69,12 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
     options.timed_steps = opts->repeats;
     options.backend = opts->backend;
     options.seed = opts->seed;
-    ExecResult run = Unwrap(ExecuteStrategy(graph, topology, strategy, options));
+    ExecResult run = Unwrap(distributed ? ExecuteStrategyAsRank(graph, topology, strategy, options, *distributed)
+                                        : ExecuteStrategy(graph, topology, strategy, options));
+    if (distributed && distributed->rank != 0) {  // rank 0 reports the whole run
+      ctx.exit_code = 0;
+      return;
+    }
     const double error = (sim.step_time - run.median_step) / run.median_step;
     if (!opts->op_csv.empty()) {
       std::ostringstream csv;
@@ -73,6 +102,7 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
                  {"topology", topology.name()},
                  {"backend", run.backend.name},
                  {"backend_note", run.backend.note},
+                 {"processes", distributed ? distributed->world_size : 1},
                  {"measured_ms", {{"median", run.median_step * 1e3}, {"min", run.min_step * 1e3},
                                   {"max", run.max_step * 1e3}, {"spread", run.spread}, {"steps", steps_ms}}},
                  {"simulated_ms", sim.step_time * 1e3},
@@ -87,7 +117,9 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
     } else {
       if (!run.backend.note.empty()) std::cerr << "devplace: " << run.backend.note << "\n";
       std::cout << "executed " << graph.name() << " on " << topology.name() << " (" << run.backend.name
-                << " backend): step " << FormatSeconds(run.median_step) << " median (min "
+                << " backend";
+      if (distributed) std::cout << ", " << distributed->world_size << " processes over c10d";
+      std::cout << "): step " << FormatSeconds(run.median_step) << " median (min "
                 << FormatSeconds(run.min_step) << ", max " << FormatSeconds(run.max_step) << ") over "
                 << run.step_seconds.size() << " steps after " << opts->warmup << " warm-ups\n";
       for (DeviceId d = 0; d < topology.num_devices(); ++d)

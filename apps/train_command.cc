@@ -1,7 +1,7 @@
 // `devplace train --config E.yaml -o RUN [--resume | --overwrite] [--iterations N] [--dist-timeout S] [--json]`:
 // trains a placement policy with PPO (agents/learned/learning.h), showing progress on a terminal, logging RUN/log.csv each
 // iteration, checkpointing to RUN/ckpt and drawing RUN/curve.png with gnuplot at the end. With torchrun's or
-// mpirun's environment variables set (agents/learned/distributed.h) the process is one rank of a data-parallel
+// mpirun's environment variables set (distributed/config.h) the process is one rank of a data-parallel
 // group; only rank 0 writes RUN and reports (scripts/launch-train.sh starts a group on one machine). A fresh run
 // never replaces a previous one in RUN without --overwrite (rank 0 checks), and --resume with a --config other
 // than the run's own is refused.

@@ -2,12 +2,15 @@
 // (workflows/validate.h): DIR/results.csv, DIR/summary.md (MAPE, max error, Kendall tau) and DIR/scatter.png, plus
 // the calibrated topology and the cost tables it used.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "apps/cli_util.h"
 #include "apps/commands.h"
 #include "apps/inputs.h"
+#include "apps/launcher.h"
 #include "config/validate_suite.h"
+#include "core/topology_yaml.h"
 #include "workflows/validate.h"
 
 namespace devplace::cli {
@@ -40,7 +43,24 @@ void RegisterValidateCommand(CLI::App& app, CommandContext& ctx) {
     ValidateRunOptions options{opts->output, "devplace validate --suite " + opts->suite + " -o " + opts->output, {}};
     if (!opts->json && StderrIsTerminal())
       options.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    // Multi-process rows: this program's `run` as ranks on this machine, its files in a scratch folder.
+    const std::string scratch = opts->output + "/.multi-process";
+    options.run_processes = [scratch](const Graph& graph, const Topology& topology, const Strategy& strategy,
+                                      const ExecOptions& exec, int32_t processes) -> Expected<ExecResult> {
+      std::error_code ec;
+      std::filesystem::create_directories(scratch, ec);
+      if (ec) return Error{scratch + ": cannot create: " + ec.message()};
+      return ExecuteInLocalProcesses(graph, topology, strategy, exec, processes, scratch, 60.0);
+    };
+    options.calibrate_processes = [](const std::string& topology, int32_t processes,
+                                     const std::string& output) -> Expected<Topology> {
+      if (LaunchLocalRanks(processes, {"calibrate", "-t", topology, "-o", output}, 65.0, "/dev/null") != 0)
+        return Error{"calibrating " + std::to_string(processes) + " processes failed (see the ranks' errors above)"};
+      return ReadTopologyFile(output);
+    };
     const ValidateRun run = Unwrap(RunValidateSuite(suite, options));
+    std::error_code ignored;
+    std::filesystem::remove_all(scratch, ignored);
     if (!run.scatter.ok()) std::cerr << "devplace: warning: " << run.scatter.error().message << "\n";
     const ValidateStats all = ComputeValidateStats(run.rows);
     if (opts->json) {

@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/learned/distributed.h"
+#include "distributed/config.h"
 #include "agents/learned/learning.h"
 
 extern char** environ;

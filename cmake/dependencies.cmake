@@ -6,17 +6,19 @@ set(DEVPLACE_ALLOWED_devplace_datasets devplace_core)
 set(DEVPLACE_ALLOWED_devplace_sim devplace_core)
 set(DEVPLACE_ALLOWED_devplace_env devplace_core devplace_sim)
 set(DEVPLACE_ALLOWED_devplace_gnn devplace_core)
+set(DEVPLACE_ALLOWED_devplace_distributed devplace_core)
 set(DEVPLACE_ALLOWED_devplace_config devplace_core devplace_datasets devplace_sim devplace_env)
 set(DEVPLACE_ALLOWED_devplace_agents devplace_core devplace_sim devplace_env)
 set(DEVPLACE_ALLOWED_devplace_learn
-    devplace_core devplace_datasets devplace_sim devplace_env devplace_gnn devplace_config devplace_agents)
-set(DEVPLACE_ALLOWED_devplace_exec devplace_core)
+    devplace_core devplace_datasets devplace_sim devplace_env devplace_gnn devplace_distributed devplace_config
+    devplace_agents)
+set(DEVPLACE_ALLOWED_devplace_exec devplace_core devplace_distributed)
 set(DEVPLACE_ALLOWED_devplace_workflows
-    devplace_core devplace_datasets devplace_sim devplace_env devplace_config devplace_agents devplace_learn
-    devplace_exec)
+    devplace_core devplace_datasets devplace_sim devplace_env devplace_distributed devplace_config devplace_agents
+    devplace_learn devplace_exec)
 
 function(devplace_check_dependencies)
-  foreach(lib core datasets sim env gnn config agents learn exec workflows)
+  foreach(lib core datasets sim env gnn distributed config agents learn exec workflows)
     set(target devplace_${lib})
     if(NOT TARGET ${target})
       continue()

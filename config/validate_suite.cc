@@ -40,6 +40,13 @@ Expected<ValidateSuite> ValidateSuiteFromYaml(const std::string& text, const std
     suite.random_placements = static_cast<int32_t>(root.integer_or("random_placements", 0, 0, 10'000));
     if (suite.algorithms.empty() && suite.random_placements == 0)
       root.fail("algorithms", "give at least one algorithm or random_placements > 0");
+    if (const nlohmann::json* multi = root.optional("multi_process")) {
+      JsonObject m(*multi, source, "multi_process");
+      suite.processes = static_cast<int32_t>(m.integer_or("processes", 2, 2, 1024));
+      if (const std::string t = m.string_or("topology", ""); !t.empty())
+        suite.process_topology = ResolveConfigPath(t, suite_dir);
+      m.finish();
+    }
     root.finish();
     suite.source = source;
     suite.base_dir = suite_dir;

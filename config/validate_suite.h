@@ -29,6 +29,11 @@ struct ValidateSuite {
   std::vector<GraphSource> models;
   std::vector<std::string> algorithms;  // placement algorithms (plain placements; see agents/search.h)
   int32_t random_placements = 0;        // plus this many random placements per model (seeds seed, seed + 1, ...)
+  // multi_process: every strategy above that uses `processes` devices (or all the topology's) also runs as that
+  // many processes, one per device, over c10d (a row "<strategy> xNp"); 1: none. Such rows are simulated on
+  // `process_topology` when given (e.g. written by `devplace calibrate --processes N`), else on the suite's machine.
+  int32_t processes = 1;
+  std::string process_topology;
   std::string source;                   // the file it was read from (errors about its entries name it)
   std::string base_dir;                 // absolute folder of the suite file
 };

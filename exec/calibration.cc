@@ -74,31 +74,6 @@ std::vector<double> RoundTrips(const std::vector<int64_t>& sizes, const at::Devi
   return medians;
 }
 
-// Weighted least squares of seconds = latency + bytes / bandwidth, weights 1 / seconds^2 (relative errors).
-void Fit(PairCalibration* pair) {
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const CopyPoint& p : pair->points) {
-    const double w = 1.0 / (p.seconds * p.seconds);
-    const double x = static_cast<double>(p.bytes);
-    sw += w;
-    sx += w * x;
-    sy += w * p.seconds;
-    sxx += w * x * x;
-    sxy += w * x * p.seconds;
-  }
-  const double det = sw * sxx - sx * sx;
-  double slope = det > 0 ? (sw * sxy - sx * sy) / det : 0.0;
-  if (slope <= 0) slope = 1e-12;  // flat times: bandwidth beyond what the sizes resolve
-  const double intercept = (sy - slope * sx) / sw;
-  pair->latency = std::max(1e-8, intercept);
-  pair->bandwidth = 1.0 / slope;
-  pair->max_relative_error = 0.0;
-  for (const CopyPoint& p : pair->points) {
-    const double model = pair->latency + static_cast<double>(p.bytes) / pair->bandwidth;
-    pair->max_relative_error = std::max(pair->max_relative_error, std::abs(model - p.seconds) / p.seconds);
-  }
-}
-
 // Peak FLOP/s (best of three n^3 matmuls) and memory bandwidth (best of three 64 MiB copies) on one device.
 void MeasureDevice(const at::Device& device, int core, int64_t n, double* flops, double* bandwidth) {
   std::thread worker([&] {
@@ -129,6 +104,30 @@ void MeasureDevice(const at::Device& device, int core, int64_t n, double* flops,
 }
 
 }  // namespace
+
+void FitLinkModel(PairCalibration* pair) {
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const CopyPoint& p : pair->points) {
+    const double w = 1.0 / (p.seconds * p.seconds);
+    const double x = static_cast<double>(p.bytes);
+    sw += w;
+    sx += w * x;
+    sy += w * p.seconds;
+    sxx += w * x * x;
+    sxy += w * x * p.seconds;
+  }
+  const double det = sw * sxx - sx * sx;
+  double slope = det > 0 ? (sw * sxy - sx * sy) / det : 0.0;
+  if (slope <= 0) slope = 1e-12;  // flat times: bandwidth beyond what the sizes resolve
+  const double intercept = (sy - slope * sx) / sw;
+  pair->latency = std::max(1e-8, intercept);
+  pair->bandwidth = 1.0 / slope;
+  pair->max_relative_error = 0.0;
+  for (const CopyPoint& p : pair->points) {
+    const double model = pair->latency + static_cast<double>(p.bytes) / pair->bandwidth;
+    pair->max_relative_error = std::max(pair->max_relative_error, std::abs(model - p.seconds) / p.seconds);
+  }
+}
 
 Status ValidateCalibrationOptions(const CalibrationOptions& options) {
   if (options.min_bytes < 4) return Error{"calibration options: min_bytes must be >= 4"};
@@ -170,7 +169,7 @@ Expected<CalibrationResult> Calibrate(const Topology& topology, const Calibratio
       const double token_one_way = rt[0] / 2.0;
       for (size_t i = 0; i < sizes.size(); ++i)
         pair.points.push_back({sizes[i], std::max(1e-9, rt[i + 1] - token_one_way)});
-      Fit(&pair);
+      FitLinkModel(&pair);
       result.pairs.push_back(std::move(pair));
     }
   }

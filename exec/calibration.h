@@ -47,6 +47,10 @@ struct CalibrationResult {
   std::vector<double> memory_bandwidth; // by DeviceId, bytes/s (read + write of a large copy)
 };
 
+// Fits pair->latency and pair->bandwidth to pair->points (least squares of seconds = latency + bytes / bandwidth,
+// weights 1 / seconds^2, i.e. relative errors) and sets pair->max_relative_error over the points.
+void FitLinkModel(PairCalibration* pair);
+
 // Measures `topology`'s devices as the executor runs them (which backend: see ExecOptions::backend).
 // Errors when the topology has fewer than two devices.
 Expected<CalibrationResult> Calibrate(const Topology& topology, const CalibrationOptions& options = {});

@@ -20,6 +20,8 @@
 
 namespace devplace {
 
+class ProcessGroup;  // distributed/process_group.h
+
 // Settings of an execution.
 struct ExecOptions {
   int32_t warmup_steps = 2;   // untimed steps first (allocator, caches, first-touch)
@@ -85,17 +87,31 @@ class Executor {
   // devices is an error naming the op.
   static Expected<Executor> Create(const Graph& graph, const Topology& topology, const Strategy& strategy,
                                    const ExecOptions& options = {});
+  // As Create, for one rank of a multi-process execution (docs/executor.md, "Multi-process runs"): this process
+  // runs the ops of the devices d with rank_of_device[d] == group.rank(); a tensor whose producer and consumer run
+  // on different ranks is sent over `group`. Every rank must pass the same graph, topology, strategy, options and
+  // map, then call Run as often as the others. `group` must outlive the executor.
+  static Expected<Executor> CreateRank(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                                       const ExecOptions& options, ProcessGroup& group,
+                                       const std::vector<int32_t>& rank_of_device);
   Executor(Executor&&) noexcept;
   Executor& operator=(Executor&&) noexcept;
   ~Executor();
 
   // Runs options.warmup_steps + options.timed_steps training steps and reports the timed ones. The first step
   // checks every kernel's output shapes against the graph (an error names the op). May be called again.
+  // On a rank of a multi-process execution every step starts at a barrier of all ranks, a step's time is the
+  // longest over the ranks from there to their last op's end, and every rank returns the whole result (per-op
+  // and per-device numbers from the rank running them); a peer that dies or stalls for the group's timeout makes
+  // it return an error on every rank.
   Expected<ExecResult> Run();
 
  private:
   struct Impl;
   explicit Executor(std::unique_ptr<Impl> impl);
+  static Expected<Executor> CreateIn(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                                     const ExecOptions& options, ProcessGroup* group,
+                                     const std::vector<int32_t>& rank_of_device);
   std::unique_ptr<Impl> impl_;
 };
 

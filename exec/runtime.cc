@@ -7,9 +7,11 @@
 #include <set>
 #include <thread>
 
+#include "distributed/process_group.h"
 #include "exec/backend.h"
 #include "exec/executor.h"
 #include "exec/kernels.h"
+#include "exec/process_transport.h"
 #include "exec/ready_queue.h"
 #include "exec/torch_errors.h"
 
@@ -35,6 +37,33 @@ at::Tensor CopyTo(const at::Tensor& t, const at::Device& device) {
   at::Tensor out = at::empty(t.sizes(), t.options().device(device));
   out.copy_(t);
   return out;
+}
+
+// Completes a rank's result with the other ranks' parts: each step's time is the longest over the ranks; per-op
+// and per-device numbers, copies and checksums are the running rank's (the others hold zeros there).
+Status MergeRanks(ProcessGroup& group, ExecResult* result) {
+  std::vector<double> sums;
+  for (const auto* v : {&result->op_seconds, &result->op_handoff_seconds, &result->op_checksums,
+                        &result->device_busy_seconds, &result->device_copy_seconds})
+    sums.insert(sums.end(), v->begin(), v->end());
+  sums.push_back(static_cast<double>(result->bytes_copied));
+  sums.push_back(result->num_copies);
+  at::Tensor sum = at::tensor(sums, at::kDouble);
+  at::Tensor steps = at::tensor(result->step_seconds, at::kDouble);
+  if (Status s = group.AllReduce(sum, ProcessGroup::Reduce::kSum, "merging the ranks' results"); !s) return s;
+  if (Status s = group.AllReduce(steps, ProcessGroup::Reduce::kMax, "merging the ranks' step times"); !s) return s;
+  const double* p = sum.data_ptr<double>();
+  for (auto* v : {&result->op_seconds, &result->op_handoff_seconds, &result->op_checksums,
+                  &result->device_busy_seconds, &result->device_copy_seconds})
+    for (double& x : *v) x = *p++;
+  result->bytes_copied = static_cast<int64_t>(*p++);
+  result->num_copies = static_cast<int32_t>(*p++);
+  for (size_t i = 0; i < result->step_seconds.size(); ++i) result->step_seconds[i] = steps[i].item<double>();
+  result->median_step = Median(result->step_seconds);
+  result->min_step = *std::min_element(result->step_seconds.begin(), result->step_seconds.end());
+  result->max_step = *std::max_element(result->step_seconds.begin(), result->step_seconds.end());
+  result->spread = result->median_step > 0 ? (result->max_step - result->min_step) / result->median_step : 0.0;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -72,10 +101,15 @@ struct Executor::Impl {
   bool shutdown = false;
   std::atomic<bool> abort{false};
   std::string error;
+  // A rank of a multi-process execution: the cross-process edges (null in one process), and when this rank's
+  // step started (after the barrier).
+  std::unique_ptr<exec::ProcessTransport> transport;
+  double step_start = 0.0;
 
   Impl(const Graph& g, const Topology& t) : graph(g), topology(t) {}
 
   ~Impl() {
+    transport.reset();  // its receiving threads deliver into this object
     {
       std::lock_guard<std::mutex> lock(mu);
       shutdown = true;
@@ -85,6 +119,8 @@ struct Executor::Impl {
       if (w && w->thread.joinable()) w->thread.join();
   }
 
+  bool IsLocal(OpId op) const { return !transport || transport->IsLocal(op); }
+
   void Fail(const std::string& message) {
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -93,6 +129,14 @@ struct Executor::Impl {
     abort.store(true);
     for (auto& w : workers)
       if (w) w->queue.Wake();
+    if (transport) transport->Abort();
+  }
+
+  // Hands edge `e`'s tensor to its consumer, queueing the consumer when it was the last input missing.
+  void Deliver(int32_t e, at::Tensor t) {
+    const OpId dst = graph.edge(e).dst;
+    slots[e] = std::move(t);
+    if (remaining[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) workers[device_of_op[dst]]->queue.Push(dst);
   }
 
   void WorkerMain(Worker* w) {
@@ -142,7 +186,8 @@ struct Executor::Impl {
       double copying = 0.0;
       for (size_t i = 0; i < in.size(); ++i) {
         at::Tensor t = std::move(slots[in[i]]);
-        if (device_of_op[graph.edge(in[i]).src] != w->device) {
+        const OpId src = graph.edge(in[i]).src;
+        if (device_of_op[src] != w->device && IsLocal(src)) {  // from another rank: received into fresh memory
           // A tensor from another device: this worker copies it into its own memory.
           const double c0 = exec::NowSeconds();
           t = CopyTo(t, w->torch_device);
@@ -172,11 +217,14 @@ struct Executor::Impl {
         checksums[op] = sum;
       }
       for (size_t j = 0; j < out.size(); ++j) {
-        const OpId dst = graph.edge(out[j]).dst;
-        slots[out[j]] = std::move(io.outputs[j]);
-        if (remaining[dst].fetch_sub(1, std::memory_order_acq_rel) == 1)
-          workers[device_of_op[dst]]->queue.Push(dst);
+        if (IsLocal(graph.edge(out[j]).dst)) {
+          Deliver(out[j], std::move(io.outputs[j]));
+        } else if (Status s = transport->Send(out[j], io.outputs[j]); !s) {
+          Fail(s.error().message);
+          return;
+        }
       }
+      if (transport) transport->Progress();
       io.inputs.clear();
       op_start[op] = t0;
       op_kernel[op] = t1 - t0;
@@ -187,8 +235,9 @@ struct Executor::Impl {
     }
   }
 
-  // One training step on all workers. Returns false (with `error` set) when a kernel failed.
-  bool Step() {
+  // One training step on all workers (of this rank). Returns false (with `error` set) when a kernel failed, or a
+  // peer or the link to it did.
+  bool Step(int32_t step) {
     abort.store(false);
     for (auto& w : workers) {
       if (!w) continue;
@@ -201,13 +250,25 @@ struct Executor::Impl {
     for (OpId op = 0; op < graph.num_ops(); ++op)
       remaining[op].store(static_cast<int32_t>(graph.in_edges(op).size()), std::memory_order_relaxed);
     for (OpId op = 0; op < graph.num_ops(); ++op)
-      if (graph.in_edges(op).empty()) workers[device_of_op[op]]->queue.Push(op);
-    std::unique_lock<std::mutex> lock(mu);
-    running = 0;
-    for (auto& w : workers) running += w ? 1 : 0;
-    ++generation;
-    start_cv.notify_all();
-    done_cv.wait(lock, [&] { return running == 0; });
+      if (graph.in_edges(op).empty() && IsLocal(op)) workers[device_of_op[op]]->queue.Push(op);
+    if (transport) {
+      if (Status s = transport->BeginStep(step, [this](int32_t e, at::Tensor t) { Deliver(e, std::move(t)); }); !s) {
+        error = s.error().message;
+        return false;
+      }
+    }
+    step_start = exec::NowSeconds();
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      running = 0;
+      for (auto& w : workers) running += w ? 1 : 0;
+      ++generation;
+      start_cv.notify_all();
+      done_cv.wait(lock, [&] { return running == 0; });
+    }
+    if (transport)
+      if (Status s = transport->EndStep(); !s) Fail(s.error().message);
+    std::lock_guard<std::mutex> lock(mu);
     return error.empty();
   }
 };
@@ -217,8 +278,41 @@ Executor::Executor(Executor&&) noexcept = default;
 Executor& Executor::operator=(Executor&&) noexcept = default;
 Executor::~Executor() = default;
 
+namespace {
+
+// The rank of every op, or an error when the map does not fit the group and the topology.
+Expected<std::vector<int32_t>> RankOfOps(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                                         const ProcessGroup& group, const std::vector<int32_t>& rank_of_device) {
+  if (rank_of_device.size() != static_cast<size_t>(topology.num_devices()))
+    return Error{"the rank map has " + std::to_string(rank_of_device.size()) + " entries; topology '" +
+                 topology.name() + "' has " + std::to_string(topology.num_devices()) + " devices"};
+  std::vector<int32_t> rank_of_op;
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    const int32_t r = rank_of_device[strategy.configs[op].devices[0]];
+    if (r < 0 || r >= group.size())
+      return Error{"device '" + topology.device(strategy.configs[op].devices[0]).name + "' maps to rank " +
+                   std::to_string(r) + ", not a rank of the " + std::to_string(group.size()) + "-process group"};
+    rank_of_op.push_back(r);
+  }
+  return rank_of_op;
+}
+
+}  // namespace
+
 Expected<Executor> Executor::Create(const Graph& graph, const Topology& topology, const Strategy& strategy,
                                     const ExecOptions& options) {
+  return CreateIn(graph, topology, strategy, options, nullptr, {});
+}
+
+Expected<Executor> Executor::CreateRank(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                                        const ExecOptions& options, ProcessGroup& group,
+                                        const std::vector<int32_t>& rank_of_device) {
+  return CreateIn(graph, topology, strategy, options, &group, rank_of_device);
+}
+
+Expected<Executor> Executor::CreateIn(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                                      const ExecOptions& options, ProcessGroup* group,
+                                      const std::vector<int32_t>& rank_of_device) {
   if (Status s = ValidateExecOptions(options); !s.ok()) return s.error();
   if (graph.num_ops() == 0) return Error{"graph '" + graph.name() + "' has no ops to execute"};
   if (strategy.configs.size() == static_cast<size_t>(graph.num_ops()))
@@ -250,6 +344,14 @@ Expected<Executor> Executor::Create(const Graph& graph, const Topology& topology
   }();
   if (!plan.ok()) return plan.error();
   impl->plan = std::move(*plan);
+  if (group != nullptr) {
+    Expected<std::vector<int32_t>> rank_of_op = RankOfOps(graph, topology, strategy, *group, rank_of_device);
+    if (!rank_of_op) return rank_of_op.error();
+    Impl* m = impl.get();
+    impl->transport = std::make_unique<exec::ProcessTransport>(
+        *group, graph, impl->plan, std::move(*rank_of_op), torch_device_of_op,
+        [m](const std::string& message) { m->Fail(message); });
+  }
 
   const int32_t n = graph.num_ops();
   impl->slots.resize(graph.num_edges());
@@ -262,6 +364,7 @@ Expected<Executor> Executor::Create(const Graph& graph, const Topology& topology
   impl->workers.resize(topology.num_devices());
   for (OpId op = 0; op < n; ++op) {
     const DeviceId d = impl->device_of_op[op];
+    if (!impl->IsLocal(op)) continue;
     if (!impl->workers[d]) {
       impl->workers[d] = std::make_unique<Impl::Worker>();
       impl->workers[d]->device = d;
@@ -297,15 +400,18 @@ Expected<ExecResult> Executor::Run() {
   const int32_t total = m.options.warmup_steps + m.options.timed_steps;
   for (int32_t step = 0; step < total; ++step) {
     m.check_shapes = step == 0;
-    if (!m.Step()) {
+    if (!m.Step(step)) {
       Error e{m.error};
       m.error.clear();
       return e;
     }
     m.plan.CommitUpdates();
     if (step < m.options.warmup_steps) continue;
-    double first = m.op_start[0], last = m.op_end[0];
+    // One process: the first op's start to the last op's end. A rank: its step's start (the barrier) to its
+    // last op's end (MergeRanks keeps the longest over the ranks).
+    double first = m.transport ? m.step_start : 1e300, last = m.step_start;
     for (OpId op = 0; op < n; ++op) {
+      if (!m.IsLocal(op)) continue;
       first = std::min(first, m.op_start[op]);
       last = std::max(last, m.op_end[op]);
       op_times[op].push_back(m.op_kernel[op]);
@@ -324,6 +430,10 @@ Expected<ExecResult> Executor::Run() {
       result.bytes_copied += w->bytes;
       result.num_copies += w->copies;
     }
+    if (m.transport) {
+      result.bytes_copied += m.transport->received_bytes();
+      result.num_copies += m.transport->received();
+    }
   }
   result.median_step = Median(result.step_seconds);
   result.min_step = *std::min_element(result.step_seconds.begin(), result.step_seconds.end());
@@ -338,6 +448,8 @@ Expected<ExecResult> Executor::Run() {
     result.op_handoff_seconds.push_back(Median(op_handoffs[op]));
   }
   if (m.options.record_checksums) result.op_checksums = m.checksums;
+  if (m.transport)
+    if (Status s = MergeRanks(m.transport->group(), &result); !s) return s.error();
   return result;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "agents/search.h"
@@ -12,6 +13,7 @@
 #include "core/topology_yaml.h"
 #include "exec/calibration.h"
 #include "exec/executor.h"
+#include "exec/multiprocess.h"
 #include "exec/profiler.h"
 #include "sim/simulator.h"
 #include "workflows/suite_inputs.h"
@@ -38,6 +40,7 @@ std::string OpsPerDevice(const Strategy& strategy, int32_t devices) {
 // The suite's inputs, all loaded before anything is written.
 struct ValidateInputs {
   Topology topology;
+  std::optional<Topology> process_topology;  // the multi-process rows' machine (suite.process_topology)
   std::vector<Graph> graphs;
   std::vector<std::unique_ptr<SearchAlgorithm>> algorithms;
   std::unique_ptr<SearchAlgorithm> random;
@@ -48,6 +51,11 @@ Expected<ValidateInputs> LoadInputs(const ValidateSuite& suite) {
   Expected<Topology> t = ReadTopologyFile(suite.topology);
   if (!t) return t.error();
   in.topology = std::move(t).value();
+  if (!suite.process_topology.empty()) {
+    Expected<Topology> p = ReadTopologyFile(suite.process_topology);
+    if (!p) return Error{suite.source + ": multi_process.topology: " + p.error().message};
+    in.process_topology = std::move(p).value();
+  }
   for (size_t i = 0; i < suite.algorithms.size(); ++i) {
     Expected<std::unique_ptr<SearchAlgorithm>> algo = MakeSearchAlgorithm(suite.algorithms[i]);
     if (!algo) return Error{suite.source + ": algorithms[" + std::to_string(i) + "]: " + algo.error().message};
@@ -65,7 +73,8 @@ Expected<ValidateInputs> LoadInputs(const ValidateSuite& suite) {
 struct NamedStrategy {
   std::string name;
   Strategy strategy;
-  std::string error;  // why there is no strategy
+  std::string error;      // why there is no strategy
+  int32_t processes = 1;  // > 1: executed as that many ranks (ValidateRunOptions::run_processes)
 };
 
 // The strategies to validate for one model: the suite's algorithms, then its random placements, without repeats.
@@ -93,6 +102,14 @@ std::vector<NamedStrategy> Strategies(const ValidateSuite& suite, const Validate
     request.seed = suite.seed + static_cast<uint64_t>(i);
     add("random-" + std::to_string(i), in.random->Search(problem, request));
   }
+  const size_t single = out.size();
+  for (size_t i = 0; i < single && suite.processes > 1; ++i)
+    if (out[i].error.empty() && RankOfDevices(in.topology, out[i].strategy, suite.processes).ok()) {
+      NamedStrategy multi = out[i];
+      multi.name += " x" + std::to_string(suite.processes) + "p";
+      multi.processes = suite.processes;
+      out.push_back(std::move(multi));
+    }
   return out;
 }
 
@@ -142,7 +159,8 @@ std::vector<DeviceId> FirstDeviceOfEachKind(const Topology& topology) {
 // fields and errors; returns each strategy's step times and the cost table measured alongside.
 Expected<CostTable> ExecuteRounds(const ValidateSuite& suite, const Graph& graph, const Topology& topology,
                                   const std::vector<NamedStrategy>& strategies, const ProfileResult& profile,
-                                  ValidateRow* rows, std::vector<std::vector<double>>* steps) {
+                                  const ValidateRunOptions& run_options, ValidateRow* rows,
+                                  std::vector<std::vector<double>>* steps) {
   ExecOptions options;
   options.warmup_steps = suite.warmup_steps;
   options.timed_steps = suite.timed_steps;
@@ -165,7 +183,12 @@ Expected<CostTable> ExecuteRounds(const ValidateSuite& suite, const Graph& graph
     for (size_t i = 0; i < strategies.size(); ++i) {
       ValidateRow& row = rows[i];
       if (!row.error.empty()) continue;
-      Expected<ExecResult> run = ExecuteStrategy(graph, topology, strategies[i].strategy, options);
+      const NamedStrategy& s = strategies[i];
+      Expected<ExecResult> run =
+          s.processes == 1         ? ExecuteStrategy(graph, topology, s.strategy, options)
+          : run_options.run_processes ? run_options.run_processes(graph, topology, s.strategy, options, s.processes)
+                                      : Expected<ExecResult>(Error{"multi-process rows need a launcher (devplace "
+                                                                   "validate gives one)"});
       if (!run.ok()) {
         row.error = run.error().message;
         continue;
@@ -189,13 +212,14 @@ Expected<CostTable> ExecuteRounds(const ValidateSuite& suite, const Graph& graph
 }
 
 // Simulates the rows that ran with the measured costs and fills in simulated and measured (median) times.
-void SimulateRows(const Graph& graph, const Topology& topology, const std::vector<NamedStrategy>& strategies,
-                  const CostModel& cost, std::vector<std::vector<double>>& steps, ValidateRow* rows,
-                  const ValidateRunOptions& options) {
+void SimulateRows(const Graph& graph, const Topology& topology, const Topology& process_topology,
+                  const std::vector<NamedStrategy>& strategies, const CostModel& cost,
+                  std::vector<std::vector<double>>& steps, ValidateRow* rows, const ValidateRunOptions& options) {
   for (size_t i = 0; i < strategies.size(); ++i) {
     ValidateRow& row = rows[i];
     if (!row.error.empty() || steps[i].empty()) continue;
-    Expected<SimResult> sim = Simulate(graph, topology, strategies[i].strategy, cost);
+    const Topology& machine = strategies[i].processes > 1 ? process_topology : topology;
+    Expected<SimResult> sim = Simulate(graph, machine, strategies[i].strategy, cost);
     if (!sim.ok()) {
       row.error = sim.error().message;
       continue;
@@ -242,10 +266,12 @@ Status ValidateModel(const ValidateSuite& suite, const ValidateInputs& in, const
     rows->push_back(std::move(row));
   }
   std::vector<std::vector<double>> steps;
-  Expected<CostTable> table = ExecuteRounds(suite, graph, topology, strategies, *profile, rows->data() + first, &steps);
+  Expected<CostTable> table =
+      ExecuteRounds(suite, graph, topology, strategies, *profile, options, rows->data() + first, &steps);
   if (!table) return table.error();
   if (Status s = WriteCostTableFile(*table, options.output_dir + "/costs-" + label + ".json"); !s) return s;
-  SimulateRows(graph, topology, strategies, MakeProfiledCostModel(*table), steps, rows->data() + first, options);
+  SimulateRows(graph, topology, in.process_topology ? *in.process_topology : topology, strategies,
+               MakeProfiledCostModel(*table), steps, rows->data() + first, options);
   return Status::Ok();
 }
 
@@ -259,6 +285,16 @@ Expected<ValidateRun> RunValidateSuite(const ValidateSuite& suite, const Validat
   Topology topology = in->topology;
   Expected<std::string> machine = PrepareMachine(suite, options, &topology);
   if (!machine) return machine.error();
+  if (suite.processes > 1 && suite.calibrate && !in->process_topology && options.calibrate_processes) {
+    const std::string out = options.output_dir + "/topology-calibrated-" + std::to_string(suite.processes) + "p.yaml";
+    if (options.progress) options.progress("calibrating " + std::to_string(suite.processes) + " processes ...");
+    Expected<Topology> calibrated = options.calibrate_processes(suite.topology, suite.processes, out);
+    if (!calibrated) return calibrated.error();
+    in->process_topology = std::move(calibrated).value();
+    *machine += "\nMulti-process rows: simulated on `" + out + "` (devplace calibrate --processes " +
+                std::to_string(suite.processes) + ": links between the processes' devices from the ring all-reduce "
+                "fit).\n";
+  }
 
   ValidateRun run;
   for (size_t m = 0; m < in->graphs.size(); ++m) {

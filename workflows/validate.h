@@ -9,7 +9,11 @@
 #include <vector>
 
 #include "config/validate_suite.h"
+#include "core/graph.h"
 #include "core/status.h"
+#include "core/strategy.h"
+#include "core/topology.h"
+#include "exec/executor.h"
 #include "workflows/validate_report.h"
 
 namespace devplace {
@@ -19,6 +23,17 @@ struct ValidateRunOptions {
   std::string command;     // the command line quoted in summary.md
   // Receives one human-readable progress line at a time (calibrating, profiling, each row's result); may be empty.
   std::function<void(const std::string& line)> progress;
+  // Executes a strategy as `processes` ranks on this machine (the suite's multi_process rows) and returns the
+  // whole result (rank 0's); `devplace validate` launches itself (`devplace run --processes N`). Empty: those
+  // rows fail, saying that no launcher was given.
+  std::function<Expected<ExecResult>(const Graph&, const Topology&, const Strategy&, const ExecOptions&,
+                                     int32_t processes)>
+      run_processes;
+  // Calibrates `processes` ranks on this machine as `devplace calibrate -t TOPOLOGY --processes N -o OUTPUT` does
+  // (for a suite with multi_process, calibrate: true and no multi_process.topology) and returns the topology
+  // written; the multi-process rows are simulated on it. Empty: they are simulated on the suite's machine.
+  std::function<Expected<Topology>(const std::string& topology_path, int32_t processes, const std::string& output)>
+      calibrate_processes;
 };
 
 struct ValidateRun {

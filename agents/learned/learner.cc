@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "agents/learned/ppo.h"
-#include "agents/learned/process_group.h"
+#include "distributed/process_group.h"
 #include "core/check.h"
 
 namespace devplace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/learned/distributed.h"
+#include "distributed/config.h"
 #include "config/experiment_config.h"
 #include "core/graph.h"
 #include "core/status.h"

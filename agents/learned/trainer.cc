@@ -17,7 +17,7 @@
 #include "agents/learned/demonstration.h"
 #include "agents/learned/learner.h"
 #include "agents/learned/learning.h"
-#include "agents/learned/process_group.h"
+#include "distributed/process_group.h"
 #include "agents/learned/setup.h"
 #include "core/atomic_file.h"
 #include "core/check.h"

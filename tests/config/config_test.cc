@@ -213,6 +213,26 @@ TEST(ValidateSuite, RejectsBadSuites) {
   EXPECT_FALSE(ValidateSuiteFromYaml(base + "random_placements: 2\nexec: {timed_steps: 0}\n", "v.yaml", "").ok());
 }
 
+TEST(ValidateSuite, ReadsMultiProcessRows) {
+  Expected<ValidateSuite> shipped =
+      ReadValidateSuite(DEVPLACE_SOURCE_DIR "/configs/suites/validate-cpu-multiprocess.yaml");
+  ASSERT_TRUE(shipped.ok()) << shipped.error().message;
+  EXPECT_EQ(shipped->processes, 2);
+  EXPECT_TRUE(shipped->process_topology.empty());
+  const std::string base = "name: v\ntopology: t.yaml\nmodels: [{zoo: resnet50}]\nalgorithms: [expert]\n";
+  Expected<ValidateSuite> given =
+      ValidateSuiteFromYaml(base + "multi_process: {processes: 4, topology: t4.yaml}\n", "v.yaml", "/suites");
+  ASSERT_TRUE(given.ok()) << given.error().message;
+  EXPECT_EQ(given->processes, 4);
+  EXPECT_EQ(given->process_topology, "/suites/t4.yaml");
+  EXPECT_EQ(ValidateSuiteFromYaml(base, "v.yaml", "")->processes, 1);
+  EXPECT_NE(ErrorOf(ValidateSuiteFromYaml(base + "multi_process: {processes: 1}\n", "v.yaml", ""))
+                .find("multi_process.processes"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(ValidateSuiteFromYaml(base + "multi_process: {ranks: 2}\n", "v.yaml", "")).find("ranks"),
+            std::string::npos);
+}
+
 TEST(CheckpointMeta, RoundTripsAndRejectsGarbage) {
   CheckpointMeta m;
   m.iteration = 12;

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <string>
 
-#include "agents/learned/distributed.h"
+#include "distributed/config.h"
 #include "agents/learned/learning.h"
 
 int main(int argc, char** argv) {

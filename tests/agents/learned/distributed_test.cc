@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "agents/learned/checkpoint.h"
-#include "agents/learned/distributed.h"
+#include "distributed/config.h"
 #include "agents/learned/learning.h"
 #include "agents/learned/policy.h"
 #include "core/atomic_file.h"

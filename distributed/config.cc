@@ -1,4 +1,4 @@
-#include "agents/learned/distributed.h"
+#include "distributed/config.h"
 
 #include <charconv>
 

@@ -1,0 +1,300 @@
+// Built with USE_C10D_GLOO (distributed/CMakeLists.txt): Debian's LibTorch has Gloo, but its header hides
+// ProcessGroupGloo without the macro; USE_C10D_NCCL is defined where the LibTorch found has CUDA and NCCL.
+#include "distributed/process_group.h"
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+#ifdef DEVPLACE_HAVE_GLOG
+#include <glog/logging.h>
+#endif
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <thread>
+
+#include "core/check.h"
+
+namespace devplace {
+
+namespace {
+
+// The first line of an exception's message (c10 errors append a backtrace).
+std::string FirstLine(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  std::string text = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
+  if (const size_t end = text.find('\n'); end != std::string::npos) text.resize(end);
+  return text;
+}
+
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+std::string Seconds(double s) {
+  std::string text = std::to_string(s);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (!text.empty() && text.back() == '.') text.pop_back();
+  return text + " s";
+}
+
+// Waits until something accepts TCP connections at host:port, or `timeout` passes. c10d's store client sleeps a
+// whole second after a refused connection; polling here first saves that on every start-up race with rank 0.
+void WaitForListener(const std::string& host, int32_t port, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return;  // the store reports it
+  for (bool connected = false; !connected && std::chrono::steady_clock::now() < deadline;) {
+    for (addrinfo* a = found; a != nullptr && !connected; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+      if (fd < 0) continue;
+      connected = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+      ::close(fd);
+    }
+    if (!connected) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::freeaddrinfo(found);
+}
+
+// While alive, c10d's own log lines (glog on stderr: connection retries, "the client socket has timed out") are
+// held back, so a failed rendezvous reads as the one line Connect returns. Restores the level when it goes.
+class QuietC10dLog {
+ public:
+#ifdef DEVPLACE_HAVE_GLOG
+  QuietC10dLog() : saved_(FLAGS_minloglevel) { FLAGS_minloglevel = google::GLOG_FATAL; }
+  ~QuietC10dLog() { FLAGS_minloglevel = saved_; }
+
+ private:
+  int32_t saved_;
+#endif
+};
+
+}  // namespace
+
+struct PendingTransfer::Impl {
+  c10::intrusive_ptr<c10d::Work> work;
+  std::chrono::milliseconds timeout{0};
+  std::string error_prefix;  // "rank R of N: <what>"
+  double timeout_seconds = 0.0;
+  std::atomic<bool> aborted{false};
+  std::atomic<bool> done{false};
+  ~Impl() {
+    if (done.load() || !work) return;
+    try {
+      work->abort();  // the last handle is gone: nobody will wait for it
+    } catch (const std::exception&) {
+    }
+  }
+};
+
+PendingTransfer::PendingTransfer() = default;
+
+Status PendingTransfer::Wait() {
+  DEVPLACE_CHECK(impl_ != nullptr, "Wait on a transfer that was started");
+  Impl& t = *impl_;
+  try {
+    const bool completed = t.work->wait(t.timeout);
+    t.done.store(true);
+    if (!completed || t.aborted.load())
+      return Error{t.error_prefix + ": aborted (another failure on this rank stopped it)"};
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    t.done.store(true);
+    if (t.aborted.load()) return Error{t.error_prefix + ": aborted (another failure on this rank stopped it)"};
+    return Error{t.error_prefix + ": lost contact with the peer (it died, or stalled longer than the " +
+                 Seconds(t.timeout_seconds) + " timeout): " + FirstLine(e)};
+  }
+}
+
+void PendingTransfer::Abort() {
+  if (!impl_) return;
+  impl_->aborted.store(true);
+  try {
+    impl_->work->abort();
+  } catch (const std::exception&) {  // backends without abort (NCCL's point-to-point work): the timeout ends Wait
+  }
+}
+
+struct ProcessGroup::Impl {
+  DistributedConfig config;
+  Backend backend = Backend::kGloo;
+  std::chrono::milliseconds timeout{0};
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+
+  std::string Who() const {
+    return "rank " + std::to_string(config.rank) + " of " + std::to_string(config.world_size);
+  }
+  Error Lost(const std::string& what, const std::exception& e) const {
+    return Error{Who() + ": lost contact with the group during " + what + " (a peer died, or stalled longer " +
+                 "than the " + Seconds(config.timeout_seconds) + " timeout): " + FirstLine(e)};
+  }
+  // Starts a collective and waits for it; an exception (a peer closed its connections, the timeout passed)
+  // becomes the group's error.
+  template <class Start>
+  Status Run(Start start, const std::string& what) {
+    try {
+      c10::intrusive_ptr<c10d::Work> work = start();
+      work->wait(timeout);
+      return Status::Ok();
+    } catch (const std::exception& e) {
+      return Lost(what, e);
+    }
+  }
+  // Starts a point-to-point transfer.
+  template <class Start>
+  Expected<PendingTransfer> Post(Start start, const std::string& what) {
+    PendingTransfer pending;
+    pending.impl_ = std::make_shared<PendingTransfer::Impl>();
+    pending.impl_->timeout = timeout;
+    pending.impl_->timeout_seconds = config.timeout_seconds;
+    pending.impl_->error_prefix = Who() + ": " + what;
+    try {
+      pending.impl_->work = start();
+    } catch (const std::exception& e) {
+      pending.impl_->done.store(true);
+      return Lost(what, e);
+    }
+    return pending;
+  }
+};
+
+ProcessGroup::ProcessGroup(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ProcessGroup::~ProcessGroup() = default;
+
+int32_t ProcessGroup::rank() const { return impl_->config.rank; }
+int32_t ProcessGroup::size() const { return impl_->config.world_size; }
+ProcessGroup::Backend ProcessGroup::backend() const { return impl_->backend; }
+double ProcessGroup::timeout_seconds() const { return impl_->config.timeout_seconds; }
+std::string ProcessGroup::Who() const { return impl_->Who(); }
+
+bool ProcessGroup::NcclAvailable() {
+#ifdef USE_C10D_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+Expected<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(const DistributedConfig& config, Backend backend) {
+  DEVPLACE_CHECK(config.world_size >= 2 && config.rank >= 0 && config.rank < config.world_size,
+                 "a process group has at least two ranks");
+  DEVPLACE_CHECK(config.timeout_seconds > 0, "the group timeout is positive");
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  impl->backend = backend;
+  impl->timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_seconds * 1000.0));
+  if (backend == Backend::kNccl && !NcclAvailable())
+    return Error{impl->Who() + ": the NCCL backend needs a LibTorch built with CUDA and NCCL (this one has neither)"};
+  const std::string where = config.master_addr + ":" + std::to_string(config.master_port);
+  QuietC10dLog quiet;
+  if (config.rank != 0) WaitForListener(config.master_addr, config.master_port, impl->timeout);
+  try {
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<uint16_t>(config.master_port);
+    store_options.isServer = config.rank == 0;
+    store_options.numWorkers = static_cast<size_t>(config.world_size);
+    store_options.waitWorkers = true;
+    store_options.timeout = impl->timeout;
+    impl->store = c10::make_intrusive<c10d::TCPStore>(config.master_addr, store_options);
+  } catch (const std::exception& e) {
+    return Error{impl->Who() + ": cannot " + (config.rank == 0 ? "host" : "reach") + " the rendezvous store at " +
+                 where + " (MASTER_ADDR:MASTER_PORT) with all " + std::to_string(config.world_size) +
+                 " ranks within " + Seconds(config.timeout_seconds) + ": " + FirstLine(e)};
+  }
+  try {
+#ifdef USE_C10D_NCCL
+    if (backend == Backend::kNccl) {
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = impl->timeout;
+      impl->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl->store, config.rank, config.world_size, options);
+    }
+#endif
+    if (!impl->group) {
+      auto options = c10d::ProcessGroupGloo::Options::create(impl->timeout);
+      if (!config.interface.empty())
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(config.interface));
+      else if (IsLoopback(config.master_addr))
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      else
+        options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      impl->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, config.rank, config.world_size, options);
+    }
+  } catch (const std::exception& e) {
+    return Error{impl->Who() + ": cannot connect to the other ranks (rendezvous at " + where + ", timeout " +
+                 Seconds(config.timeout_seconds) + "): " + FirstLine(e)};
+  }
+  return std::unique_ptr<ProcessGroup>(new ProcessGroup(std::move(impl)));
+}
+
+Status ProcessGroup::AllReduce(at::Tensor& tensor, Reduce op, const std::string& what) {
+  DEVPLACE_CHECK(tensor.is_contiguous(), "all-reduce of a contiguous tensor");
+  c10d::AllreduceOptions options;
+  options.reduceOp = op == Reduce::kSum   ? c10d::ReduceOp::SUM
+                     : op == Reduce::kMin ? c10d::ReduceOp::MIN
+                                          : c10d::ReduceOp::MAX;
+  std::vector<at::Tensor> tensors{tensor};
+  return impl_->Run([&] { return impl_->group->allreduce(tensors, options); }, what);
+}
+
+Expected<at::Tensor> ProcessGroup::AllGather(const at::Tensor& input, const std::string& what) {
+  DEVPLACE_CHECK(input.is_contiguous(), "all-gather of a contiguous tensor");
+  std::vector<int64_t> shape{size()};
+  for (int64_t d : input.sizes()) shape.push_back(d);
+  at::Tensor out = at::empty(shape, input.options());
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int32_t r = 0; r < size(); ++r) outputs[0].push_back(out[r]);
+  std::vector<at::Tensor> inputs{input};
+  if (Status s = impl_->Run([&] { return impl_->group->allgather(outputs, inputs); }, what); !s) return s.error();
+  return out;
+}
+
+Status ProcessGroup::Barrier(const std::string& what) {
+  c10d::BarrierOptions options;
+  options.timeout = impl_->timeout;
+  return impl_->Run([&] { return impl_->group->barrier(options); }, what);
+}
+
+Expected<std::string> ProcessGroup::BroadcastBytes(const std::string& bytes, int32_t root_rank,
+                                                   const std::string& what) {
+  DEVPLACE_CHECK(root_rank >= 0 && root_rank < size(), "the broadcast root is a rank of the group");
+  c10d::BroadcastOptions root;
+  root.rootRank = root_rank;
+  std::vector<at::Tensor> size{at::tensor({static_cast<int64_t>(bytes.size())}, at::kLong)};
+  if (Status s = impl_->Run([&] { return impl_->group->broadcast(size, root); }, what); !s) return s.error();
+  const int64_t n = size[0].item<int64_t>();
+  if (n == 0) return std::string();
+  std::vector<at::Tensor> data{at::empty({n}, at::kByte)};
+  if (rank() == root_rank) std::memcpy(data[0].data_ptr<uint8_t>(), bytes.data(), static_cast<size_t>(n));
+  if (Status s = impl_->Run([&] { return impl_->group->broadcast(data, root); }, what); !s) return s.error();
+  return std::string(reinterpret_cast<const char*>(data[0].data_ptr<uint8_t>()), static_cast<size_t>(n));
+}
+
+Expected<PendingTransfer> ProcessGroup::Send(const at::Tensor& tensor, int32_t peer, int32_t tag,
+                                             const std::string& what) {
+  DEVPLACE_CHECK(tensor.is_contiguous() && peer >= 0 && peer < size() && peer != rank() && tag >= 0,
+                 "a send of a contiguous tensor to another rank");
+  std::vector<at::Tensor> tensors{tensor};
+  return impl_->Post([&] { return impl_->group->send(tensors, peer, tag); }, what);
+}
+
+Expected<PendingTransfer> ProcessGroup::Recv(at::Tensor& tensor, int32_t peer, int32_t tag,
+                                             const std::string& what) {
+  DEVPLACE_CHECK(tensor.is_contiguous() && peer >= 0 && peer < size() && peer != rank() && tag >= 0,
+                 "a receive into a contiguous tensor from another rank");
+  std::vector<at::Tensor> tensors{tensor};
+  return impl_->Post([&] { return impl_->group->recv(tensors, peer, tag); }, what);
+}
+
+}  // namespace devplace

@@ -1,0 +1,253 @@
+// Multi-process execution over c10d (Gloo on loopback): two ranks (child processes of exec_rank_helper) compute
+// exactly what one process computes on one device, for an MLP, a CNN and an attention/LSTM sequence model; a rank
+// killed mid-step makes the other exit with a one-line error within 30 s; a rendezvous nobody joins times out
+// with a one-line error. Also the device-to-rank maps.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/graph_json.h"
+#include "core/strategy_json.h"
+#include "exec/multiprocess.h"
+#include "exec/process_calibration.h"
+#include "tests/testing/env_fixtures.h"
+#include "tests/testing/exec_graphs.h"
+
+extern char** environ;
+
+namespace devplace {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+const std::string kTopology = DEVPLACE_SOURCE_DIR "/configs/topologies/cpu-local.yaml";
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Rank {
+  pid_t pid = -1;
+  std::string stderr_path;
+};
+
+// Starts exec_rank_helper as `rank` of `world` with `args` (after the program name), stderr to a file.
+Rank Spawn(int rank, int world, int port, const std::vector<std::string>& args, const std::string& dir) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  env.push_back("MASTER_ADDR=127.0.0.1");
+  env.push_back("MASTER_PORT=" + std::to_string(port));
+  env.push_back("RANK=" + std::to_string(rank));
+  env.push_back("WORLD_SIZE=" + std::to_string(world));
+  std::vector<std::string> argv_text{DEVPLACE_EXEC_RANK_HELPER};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv, envp;
+  for (std::string& a : argv_text) argv.push_back(a.data());
+  for (std::string& e : env) envp.push_back(e.data());
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  Rank r{.stderr_path = dir + "/rank" + std::to_string(rank) + ".err"};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 2, r.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  EXPECT_EQ(posix_spawn(&r.pid, DEVPLACE_EXEC_RANK_HELPER, &actions, nullptr, argv.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  return r;
+}
+
+// Waits up to `limit` for the rank to exit; its exit status, or -1 (then it is killed) when it did not exit.
+int Wait(const Rank& r, std::chrono::duration<double> limit) {
+  const auto deadline = Clock::now() + limit;
+  int status = 0;
+  while (::waitpid(r.pid, &status, WNOHANG) == 0) {
+    if (Clock::now() > deadline) {
+      ::kill(r.pid, SIGKILL);
+      ::waitpid(r.pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string TempDir(const std::string& name) {
+  const std::string dir = (fs::temp_directory_path() / ("devplace-mp-" + name + "-" + std::to_string(::getpid())))
+                              .string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Writes graph and strategy for the helper; returns the argument prefix GRAPH TOPOLOGY STRATEGY.
+std::vector<std::string> WriteInputs(const Graph& g, const Strategy& s, const std::string& dir) {
+  const Topology t = testing::CpuLocal();
+  EXPECT_TRUE(WriteGraphFile(g, dir + "/g.json").ok());
+  EXPECT_TRUE(WriteStrategyFile(s, g, t, dir + "/p.json").ok());
+  return {dir + "/g.json", kTopology, dir + "/p.json"};
+}
+
+// Two ranks, each running one device of SpreadGroups(g), against one process with every op on device 0.
+void ExpectSameNumbersAsOneDevice(const Graph& g, const std::string& name) {
+  const std::string dir = TempDir(name);
+  std::vector<std::string> args = WriteInputs(g, testing::SpreadGroups(g), dir);
+  for (const std::string& a : {dir + "/sums.txt", std::string("2"), std::string("60")}) args.push_back(a);
+  const int port = FreePort();
+  Rank r0 = Spawn(0, 2, port, args, dir), r1 = Spawn(1, 2, port, args, dir);
+  ExecOptions options;
+  options.warmup_steps = 0;
+  options.timed_steps = 2;
+  options.backend = "cpu";
+  options.record_checksums = true;
+  Expected<ExecResult> one = ExecuteStrategy(g, testing::CpuLocal(), Strategy::AllOn(g.num_ops(), 0), options);
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  ASSERT_EQ(Wait(r0, std::chrono::seconds(120)), 0) << Slurp(r0.stderr_path);
+  ASSERT_EQ(Wait(r1, std::chrono::seconds(20)), 0) << Slurp(r1.stderr_path);
+  std::ifstream in(dir + "/sums.txt");
+  int32_t nonzero = 0;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    double two = 0.0;
+    ASSERT_TRUE(in >> two) << "missing checksum of op " << op;
+    const double want = one->op_checksums[op];
+    EXPECT_LE(std::abs(two - want), 1e-5 * std::max(1.0, std::abs(want))) << g.op(op).name;
+    nonzero += want != 0.0;
+  }
+  EXPECT_GT(nonzero, g.num_ops() / 2);  // the checksums do see the values
+  fs::remove_all(dir);
+}
+
+TEST(MultiProcess, TwoProcessesComputeWhatOneDeviceComputes) {
+  ExpectSameNumbersAsOneDevice(envtest::MlpTrainingGraph(3), "mlp");
+  ExpectSameNumbersAsOneDevice(testing::ConvTrainingGraph(), "cnn");
+  ExpectSameNumbersAsOneDevice(testing::SequenceTrainingGraph(), "seq");
+}
+
+// Kills rank `victim` once both ranks are stepping; the survivor must exit non-zero within 30 s, saying so in
+// one line.
+void ExpectKilledPeerStopsTheOther(int victim) {
+  const std::string dir = TempDir("kill" + std::to_string(victim));
+  const Graph g = testing::ConvTrainingGraph();
+  std::vector<std::string> args = WriteInputs(g, testing::SpreadGroups(g), dir);
+  for (const std::string& a : {dir + "/sums.txt", std::string("100000"), std::string("20")}) args.push_back(a);
+  const int port = FreePort();
+  std::vector<std::string> a0 = args, a1 = args;
+  a0.push_back(dir + "/ready0");
+  a1.push_back(dir + "/ready1");
+  Rank ranks[2] = {Spawn(0, 2, port, a0, dir), Spawn(1, 2, port, a1, dir)};
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (!(fs::exists(dir + "/ready0") && fs::exists(dir + "/ready1")) && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(fs::exists(dir + "/ready0") && fs::exists(dir + "/ready1")) << Slurp(ranks[0].stderr_path);
+  ::kill(ranks[victim].pid, SIGKILL);
+  const auto killed_at = Clock::now();
+  const Rank& other = ranks[1 - victim];
+  EXPECT_EQ(Wait(other, std::chrono::seconds(30)), 1) << Slurp(other.stderr_path);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - killed_at).count(), 30.0);
+  Wait(ranks[victim], std::chrono::seconds(5));
+  const std::string err = Slurp(other.stderr_path);
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("rank " + std::to_string(1 - victim) + " of 2"), std::string::npos) << err;
+  fs::remove_all(dir);
+}
+
+TEST(MultiProcess, AKilledPeerStopsTheOtherRankWithOneLine) {
+  ExpectKilledPeerStopsTheOther(1);
+  ExpectKilledPeerStopsTheOther(0);  // the store's host
+}
+
+TEST(MultiProcess, ARendezvousNobodyJoinsTimesOutWithOneLine) {
+  const std::string dir = TempDir("alone");
+  const Graph g = envtest::MlpTrainingGraph(2);
+  std::vector<std::string> args = WriteInputs(g, testing::SpreadGroups(g), dir);
+  for (const std::string& a : {dir + "/sums.txt", std::string("1"), std::string("2")}) args.push_back(a);
+  for (int rank : {0, 1}) {
+    const auto start = Clock::now();
+    Rank alone = Spawn(rank, 2, FreePort(), args, dir);
+    EXPECT_EQ(Wait(alone, std::chrono::seconds(30)), 1);
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 20.0);
+    const std::string err = Slurp(alone.stderr_path);
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_NE(err.find("rank " + std::to_string(rank) + " of 2"), std::string::npos) << err;
+    EXPECT_NE(err.find("rendezvous"), std::string::npos) << err;
+  }
+  fs::remove_all(dir);
+}
+
+// Two ranks measure sends, all-reduces and all-gathers; the fits are positive and the links between the ranks'
+// devices take the all-reduce fit.
+TEST(MultiProcess, CalibratesTheGroupIntoTheLinksBetweenRanks) {
+  const std::string dir = TempDir("calibrate");
+  const int port = FreePort();
+  const std::vector<std::string> args{"--calibrate", dir + "/fits.txt", "60"};
+  Rank r0 = Spawn(0, 2, port, args, dir), r1 = Spawn(1, 2, port, args, dir);
+  ASSERT_EQ(Wait(r0, std::chrono::seconds(120)), 0) << Slurp(r0.stderr_path);
+  ASSERT_EQ(Wait(r1, std::chrono::seconds(20)), 0) << Slurp(r1.stderr_path);
+  std::ifstream in(dir + "/fits.txt");
+  GroupCalibration c;
+  c.processes = 2;
+  for (PairCalibration* fit : {&c.send, &c.all_reduce, &c.all_gather}) {
+    std::string name;
+    size_t points = 0;
+    ASSERT_TRUE(in >> name >> fit->latency >> fit->bandwidth >> points);
+    EXPECT_EQ(points, 5u) << name;  // 1, 4, 16, 64, 256 KiB
+    EXPECT_GT(fit->latency, 0.0) << name;
+    EXPECT_LT(fit->latency, 0.1) << name;
+    EXPECT_GT(fit->bandwidth, 1e6) << name;
+  }
+  const Topology t = testing::CpuLocal();
+  Expected<Topology> applied = ApplyGroupCalibration(t, {0, 1}, c);
+  ASSERT_TRUE(applied.ok()) << applied.error().message;
+  for (LinkId l = 0; l < applied->num_links(); ++l) {  // every link lies between cpu0 and cpu1
+    EXPECT_DOUBLE_EQ(applied->link(l).latency * static_cast<double>(t.route(0, 1).size()), c.all_reduce.latency);
+    EXPECT_DOUBLE_EQ(applied->link(l).bandwidth / static_cast<double>(t.route(0, 1).size()), c.all_reduce.bandwidth);
+  }
+  Expected<Topology> same_rank = ApplyGroupCalibration(t, {0, 0}, c);  // nothing crosses processes
+  ASSERT_TRUE(same_rank.ok());
+  for (LinkId l = 0; l < t.num_links(); ++l) EXPECT_EQ(same_rank->link(l).latency, t.link(l).latency);
+  fs::remove_all(dir);
+}
+
+TEST(MultiProcess, DevicesMapToRanksPerDevicePerHostOrPerUsedDevice) {
+  const Topology t = testing::CpuLocal();  // two devices on one host
+  const Graph g = envtest::MlpTrainingGraph(2);
+  const Strategy spread = testing::SpreadGroups(g);
+  EXPECT_EQ(*RankOfDevices(t, spread, 2), (std::vector<int32_t>{0, 1}));
+  Expected<std::vector<int32_t>> one_host = RankOfDevices(t, Strategy::AllOn(g.num_ops(), 1), 1);
+  ASSERT_TRUE(one_host.ok());
+  EXPECT_EQ(*one_host, (std::vector<int32_t>{0, 0}));
+  Expected<std::vector<int32_t>> three = RankOfDevices(t, spread, 3);
+  ASSERT_FALSE(three.ok());
+  EXPECT_EQ(three.error().message,
+            "WORLD_SIZE=3: expected one process per device (2), per host (1) or per device the strategy uses (2) of "
+            "topology 'cpu-local'");
+}
+
+}  // namespace
+}  // namespace devplace
