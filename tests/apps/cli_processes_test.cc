@@ -1,0 +1,51 @@
+// `devplace run --processes N`: the local launcher starts N ranks (torchrun's variables), rank 0's result is the
+// program's output (one JSON object with --json), and a failing rank makes the launcher fail with a line naming it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/apps/cli_runner.h"
+
+namespace devplace::testing {
+namespace {
+
+const char* const kCpuStrategy = R"({"format": "devplace.strategy", "version": 1, "graph": "tiny",
+ "ops": [{"op": "x", "devices": ["cpu0"]}, {"op": "fc", "devices": ["cpu1"]}]}
+)";
+
+std::string Inputs(const std::string& name) {
+  const std::string dir = FreshDir(name);
+  WriteText(dir, "g.json", kTinyGraph);
+  WriteText(dir, "t.yaml", ReadText(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/cpu-local.yaml"));
+  WriteText(dir, "p.json", kCpuStrategy);
+  return dir;
+}
+
+TEST(CliProcesses, TwoRanksRunAndRankZeroPrintsTheResult) {
+  const std::string dir = Inputs("processes-two");
+  const CliRun run = RunDevplace({"run", "-g", "g.json", "-t", "t.yaml", "-p", "p.json", "--backend", "cpu",
+                                  "--warmup", "1", "--repeats", "2", "--processes", "2", "--json"},
+                                 dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);  // exactly one object: the other rank prints nothing
+  EXPECT_EQ(j["processes"], 2);
+  EXPECT_EQ(j["copies"], 1);  // x's output crosses from rank 0 to rank 1 (fc's gradient to x has no edge)
+  EXPECT_EQ(j["measured_ms"]["steps"].size(), 2u);
+  EXPECT_GT(j["measured_ms"]["median"].get<double>(), 0.0);
+  EXPECT_GT(j["devices"][1]["busy_ms"].get<double>(), 0.0);  // rank 1's numbers reach rank 0
+}
+
+TEST(CliProcesses, AFailingRankFailsTheLaunchWithALineNamingIt) {
+  const std::string dir = Inputs("processes-three");
+  // Three processes for two devices: every rank refuses the layout, the launcher names the first to fail.
+  const CliRun run = RunDevplace({"run", "-g", "g.json", "-t", "t.yaml", "-p", "p.json", "--backend", "cpu",
+                                  "--processes=3", "--timeout", "5"},
+                                 dir);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_TRUE(run.out.empty()) << run.out;
+  EXPECT_NE(run.err.find("WORLD_SIZE=3: expected one process per device (2)"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("of 3 exited with status 1; the run failed"), std::string::npos) << run.err;
+}
+
+}  // namespace
+}  // namespace devplace::testing
