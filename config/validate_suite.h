@@ -29,8 +29,9 @@ struct ValidateSuite {
   std::vector<GraphSource> models;
   std::vector<std::string> algorithms;  // placement algorithms (plain placements; see agents/search.h)
   int32_t random_placements = 0;        // plus this many random placements per model (seeds seed, seed + 1, ...)
-  // multi_process: every strategy above that uses `processes` devices (or all the topology's) also runs as that
-  // many processes, one per device, over c10d (a row "<strategy> xNp"); 1: none. Such rows are simulated on
+  // multi_process: every strategy above whose ops span several devices also runs as `processes` processes over
+  // c10d (a row "<strategy> xNp") when RankOfDevices can map them (one per device, per host, or per device used);
+  // 1: none. Such rows are simulated on
   // `process_topology` when given (e.g. written by `devplace calibrate --processes N`), else on the suite's machine.
   int32_t processes = 1;
   std::string process_topology;

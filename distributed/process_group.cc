@@ -244,8 +244,12 @@ Status ProcessGroup::AllReduce(at::Tensor& tensor, Reduce op, const std::string&
   options.reduceOp = op == Reduce::kSum   ? c10d::ReduceOp::SUM
                      : op == Reduce::kMin ? c10d::ReduceOp::MIN
                                           : c10d::ReduceOp::MAX;
-  std::vector<at::Tensor> tensors{tensor};
-  return impl_->Run([&] { return impl_->group->allreduce(tensors, options); }, what);
+  // NCCL reduces device tensors only: a CPU tensor is staged through this rank's GPU (cuda:LOCAL_RANK).
+  const bool staged = impl_->backend == Backend::kNccl && tensor.device().is_cpu();
+  std::vector<at::Tensor> tensors{staged ? tensor.to(at::Device(at::kCUDA, impl_->config.local_rank)) : tensor};
+  Status s = impl_->Run([&] { return impl_->group->allreduce(tensors, options); }, what);
+  if (s && staged) tensor.copy_(tensors[0]);
+  return s;
 }
 
 Expected<at::Tensor> ProcessGroup::AllGather(const at::Tensor& input, const std::string& what) {

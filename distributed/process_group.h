@@ -57,7 +57,7 @@ class ProcessGroup {
   std::string Who() const;
 
   // Element-wise reduction over the ranks, in place. `tensor`: contiguous, same shape and type on every rank
-  // (CPU for Gloo). `what` names the step in errors ("gradient all-reduce").
+  // (CPU for Gloo; with NCCL a CPU tensor is staged through cuda:LOCAL_RANK). `what` names the step in errors.
   enum class Reduce { kSum, kMin, kMax };
   Status AllReduce(at::Tensor& tensor, Reduce op, const std::string& what);
   Status AllReduceSum(at::Tensor& tensor, const std::string& what) { return AllReduce(tensor, Reduce::kSum, what); }

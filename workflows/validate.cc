@@ -102,9 +102,16 @@ std::vector<NamedStrategy> Strategies(const ValidateSuite& suite, const Validate
     request.seed = suite.seed + static_cast<uint64_t>(i);
     add("random-" + std::to_string(i), in.random->Search(problem, request));
   }
+  // Multi-process twins of the strategies whose ops span devices (one process per device).
+  auto spans_devices = [](const Strategy& strategy) {
+    for (const OpConfig& c : strategy.configs)
+      if (c.devices[0] != strategy.configs[0].devices[0]) return true;
+    return false;
+  };
   const size_t single = out.size();
   for (size_t i = 0; i < single && suite.processes > 1; ++i)
-    if (out[i].error.empty() && RankOfDevices(in.topology, out[i].strategy, suite.processes).ok()) {
+    if (out[i].error.empty() && spans_devices(out[i].strategy) &&
+        RankOfDevices(in.topology, out[i].strategy, suite.processes).ok()) {
       NamedStrategy multi = out[i];
       multi.name += " x" + std::to_string(suite.processes) + "p";
       multi.processes = suite.processes;

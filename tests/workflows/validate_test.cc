@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -50,6 +52,57 @@ TEST(ValidateWorkflow, ExecutesAndSimulatesEveryStrategy) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message.find("tiny.yaml: algorithms[1]: "), 0u) << bad.error().message;
   EXPECT_FALSE(std::filesystem::exists(dir / "bad"));
+  std::filesystem::remove_all(dir);
+}
+
+// Multi-process rows: every strategy using both devices gets an "x2p" twin, executed through the launcher the
+// caller gives (here a stand-in that runs it in this process, recording the call) and simulated on the
+// multi-process machine (here: cpu-local with 2 ms links, so the twins must be simulated slower).
+TEST(ValidateWorkflow, MultiProcessRowsUseTheLauncherAndTheProcessMachine) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("devplace-workflows-validate-mp-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(WriteGraphFile(testing::ConvTrainingGraph(), (dir / "conv.json").string()).ok());
+  std::ifstream local(DEVPLACE_SOURCE_DIR "/configs/topologies/cpu-local.yaml");
+  std::stringstream text;
+  text << local.rdbuf();
+  std::string slow = text.str();
+  const size_t at = slow.find("latency_us: 5");
+  ASSERT_NE(at, std::string::npos);
+  slow.replace(at, 13, "latency_us: 2000");
+  std::ofstream(dir / "slow.yaml") << slow;
+  Expected<ValidateSuite> suite = ValidateSuiteFromYaml(
+      "name: tiny\nseed: 2\ntopology: " DEVPLACE_SOURCE_DIR "/configs/topologies/cpu-local.yaml\ncalibrate: false\n"
+      "exec: {warmup_steps: 1, timed_steps: 2}\nprofile: {warmup_runs: 1, timed_runs: 2}\n"
+      "models: [{file: conv.json}]\nalgorithms: [single, round-robin]\nrandom_placements: 1\n"
+      "multi_process: {processes: 2, topology: slow.yaml}\n",
+      "tiny.yaml", dir.string());
+  ASSERT_TRUE(suite.ok()) << suite.error().message;
+  std::vector<int32_t> launched;
+  ValidateRunOptions options{(dir / "out").string(), "x", {}};
+  options.run_processes = [&](const Graph& g, const Topology& t, const Strategy& s, const ExecOptions& o,
+                              int32_t processes) {
+    launched.push_back(processes);
+    return ExecuteStrategy(g, t, s, o);
+  };
+  Expected<ValidateRun> run = RunValidateSuite(*suite, options);
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  ASSERT_EQ(run->rows.size(), 5u);  // single uses one device: no twin
+  EXPECT_EQ(run->rows[3].strategy, "round-robin x2p");
+  EXPECT_EQ(run->rows[4].strategy, "random-0 x2p");
+  EXPECT_EQ(launched, (std::vector<int32_t>{2, 2}));
+  for (int twin : {1, 2}) {
+    ASSERT_TRUE(run->rows[twin + 2].ok) << run->rows[twin + 2].error;
+    EXPECT_GT(run->rows[twin + 2].simulated, run->rows[twin].simulated) << run->rows[twin].strategy;
+    EXPECT_EQ(run->rows[twin + 2].copies, run->rows[twin].copies);
+  }
+
+  options.run_processes = nullptr;  // no launcher: the twins fail and say why, the others run
+  Expected<ValidateRun> without = RunValidateSuite(*suite, options);
+  ASSERT_TRUE(without.ok()) << without.error().message;
+  EXPECT_EQ(without->failed, 2);
+  EXPECT_NE(without->rows[3].error.find("need a launcher"), std::string::npos) << without->rows[3].error;
   std::filesystem::remove_all(dir);
 }
 
