@@ -187,8 +187,9 @@ struct Executor::Impl {
       for (size_t i = 0; i < in.size(); ++i) {
         at::Tensor t = std::move(slots[in[i]]);
         const OpId src = graph.edge(in[i]).src;
-        if (device_of_op[src] != w->device && IsLocal(src)) {  // from another rank: received into fresh memory
-          // A tensor from another device: this worker copies it into its own memory.
+        if (device_of_op[src] != w->device && IsLocal(src)) {
+          // A tensor from another device of this process: this worker copies it into its own memory (one from
+          // another rank arrived in fresh memory already).
           const double c0 = exec::NowSeconds();
           t = CopyTo(t, w->torch_device);
           exec::SyncDevice(w->torch_device);

@@ -21,6 +21,7 @@
 
 #include "core/graph_json.h"
 #include "core/strategy_json.h"
+#include "core/topology_yaml.h"
 #include "exec/multiprocess.h"
 #include "exec/process_calibration.h"
 #include "tests/testing/env_fixtures.h"
@@ -242,6 +243,16 @@ TEST(MultiProcess, DevicesMapToRanksPerDevicePerHostOrPerUsedDevice) {
   Expected<std::vector<int32_t>> one_host = RankOfDevices(t, Strategy::AllOn(g.num_ops(), 1), 1);
   ASSERT_TRUE(one_host.ok());
   EXPECT_EQ(*one_host, (std::vector<int32_t>{0, 0}));
+  // 4 hosts x 4 GPUs: 16 ranks run a device each, 4 ranks a host each; 2 ranks the two devices a strategy uses.
+  const Topology cluster = *ReadTopologyFile(DEVPLACE_SOURCE_DIR "/configs/topologies/p100-4x4-ib.yaml");
+  Strategy two_gpus = Strategy::AllOn(g.num_ops(), 5);
+  two_gpus.configs[0].devices = {9};
+  EXPECT_EQ((*RankOfDevices(cluster, two_gpus, 16))[13], 13);
+  const std::vector<int32_t> per_host = *RankOfDevices(cluster, two_gpus, 4);
+  EXPECT_EQ(per_host, (std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}));
+  const std::vector<int32_t> per_used = *RankOfDevices(cluster, two_gpus, 2);
+  EXPECT_EQ(per_used[5], 0);
+  EXPECT_EQ(per_used[9], 1);
   Expected<std::vector<int32_t>> three = RankOfDevices(t, spread, 3);
   ASSERT_FALSE(three.ok());
   EXPECT_EQ(three.error().message,
