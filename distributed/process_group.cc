@@ -131,7 +131,20 @@ struct ProcessGroup::Impl {
   Backend backend = Backend::kGloo;
   std::chrono::milliseconds timeout{0};
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  // One of them. They are held by their own types: LibTorch 1.13 derives both from c10d::ProcessGroup, 2.x from
+  // c10d::Backend, and the calls below compile against either.
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+#ifdef USE_C10D_NCCL
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;
+#endif
+  // f(group) on the group in use; f returns the started c10d::Work.
+  template <class F>
+  c10::intrusive_ptr<c10d::Work> Call(F f) {
+#ifdef USE_C10D_NCCL
+    if (nccl) return f(*nccl);
+#endif
+    return f(*gloo);
+  }
 
   std::string Who() const {
     return "rank " + std::to_string(config.rank) + " of " + std::to_string(config.world_size);
@@ -140,19 +153,19 @@ struct ProcessGroup::Impl {
     return Error{Who() + ": lost contact with the group during " + what + " (a peer died, or stalled longer " +
                  "than the " + Seconds(config.timeout_seconds) + " timeout): " + FirstLine(e)};
   }
-  // Starts a collective and waits for it; an exception (a peer closed its connections, the timeout passed)
-  // becomes the group's error.
+  // Starts a collective (start(group) returns its work) and waits for it; an exception (a peer closed its
+  // connections, the timeout passed) becomes the group's error.
   template <class Start>
   Status Run(Start start, const std::string& what) {
     try {
-      c10::intrusive_ptr<c10d::Work> work = start();
+      c10::intrusive_ptr<c10d::Work> work = Call(start);
       work->wait(timeout);
       return Status::Ok();
     } catch (const std::exception& e) {
       return Lost(what, e);
     }
   }
-  // Starts a point-to-point transfer.
+  // Starts a point-to-point transfer (start(group) returns its work).
   template <class Start>
   Expected<PendingTransfer> Post(Start start, const std::string& what) {
     PendingTransfer pending;
@@ -161,7 +174,7 @@ struct ProcessGroup::Impl {
     pending.impl_->timeout_seconds = config.timeout_seconds;
     pending.impl_->error_prefix = Who() + ": " + what;
     try {
-      pending.impl_->work = start();
+      pending.impl_->work = Call(start);
     } catch (const std::exception& e) {
       pending.impl_->done.store(true);
       return Lost(what, e);
@@ -218,10 +231,10 @@ Expected<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(const DistributedC
     if (backend == Backend::kNccl) {
       auto options = c10d::ProcessGroupNCCL::Options::create();
       options->timeout = impl->timeout;
-      impl->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl->store, config.rank, config.world_size, options);
+      impl->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl->store, config.rank, config.world_size, options);
     }
 #endif
-    if (!impl->group) {
+    if (backend == Backend::kGloo) {
       auto options = c10d::ProcessGroupGloo::Options::create(impl->timeout);
       if (!config.interface.empty())
         options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(config.interface));
@@ -229,7 +242,7 @@ Expected<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(const DistributedC
         options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
       else
         options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-      impl->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, config.rank, config.world_size, options);
+      impl->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, config.rank, config.world_size, options);
     }
   } catch (const std::exception& e) {
     return Error{impl->Who() + ": cannot connect to the other ranks (rendezvous at " + where + ", timeout " +
@@ -247,7 +260,7 @@ Status ProcessGroup::AllReduce(at::Tensor& tensor, Reduce op, const std::string&
   // NCCL reduces device tensors only: a CPU tensor is staged through this rank's GPU (cuda:LOCAL_RANK).
   const bool staged = impl_->backend == Backend::kNccl && tensor.device().is_cpu();
   std::vector<at::Tensor> tensors{staged ? tensor.to(at::Device(at::kCUDA, impl_->config.local_rank)) : tensor};
-  Status s = impl_->Run([&] { return impl_->group->allreduce(tensors, options); }, what);
+  Status s = impl_->Run([&](auto& g) { return g.allreduce(tensors, options); }, what);
   if (s && staged) tensor.copy_(tensors[0]);
   return s;
 }
@@ -260,14 +273,14 @@ Expected<at::Tensor> ProcessGroup::AllGather(const at::Tensor& input, const std:
   std::vector<std::vector<at::Tensor>> outputs(1);
   for (int32_t r = 0; r < size(); ++r) outputs[0].push_back(out[r]);
   std::vector<at::Tensor> inputs{input};
-  if (Status s = impl_->Run([&] { return impl_->group->allgather(outputs, inputs); }, what); !s) return s.error();
+  if (Status s = impl_->Run([&](auto& g) { return g.allgather(outputs, inputs); }, what); !s) return s.error();
   return out;
 }
 
 Status ProcessGroup::Barrier(const std::string& what) {
   c10d::BarrierOptions options;
   options.timeout = impl_->timeout;
-  return impl_->Run([&] { return impl_->group->barrier(options); }, what);
+  return impl_->Run([&](auto& g) { return g.barrier(options); }, what);
 }
 
 Expected<std::string> ProcessGroup::BroadcastBytes(const std::string& bytes, int32_t root_rank,
@@ -276,12 +289,12 @@ Expected<std::string> ProcessGroup::BroadcastBytes(const std::string& bytes, int
   c10d::BroadcastOptions root;
   root.rootRank = root_rank;
   std::vector<at::Tensor> size{at::tensor({static_cast<int64_t>(bytes.size())}, at::kLong)};
-  if (Status s = impl_->Run([&] { return impl_->group->broadcast(size, root); }, what); !s) return s.error();
+  if (Status s = impl_->Run([&](auto& g) { return g.broadcast(size, root); }, what); !s) return s.error();
   const int64_t n = size[0].item<int64_t>();
   if (n == 0) return std::string();
   std::vector<at::Tensor> data{at::empty({n}, at::kByte)};
   if (rank() == root_rank) std::memcpy(data[0].data_ptr<uint8_t>(), bytes.data(), static_cast<size_t>(n));
-  if (Status s = impl_->Run([&] { return impl_->group->broadcast(data, root); }, what); !s) return s.error();
+  if (Status s = impl_->Run([&](auto& g) { return g.broadcast(data, root); }, what); !s) return s.error();
   return std::string(reinterpret_cast<const char*>(data[0].data_ptr<uint8_t>()), static_cast<size_t>(n));
 }
 
@@ -290,7 +303,7 @@ Expected<PendingTransfer> ProcessGroup::Send(const at::Tensor& tensor, int32_t p
   DEVPLACE_CHECK(tensor.is_contiguous() && peer >= 0 && peer < size() && peer != rank() && tag >= 0,
                  "a send of a contiguous tensor to another rank");
   std::vector<at::Tensor> tensors{tensor};
-  return impl_->Post([&] { return impl_->group->send(tensors, peer, tag); }, what);
+  return impl_->Post([&](auto& g) { return g.send(tensors, peer, tag); }, what);
 }
 
 Expected<PendingTransfer> ProcessGroup::Recv(at::Tensor& tensor, int32_t peer, int32_t tag,
@@ -298,7 +311,7 @@ Expected<PendingTransfer> ProcessGroup::Recv(at::Tensor& tensor, int32_t peer, i
   DEVPLACE_CHECK(tensor.is_contiguous() && peer >= 0 && peer < size() && peer != rank() && tag >= 0,
                  "a receive into a contiguous tensor from another rank");
   std::vector<at::Tensor> tensors{tensor};
-  return impl_->Post([&] { return impl_->group->recv(tensors, peer, tag); }, what);
+  return impl_->Post([&](auto& g) { return g.recv(tensors, peer, tag); }, what);
 }
 
 }  // namespace devplace

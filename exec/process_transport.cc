@@ -109,7 +109,8 @@ Status ProcessTransport::Send(int32_t edge, const at::Tensor& tensor) {
   const bool nccl = group_.backend() == ProcessGroup::Backend::kNccl;
   at::Tensor data = nccl ? tensor.contiguous() : tensor.to(at::kCPU).contiguous();
   DEVPLACE_CHECK(data.sizes().vec() == plan_.edges[edge].shape, "a cross-process tensor has its edge's shape");
-  at::Tensor header = at::full({1}, static_cast<int64_t>(edge), at::TensorOptions().dtype(at::kLong).device(data.device()));
+  at::Tensor header =
+      at::full({1}, static_cast<int64_t>(edge), at::TensorOptions().dtype(at::kLong).device(data.device()));
   const std::string what = "sending '" + graph_.op(graph_.edge(edge).src).name + "' to rank " + std::to_string(peer);
   std::lock_guard<std::mutex> order(*send_mu_[peer]);
   Expected<PendingTransfer> h = group_.Send(header, peer, kHeaderTag, what);
