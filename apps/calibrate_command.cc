@@ -44,14 +44,15 @@ void RegisterCalibrateCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--timeout", opts->timeout, "Multi-process runs: seconds to wait for the other ranks (default 60)")
       ->check(CLI::Range(0.1, 86400.0));
   cmd->callback([opts, &ctx]() {
-    if (opts->processes > 1) {
+    Topology topology = LoadTopology(opts->topology);
+    if (opts->processes > 1) {  // the topology and the layout are checked once, here, before any rank starts
+      Unwrap(RankOfDevices(topology, Strategy{}, opts->processes));
       ctx.exit_code = LaunchLocalRanks(opts->processes, WithoutOption(ctx.args, "--processes"), opts->timeout + 5.0);
       return;
     }
     std::optional<DistributedConfig> distributed = Unwrap(DistributedConfigFromEnv(
         [](const char* name) { return static_cast<const char*>(std::getenv(name)); }, opts->timeout));
     if (distributed && distributed->world_size < 2) distributed.reset();
-    Topology topology = LoadTopology(opts->topology);
     std::optional<GroupCalibration> group;
     std::vector<int32_t> rank_of_device;
     if (distributed) {

@@ -13,8 +13,8 @@
 #include "apps/cli_util.h"
 #include "apps/commands.h"
 #include "apps/inputs.h"
-#include "core/atomic_file.h"
 #include "apps/launcher.h"
+#include "core/atomic_file.h"
 #include "distributed/config.h"
 #include "exec/executor.h"
 #include "exec/multiprocess.h"
@@ -52,17 +52,18 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
                   "without progress) before failing (default 60)")
       ->check(CLI::Range(0.1, 86400.0));
   cmd->callback([opts, &ctx]() {
-    if (opts->processes > 1) {
+    Graph graph = LoadGraph(opts->graph);
+    Topology topology = LoadTopology(opts->topology);
+    Strategy strategy = LoadStrategy(opts->strategy, graph, topology);
+    CostModel cost = LoadCostModel(opts->costs);
+    if (opts->processes > 1) {  // the inputs are checked once, here, before any rank starts
+      Unwrap(RankOfDevices(topology, strategy, opts->processes));
       ctx.exit_code = LaunchLocalRanks(opts->processes, WithoutOption(ctx.args, "--processes"), opts->timeout + 5.0);
       return;
     }
     std::optional<DistributedConfig> distributed = Unwrap(DistributedConfigFromEnv(
         [](const char* name) { return static_cast<const char*>(std::getenv(name)); }, opts->timeout));
     if (distributed && distributed->world_size < 2) distributed.reset();
-    Graph graph = LoadGraph(opts->graph);
-    Topology topology = LoadTopology(opts->topology);
-    Strategy strategy = LoadStrategy(opts->strategy, graph, topology);
-    CostModel cost = LoadCostModel(opts->costs);
     SimResult sim = Unwrap(Simulate(graph, topology, strategy, cost));
     ExecOptions options;
     options.warmup_steps = opts->warmup;

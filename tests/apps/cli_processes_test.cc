@@ -2,6 +2,8 @@
 // program's output (one JSON object with --json), and a failing rank makes the launcher fail with a line naming it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/apps/cli_runner.h"
@@ -35,16 +37,36 @@ TEST(CliProcesses, TwoRanksRunAndRankZeroPrintsTheResult) {
   EXPECT_GT(j["devices"][1]["busy_ms"].get<double>(), 0.0);  // rank 1's numbers reach rank 0
 }
 
-TEST(CliProcesses, AFailingRankFailsTheLaunchWithALineNamingIt) {
+TEST(CliProcesses, BadInputFailsOnceBeforeAnyRankStarts) {
   const std::string dir = Inputs("processes-three");
-  // Three processes for two devices: every rank refuses the layout, the launcher names the first to fail.
+  const CliRun three = RunDevplace({"run", "-g", "g.json", "-t", "t.yaml", "-p", "p.json", "--backend", "cpu",
+                                    "--processes=3", "--timeout", "5"},
+                                   dir);
+  EXPECT_EQ(three.exit_code, 1);
+  EXPECT_TRUE(three.out.empty()) << three.out;
+  EXPECT_EQ(three.err,
+            "devplace: WORLD_SIZE=3: expected one process per device (2), per host (1) or per device the strategy "
+            "uses (2) of topology 'cpu-local'\n");
+  const CliRun missing = RunDevplace({"run", "-g", "nothing.json", "-t", "t.yaml", "-p", "p.json", "--processes",
+                                      "2"},
+                                     dir);
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err.find("devplace: nothing.json: "), 0u) << missing.err;
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+}
+
+TEST(CliProcesses, AFailingRankFailsTheLaunchWithALineNamingIt) {
+  const std::string dir = Inputs("processes-failing");
+  // Every rank builds the whole plan, and a 1 TiB activation cannot be allocated under a 64 GiB address space
+  // (inherited by the ranks): each rank fails with its own line, the launcher with one naming the first.
+  WriteText(dir, "g.json", Replace(kTinyGraph, R"("shape": [64, 256]})", R"("shape": [4194304, 65536]})"));
   const CliRun run = RunDevplace({"run", "-g", "g.json", "-t", "t.yaml", "-p", "p.json", "--backend", "cpu",
-                                  "--processes=3", "--timeout", "5"},
-                                 dir);
+                                  "--processes", "2", "--timeout", "20"},
+                                 dir, CliLimits{.address_space_bytes = 64L << 30});
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_TRUE(run.out.empty()) << run.out;
-  EXPECT_NE(run.err.find("WORLD_SIZE=3: expected one process per device (2)"), std::string::npos) << run.err;
-  EXPECT_NE(run.err.find("of 3 exited with status 1; the run failed"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("out of memory on cpu"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find(" of 2 exited with status 1; the run failed"), std::string::npos) << run.err;
 }
 
 }  // namespace
