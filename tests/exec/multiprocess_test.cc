@@ -16,6 +16,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -115,11 +116,17 @@ std::vector<std::string> WriteInputs(const Graph& g, const Strategy& s, const st
   return {dir + "/g.json", kTopology, dir + "/p.json"};
 }
 
-// Two ranks, each running one device of SpreadGroups(g), against one process with every op on device 0.
-void ExpectSameNumbersAsOneDevice(const Graph& g, const std::string& name) {
+// Two ranks running `spread` on `topology` (one device each, or one host each), against one process with every
+// op on device 0.
+void ExpectSameNumbersAsOneDevice(const Graph& g, const std::string& name, const Strategy& spread,
+                                  const std::string& topology = kTopology) {
   const std::string dir = TempDir(name);
-  std::vector<std::string> args = WriteInputs(g, testing::SpreadGroups(g), dir);
-  for (const std::string& a : {dir + "/sums.txt", std::string("2"), std::string("60")}) args.push_back(a);
+  Expected<Topology> machine = ReadTopologyFile(topology);
+  ASSERT_TRUE(machine.ok()) << machine.error().message;
+  const Topology& t = *machine;
+  EXPECT_TRUE(WriteGraphFile(g, dir + "/g.json").ok());
+  EXPECT_TRUE(WriteStrategyFile(spread, g, t, dir + "/p.json").ok());
+  std::vector<std::string> args{dir + "/g.json", topology, dir + "/p.json", dir + "/sums.txt", "2", "60"};
   const int port = FreePort();
   Rank r0 = Spawn(0, 2, port, args, dir), r1 = Spawn(1, 2, port, args, dir);
   ExecOptions options;
@@ -127,7 +134,7 @@ void ExpectSameNumbersAsOneDevice(const Graph& g, const std::string& name) {
   options.timed_steps = 2;
   options.backend = "cpu";
   options.record_checksums = true;
-  Expected<ExecResult> one = ExecuteStrategy(g, testing::CpuLocal(), Strategy::AllOn(g.num_ops(), 0), options);
+  Expected<ExecResult> one = ExecuteStrategy(g, t, Strategy::AllOn(g.num_ops(), 0), options);
   ASSERT_TRUE(one.ok()) << one.error().message;
   ASSERT_EQ(Wait(r0, std::chrono::seconds(120)), 0) << Slurp(r0.stderr_path);
   ASSERT_EQ(Wait(r1, std::chrono::seconds(20)), 0) << Slurp(r1.stderr_path);
@@ -144,10 +151,36 @@ void ExpectSameNumbersAsOneDevice(const Graph& g, const std::string& name) {
   fs::remove_all(dir);
 }
 
+// Colocation groups round-robin over `devices` devices.
+Strategy SpreadOver(const Graph& g, int32_t devices) {
+  std::map<std::string, DeviceId> group_device;
+  std::vector<DeviceId> placement;
+  for (const Op& op : g.ops())
+    placement.push_back(
+        group_device.emplace(op.colocation, static_cast<DeviceId>(group_device.size() % devices)).first->second);
+  return Strategy::FromPlacement(placement);
+}
+
 TEST(MultiProcess, TwoProcessesComputeWhatOneDeviceComputes) {
-  ExpectSameNumbersAsOneDevice(envtest::MlpTrainingGraph(3), "mlp");
-  ExpectSameNumbersAsOneDevice(testing::ConvTrainingGraph(), "cnn");
-  ExpectSameNumbersAsOneDevice(testing::SequenceTrainingGraph(), "seq");
+  for (const auto& [name, g] : {std::pair<std::string, Graph>{"mlp", envtest::MlpTrainingGraph(3)},
+                                {"cnn", testing::ConvTrainingGraph()}, {"seq", testing::SequenceTrainingGraph()}})
+    ExpectSameNumbersAsOneDevice(g, name, testing::SpreadGroups(g));
+}
+
+// One process per host, two devices each: tensors cross devices inside a rank (copies) and between the ranks.
+TEST(MultiProcess, TwoHostsOfTwoDevicesComputeWhatOneDeviceComputes) {
+  const std::string dir = TempDir("hosts");
+  std::ofstream(dir + "/two-hosts.yaml") << "name: two-hosts\ndevices:\n"
+                                            "  - {name: \"cpu{i}\", count: 2, kind: cpu, host: a, peak_tflops: 0.08, "
+                                            "memory_bandwidth_gbs: 10, memory_gib: 8}\n"
+                                            "  - {name: \"cpu{i}\", count: 2, index_from: 2, kind: cpu, host: b, "
+                                            "peak_tflops: 0.08, memory_bandwidth_gbs: 10, memory_gib: 8}\n"
+                                            "switches:\n  - {name: net}\n"
+                                            "links:\n  - {hub: net, nodes: [cpu0, cpu1, cpu2, cpu3], "
+                                            "bandwidth_gbs: 5, latency_us: 5, kind: memcpy}\n";
+  const Graph g = testing::ConvTrainingGraph();
+  ExpectSameNumbersAsOneDevice(g, "hosts-run", SpreadOver(g, 4), dir + "/two-hosts.yaml");
+  fs::remove_all(dir);
 }
 
 // Kills rank `victim` once both ranks are stepping; the survivor must exit non-zero within 30 s, saying so in
