@@ -121,6 +121,9 @@ Box OwnedBox(const Op& op, const OpConfig& config, int32_t part) {
 }
 
 Box NeededBox(const Op& consumer, const OpConfig& config, int32_t part, const Op& producer) {
+  // A backward op's saved output of its own forward op (same shape and dims): the region the part computes.
+  if (!consumer.forward_op.empty() && consumer.forward_op == producer.name && consumer.shape == producer.shape)
+    return ComputedBox(consumer, config, part);
   Box box = FullBox(producer.shape);
   for (size_t j = 0; j < config.degrees.size(); ++j) {
     const int32_t axis = consumer.dims[j].input_axis;

@@ -56,6 +56,7 @@ Box ComputedBox(const Op& op, const OpConfig& config, int32_t part);
 Box OwnedBox(const Op& op, const OpConfig& config, int32_t part);
 // Region of `producer`'s output that part `part` of `consumer` needs: the consumer's dims slice the producer's
 // axis input_axis; dims without an input axis, or whose axis the producer's shape lacks, need that axis whole.
+// A backward op reading its own forward op's output (the saved output, same shape) needs its ComputedBox of it.
 Box NeededBox(const Op& consumer, const OpConfig& config, int32_t part, const Op& producer);
 
 // Bytes of `part`'s inputs, output and weights, for the cost model; fills *shape with the part's output shape.

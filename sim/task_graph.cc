@@ -223,6 +223,8 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
         while (members[i] != sender) ++i;
         tg->out_tasks[out + kOutsPerPart * members[(i + 1) % r] + 1] = t;  // later steps overwrite earlier ones
       }
+      // Each step is summed in place into the receiver's partial-sum buffer (its compute task's full box).
+      for (int32_t t = first; t < tg->num_tasks(); ++t) tg->mem_bytes[t] = 0;
     }
   }
   const int64_t param = param_bytes_[op];
@@ -264,7 +266,8 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
   const int32_t ubase = tg->out_begin[e.src];
   const int32_t vbase = tg->group_task_begin[e.dst];
 
-  auto connect = [&](int32_t p, int32_t q, int64_t bytes) {
+  // `in_place`: the bytes land in a buffer the consumer's device already holds (no receive buffer).
+  auto connect = [&](int32_t p, int32_t q, int64_t bytes, bool in_place = false) {
     const int32_t* outs = &tg->out_tasks[ubase + kOutsPerPart * p];
     const int32_t sink = vbase + q;
     const DeviceId src = cu.devices[p], dst = cv.devices[q];
@@ -280,7 +283,7 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
       if (extra >= 0) AddDep(tg, extra, f);
     }
     for (int32_t l : lasts_) AddDep(tg, l, sink);
-    tg->mem_bytes[lasts_[0]] = bytes;
+    tg->mem_bytes[lasts_[0]] = in_place ? 0 : bytes;
     tg->mem_device[lasts_[0]] = dst;
   };
 
@@ -322,24 +325,37 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
     const int64_t volume = std::max<int64_t>(1, NumElements(u));
     std::vector<Box> owned(static_cast<size_t>(lu.distinct));
     for (int32_t p = 0; p < lu.distinct; ++p) owned[p] = OwnedBox(u, cu, p);
+    // A reduced output is gathered in place: a slice of a reduce-scattered sum lands in the full-size partial-sum
+    // buffer of a part on the consumer's device that computed it and that the consumer also reads (so that buffer
+    // stays alive until the consumer ends), as an all-reduce leaves the sum there.
     struct Send {
       int32_t round, p, q;
       int64_t bytes;
+      bool in_place;
     };
     std::vector<Send> sends;
     const int32_t devices = topology_.num_devices();
     for (int32_t q = 0; q < cv.num_parts(); ++q) {
       const Box need = NeededBox(v, cv, q, u);
+      const size_t begin = sends.size();
+      int32_t local = -1;  // a part on the consumer's device that the consumer reads
       for (int32_t p = 0; p < lu.distinct; ++p) {
         const int64_t overlap = OverlapVolume(owned[p], need);
         if (overlap == 0) continue;
         const int32_t source = NearestCopy(cu, lu, p, cv.devices[q]);
+        if (cu.devices[source] == cv.devices[q]) local = source;
         sends.push_back({(cv.devices[q] - cu.devices[source] + devices) % devices, source, q,
-                         Scale(e.bytes, overlap, volume)});
+                         Scale(e.bytes, overlap, volume), false});
+      }
+      if (lu.reduction == 1 || local < 0) continue;
+      const Box held = ComputedBox(u, cu, local);
+      for (size_t k = begin; k < sends.size(); ++k) {
+        const Box& slice = owned[sends[k].p % lu.distinct];
+        sends[k].in_place = OverlapVolume(held, slice) == Volume(slice);
       }
     }
     std::stable_sort(sends.begin(), sends.end(), [](const Send& a, const Send& b) { return a.round < b.round; });
-    for (const Send& s : sends) connect(s.p, s.q, s.bytes);
+    for (const Send& s : sends) connect(s.p, s.q, s.bytes, s.in_place);
   }
   tg->group_dep_count[group] = static_cast<int32_t>(tg->dep_from.size()) - tg->group_dep_begin[group];
 }

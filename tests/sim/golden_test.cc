@@ -105,15 +105,15 @@ TEST(Golden, FullSimulationsReproduceRecordedResults) {
   const Golden cases[] = {
       {"plain/fully-connected", 21, 120, 0, 0.0, 1, 0x1.7d29127221232p-9, 0xea224115f6dcd514ull},
       {"plain/two-hosts", 22, 150, 1, 0.0, 2, 0x1.8b6865bd83443p-8, 0x30fcb6a24e2f31d3ull},
-      {"partitioned/star", 23, 80, 2, 0.3, 3, 0x1.032a54b213163p-9, 0x679ee80d158bc827ull},
-      {"partitioned/two-hosts", 24, 80, 1, 0.4, 4, 0x1.e9df23c7a63e4p-9, 0xaac3fb681ee3a9f6ull},
+      {"partitioned/star", 23, 80, 2, 0.3, 3, 0x1.032a54b213163p-9, 0x7a65e0b5abd94681ull},
+      {"partitioned/two-hosts", 24, 80, 1, 0.4, 4, 0x1.e9df23c7a63e4p-9, 0xf37692bdaa81f76cull},
       {"plain/dgx1", 25, 600, 3, 0.0, 5, 0x1.0a8a3c5f2bbc5p-7, 0xf890c8317dd24f97ull},
       {"contiguous/dgx1", 26, 600, 3, -1.0, 6, 0x1.a427de11d023ap-8, 0xa585b58754c0f2bdull},
-      {"partitioned/dgx1", 27, 200, 3, 0.3, 7, 0x1.ebf44c53683cdp-9, 0xf37ed711c0b17f09ull},
+      {"partitioned/dgx1", 27, 200, 3, 0.3, 7, 0x1.eb9ede8860c6bp-9, 0x4c21ae1062568ec1ull},
       {"plain/p100-4x4-ib", 28, 400, 4, 0.0, 8, 0x1.426ac563efd37p-8, 0x7cc2f8eeee975692ull},
-      {"partitioned/p100-4x4-ib", 29, 150, 4, 0.5, 9, 0x1.77bd038545065p-9, 0xd8009c08ca8063c9ull},
+      {"partitioned/p100-4x4-ib", 29, 150, 4, 0.5, 9, 0x1.772c153b18f5fp-9, 0xabe7c04d21e6137eull},
       {"contiguous/k80-pcie", 30, 500, 5, -1.0, 10, 0x1.fca7a55bd3c02p-8, 0x78f203c05da80c7dull},
-      {"partitioned/k80-pcie", 31, 150, 5, 0.2, 11, 0x1.8936a570c509bp-9, 0x48f0af1c38319b8bull},
+      {"partitioned/k80-pcie", 31, 150, 5, 0.2, 11, 0x1.8936f3fa70765p-9, 0xafefcf3795ffff9dull},
   };
   SimOptions options;
   options.keep_timeline = true;
