@@ -117,10 +117,48 @@ bool DeltaSimulator::Impl::DeltaSweep::CollectChanges(const std::vector<std::pai
   return true;
 }
 
+void DeltaSimulator::Impl::DeltaSweep::AddSharers(int32_t edge, const OpConfig& old_config) {
+  const Graph& graph = m.graph;
+  const Edge& e = graph.edge(edge);
+  auto changed = [&](OpId op) { return std::binary_search(sc.ops.begin(), sc.ops.end(), op); };
+  if (e.bytes == 0 || graph.op(e.src).role != OpRole::kForward || changed(e.src)) return;
+  const OpConfig& now = m.strategy.configs[e.dst];
+  auto touched = [&](DeviceId d) {
+    return std::find(old_config.devices.begin(), old_config.devices.end(), d) != old_config.devices.end() ||
+           std::find(now.devices.begin(), now.devices.end(), d) != now.devices.end();
+  };
+  std::vector<int32_t>& first = sc.share_first;
+  for (int32_t other : graph.out_edges(e.src)) {
+    const Edge& x = graph.edge(other);
+    if (other == edge || x.bytes != e.bytes || changed(x.dst)) continue;
+    const OpConfig& cx = m.strategy.configs[x.dst];
+    if (cx.num_parts() == 1) {
+      const DeviceId d = cx.devices[0];
+      if (!touched(d)) continue;
+      if (first[d] < 0 || other < first[d]) first[d] = other;
+    } else {
+      if (std::none_of(cx.devices.begin(), cx.devices.end(), touched)) continue;
+      sc.edges.push_back(other);
+    }
+    sc.consumers.push_back(x.dst);
+  }
+  for (const OpConfig* c : {&old_config, &now})
+    for (DeviceId d : c->devices)
+      if (first[d] >= 0) {
+        sc.edges.push_back(first[d]);
+        first[d] = -1;
+      }
+}
+
 void DeltaSimulator::Impl::DeltaSweep::FindGroups() {
   const Graph& graph = m.graph;
-  for (OpId op : sc.ops) {
-    for (int32_t e : graph.in_edges(op)) sc.edges.push_back(e);
+  sc.share_first.assign(static_cast<size_t>(tg.num_devices), -1);
+  for (size_t i = 0; i < sc.ops.size(); ++i) {
+    const OpId op = sc.ops[i];
+    for (int32_t e : graph.in_edges(op)) {
+      sc.edges.push_back(e);
+      AddSharers(e, old_configs_[i].second);
+    }
     for (int32_t e : graph.out_edges(op)) {
       sc.edges.push_back(e);
       sc.consumers.push_back(graph.edge(e).dst);

@@ -53,6 +53,7 @@ struct ApplyScratch {
   std::vector<int32_t> patched;                 // surviving tasks whose adjacency lists are patched
   std::vector<int32_t> reindex;                 // tasks whose predecessors changed (Place indexes them afresh)
   std::vector<int32_t> rebuilt_groups;          // `ops`, then num_ops + each of `edges`
+  std::vector<int32_t> share_first;             // per device: AddSharers' smallest edge to a plain consumer there
   std::vector<int32_t> seeds;                   // the tasks the sweep starts from
   std::vector<Time> free;                       // per resource: when it is free, as the sweep goes
   std::vector<int32_t> last;                    // per resource: its last task of the previous order before the cursor

@@ -26,8 +26,9 @@ class DeltaSimulator::Impl::DeltaSweep {
   // run.static_bytes from the old configs to the new (per device in sc.old_static / sc.new_static), and for a
   // query saves the totals in m.undo.
   bool CollectChanges(const std::vector<std::pair<OpId, OpConfig>>& changes);
-  // 2. Group: the edges of the changed ops (sc.edges), the consumers of their outputs (sc.consumers), and the
-  // groups to rebuild, ops first (sc.rebuilt_groups).
+  // 2. Group: the edges of the changed ops and the edges that may carry a shared transfer a changed consumer
+  // joins or leaves (sc.edges), the consumers of their outputs (sc.consumers), and the groups to rebuild, ops
+  // first (sc.rebuilt_groups).
   void FindGroups();
   // 3. Remove old tasks: the rebuilt groups' tasks die (sc.removed) and leave the totals.
   void RemoveOldTasks();
@@ -61,6 +62,11 @@ class DeltaSimulator::Impl::DeltaSweep {
   // the two streams up to the end or a shifted rest (returns whether it found one) and leaves the cursor in
   // cursor_; TakeShiftedRest appends the dirty tasks behind the cursor, shifted, to the window.
   void StartSweep();
+  // FindGroups' part for in-edge `edge` of a changed op whose config was `old_config`: when its producer (an
+  // unchanged forward op) shares transfers, adds the edges that may carry the transfer of its tensor to a device
+  // the consumer used or uses (before or after the change: the smallest edge to a plain consumer there, every edge
+  // to a partitioned one there) and their consumers.
+  void AddSharers(int32_t edge, const OpConfig& old_config);
   bool RunSweep();
   void TakeShiftedRest();
 

@@ -1,11 +1,13 @@
 // The task graph of a strategy whose every op runs whole on one device (plain placements, what most searches
-// evaluate), built directly: one compute task per op (task id = op id), then each edge's transfer hops in edge
-// order. Ids, keys, dependencies and every per-task field equal what the group-wise build gives (see
+// evaluate), built directly: one compute task per op (task id = op id), then the transfer hops of each edge that
+// carries a transfer (one per tensor and destination device: PlanSharing), in edge order. Ids, keys, dependencies and every per-task field equal what the group-wise build gives (see
 // AppendOpGroup and AppendEdgeGroup); only the group lists, which a full run does not need, are left out, and
 // the order of a task's successors and predecessors differs (nothing depends on it).
 // Three sequential passes: the edges (PlanPlainEdges: number the hop tasks), the ops (PlainComputeTasks: compute
 // tasks and their adjacency, in op order), the edges again (PlainHopTasks: hop tasks and theirs). The totals are
 // summed on the way.
+#include <algorithm>
+
 #include "core/check.h"
 #include "sim/task_graph.h"
 
@@ -21,43 +23,106 @@ inline void AddHorizon(Time* horizon, Time ticks) {
 void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals) {
   Reset(tg, true);  // every field of every task is written below
   totals->Reset(tg->num_resources);
-  int64_t entries = 0;
-  const int32_t tasks = PlanPlainEdges(device, &entries);
-  SizePlainTasks(tasks, entries, tg);
+  int64_t succ_entries = 0, pred_entries = 0, hop_succ = 0;
+  const int32_t tasks = PlanPlainEdges(device, &succ_entries, &pred_entries, &hop_succ);
+  SizePlainTasks(tasks, succ_entries + hop_succ, pred_entries, tg);
   Time horizon = 0;
   PlainComputeTasks(device, tg, totals, &horizon);
-  PlainHopTasks(device, static_cast<int32_t>(entries), tg, totals, &horizon);
+  PlainHopTasks(device, static_cast<int32_t>(succ_entries), static_cast<int32_t>(pred_entries), tg, totals,
+                &horizon);
   totals->horizon = horizon;
   totals->num_tasks = tasks;
   totals->num_compute = graph_.num_ops();
 }
 
-int32_t TaskBuilder::PlanPlainEdges(std::span<const DeviceId> device, int64_t* entries) {
+void TaskBuilder::PlanSharing(std::span<const DeviceId> device) {
+  // The edges of one producer whose tensors cross to the same device: per device a short list of (bytes, smallest
+  // edge) entries (a forward op's output usually has one size), reset per producer.
+  const int32_t devices = topology_.num_devices();
+  share_head_.assign(static_cast<size_t>(devices), -1);
+  for (OpId u = 0; u < graph_.num_ops(); ++u) {
+    const int32_t begin = out_off_[u], end = out_off_[u + 1];
+    const bool forward = graph_.op(u).role == OpRole::kForward;
+    share_entries_.clear();
+    for (int32_t k = begin; k < end; ++k) {
+      const int32_t e = out_edge_[k];
+      const DeviceId dv = device[out_op_[k]];
+      if (dv == device[u] || out_empty_[k]) {
+        share_rep_[e] = -1;
+        continue;
+      }
+      share_rep_[e] = e;
+      if (!forward) continue;
+      const int64_t bytes = graph_.edge(e).bytes;
+      int32_t x = share_head_[dv];
+      while (x >= 0 && share_entries_[x].bytes != bytes) x = share_entries_[x].next;
+      if (x < 0) {
+        x = static_cast<int32_t>(share_entries_.size());
+        share_entries_.push_back({bytes, e, share_head_[dv]});
+        share_head_[dv] = x;
+      } else {
+        share_entries_[x].rep = std::min(share_entries_[x].rep, e);
+      }
+      share_rep_[e] = -2 - x;  // resolved below, once every edge of u has been seen
+    }
+    for (int32_t k = begin; k < end; ++k) {
+      const int32_t e = out_edge_[k];
+      if (share_rep_[e] < -1) share_rep_[e] = share_entries_[-2 - share_rep_[e]].rep;
+    }
+    for (int32_t k = begin; k < end; ++k) share_head_[device[out_op_[k]]] = -1;
+  }
+}
+
+int32_t TaskBuilder::PlanPlainEdges(std::span<const DeviceId> device, int64_t* succ_entries, int64_t* pred_entries,
+                                    int64_t* hop_succ) {
   const int32_t num_edges = graph_.num_edges();
   const int32_t devices = topology_.num_devices();
   edge_plan_.resize(static_cast<size_t>(num_edges));
-  int64_t next = graph_.num_ops(), count = 0;
+  share_rep_.resize(static_cast<size_t>(num_edges));
+  PlanSharing(device);
+  // The consumers each transfer feeds (CSR by carrying edge, in edge order).
+  member_off_.assign(static_cast<size_t>(num_edges) + 1, 0);
+  for (int32_t e = 0; e < num_edges; ++e)
+    if (share_rep_[e] >= 0) ++member_off_[share_rep_[e] + 1];
+  for (int32_t e = 0; e < num_edges; ++e) member_off_[e + 1] += member_off_[e];
+  member_op_.resize(static_cast<size_t>(member_off_[num_edges]));
+  for (int32_t e = 0; e < num_edges; ++e)
+    if (share_rep_[e] >= 0) member_op_[member_off_[share_rep_[e]]++] = graph_.edge(e).dst;
+  for (int32_t e = num_edges; e > 0; --e) member_off_[e] = member_off_[e - 1];
+  member_off_[0] = 0;
+  int64_t next = graph_.num_ops(), succ = 0, pred = 0, hop = 0;
   for (int32_t e = 0; e < num_edges; ++e) {
-    const Edge& edge = graph_.edge(e);
-    const DeviceId du = device[edge.src], dv = device[edge.dst];
-    if (du == dv || edge.bytes == 0) {
+    const int32_t rep = share_rep_[e];
+    if (rep < 0) {
       edge_plan_[e] = {-1, 0, 1};
-      ++count;
+      ++succ;
+      ++pred;
       continue;
     }
-    const int32_t pair = du * devices + dv;
+    if (rep != e) {
+      edge_plan_[e] = {-1, 0, 0};  // another edge's transfer carries it; counted with that edge
+      continue;
+    }
+    const Edge& edge = graph_.edge(e);
+    const int32_t pair = device[edge.src] * devices + device[edge.dst];
     const int64_t hops = route_off_[pair + 1] - route_off_[pair];
     const int64_t segments = Segments(edge.bytes, hops, true);
+    const int64_t members = member_off_[e + 1] - member_off_[e];
     DEVPLACE_CHECK(next + hops * segments < (int64_t{1} << 31), "task graph too large");
     edge_plan_[e] = {static_cast<int32_t>(next), static_cast<int16_t>(hops), static_cast<int16_t>(segments)};
     next += hops * segments;
-    count += segments;
+    succ += segments;
+    pred += segments * members;
+    hop += segments * (hops - 1 + members);
   }
-  *entries = count;
+  *succ_entries = succ;
+  *pred_entries = pred;
+  *hop_succ = hop;
   return static_cast<int32_t>(next);
 }
 
-void TaskBuilder::SizePlainTasks(int32_t num_tasks, int64_t entries, TaskGraph* tg) const {
+void TaskBuilder::SizePlainTasks(int32_t num_tasks, int64_t succ_entries, int64_t pred_entries,
+                                 TaskGraph* tg) const {
   const size_t tasks = static_cast<size_t>(num_tasks);
   tg->resource.resize(tasks);
   tg->duration.resize(tasks);
@@ -77,8 +142,8 @@ void TaskBuilder::SizePlainTasks(int32_t num_tasks, int64_t entries, TaskGraph* 
   tg->succ_cnt.resize(tasks);
   tg->pred_cnt.resize(tasks);
   const size_t hop_tasks = tasks - static_cast<size_t>(graph_.num_ops());
-  tg->succ_pool.resize(static_cast<size_t>(entries) + hop_tasks);
-  tg->pred_pool.resize(static_cast<size_t>(entries) + hop_tasks);
+  tg->succ_pool.resize(static_cast<size_t>(succ_entries));
+  tg->pred_pool.resize(static_cast<size_t>(pred_entries) + hop_tasks);
 }
 
 void TaskBuilder::PlainComputeTasks(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals,
@@ -119,7 +184,7 @@ void TaskBuilder::PlainComputeTasks(std::span<const DeviceId> device, TaskGraph*
         succ[so++] = v;
         continue;
       }
-      const EdgePlan& plan = edge_plan_[out_edge_[k]];
+      const EdgePlan& plan = edge_plan_[out_edge_[k]];  // no segments where another edge's transfer carries it
       for (int32_t s = 0; s < plan.segments; ++s) succ[so++] = plan.first + s * plan.hops;
     }
     tg->succ_cnt[o] = so - tg->succ_off[o];
@@ -130,7 +195,7 @@ void TaskBuilder::PlainComputeTasks(std::span<const DeviceId> device, TaskGraph*
         pred[po++] = u;
         continue;
       }
-      const EdgePlan& plan = edge_plan_[in_edge_[k]];
+      const EdgePlan& plan = edge_plan_[share_rep_[in_edge_[k]]];
       for (int32_t s = 0; s < plan.segments; ++s) pred[po++] = plan.first + (s + 1) * plan.hops - 1;
     }
     tg->pred_cnt[o] = po - tg->pred_off[o];
@@ -138,8 +203,8 @@ void TaskBuilder::PlainComputeTasks(std::span<const DeviceId> device, TaskGraph*
   *horizon = sum;
 }
 
-void TaskBuilder::PlainHopTasks(std::span<const DeviceId> device, int32_t entries, TaskGraph* tg,
-                                TaskTotals* totals, Time* horizon) const {
+void TaskBuilder::PlainHopTasks(std::span<const DeviceId> device, int32_t succ_entries, int32_t pred_entries,
+                                TaskGraph* tg, TaskTotals* totals, Time* horizon) const {
   const int32_t n = graph_.num_ops();
   const int32_t num_edges = graph_.num_edges();
   const int32_t devices = topology_.num_devices();
@@ -148,9 +213,12 @@ void TaskBuilder::PlainHopTasks(std::span<const DeviceId> device, int32_t entrie
   Time* busy = totals->busy.data();
   int32_t* count = totals->count.data();
   Time sum = *horizon;
+  int32_t so = succ_entries;
   for (int32_t e = 0; e < num_edges; ++e) {
     const EdgePlan plan = edge_plan_[e];
     if (plan.first < 0) continue;
+    const int32_t* members = member_op_.data() + member_off_[e];
+    const int32_t num_members = member_off_[e + 1] - member_off_[e];
     const Edge& edge = graph_.edge(e);
     const OpId u = edge.src, v = edge.dst;
     const int32_t pair = device[u] * devices + device[v];
@@ -180,11 +248,17 @@ void TaskBuilder::PlainHopTasks(std::span<const DeviceId> device, int32_t entrie
         tg->mem_bytes[t] = 0;
         tg->mem_device[t] = -1;
         tg->fallback[t] = 0;
-        const int32_t slot = entries + (t - n);
-        tg->succ_off[t] = tg->pred_off[t] = slot;
-        tg->succ_cnt[t] = tg->pred_cnt[t] = 1;
-        succ[slot] = h + 1 < plan.hops ? t + 1 : v;
+        const int32_t slot = pred_entries + (t - n);
+        tg->pred_off[t] = slot;
+        tg->pred_cnt[t] = 1;
         pred[slot] = h > 0 ? t - 1 : u;
+        tg->succ_off[t] = so;
+        if (h + 1 < plan.hops) {
+          succ[so++] = t + 1;
+        } else {
+          for (int32_t m = 0; m < num_members; ++m) succ[so++] = members[m];
+        }
+        tg->succ_cnt[t] = so - tg->succ_off[t];
         busy[r] += ticks;
         totals->bytes[r] += seg_bytes;
         ++count[r];

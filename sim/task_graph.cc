@@ -17,6 +17,23 @@ int64_t Scale(int64_t total, int64_t part, int64_t whole) {
   return static_cast<int64_t>(static_cast<__int128>(total) * part / whole);
 }
 
+// The intersection of two boxes of equal rank (empty along an axis where they do not meet).
+Box Intersection(const Box& a, const Box& b) {
+  Box r = a;
+  for (int32_t i = 0; i < r.rank; ++i) {
+    r.lo[i] = std::max(a.lo[i], b.lo[i]);
+    r.hi[i] = std::max(r.lo[i], std::min(a.hi[i], b.hi[i]));
+  }
+  return r;
+}
+
+bool SameBox(const Box& a, const Box& b) {
+  if (a.rank != b.rank) return false;
+  for (int32_t i = 0; i < a.rank; ++i)
+    if (a.lo[i] != b.lo[i] || a.hi[i] != b.hi[i]) return false;
+  return true;
+}
+
 }  // namespace
 
 PlainCostCache::PlainCostCache(int32_t num_ops, int32_t num_devices)
@@ -252,6 +269,30 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
   tg->group_dep_count[group] = static_cast<int32_t>(tg->dep_from.size()) - tg->group_dep_begin[group];
 }
 
+bool TaskBuilder::SharedTransfer(int32_t edge, int32_t part, int32_t consumer_part, const Box& region,
+                                 const Strategy& strategy, const TaskGraph& tg) {
+  share_sinks_.clear();
+  const Edge& e = graph_.edge(edge);
+  const Op& u = graph_.op(e.src);
+  const OpConfig& cu = strategy.configs[e.src];
+  const DeviceId src = cu.devices[part];
+  const DeviceId dst = strategy.configs[e.dst].devices[consumer_part];
+  const Box owned = cu.num_parts() == 1 ? FullBox(u.shape) : OwnedBox(u, cu, part);
+  for (int32_t other : graph_.out_edges(e.src)) {
+    const Edge& x = graph_.edge(other);
+    if (x.bytes != e.bytes) continue;
+    const OpConfig& cx = strategy.configs[x.dst];
+    for (int32_t q = 0; q < cx.num_parts(); ++q) {
+      if (cx.devices[q] != dst || src == dst) continue;
+      if (cx.num_parts() > 1 && !SameBox(Intersection(owned, NeededBox(graph_.op(x.dst), cx, q, u)), region)) continue;
+      if (cx.num_parts() == 1 && !SameBox(owned, region)) continue;
+      if (other < edge || (other == edge && q < consumer_part)) return false;
+      share_sinks_.push_back(tg.group_task_begin[x.dst] + q);
+    }
+  }
+  return true;
+}
+
 void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGraph* tg) {
   const int32_t group = graph_.num_ops() + edge;
   const Edge& e = graph_.edge(edge);
@@ -266,8 +307,11 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
   const int32_t ubase = tg->out_begin[e.src];
   const int32_t vbase = tg->group_task_begin[e.dst];
 
+  // A forward op's output moves once per (tensor, part, destination device): the first edge of a shared
+  // transfer (SharedTransfer) carries it to every consumer part that reads it there, the others add nothing.
   // `in_place`: the bytes land in a buffer the consumer's device already holds (no receive buffer).
-  auto connect = [&](int32_t p, int32_t q, int64_t bytes, bool in_place = false) {
+  const bool shares = u.role == OpRole::kForward && !weight_gradient;
+  auto connect = [&](int32_t p, int32_t q, int64_t bytes, const Box& region, bool in_place = false) {
     const int32_t* outs = &tg->out_tasks[ubase + kOutsPerPart * p];
     const int32_t sink = vbase + q;
     const DeviceId src = cu.devices[p], dst = cv.devices[q];
@@ -277,18 +321,21 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
       if (extra >= 0) AddDep(tg, extra, sink);
       return;
     }
+    if (shares && !SharedTransfer(edge, p, q, region, strategy, *tg)) return;
     AppendRoute(tg, group, src, dst, bytes, true, TaskKind::kTransfer, e.src, p, e.dst, &firsts_, &lasts_);
     for (int32_t f : firsts_) {
       AddDep(tg, outs[0], f);
       if (extra >= 0) AddDep(tg, extra, f);
     }
-    for (int32_t l : lasts_) AddDep(tg, l, sink);
+    if (!shares) share_sinks_.assign(1, sink);
+    for (int32_t l : lasts_)
+      for (int32_t s : share_sinks_) AddDep(tg, l, s);
     tg->mem_bytes[lasts_[0]] = in_place ? 0 : bytes;
     tg->mem_device[lasts_[0]] = dst;
   };
 
   if (cu.num_parts() == 1 && cv.num_parts() == 1) {
-    connect(0, 0, e.bytes);
+    connect(0, 0, e.bytes, FullBox(u.shape));
   } else if (weight_gradient) {
     // The weight gradient: an update part reads the bytes of each weight shard that its own slice of the weights
     // (its region of the flat update op) covers, from one replica, the consumer's own device when it holds one.
@@ -313,7 +360,7 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
         }
         const int64_t bytes = std::min(Scale(e.bytes, shard + 1, lu.shards), Scale(e.bytes, hi, elements)) -
                               std::max(Scale(e.bytes, shard, lu.shards), Scale(e.bytes, lo, elements));
-        connect(source, q, std::max<int64_t>(0, bytes));
+        connect(source, q, std::max<int64_t>(0, bytes), Box{});
       }
     }
   } else {
@@ -331,6 +378,7 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
     struct Send {
       int32_t round, p, q;
       int64_t bytes;
+      Box region;  // of the producer's output
       bool in_place;
     };
     std::vector<Send> sends;
@@ -345,7 +393,7 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
         const int32_t source = NearestCopy(cu, lu, p, cv.devices[q]);
         if (cu.devices[source] == cv.devices[q]) local = source;
         sends.push_back({(cv.devices[q] - cu.devices[source] + devices) % devices, source, q,
-                         Scale(e.bytes, overlap, volume), false});
+                         Scale(e.bytes, overlap, volume), Intersection(owned[p], need), false});
       }
       if (lu.reduction == 1 || local < 0) continue;
       const Box held = ComputedBox(u, cu, local);
@@ -355,7 +403,7 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
       }
     }
     std::stable_sort(sends.begin(), sends.end(), [](const Send& a, const Send& b) { return a.round < b.round; });
-    for (const Send& s : sends) connect(s.p, s.q, s.bytes, s.in_place);
+    for (const Send& s : sends) connect(s.p, s.q, s.bytes, s.region, s.in_place);
   }
   tg->group_dep_count[group] = static_cast<int32_t>(tg->dep_from.size()) - tg->group_dep_begin[group];
 }
@@ -397,7 +445,7 @@ void TaskBuilder::AddStaticMemory(OpId op, const OpConfig& config, std::vector<i
 int64_t TaskBuilder::memory_bytes() const {
   int64_t total = 0;
   for (const auto* v : {&out_off_, &out_edge_, &out_op_, &in_off_, &in_edge_, &in_op_, &route_off_,
-                        &route_resource_, &firsts_, &lasts_})
+                        &route_resource_, &firsts_, &lasts_, &share_sinks_, &share_rep_, &member_off_, &member_op_})
     total += static_cast<int64_t>(v->capacity() * sizeof(int32_t));
   for (const auto* v : {&param_bytes_, &output_bytes_, &plain_static_, &shape_scratch_})
     total += static_cast<int64_t>(v->capacity() * sizeof(int64_t));

@@ -151,16 +151,22 @@ class TaskBuilder {
   void BuildGroups(const Strategy& strategy, TaskGraph* tg);
   // BuildAll for a strategy whose every op runs whole on one device (sim/plain_build.cc).
   void BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals);
-  // BuildPlain's passes, in order. PlanPlainEdges fills edge_plan_ and returns the task count (ops, then each
-  // edge's hop tasks), with the adjacency entries of the compute tasks in *entries; SizePlainTasks sizes every
-  // per-task array and the pools; PlainComputeTasks and PlainHopTasks write the compute and the hop tasks with
-  // their adjacency (the hop tasks' entries after the compute tasks' `entries`), adding to the totals and to
-  // *horizon (saturating).
-  int32_t PlanPlainEdges(std::span<const DeviceId> device, int64_t* entries);
-  void SizePlainTasks(int32_t num_tasks, int64_t entries, TaskGraph* tg) const;
+  // BuildPlain's passes, in order. PlanPlainEdges fills share_rep_, the consumers of each transfer and edge_plan_
+  // (hop tasks only for edges that carry a transfer) and returns the task count (ops, then each carrying edge's hop
+  // tasks), with the successor and predecessor entries of the compute tasks and the successor entries of the hop
+  // tasks; SizePlainTasks sizes every per-task array and the pools; PlainComputeTasks and PlainHopTasks write the
+  // compute and the hop tasks with their adjacency (the hop tasks' entries after the compute tasks'), adding to the
+  // totals and to *horizon (saturating).
+  int32_t PlanPlainEdges(std::span<const DeviceId> device, int64_t* succ_entries, int64_t* pred_entries,
+                         int64_t* hop_succ);
+  // Fills share_rep_ for a plain placement: per edge, the smallest edge of its producer (a forward op) that carries
+  // the same bytes to the same device, whose transfer it shares (the edge itself for other producers; -1: no
+  // transfer).
+  void PlanSharing(std::span<const DeviceId> device);
+  void SizePlainTasks(int32_t num_tasks, int64_t succ_entries, int64_t pred_entries, TaskGraph* tg) const;
   void PlainComputeTasks(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals, Time* horizon);
-  void PlainHopTasks(std::span<const DeviceId> device, int32_t entries, TaskGraph* tg, TaskTotals* totals,
-                     Time* horizon) const;
+  void PlainHopTasks(std::span<const DeviceId> device, int32_t succ_entries, int32_t pred_entries, TaskGraph* tg,
+                     TaskTotals* totals, Time* horizon) const;
   // Segments a transfer of `bytes` over `hops` links is cut into.
   int64_t Segments(int64_t bytes, int64_t hops, bool segmented) const;
   int32_t NewTask(TaskGraph* tg, int32_t group, int32_t resource, Time duration, TaskKind kind, int32_t op,
@@ -176,6 +182,14 @@ class TaskBuilder {
   // The copy of distinct part `part` of `config` that a reader on `device` uses: the one on `device`, else the one
   // whose route to it has the fewest links (the lowest copy on ties).
   int32_t NearestCopy(const OpConfig& config, const PartLayout& layout, int32_t part, DeviceId device) const;
+  // Transfers share per tensor (docs/simulator.md, "One transfer per tensor and device"): the edges leaving a
+  // forward op that carry the same bytes carry the same tensor, and one transfer moves a region of a producer part
+  // to a device for every consumer part there that needs exactly that region. For the transfer of `region` of
+  // part `part` of `edge`'s producer to part `consumer_part` of its consumer (on another device), returns whether
+  // this (edge, consumer part) is the first (smallest edge id, then part) of those sharing it, and if so lists the
+  // compute tasks of all of them in share_sinks_ (the consumers' groups must be built).
+  bool SharedTransfer(int32_t edge, int32_t part, int32_t consumer_part, const Box& region, const Strategy& strategy,
+                      const TaskGraph& tg);
 
   const Graph& graph_;
   const Topology& topology_;
@@ -198,7 +212,16 @@ class TaskBuilder {
     int16_t hops, segments;
   };
   std::vector<EdgePlan> edge_plan_;
-  std::vector<int32_t> firsts_, lasts_;
+  // For BuildPlain's shared transfers: per edge, the edge whose transfer carries its tensor (itself, or -1 for an
+  // edge that moves nothing between devices), and per edge that carries one, the consumers it feeds (CSR by edge).
+  std::vector<int32_t> share_rep_, member_off_, member_op_;
+  struct ShareEntry {
+    int64_t bytes;
+    int32_t rep, next;
+  };
+  std::vector<ShareEntry> share_entries_;
+  std::vector<int32_t> share_head_;
+  std::vector<int32_t> firsts_, lasts_, share_sinks_;
   std::vector<int64_t> shape_scratch_;
 };
 

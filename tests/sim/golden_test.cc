@@ -3,7 +3,8 @@
 // bit for bit (step time, per-device and per-link stats, memory peaks, OOM, critical path and the timeline in
 // dequeue order). A mismatch prints the case and the new values. The partitioned cases were recorded again when a
 // sharded update part started reading only its shard of the weight gradient and when partitioned edges started
-// issuing their sends as a pairwise exchange (model changes, issue 17).
+// issuing their sends as a pairwise exchange (model changes, issue 17), and all cases when transfers became one
+// per (tensor, destination device) instead of one per edge (issue 21, docs/simulator.md).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -103,17 +104,17 @@ TEST(Golden, FullSimulationsReproduceRecordedResults) {
                                  testing::Star(4, 25e9, 1e-6), Preset("dgx1-v100.yaml"),
                                  Preset("p100-4x4-ib.yaml"), Preset("k80-8-pcie.yaml")};
   const Golden cases[] = {
-      {"plain/fully-connected", 21, 120, 0, 0.0, 1, 0x1.7d29127221232p-9, 0xea224115f6dcd514ull},
-      {"plain/two-hosts", 22, 150, 1, 0.0, 2, 0x1.8b6865bd83443p-8, 0x30fcb6a24e2f31d3ull},
-      {"partitioned/star", 23, 80, 2, 0.3, 3, 0x1.032a54b213163p-9, 0x7a65e0b5abd94681ull},
-      {"partitioned/two-hosts", 24, 80, 1, 0.4, 4, 0x1.e9df23c7a63e4p-9, 0xf37692bdaa81f76cull},
-      {"plain/dgx1", 25, 600, 3, 0.0, 5, 0x1.0a8a3c5f2bbc5p-7, 0xf890c8317dd24f97ull},
-      {"contiguous/dgx1", 26, 600, 3, -1.0, 6, 0x1.a427de11d023ap-8, 0xa585b58754c0f2bdull},
-      {"partitioned/dgx1", 27, 200, 3, 0.3, 7, 0x1.eb9ede8860c6bp-9, 0x4c21ae1062568ec1ull},
-      {"plain/p100-4x4-ib", 28, 400, 4, 0.0, 8, 0x1.426ac563efd37p-8, 0x7cc2f8eeee975692ull},
-      {"partitioned/p100-4x4-ib", 29, 150, 4, 0.5, 9, 0x1.772c153b18f5fp-9, 0xabe7c04d21e6137eull},
-      {"contiguous/k80-pcie", 30, 500, 5, -1.0, 10, 0x1.fca7a55bd3c02p-8, 0x78f203c05da80c7dull},
-      {"partitioned/k80-pcie", 31, 150, 5, 0.2, 11, 0x1.8936f3fa70765p-9, 0xafefcf3795ffff9dull},
+      {"plain/fully-connected", 21, 120, 0, 0.0, 1, 0x1.7d29127221232p-9, 0x3c5b3048c81027b4ull},
+      {"plain/two-hosts", 22, 150, 1, 0.0, 2, 0x1.8b37b89d3e22fp-8, 0xaaaaaf404655cc70ull},
+      {"partitioned/star", 23, 80, 2, 0.3, 3, 0x1.02a2e9180f122p-9, 0x8f528fb17ba3ce87ull},
+      {"partitioned/two-hosts", 24, 80, 1, 0.4, 4, 0x1.e9dad84279415p-9, 0x33f06406c7550c65ull},
+      {"plain/dgx1", 25, 600, 3, 0.0, 5, 0x1.0a80ecf9ee98dp-7, 0xcaea8329a15f152eull},
+      {"contiguous/dgx1", 26, 600, 3, -1.0, 6, 0x1.a427de11d023ap-8, 0x7b38857eb47bdabeull},
+      {"partitioned/dgx1", 27, 200, 3, 0.3, 7, 0x1.eb9e82e7659f7p-9, 0xbc676181e2304969ull},
+      {"plain/p100-4x4-ib", 28, 400, 4, 0.0, 8, 0x1.4321af06c9572p-8, 0xcffd07d811e5212bull},
+      {"partitioned/p100-4x4-ib", 29, 150, 4, 0.5, 9, 0x1.772595514c3bcp-9, 0xc76b5e14204431e2ull},
+      {"contiguous/k80-pcie", 30, 500, 5, -1.0, 10, 0x1.fca7a55bd3c02p-8, 0xefcc3188fe4c5605ull},
+      {"partitioned/k80-pcie", 31, 150, 5, 0.2, 11, 0x1.89331c06ec25cp-9, 0x671c759f2d0619eeull},
   };
   SimOptions options;
   options.keep_timeline = true;
