@@ -16,6 +16,10 @@
 //   change would give, nothing kept; how a search evaluates a proposal it may reject), same counters but result().
 //   Delta/ask_make_<placement>/<ops>: each change asked and then made (a search's accepted proposal), timed
 //   together, then undone (untimed).
+//   Placeto/<ops>/src: the figure comparable with Placeto's simulator: whole simulations per second (Run and
+//   RunStepTime, thread CPU time) of 16 random group placements (each colocation group on a uniformly random one
+//   of the 8 GPUs), cycled; placeto_tasks = tasks as Placeto counts them (one compute task per op, one transfer
+//   per edge between different devices that carries bytes), and *_placeto_Mtasks_s the rates in those tasks.
 // Placements: "contiguous" splits the topological order into 8 equal blocks (backward and update ops follow their
 // forward op); "random" puts each colocation group on a random device.
 #include <benchmark/benchmark.h>
@@ -188,6 +192,57 @@ void OneShot(benchmark::State& state) {
 }
 
 
+// A random group placement: every colocation group (an op without one is its own group) on a random device.
+Strategy RandomGroups(const Graph& g, int devices, std::mt19937_64& rng) {
+  std::unordered_map<std::string, DeviceId> group_device;
+  std::vector<DeviceId> device(static_cast<size_t>(g.num_ops()));
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const std::string& group = g.op(o).colocation.empty() ? g.op(o).name : g.op(o).colocation;
+    auto [it, inserted] = group_device.emplace(group, 0);
+    if (inserted) it->second = static_cast<DeviceId>(Below(rng, devices));
+    device[o] = it->second;
+  }
+  return Strategy::FromPlacement(device);
+}
+
+void Placeto(benchmark::State& state) {
+  const Fixture& f = Get(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  std::mt19937_64 rng(11);
+  std::vector<Strategy> placements;
+  double placeto_tasks = 0, tasks = 0;
+  for (int k = 0; k < 16; ++k) {
+    placements.push_back(RandomGroups(f.graph, f.topology.num_devices(), rng));
+    int64_t cross = 0;
+    for (const Edge& e : f.graph.edges())
+      cross += e.bytes > 0 && placements.back().configs[e.src].devices[0] != placements.back().configs[e.dst].devices[0];
+    placeto_tasks += static_cast<double>(f.graph.num_ops() + cross) / 16;
+  }
+  Simulator sim = Check(Simulator::Create(f.graph, f.topology, MakeAnalyticCostModel()));
+  for (const Strategy& s : placements) tasks += Check(sim.Run(s)).num_tasks / 16.0;
+  size_t next = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(Check(sim.Run(placements[next++ % placements.size()])).step_time);
+  state.SetItemsProcessed(state.iterations());
+  // Side by side (thread CPU time): every placement run with all results and with the step time only, 4 rounds.
+  double run_s = 0, step_s = 0;
+  for (int round = 0; round < 4; ++round)
+    for (const Strategy& s : placements) {
+      const double t0 = ThreadCpuClock::now();
+      benchmark::DoNotOptimize(Check(sim.Run(s)).step_time);
+      const double t1 = ThreadCpuClock::now();
+      benchmark::DoNotOptimize(Check(sim.RunStepTime(s)));
+      run_s += t1 - t0;
+      step_s += ThreadCpuClock::now() - t1;
+    }
+  const double runs = 4.0 * static_cast<double>(placements.size());
+  state.counters["ops"] = f.graph.num_ops();
+  state.counters["tasks"] = tasks;
+  state.counters["placeto_tasks"] = placeto_tasks;
+  state.counters["run_sims_s"] = runs / run_s;
+  state.counters["steptime_sims_s"] = runs / step_s;
+  state.counters["run_placeto_Mtasks_s"] = placeto_tasks * runs / run_s * 1e-6;
+  state.counters["steptime_placeto_Mtasks_s"] = placeto_tasks * runs / step_s * 1e-6;
+}
+
 // How a Delta case treats each change: made (and undone), only asked (StepTimeIf), or asked and then made (a
 // search's accepted proposal: the making reuses the query's work).
 enum class DeltaMode { kMake, kAsk, kAskThenMake };
@@ -287,6 +342,7 @@ void Sizes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(Full, contiguous, false)->Apply(Sizes);
 BENCHMARK_CAPTURE(Full, random, true)->Apply(Sizes);
+BENCHMARK(Placeto)->Apply(Sizes);
 BENCHMARK(OneShot)->Name("Simulate/contiguous")->Arg(1000)->Arg(10000)->Arg(50000)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(Delta, contiguous, false, DeltaMode::kMake)->Apply(Sizes);
 BENCHMARK_CAPTURE(Delta, random, true, DeltaMode::kMake)->Apply(Sizes);
