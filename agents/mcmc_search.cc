@@ -1,11 +1,14 @@
 #include "agents/mcmc_search.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <numeric>
 #include <optional>
 #include <random>
+#include <thread>
+#include <vector>
 
 #include "agents/baechi_placers.h"
 #include "agents/expert_placer.h"
@@ -127,23 +130,16 @@ Expected<Strategy> WarmStart(const SearchProblem& problem, const SearchRequest& 
   return best;
 }
 
-}  // namespace
+// The best a chain found.
+struct ChainBest {
+  StepCost cost;
+  Strategy strategy;
+};
 
-Expected<SearchResult> McmcSearch::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
-  SearchRequest bounded = request;
-  if (bounded.budget.max_evaluations <= 0 && bounded.budget.max_seconds <= 0)
-    bounded.budget.max_evaluations = options_.default_evaluations;
-  BudgetTracker budget(bounded);
+// One Metropolis-Hastings walk from `start` with the RNG seeded by `seed`, until `budget` is exhausted.
+Expected<ChainBest> Walk(const SearchProblem& problem, const McmcOptions& options, const Strategy& start,
+                         uint64_t seed, BudgetTracker& budget) {
   const Graph& graph = *problem.graph;
-
-  Strategy start;
-  if (request.initial) {
-    start = *request.initial;
-  } else {
-    Expected<Strategy> warm = WarmStart(problem, bounded, &budget);
-    if (!warm.ok()) return warm.error();
-    start = std::move(*warm);
-  }
   Expected<DeltaSimulator> sim = DeltaSimulator::Create(graph, *problem.topology, start, problem.cost, problem.sim);
   if (!sim.ok()) return sim.error();
   budget.RecordEvaluation(sim->step_time());
@@ -152,11 +148,11 @@ Expected<SearchResult> McmcSearch::DoSearch(const SearchProblem& problem, const 
   const double scale = sim->step_time() > 0 ? sim->step_time() : 1.0;
   // The walk prices memory with the ledger's estimate (penalised time, sim/objective.h); a candidate for the best
   // is checked exactly and ranked by the objective's order.
-  auto penalised = [&](const StepCost& cost) { return cost.Penalised(scale, options_.oom_penalty); };
+  auto penalised = [&](const StepCost& cost) { return cost.Penalised(scale, options.oom_penalty); };
   double current = penalised(ledger.Cost(sim->step_time()));
   StepCost best = ExactCost(*sim, *problem.topology);
   Strategy best_strategy = start;
-  Chain chain(problem, options_, request.seed);
+  Chain chain(problem, options, seed);
   std::vector<std::pair<OpId, OpConfig>> proposal, undo;
   // The ledger follows the walk's strategy, and also a proposal while it is only asked about.
   auto count = [&](const std::vector<std::pair<OpId, OpConfig>>& changes, int sign) {
@@ -195,7 +191,7 @@ Expected<SearchResult> McmcSearch::DoSearch(const SearchProblem& problem, const 
       best = next_cost;
       best_strategy = sim->strategy();
       since_best = 0;
-    } else if (++since_best >= options_.reset_interval) {
+    } else if (++since_best >= options.reset_interval) {
       since_best = 0;
       if (!made) count(proposal, -1);
       std::vector<std::pair<OpId, OpConfig>> reset;
@@ -208,7 +204,7 @@ Expected<SearchResult> McmcSearch::DoSearch(const SearchProblem& problem, const 
       continue;
     }
     budget.RecordEvaluation(best.step_time);
-    bool accept = next <= current || Uniform(chain.rng()) < std::exp(options_.beta * (current - next) / scale);
+    bool accept = next <= current || Uniform(chain.rng()) < std::exp(options.beta * (current - next) / scale);
     if (accept) {
       current = next;
       if (!made)
@@ -219,8 +215,83 @@ Expected<SearchResult> McmcSearch::DoSearch(const SearchProblem& problem, const 
       count(proposal, -1);
     }
   }
-  budget.ReportFinal(best.step_time);
-  return SearchResult{std::move(best_strategy), budget.evaluations(), budget.seconds()};
+  return ChainBest{best, std::move(best_strategy)};
+}
+
+// Chain i's seed: the request's for chain 0, else SplitMix64's output for seed + i (independent streams).
+uint64_t ChainSeed(uint64_t seed, int32_t chain) {
+  if (chain == 0) return seed;
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(chain);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+Expected<SearchResult> McmcSearch::DoSearch(const SearchProblem& problem, const SearchRequest& request) const {
+  SearchRequest bounded = request;
+  if (bounded.budget.max_evaluations <= 0 && bounded.budget.max_seconds <= 0)
+    bounded.budget.max_evaluations = options_.default_evaluations;
+  BudgetTracker budget(bounded);
+  Strategy start;
+  if (request.initial) {
+    start = *request.initial;
+  } else {
+    Expected<Strategy> warm = WarmStart(problem, bounded, &budget);
+    if (!warm.ok()) return warm.error();
+    start = std::move(*warm);
+  }
+  const int32_t chains = std::max(1, options_.chains);
+  if (chains == 1) {
+    Expected<ChainBest> walk = Walk(problem, options_, start, request.seed, budget);
+    if (!walk.ok()) return walk.error();
+    budget.ReportFinal(walk->cost.step_time);
+    return SearchResult{std::move(walk->strategy), budget.evaluations(), budget.seconds()};
+  }
+  // Each chain gets its share of the evaluations left, its own tracker (progress reports from chain 0 only) and
+  // its own simulator; threads take the next chain until none is left.
+  const int64_t left = bounded.budget.max_evaluations > 0
+                           ? std::max<int64_t>(0, bounded.budget.max_evaluations - budget.evaluations())
+                           : 0;
+  std::vector<std::optional<Expected<ChainBest>>> outcomes(static_cast<size_t>(chains));
+  std::vector<int64_t> used(static_cast<size_t>(chains), 0);
+  const int32_t hardware = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const int32_t threads = std::min(chains, options_.threads > 0 ? options_.threads : hardware);
+  // A seconds budget: the chains run in waves of `threads`, so each gets its wave's part of the time left.
+  const double seconds_left = bounded.budget.max_seconds > 0
+                                  ? std::max(0.0, bounded.budget.max_seconds - budget.seconds()) /
+                                        ((chains + threads - 1) / threads)
+                                  : 0.0;
+  std::atomic<int32_t> next{0};
+  auto worker = [&]() {
+    for (int32_t c = next++; c < chains; c = next++) {
+      SearchRequest share = bounded;
+      const int64_t evaluations = left / chains + (c < left % chains ? 1 : 0);
+      if (left > 0 && evaluations == 0 && c > 0) continue;  // fewer evaluations left than chains
+      if (left > 0) share.budget.max_evaluations = std::max<int64_t>(1, evaluations);
+      if (bounded.budget.max_seconds > 0) share.budget.max_seconds = std::max(seconds_left, 1e-9);
+      if (c > 0) share.progress = nullptr;
+      BudgetTracker chain_budget(share);
+      outcomes[c].emplace(Walk(problem, options_, start, ChainSeed(request.seed, c), chain_budget));
+      used[c] = chain_budget.evaluations();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int32_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  int32_t winner = -1;
+  for (int32_t c = 0; c < chains; ++c) {
+    if (!outcomes[c]) continue;
+    if (!outcomes[c]->ok()) return outcomes[c]->error();
+    if (winner < 0 || (*outcomes[c])->cost < (*outcomes[winner])->cost) winner = c;
+  }
+  int64_t evaluations = budget.evaluations();
+  for (int64_t u : used) evaluations += u;
+  const ChainBest& best = **outcomes[winner];
+  if (request.progress) request.progress(SearchProgress{evaluations, budget.seconds(), best.cost.step_time});
+  return SearchResult{best.strategy, evaluations, budget.seconds()};
 }
 
 }  // namespace devplace

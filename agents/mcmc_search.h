@@ -3,6 +3,9 @@
 // each proposal priced by delta simulation.
 #pragma once
 
+#include <string>
+#include <utility>
+
 #include "agents/search.h"
 
 namespace devplace {
@@ -24,6 +27,14 @@ struct McmcOptions {
   // penalty factor and the initial step time as reference: OOM is allowed during the walk, but the best is kept
   // by the objective's order, so an OOM strategy is never preferred to one that fits.
   double oom_penalty = 10.0;
+  // Independent chains walking from the same start, each with its own RNG stream (chain 0 the request's seed,
+  // chain i > 0 a SplitMix64 mix of seed and i) and its own delta simulator, and an equal share of the evaluation
+  // budget left after the warm start (the first chains take the remainder; a seconds budget applies to each chain
+  // as a whole). The best of the chains' bests wins, ties to the lowest chain. With one chain the search is the
+  // single walk. Results depend on `chains`, never on `threads`.
+  int32_t chains = 1;
+  // Threads the chains run on (0: one per core, std::thread::hardware_concurrency()); at most `chains` are used.
+  int32_t threads = 0;
 };
 
 // Starts from request.initial when given, otherwise from the better of the human-expert and m-ETF strategies
@@ -33,8 +44,10 @@ struct McmcOptions {
 // simulator's exact memory model. Never returns a strategy that ranks worse than its start (sim/objective.h).
 class McmcSearch : public SearchAlgorithm {
  public:
-  explicit McmcSearch(McmcOptions options = {}) : options_(options) {}
-  std::string name() const override { return "mcmc"; }
+  // `name`: what the registry calls this configuration ("mcmc": one chain; "mcmc-chains": 8 chains on all cores).
+  explicit McmcSearch(McmcOptions options = {}, std::string name = "mcmc")
+      : options_(options), name_(std::move(name)) {}
+  std::string name() const override { return name_; }
   bool refines_initial() const override { return true; }
 
  protected:
@@ -42,6 +55,7 @@ class McmcSearch : public SearchAlgorithm {
 
  private:
   McmcOptions options_;
+  std::string name_;
 };
 
 }  // namespace devplace

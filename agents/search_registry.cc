@@ -71,6 +71,11 @@ void RegisterBaselineSearches(SearchRegistry* registry) {
   registry->AddFunction("m-topo", PlaceMTopo);
   registry->AddFunction("m-etf", PlaceMEtf);
   registry->Add("mcmc", [] { return std::make_unique<McmcSearch>(); });
+  registry->Add("mcmc-chains", [] {
+    McmcOptions options;
+    options.chains = 8;
+    return std::make_unique<McmcSearch>(options, "mcmc-chains");
+  });
   registry->Add("tofu-dp", [] { return std::make_unique<TofuDpSearch>(); });
   registry->Add("auto-shard", [] { return std::make_unique<AutoShardSearch>(); });
   registry->Add("pipeline-dp", [] { return std::make_unique<PipelineDpSearch>(); });

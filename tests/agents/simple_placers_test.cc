@@ -132,7 +132,7 @@ TEST(SimplePlacers, RandomIsSeededAndRandomSearchKeepsTheBest) {
 TEST(SimplePlacers, UnknownAlgorithmListsTheKnownOnes) {
   Expected<std::unique_ptr<SearchAlgorithm>> a = MakeSearchAlgorithm("annealing");
   ASSERT_FALSE(a.ok());
-  EXPECT_EQ(a.error().message, "unknown algorithm 'annealing' (known: single, data-parallel, round-robin, random, expert, scotch, metis, m-topo, m-etf, mcmc, tofu-dp, "
+  EXPECT_EQ(a.error().message, "unknown algorithm 'annealing' (known: single, data-parallel, round-robin, random, expert, scotch, metis, m-topo, m-etf, mcmc, mcmc-chains, tofu-dp, "
             "auto-shard, pipeline-dp)");
 }
 
