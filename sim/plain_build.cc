@@ -42,18 +42,21 @@ void TaskBuilder::PlanSharing(std::span<const DeviceId> device) {
   share_head_.assign(static_cast<size_t>(devices), -1);
   for (OpId u = 0; u < graph_.num_ops(); ++u) {
     const int32_t begin = out_off_[u], end = out_off_[u + 1];
-    const bool forward = graph_.op(u).role == OpRole::kForward;
+    const DeviceId du = device[u];
+    if (!forward_[u] || end - begin < 2) {  // nothing to share
+      for (int32_t k = begin; k < end; ++k)
+        share_rep_[out_edge_[k]] = device[out_op_[k]] == du || out_empty_[k] ? -1 : out_edge_[k];
+      continue;
+    }
     share_entries_.clear();
     for (int32_t k = begin; k < end; ++k) {
       const int32_t e = out_edge_[k];
       const DeviceId dv = device[out_op_[k]];
-      if (dv == device[u] || out_empty_[k]) {
+      if (dv == du || out_empty_[k]) {
         share_rep_[e] = -1;
         continue;
       }
-      share_rep_[e] = e;
-      if (!forward) continue;
-      const int64_t bytes = graph_.edge(e).bytes;
+      const int64_t bytes = out_bytes_[k];
       int32_t x = share_head_[dv];
       while (x >= 0 && share_entries_[x].bytes != bytes) x = share_entries_[x].next;
       if (x < 0) {

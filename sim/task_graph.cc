@@ -80,11 +80,14 @@ TaskBuilder::TaskBuilder(const Graph& graph, const Topology& topology, const Cos
         edges->push_back(e);
         ops->push_back(out ? graph.edge(e).dst : graph.edge(e).src);
         empty->push_back(graph.edge(e).bytes == 0);
+        if (out) out_bytes_.push_back(graph.edge(e).bytes);
       }
       off->push_back(static_cast<int32_t>(edges->size()));
     }
   };
   adjacency(true, &out_off_, &out_edge_, &out_op_, &out_empty_);
+  forward_.resize(n);
+  for (OpId o = 0; o < graph.num_ops(); ++o) forward_[o] = graph.op(o).role == OpRole::kForward;
   adjacency(false, &in_off_, &in_edge_, &in_op_, &in_empty_);
   const int32_t d = topology.num_devices();
   route_off_.assign(1, 0);
@@ -449,7 +452,9 @@ int64_t TaskBuilder::memory_bytes() const {
     total += static_cast<int64_t>(v->capacity() * sizeof(int32_t));
   for (const auto* v : {&param_bytes_, &output_bytes_, &plain_static_, &shape_scratch_})
     total += static_cast<int64_t>(v->capacity() * sizeof(int64_t));
-  total += static_cast<int64_t>(out_empty_.capacity() + in_empty_.capacity());
+  total += static_cast<int64_t>(out_empty_.capacity() + in_empty_.capacity() + forward_.capacity() +
+                                out_bytes_.capacity() * sizeof(int64_t) + share_head_.capacity() * sizeof(int32_t) +
+                                share_entries_.capacity() * sizeof(ShareEntry));
   total += static_cast<int64_t>(resource_delay_.capacity() * sizeof(Time) +
                                 route_bandwidth_.capacity() * sizeof(double) +
                                 edge_plan_.capacity() * sizeof(EdgePlan));

@@ -205,6 +205,8 @@ class TaskBuilder {
   // none), hops and segments.
   std::vector<int32_t> out_off_, out_edge_, out_op_, in_off_, in_edge_, in_op_;
   std::vector<uint8_t> out_empty_, in_empty_;  // per entry of those lists: the edge moves no bytes
+  std::vector<int64_t> out_bytes_;             // per entry of the out-lists: the edge's bytes
+  std::vector<uint8_t> forward_;               // per op: a forward op (its out-edges may share transfers)
   std::vector<int32_t> route_off_, route_resource_;
   std::vector<double> route_bandwidth_;
   struct EdgePlan {

@@ -24,7 +24,9 @@ Graph Star(int k, bool half_read_last = false) {
   u.dims = {PartitionDim{DimKind::kSample, 0, 0, kRows}};
   const OpId src = b.add_op(u);
   for (int i = 0; i < k; ++i) {
-    Op v = MakeOp("v" + std::to_string(i), 1e6, {kRows, kCols});
+    std::string name = "v";
+    name += std::to_string(i);
+    Op v = MakeOp(name, 1e6, {kRows, kCols});
     v.dims = {PartitionDim{DimKind::kSample, 0, 0, kRows}};
     const OpId dst = b.add_op(v);
     b.add_edge(src, dst, half_read_last && i == k - 1 ? kOutput / 2 : -1);
@@ -49,7 +51,7 @@ SimResult Sim(const Graph& g, const Topology& t, const Strategy& s) {
 TEST(TransferShare, KConsumersOnOneRemoteDeviceMoveTheTensorOnce) {
   const Topology topo = testing::FullyConnected(4, 10e9, 1e-6);
   for (int k : {1, 2, 5, 9}) {
-    SCOPED_TRACE("k = " + std::to_string(k));
+    SCOPED_TRACE(::testing::Message() << "k = " << k);
     const Graph g = Star(k);
     std::vector<DeviceId> devices(static_cast<size_t>(k + 1), 1);
     devices[0] = 0;
@@ -78,8 +80,11 @@ TEST(TransferShare, MultiHopRoutesMoveOnceAndFeedEveryConsumerAfterTheLastSegmen
   double last_hop_end = 0;
   for (const TimelineTask& t : r->timeline)
     if (t.kind == TimelineTask::Kind::kTransfer) last_hop_end = std::max(last_hop_end, t.end);
-  for (const TimelineTask& t : r->timeline)
-    if (t.kind == TimelineTask::Kind::kCompute && t.op > 0) EXPECT_GE(t.start, last_hop_end);
+  for (const TimelineTask& t : r->timeline) {
+    if (t.kind == TimelineTask::Kind::kCompute && t.op > 0) {
+      EXPECT_GE(t.start, last_hop_end);
+    }
+  }
 }
 
 TEST(TransferShare, PartialReadsAndGradientsAreTensorsOfTheirOwn) {
