@@ -97,7 +97,7 @@ class MemoryLedger {
 // The exact cost of the simulator's current strategy; the full result (for the overage) only when it is OOM.
 StepCost ExactCost(const DeltaSimulator& sim, const Topology& topology) {
   if (!sim.oom()) return StepCost{sim.step_time(), false, 0.0};
-  return CostOf(sim.result(), topology);
+  return CostOf(sim.step_time(), sim.device_peaks(), topology);
 }
 
 // The better (by the objective's order, sim/objective.h) of the expert's and m-ETF's strategies. When the

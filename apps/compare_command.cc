@@ -1,4 +1,4 @@
-// `devplace compare --suite S.yaml -o DIR [--json]`: runs every (model, topology, algorithm) cell of a suite with
+// `devplace compare --suite S.yaml -o DIR [--threads N] [--json]`: runs every (model, topology, algorithm) cell of a suite with
 // the suite's budget and seed (workflows/compare.h), and writes DIR/results.md, DIR/results.csv and DIR/chart.png.
 #include <cstdio>
 #include <iostream>
@@ -14,21 +14,26 @@ void RegisterCompareCommand(CLI::App& app, CommandContext& ctx) {
   struct Options {
     std::string suite, output;
     bool json = false;
+    int32_t threads = 0;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("compare", "Run every (model, topology, algorithm) cell of a suite");
   cmd->add_option("--suite", opts->suite, "Suite YAML file (see configs/suites/)")->required();
   cmd->add_option("-o,--output", opts->output, "Output directory (results.md, results.csv, chart.png)")->required();
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
+  cmd->add_option("--threads", opts->threads, "Cells run at once (default 0: one per core; results do not depend on it)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([opts, &ctx]() {
     const CompareSuite suite = Unwrap(ReadCompareSuite(opts->suite));
     CompareRunOptions options{opts->output, "devplace compare --suite " + opts->suite + " -o " + opts->output, {}};
+    options.threads = opts->threads;
     if (!opts->json) {
+      // Cells finish in any order on several threads: one whole line per finished cell.
       options.on_cell = [](size_t index, size_t total, const CompareCell& c, bool done) {
-        if (!done)
-          std::fprintf(stderr, "[%zu/%zu] %s on %s: %s ...", index + 1, total, c.model.c_str(), c.topology.c_str(),
-                       c.algorithm.c_str());
-        else if (c.ok)
+        if (!done) return;
+        std::fprintf(stderr, "[%zu/%zu] %s on %s: %s ...", index + 1, total, c.model.c_str(), c.topology.c_str(),
+                     c.algorithm.c_str());
+        if (c.ok)
           std::fprintf(stderr, " %.3f ms%s (%.1f s)\n", c.step_time * 1e3, c.oom ? " OOM" : "", c.search_seconds);
         else
           std::fprintf(stderr, " error: %s\n", c.error.c_str());

@@ -49,8 +49,9 @@ void PlacementState::InitIterative() {
 }
 
 void PlacementState::RefreshTimeFromDelta() {
-  // The full result (for the overage) only when the step runs out of memory.
-  cost_ = delta_->oom() ? CostOf(delta_->result(), game_->topology()) : StepCost{delta_->step_time(), false, 0.0};
+  // The peaks (for the overage) only when the step may run out of memory.
+  cost_ = delta_->oom() ? CostOf(delta_->step_time(), delta_->device_peaks(), game_->topology())
+                        : StepCost{delta_->step_time(), false, 0.0};
   evaluated_ = true;
 }
 

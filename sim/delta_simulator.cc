@@ -75,14 +75,26 @@ SimResult DeltaSimulator::result() const {
 
 bool DeltaSimulator::oom() const {
   const Impl& m = *impl_;
+  // Without a device whose buffers could exceed its room even if all were alive at once, no peak can: O(devices).
+  bool may = false;
+  for (DeviceId d = 0; d < m.topology.num_devices(); ++d)
+    may |= m.run.static_bytes[d] + m.run.totals.held[d] > m.topology.device(d).memory_bytes;
+  if (!may) return false;
+  const std::vector<int64_t> peaks = device_peaks();
+  for (DeviceId d = 0; d < m.topology.num_devices(); ++d)
+    if (peaks[d] > m.topology.device(d).memory_bytes) return true;
+  return false;
+}
+
+std::vector<int64_t> DeltaSimulator::device_peaks() const {
+  const Impl& m = *impl_;
   m.Materialize();
   Time max_end = 0;
   for (int32_t t : m.run.last_task)
     if (t >= 0) max_end = std::max(max_end, m.End(t));
-  std::vector<int64_t> dynamic = m.peaks.DynamicPeaks(m.run.tg, m.materialized, max_end);
-  for (DeviceId d = 0; d < m.topology.num_devices(); ++d)
-    if (m.run.static_bytes[d] + dynamic[d] > m.topology.device(d).memory_bytes) return true;
-  return false;
+  std::vector<int64_t> peaks = m.peaks.DynamicPeaks(m.run.tg, m.materialized, max_end);
+  for (DeviceId d = 0; d < m.topology.num_devices(); ++d) peaks[d] += m.run.static_bytes[d];
+  return peaks;
 }
 
 int64_t DeltaSimulator::last_retimed_tasks() const { return impl_->retimed; }

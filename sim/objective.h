@@ -42,5 +42,7 @@ double OverageFraction(const SimResult& result, const Topology& topology);
 
 // The cost of a simulated step on `topology`.
 StepCost CostOf(const SimResult& result, const Topology& topology);
+// The same from the step time and the per-device peaks alone (DeltaSimulator::device_peaks), without a SimResult.
+StepCost CostOf(double step_time, const std::vector<int64_t>& peaks, const Topology& topology);
 
 }  // namespace devplace

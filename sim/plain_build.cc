@@ -156,6 +156,7 @@ void TaskBuilder::PlainComputeTasks(std::span<const DeviceId> device, TaskGraph*
   int32_t* pred = tg->pred_pool.data();
   Time* busy = totals->busy.data();
   int32_t* count = totals->count.data();
+  int64_t* held = totals->held.data();
   Time sum = *horizon;  // a local, so that the stores to the task arrays need not reload it
   int32_t so = 0, po = 0;
   for (OpId o = 0; o < n; ++o) {
@@ -176,6 +177,7 @@ void TaskBuilder::PlainComputeTasks(std::span<const DeviceId> device, TaskGraph*
     tg->fallback[o] = c.fallback;
     busy[d] += c.ticks;
     ++count[d];
+    held[d] += output_bytes_[o];
     AddHorizon(&sum, c.ticks);
     totals->fallbacks += c.fallback;
     tg->succ_off[o] = so;
@@ -271,6 +273,7 @@ void TaskBuilder::PlainHopTasks(std::span<const DeviceId> device, int32_t succ_e
     }
     tg->mem_bytes[plan.first + plan.hops - 1] = edge.bytes;  // the receive buffer, on the first segment's last hop
     tg->mem_device[plan.first + plan.hops - 1] = device[v];
+    totals->held[device[v]] += edge.bytes;
   }
   *horizon = sum;
 }

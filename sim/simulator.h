@@ -58,7 +58,7 @@ struct TimelineTask {
   enum class Kind : uint8_t { kCompute, kTransfer, kCollective };
   Kind kind = Kind::kCompute;
   OpId op = 0;            // the op computing, or the producer whose tensor moves, or the op the collective serves
-  OpId consumer = -1;     // for transfers: the consuming op
+  OpId consumer = -1;     // for transfers: the consuming op (of a shared transfer, the first edge's)
   int32_t part = 0;       // part index of `op` (compute) or of the producer (transfer)
   int32_t resource = 0;   // device id for compute; num_devices + link id for transfers and collective steps
   int64_t bytes = 0;      // bytes moved (transfers, collective steps)
@@ -140,9 +140,12 @@ class DeltaSimulator {
   double step_time() const;
   // Full result of the current strategy, equal to Simulate(graph, topology, strategy(), cost, options).
   SimResult result() const;
-  // Whether the current strategy runs out of memory, equal to result().oom: one pass over the timeline for the
-  // memory peaks, without the statistics and critical path that result() assembles.
+  // Whether the current strategy runs out of memory, equal to result().oom: O(devices) when every device would
+  // hold all its buffers at once (an upper bound of its peak), else one pass over the timeline for the memory
+  // peaks, without the statistics and critical path that result() assembles.
   bool oom() const;
+  // Peak bytes per device (static + dynamic), equal to result().devices[d].peak_bytes: the memory pass alone.
+  std::vector<int64_t> device_peaks() const;
   // Tasks re-timed by the last SetConfig/SetConfigs call (a measure of how far the change reached).
   int64_t last_retimed_tasks() const;
 

@@ -536,6 +536,7 @@ void TaskTotals::Reset(int32_t num_resources) {
   busy.assign(static_cast<size_t>(num_resources), 0);
   bytes.assign(static_cast<size_t>(num_resources), 0);
   count.assign(static_cast<size_t>(num_resources), 0);
+  held.assign(static_cast<size_t>(num_resources), 0);
   bytes_moved = 0;
   num_tasks = num_compute = fallbacks = 0;
   horizon = 0;
@@ -549,6 +550,7 @@ void TaskTotals::Add(const TaskGraph& tg, int32_t t, int sign) {
   else horizon -= ticks;
   bytes[r] += sign * tg.bytes[t];
   count[r] += sign;
+  if (tg.mem_device[t] >= 0) held[tg.mem_device[t]] += sign * tg.mem_bytes[t];
   if (tg.first_hop[t]) bytes_moved += sign * tg.bytes[t];
   num_tasks += sign;
   if (tg.kind[t] == TaskKind::kCompute) {

@@ -104,13 +104,16 @@ class PlainCostCache {
   std::vector<Entry> entries_;
 };
 
-// Aggregates that do not depend on timing: per-resource busy time, bytes and task counts, bytes moved,
+// Aggregates that do not depend on timing: per-resource busy time, bytes, task counts and buffers held, bytes moved,
 // fallbacks, and the horizon (total ticks of all tasks and their latencies, a bound on any time; it saturates at
 // kHorizonCap, far beyond what CheckHorizon accepts).
 struct TaskTotals {
   std::vector<Time> busy;
   std::vector<int64_t> bytes;
   std::vector<int32_t> count;
+  // Per resource (only devices hold any): the bytes of all buffers the tasks allocate there, an upper bound of the
+  // dynamic memory peak (every buffer alive at once).
+  std::vector<int64_t> held;
   int64_t bytes_moved = 0;
   int32_t num_tasks = 0, num_compute = 0, fallbacks = 0;
   Time horizon = 0;

@@ -1,6 +1,11 @@
 #include "workflows/compare.h"
 
+#include <algorithm>
+#include <atomic>
 #include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "agents/learned/learned_search.h"
 #include "agents/search.h"
@@ -84,18 +89,45 @@ Expected<CompareRun> RunCompareSuite(const CompareSuite& suite, const CompareRun
   if (Status s = CreateOutputDir(options.output_dir); !s) return s.error();
 
   CompareRun run;
-  const size_t total = in->graphs.size() * in->topologies.size() * in->algorithms.size();
-  for (size_t m = 0; m < in->graphs.size(); ++m) {
+  const size_t algorithms = in->algorithms.size(), topologies = in->topologies.size();
+  const size_t total = in->graphs.size() * topologies * algorithms;
+  run.cells.resize(total);
+  // Cell i is (model, topology, algorithm) in model-major order; threads take the next cell of a search baseline
+  // until none is left. The learned searches' cells run afterwards on this thread alone, as before: they set
+  // LibTorch's process-wide thread settings (agents/learned/learner.cc) and use their own threads.
+  const std::vector<std::string> baselines = SearchAlgorithmNames();
+  std::vector<uint8_t> parallel(algorithms);
+  for (size_t a = 0; a < algorithms; ++a)
+    parallel[a] = std::find(baselines.begin(), baselines.end(), in->algorithms[a]->name()) != baselines.end();
+  std::atomic<size_t> next{0};
+  std::mutex report;
+  auto notify = [&](size_t i, const CompareCell& cell, bool done) {
+    if (!options.on_cell) return;
+    std::lock_guard<std::mutex> lock(report);
+    options.on_cell(i, total, cell, done);
+  };
+  auto run_cell = [&](size_t i) {
+    const size_t m = i / (topologies * algorithms);
+    const Topology& topology = in->topologies[i / algorithms % topologies];
+    const SearchAlgorithm& algo = *in->algorithms[i % algorithms];
     const std::string label = suite.models[m].label();
-    for (const Topology& topology : in->topologies) {
-      for (const auto& algo : in->algorithms) {
-        if (options.on_cell) options.on_cell(run.cells.size(), total, {label, topology.name(), algo->name()}, false);
-        run.cells.push_back(RunCell(*algo, in->graphs[m], topology, suite, label));
-        run.failed += !run.cells.back().ok;
-        if (options.on_cell) options.on_cell(run.cells.size() - 1, total, run.cells.back(), true);
-      }
-    }
-  }
+    notify(i, {label, topology.name(), algo.name()}, false);
+    run.cells[i] = RunCell(algo, in->graphs[m], topology, suite, label);
+    notify(i, run.cells[i], true);
+  };
+  auto worker = [&]() {
+    for (size_t i = next++; i < total; i = next++)
+      if (parallel[i % algorithms]) run_cell(i);
+  };
+  const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::min(total, options.threads > 0 ? static_cast<size_t>(options.threads) : hardware);
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  for (size_t i = 0; i < total; ++i)
+    if (!parallel[i % algorithms]) run_cell(i);
+  for (const CompareCell& c : run.cells) run.failed += !c.ok;
   const std::string& dir = options.output_dir;
   if (Status s = WriteCompareCsv(run.cells, suite.baseline, dir + "/results.csv"); !s) return s.error();
   if (Status s = WriteCompareMarkdown(run.cells, suite.algorithms, suite.baseline, suite.name, options.command,

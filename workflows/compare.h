@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -16,8 +17,13 @@ namespace devplace {
 struct CompareRunOptions {
   std::string output_dir;  // created if missing
   std::string command;     // the command line quoted in results.md
-  // Called before a cell runs (`done` false) and after (`done` true, the cell filled in); may be empty.
+  // Called before a cell runs (`done` false) and after (`done` true, the cell filled in); may be empty. With
+  // several threads, cells start and finish in any order; the calls never overlap.
   std::function<void(size_t index, size_t total, const CompareCell& cell, bool done)> on_cell;
+  // Cells of the search baselines run at once, each search on its own thread (0: one per core); the learned
+  // searches' cells run one at a time afterwards. Every cell's search has its own seed and state, so the results
+  // (all but the search seconds) do not depend on it.
+  int32_t threads = 0;
 };
 
 struct CompareRun {

@@ -6,6 +6,7 @@
 #include "core/topology_yaml.h"
 #include "core/training_graph.h"
 #include "datasets/families.h"
+#include "sim/objective.h"
 #include "sim/simulator.h"
 #include "tests/testing/sim_fixtures.h"
 
@@ -306,6 +307,51 @@ TEST(DeltaSimulator, OomMatchesTheFullMemoryModel) {
   for (OpId op = 0; op < graph.num_ops(); op += 2) half.emplace_back(op, OpConfig{{1}, {}});
   ASSERT_TRUE(delta->SetConfigs(half).ok());
   EXPECT_EQ(delta->oom(), Simulate(graph, small, delta->strategy(), cost)->oom);
+}
+
+// oom() may answer from a bound (every buffer alive at once fits) before computing peaks. Thirty ops feeding one
+// (no weights, so nothing but buffers): nearly every buffer is alive when the last op runs, so the peak is close to
+// the bound, and random moves over devices of many sizes between them find OOM and fitting states, each decided as
+// the full memory model decides it.
+TEST(DeltaSimulator, OomFromTheBoundAndFromThePeaksMatchesTheFullModel) {
+  GraphBuilder b("fan-in");
+  std::vector<OpId> sources;
+  for (int i = 0; i < 30; ++i) {
+    std::string name = "s";
+    name += std::to_string(i);
+    sources.push_back(b.add_op(testing::MakeOp(name, 1e6)));
+  }
+  const OpId sink = b.add_op(testing::MakeOp("z", 1e6));
+  for (OpId s : sources) b.add_edge(s, sink);
+  const Graph graph = std::move(b).Build().value();
+  const CostModel cost = MakeAnalyticCostModel();
+  const int64_t all = 31 * OutputBytes(graph.op(sink));  // every output on one device
+  std::mt19937_64 rng(5);
+  int ooms = 0, fits = 0;
+  for (int64_t room = all / 6; room <= all * 3 / 2; room += all / 12) {
+    TopologyBuilder sized("sized");
+    sized.add_device(testing::MakeDevice("d0", room));
+    sized.add_device(testing::MakeDevice("d1", room));
+    sized.add_bidirectional_link(0, 1, 50e9, 2e-6, "nvlink");
+    const Topology topo = std::move(sized).Build().value();
+    Expected<DeltaSimulator> moving = DeltaSimulator::Create(graph, topo, Strategy::AllOn(graph.num_ops(), 0), cost);
+    ASSERT_TRUE(moving.ok());
+    for (int k = 0; k < 30; ++k) {
+      const OpId op = testing::UniformInt(rng, graph.num_ops());
+      ASSERT_TRUE(moving->SetConfig(op, OpConfig{{testing::UniformInt(rng, 2)}, {}}).ok());
+      const bool full = Simulate(graph, topo, moving->strategy(), cost)->oom;
+      ASSERT_EQ(moving->oom(), full) << "room " << room << " change " << k;
+      (full ? ooms : fits)++;
+      // The cost from the peaks alone equals the cost from the whole result (the overage included).
+      const StepCost from_peaks = CostOf(moving->step_time(), moving->device_peaks(), topo);
+      const StepCost from_result = CostOf(moving->result(), topo);
+      ASSERT_EQ(from_peaks.oom, from_result.oom);
+      ASSERT_EQ(from_peaks.overage, from_result.overage);
+      ASSERT_EQ(from_peaks.step_time, from_result.step_time);
+    }
+  }
+  EXPECT_GT(ooms, 20);
+  EXPECT_GT(fits, 20);
 }
 
 TEST(DeltaSimulator, MultiOpChangesAndNoOpChanges) {
