@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <numeric>
 #include <optional>
 #include <tuple>
@@ -13,6 +12,7 @@
 #include "core/colocation.h"
 #include "core/sharding_propagation.h"
 #include "core/strategy.h"
+#include "sim/pipeline.h"
 #include "sim/simulator.h"
 
 namespace devplace {
@@ -136,21 +136,52 @@ Strategy DataParallelOn(const Graph& graph, const std::vector<DeviceId>& devices
 
 // Megatron-LM's annotations (configs/sharding/megatron.yaml) propagated over `graph` on `mesh`; nullopt when the
 // graph has no such ops or they do not fit.
-std::optional<std::vector<ShardingSpec>> MegatronSpecs(const Graph& graph, const Mesh& mesh) {
+// Those of Megatron-LM's annotations (configs/sharding/megatron.yaml, on mesh axis 0) that match a forward op of
+// `graph` among `ops` (all ops when empty): a pipeline stage's PipelineStage::sharding.
+std::vector<ShardingAnnotation> MegatronAnnotations(const Graph& graph, const std::vector<OpId>& ops = {}) {
   std::vector<ShardingAnnotation> annotations;
-  for (const char* pattern : {"*/attention_q", "*/attention_k", "*/attention_v", "*/ffn1"})
-    annotations.push_back({pattern, ShardingSpec{{{}, {}, {0}}, {}}, false, "pipeline-dp megatron"});
-  Expected<ShardingPlan> plan = PropagateSharding(graph, mesh, annotations);
+  for (const char* pattern : {"*/attention_q", "*/attention_k", "*/attention_v", "*/ffn1"}) {
+    bool matched = ops.empty();
+    for (OpId op : ops)
+      matched = matched || (graph.op(op).role == OpRole::kForward && GlobMatch(pattern, graph.op(op).name));
+    if (matched) annotations.push_back({pattern, ShardingSpec{{{}, {}, {0}}, {}}, false, "pipeline-dp megatron"});
+  }
+  return annotations;
+}
+
+std::optional<std::vector<ShardingSpec>> MegatronSpecs(const Graph& graph, const Mesh& mesh) {
+  Expected<ShardingPlan> plan = PropagateSharding(graph, mesh, MegatronAnnotations(graph));
   if (!plan.ok()) return std::nullopt;
   return std::move(plan->specs);
 }
 
 enum Candidate : int8_t { kDataParallel = 0, kMegatron = 1 };
 
-// The priced (cluster range, submesh size) cells and the best candidate of each.
-struct Price {
-  double seconds = kInfinity;  // per micro-batch
+// One priced candidate of a (cluster range, submesh size) cell: its time per micro-batch and, per device of the
+// submesh (the machine's first devices of that size), the static bytes and the rest of the whole-batch simulated
+// peak (activations of all M micro-batches and transfer buffers), with the device's capacity.
+struct Option {
+  double seconds = kInfinity;
   Candidate candidate = kDataParallel;
+  std::vector<int64_t> fixed, dynamic, capacity;
+
+  // The overage (sim/objective.h) of the stage with `in_flight` of the M micro-batches' activations alive: per
+  // device static + dynamic x in_flight / M above its capacity, summed as fractions of the capacity.
+  double Overage(int32_t in_flight, int32_t microbatches) const {
+    double overage = 0.0;
+    for (size_t j = 0; j < fixed.size(); ++j) {
+      const double peak = static_cast<double>(fixed[j]) +
+                          static_cast<double>(dynamic[j]) * in_flight / static_cast<double>(microbatches);
+      if (capacity[j] > 0 && peak > static_cast<double>(capacity[j]))
+        overage += (peak - static_cast<double>(capacity[j])) / static_cast<double>(capacity[j]);
+    }
+    return overage;
+  }
+};
+
+// The priced candidates of a cell (none: not priced, or no candidate simulated).
+struct Price {
+  std::vector<Option> options;
 };
 
 // Prices stages with the simulator: units [lo, hi) as a graph of their own on the first k devices of the machine.
@@ -176,36 +207,46 @@ class StagePricer {
     if (!stage.ok()) return best;
     const std::vector<DeviceId> devices(machine_.order.begin(), machine_.order.begin() + k);
     Consider(*stage, DataParallelOn(*stage, devices), kDataParallel, &best);
-    if (const std::vector<ShardingSpec>* specs = k > 1 ? Megatron(k) : nullptr) {
-      std::vector<ShardingSpec> mine;
-      for (OpId op : ops) mine.push_back((*specs)[op]);
-      if (Expected<Strategy> s = LowerSpecs(*stage, mine, ModelMesh(devices)); s.ok())
-        Consider(*stage, *s, kMegatron, &best);
-    }
+    // Megatron as the pipeline simulates a stage with its annotations (ShardedStageGraph): propagated over the
+    // stage's ops, when some match and the micro-batches divide every sample dimension.
+    bool divisible = true;
+    for (OpId op : ops)
+      for (const PartitionDim& dim : graph.op(op).dims)
+        divisible = divisible && (dim.kind != DimKind::kSample || dim.size % microbatches_ == 0);
+    const std::vector<ShardingAnnotation> megatron = MegatronAnnotations(graph, ops);
+    if (k > 1 && divisible && !megatron.empty())
+      if (Expected<ShardingPlan> p = PropagateSharding(*stage, ModelMesh(devices), megatron); p.ok())
+        if (Expected<Strategy> s = LowerSpecs(*stage, p->specs, ModelMesh(devices)); s.ok())
+          Consider(*stage, *s, kMegatron, &best);
     return best;
-  }
-
-  // Megatron's specs over the whole graph on a mesh of k devices (propagated once per k); nullptr if none.
-  const std::vector<ShardingSpec>* Megatron(int32_t k) {
-    auto it = megatron_.find(k);
-    if (it == megatron_.end()) {
-      const std::vector<DeviceId> devices(machine_.order.begin(), machine_.order.begin() + k);
-      it = megatron_.emplace(k, MegatronSpecs(*problem_.graph, ModelMesh(devices))).first;
-    }
-    return it->second ? &*it->second : nullptr;
   }
 
   double best_step() const { return best_step_; }
 
  private:
-  void Consider(const Graph& stage, const Strategy& strategy, Candidate candidate, Price* best) {
+  void Consider(const Graph& stage, const Strategy& strategy, Candidate candidate, Price* price) {
     if (clock_.exhausted()) return;
     Expected<SimResult> sim = Simulate(stage, *problem_.topology, strategy, problem_.cost, problem_.sim);
     if (sim.ok()) best_step_ = std::min(best_step_, sim->step_time);
     clock_.RecordEvaluation(best_step_ < kInfinity ? best_step_ : 0.0);
     if (!sim.ok()) return;
-    const double seconds = sim->step_time / microbatches_;
-    if (seconds < best->seconds) *best = {seconds, candidate};
+    Option option{sim->step_time / microbatches_, candidate, {}, {}, {}};
+    for (DeviceId d : DevicesOf(strategy)) {
+      const DeviceStats& stats = sim->devices[d];
+      option.fixed.push_back(stats.static_bytes);
+      option.dynamic.push_back(stats.peak_bytes - stats.static_bytes);
+      option.capacity.push_back(problem_.topology->device(d).memory_bytes);
+    }
+    price->options.push_back(std::move(option));
+  }
+
+  // The devices some op of `strategy` runs on, ascending.
+  static std::vector<DeviceId> DevicesOf(const Strategy& strategy) {
+    std::vector<DeviceId> devices;
+    for (const OpConfig& c : strategy.configs) devices.insert(devices.end(), c.devices.begin(), c.devices.end());
+    std::sort(devices.begin(), devices.end());
+    devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+    return devices;
   }
 
   const SearchProblem& problem_;
@@ -213,13 +254,13 @@ class StagePricer {
   const Machine& machine_;
   const int32_t microbatches_;
   BudgetTracker& clock_;
-  std::map<int32_t, std::optional<std::vector<ShardingSpec>>> megatron_;
   double best_step_ = kInfinity;
 };
 
-// One stage of the DP's answer: clusters [first, last) on a submesh of machine size index `size`.
+// One stage of the DP's answer: clusters [first, last) on a submesh of machine size index `size`, with the cell's
+// candidate `option` (an index into its Price::options).
 struct StageChoice {
-  int32_t first = 0, last = 0, size = 0;
+  int32_t first = 0, last = 0, size = 0, option = 0;
 };
 
 using Cell = StageChoice;
@@ -251,11 +292,15 @@ std::vector<Cell> SeedCover(const std::vector<double>& cluster_flops, const Mach
   return {};
 }
 
-// Alpa's DP: for each candidate t_max (the priced stage times, ascending), the contiguous stages with times <= t_max
-// covering all clusters and exactly all devices with the least Σ t; the answer minimises Σ t + (M - 1) t_max.
-// `price[(i * C + j - 1) * S + s]` is clusters [i, j) on size index s. Empty when no cover exists.
+// Alpa's DP, memory-aware: for each candidate t_max (the priced stage times, ascending), the contiguous stages with
+// times <= t_max covering all clusters and exactly all devices, ranked as the objective ranks steps (sim/objective.h):
+// least total overage first (0: every stage fits), then least Σ t. A stage's overage counts the activations its
+// position keeps in flight (WarmupForwards of the schedule with r stages from it to the end), so the DP runs from
+// the last cluster back, over (first cluster, devices used, stages). The answer minimises (overage,
+// Σ t + (M - 1) t_max). `price[(i * C + j - 1) * S + s]` is clusters [i, j) on size index s. Empty when no cover
+// exists.
 std::vector<StageChoice> SolveStages(const std::vector<Price>& price, int32_t clusters, const Machine& machine,
-                                     int32_t microbatches) {
+                                     int32_t microbatches, PipelineSchedule schedule) {
   const int32_t C = clusters, S = static_cast<int32_t>(machine.sizes.size());
   const int32_t N = static_cast<int32_t>(machine.order.size());
   auto at = [&](int32_t i, int32_t j, int32_t s) -> const Price& {
@@ -263,41 +308,63 @@ std::vector<StageChoice> SolveStages(const std::vector<Price>& price, int32_t cl
   };
   std::vector<double> bounds;
   for (const Price& p : price)
-    if (p.seconds < kInfinity) bounds.push_back(p.seconds);
+    for (const Option& o : p.options)
+      if (o.seconds < kInfinity) bounds.push_back(o.seconds);
   std::sort(bounds.begin(), bounds.end());
   bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
-  double best = kInfinity;
+  using Cost = std::pair<double, double>;  // (overage, Σ t)
+  const Cost none{kInfinity, kInfinity};
+  Cost best = none;
   std::vector<StageChoice> answer;
-  std::vector<double> g;
+  // g[(i * (N + 1) + d) * (N + 1) + r]: clusters [i, C) on d devices in r stages; back: its first stage.
+  auto cell = [&](int32_t i, int32_t d, int32_t r) { return (static_cast<size_t>(i) * (N + 1) + d) * (N + 1) + r; };
+  std::vector<Cost> g;
   std::vector<StageChoice> back;
   for (double t_max : bounds) {
-    if (static_cast<double>(microbatches - 1) * t_max >= best) break;
-    g.assign(static_cast<size_t>(C + 1) * (N + 1), kInfinity);
+    if (best.first == 0.0 && static_cast<double>(microbatches - 1) * t_max >= best.second) break;
+    g.assign(cell(C + 1, 0, 0), none);
     back.assign(g.size(), {});
-    g[0] = 0.0;
-    for (int32_t j = 1; j <= C; ++j)
-      for (int32_t i = 0; i < j; ++i)
+    g[cell(C, 0, 0)] = {0.0, 0.0};
+    for (int32_t i = C - 1; i >= 0; --i)
+      for (int32_t j = i + 1; j <= C; ++j)
         for (int32_t s = 0; s < S; ++s) {
-          const double t = at(i, j, s).seconds;
-          if (!(t <= t_max)) continue;
-          for (int32_t d = machine.sizes[s]; d <= N; ++d) {
-            const double before = g[static_cast<size_t>(i) * (N + 1) + d - machine.sizes[s]];
-            double& cell = g[static_cast<size_t>(j) * (N + 1) + d];
-            if (before + t < cell) {
-              cell = before + t;
-              back[static_cast<size_t>(j) * (N + 1) + d] = {i, j, s};
+          const std::vector<Option>& options = at(i, j, s).options;
+          const int32_t size = machine.sizes[s];
+          for (int32_t r = 0; r < N; ++r) {
+            const int32_t in_flight = WarmupForwards(schedule, r + 1, 0, microbatches);
+            for (int32_t o = 0; o < static_cast<int32_t>(options.size()); ++o) {
+              if (!(options[o].seconds <= t_max)) continue;
+              const double overage = options[o].Overage(in_flight, microbatches);
+              for (int32_t d = 0; d + size <= N; ++d) {
+                const Cost& after = g[cell(j, d, r)];
+                if (after.first == kInfinity) continue;
+                const Cost here{after.first + overage, after.second + options[o].seconds};
+                if (here < g[cell(i, d + size, r + 1)]) {
+                  g[cell(i, d + size, r + 1)] = here;
+                  back[cell(i, d + size, r + 1)] = {i, j, s, o};
+                }
+              }
             }
           }
         }
-    const double total = g[static_cast<size_t>(C) * (N + 1) + N] + static_cast<double>(microbatches - 1) * t_max;
-    if (!(total < best)) continue;
+    int32_t stages = -1;
+    Cost total = none;
+    for (int32_t r = 1; r <= N; ++r) {
+      const Cost& c = g[cell(0, N, r)];
+      const Cost here{c.first, c.second + static_cast<double>(microbatches - 1) * t_max};
+      if (c.first < kInfinity && here < total) {
+        total = here;
+        stages = r;
+      }
+    }
+    if (stages < 0 || !(total < best)) continue;
     best = total;
     answer.clear();
-    for (int32_t j = C, d = N; j > 0;) {
-      const StageChoice c = back[static_cast<size_t>(j) * (N + 1) + d];
-      answer.insert(answer.begin(), c);
+    for (int32_t i = 0, d = N, r = stages; r > 0; --r) {
+      const StageChoice c = back[cell(i, d, r)];
+      answer.push_back(c);
       d -= machine.sizes[c.size];
-      j = c.first;
+      i = c.last;
     }
   }
   return answer;
@@ -326,7 +393,7 @@ Strategy LowerPlan(const Graph& graph, const PipelinePlan& plan, const std::vect
   for (size_t s = 0; s < plan.stages.size(); ++s) {
     const std::vector<DeviceId>& devices = plan.stages[s].devices;
     Strategy stage = DataParallelOn(graph, devices);
-    if (!plan.stages[s].spec.empty())
+    if (!plan.stages[s].sharding.empty())
       if (std::optional<std::vector<ShardingSpec>> specs = MegatronSpecs(graph, ModelMesh(devices)))
         if (Expected<Strategy> lowered = LowerSpecs(graph, *specs, ModelMesh(devices)); lowered.ok())
           stage = std::move(*lowered);
@@ -384,7 +451,7 @@ Expected<SearchResult> PipelineDpSearch::DoSearch(const SearchProblem& problem, 
     if (priced[x]++ || (batch > 0 && int64_t{M} * machine->sizes[c.size] > batch)) continue;
     price[x] = pricer.Run(bounds[c.first], bounds[c.last], machine->sizes[c.size]);
   }
-  const std::vector<StageChoice> stages = SolveStages(price, C, *machine, M);
+  const std::vector<StageChoice> stages = SolveStages(price, C, *machine, M, options_.schedule);
   if (stages.empty())
     return Error{"pipeline-dp: no pipeline of " + std::to_string(M) + " micro-batches covers the " +
                  std::to_string(machine->order.size()) + " devices with stages that fit the batch (" +
@@ -395,14 +462,20 @@ Expected<SearchResult> PipelineDpSearch::DoSearch(const SearchProblem& problem, 
   const std::vector<std::vector<DeviceId>> devices = PackStages(stages, *machine);
   for (size_t k = 0; k < stages.size(); ++k) {
     const StageChoice& c = stages[k];
-    const Price& p = price[(static_cast<size_t>(c.first) * C + c.last - 1) * S + c.size];
+    const Option& p = price[(static_cast<size_t>(c.first) * C + c.last - 1) * S + c.size].options[c.option];
     PipelineStage& stage = plan.stages.emplace_back();
     stage.name = "stage" + std::to_string(k);
     stage.ops.kind = StageOps::Kind::kLayerRange;
     stage.ops.first_layer = units->layers[bounds[c.first]];
     stage.ops.last_layer = units->layers[bounds[c.last] - 1];
     stage.devices = devices[k];
-    if (p.candidate == kMegatron) stage.spec = "R,R";  // activations replicated over the tensor-parallel axis
+    if (p.candidate == kMegatron) {
+      stage.spec = "R,R";  // activations replicated over the tensor-parallel axis
+      std::vector<OpId> ops;
+      for (OpId op = 0; op < graph.num_ops(); ++op)
+        if (units->of_op[op] >= bounds[c.first] && units->of_op[op] < bounds[c.last]) ops.push_back(op);
+      stage.sharding = MegatronAnnotations(graph, ops);  // simulated with its all-reduces per micro-batch
+    }
   }
   Expected<std::vector<int32_t>> stage_of = AssignStages(plan, graph);
   if (!stage_of.ok()) return Error{"pipeline-dp: " + stage_of.error().message};

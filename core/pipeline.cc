@@ -54,7 +54,59 @@ Status MarkStageOps(const PipelinePlan& plan, int32_t index, const Graph& graph,
   return Status::Ok();
 }
 
+// Scales the op to micro-batch size (StageGraph's rule); returns the factor its outputs shrank by (1 when it has
+// no sample dimension), or 0 when `microbatches` does not divide a sample dimension.
+int64_t ToMicrobatch(Op* op, int32_t microbatches) {
+  int64_t factor = 1;
+  for (PartitionDim& dim : op->dims) {
+    if (dim.kind != DimKind::kSample) continue;
+    if (dim.size % microbatches != 0) return 0;
+    if (dim.output_axis >= 0 && dim.output_axis < static_cast<int32_t>(op->shape.size()) &&
+        op->shape[dim.output_axis] == dim.size)
+      op->shape[dim.output_axis] /= microbatches;
+    dim.size /= microbatches;
+    factor = microbatches;
+  }
+  op->flops /= static_cast<double>(factor);
+  return factor;
+}
+
 }  // namespace
+
+Expected<StageGraph> ShardedStageGraph(const PipelinePlan& plan, int32_t stage, const Graph& graph,
+                                       const std::vector<int32_t>& stage_of) {
+  const PipelineStage& st = plan.stages[stage];
+  const int32_t M = plan.microbatches;
+  StageGraph out;
+  GraphBuilder b(graph.name() + "-" + st.name);
+  std::vector<OpId> id(static_cast<size_t>(graph.num_ops()), -1);
+  std::vector<int64_t> factor;
+  for (OpId op = 0; op < graph.num_ops(); ++op) {
+    if (stage_of[op] != stage) continue;
+    Op o = graph.op(op);
+    const int64_t f = ToMicrobatch(&o, M);
+    if (f == 0)
+      return StageError(st, std::to_string(M) + " micro-batches do not divide a sample dimension of op '" +
+                                graph.op(op).name + "'");
+    id[op] = b.add_op(std::move(o));
+    out.ops.push_back(op);
+    factor.push_back(f);
+  }
+  for (const Edge& e : graph.edges())
+    if (id[e.src] >= 0 && id[e.dst] >= 0)
+      b.add_edge(id[e.src], id[e.dst],
+                 graph.op(e.dst).role == OpRole::kUpdate ? e.bytes : e.bytes / factor[id[e.src]]);
+  Expected<Graph> built = std::move(b).Build();
+  if (!built.ok()) return StageError(st, built.error().message);
+  out.graph = std::move(*built);
+  const Mesh mesh = StageMesh(st);
+  Expected<ShardingPlan> propagated = PropagateSharding(out.graph, mesh, st.sharding);
+  if (!propagated.ok()) return StageError(st, "sharding: " + propagated.error().message);
+  Expected<Strategy> lowered = LowerSpecs(out.graph, propagated->specs, mesh);
+  if (!lowered.ok()) return StageError(st, "sharding: " + lowered.error().message);
+  out.strategy = std::move(*lowered);
+  return out;
+}
 
 std::string_view ToString(PipelineSchedule schedule) {
   for (const auto& [value, name] : kScheduleNames)
@@ -186,6 +238,9 @@ Status ValidatePipelinePlan(const PipelinePlan& plan, const Graph& graph, const 
   for (const Op& o : graph.ops())
     for (const PartitionDim& dim : o.dims)
       if (dim.kind == DimKind::kSample) batch = std::max(batch, dim.size);
+  for (int32_t s = 0; s < static_cast<int32_t>(plan.stages.size()); ++s)
+    if (!plan.stages[s].sharding.empty())
+      if (Expected<StageGraph> sg = ShardedStageGraph(plan, s, graph, *stage_of); !sg.ok()) return sg.error();
   for (const PipelineStage& stage : plan.stages) {
     const int64_t need = int64_t{plan.microbatches} * static_cast<int64_t>(stage.devices.size());
     if (batch > 0 && need > batch)

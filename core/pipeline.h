@@ -16,7 +16,9 @@
 #include "core/mesh.h"
 #include "core/reshard.h"
 #include "core/sharding.h"
+#include "core/sharding_propagation.h"
 #include "core/status.h"
+#include "core/strategy.h"
 #include "core/topology.h"
 
 namespace devplace {
@@ -62,6 +64,13 @@ struct PipelineStage {
   // devices all-reduce a weight gradient (those holding the same weight shard: 1/t of the weights each, t the
   // product of the other axes' extents).
   std::string spec;
+  // Intra-stage sharding of the stage's ops (empty: none, the ops run data parallel as said above): annotations
+  // over the stage's submesh (StageMesh, axes "a0", "a1", ...) propagated over the stage's ops and lowered
+  // (core/sharding_propagation.h, core/sharding.h), as `devplace shard` does for a whole graph (ShardedStageGraph).
+  // The simulator then runs every micro-batch's forward and backward as that lowering's tasks at micro-batch size,
+  // with their collectives (a Megatron stage's all-reduces, resharding between differently sharded ops), and the
+  // gradient synchronisation and updates once per step. `spec` still gives the layout of what crosses stages.
+  std::vector<ShardingAnnotation> sharding;
   bool operator==(const PipelineStage&) const = default;
 };
 
@@ -104,6 +113,20 @@ Mesh StageMesh(const PipelineStage& stage);
 // errors when the text does not parse, has other than two entries, or uses a mesh axis twice.
 Expected<ShardingSpec> StageSpec(const PipelineStage& stage);
 
+// A sharded stage (PipelineStage::sharding) as a graph of its own at micro-batch size, and its lowering.
+struct StageGraph {
+  // The stage's ops (in OpId order) and the edges between them, at micro-batch size: every op with a sample
+  // dimension has its sample dimensions, output extents along them, FLOPs, and the bytes of the edges it feeds
+  // (but those into update ops: weight gradients) divided by the micro-batches; ops without one are unchanged.
+  Graph graph;
+  std::vector<OpId> ops;  // per op of `graph`: the op of the full graph
+  Strategy strategy;      // the stage's annotations propagated over `graph` on StageMesh and lowered
+};
+// Builds stage `stage`'s StageGraph (stage_of from AssignStages). Errors name the stage: a sample dimension the
+// micro-batches do not divide, annotations that do not propagate (matching no op of the stage, not fitting).
+Expected<StageGraph> ShardedStageGraph(const PipelinePlan& plan, int32_t stage, const Graph& graph,
+                                       const std::vector<int32_t>& stage_of);
+
 // The distinct layer names of the graph's forward ops in order of first appearance along its topological order
 // (the order layer ranges refer to).
 std::vector<std::string> ForwardLayerOrder(const Graph& graph);
@@ -118,7 +141,7 @@ Expected<std::vector<int32_t>> AssignStages(const PipelinePlan& plan, const Grap
 // Checks the plan against the graph and machine: at least one stage, 1 <= microbatches <= kMaxMicrobatches,
 // unique non-empty stage names, devices known and used by one stage only, a shape (if given) with positive
 // extents multiplying to the device count, a layout StageSpec accepts, 1 <= reshard.chunks <= kMaxReshardChunks,
-// AssignStages, and micro-batches that fit: microbatches x a stage's devices at most the batch (the graph's
+// AssignStages, ShardedStageGraph for every stage with sharding annotations, and micro-batches that fit: microbatches x a stage's devices at most the batch (the graph's
 // largest sample dimension). Errors name the stage:
 // "stage 'dec': device 'gpu0' is already used by stage 'enc'".
 Status ValidatePipelinePlan(const PipelinePlan& plan, const Graph& graph, const Topology& topology);

@@ -4,6 +4,7 @@
 
 #include "core/atomic_file.h"
 #include "core/json_reader.h"
+#include "core/sharding_json.h"
 
 namespace devplace {
 
@@ -58,6 +59,13 @@ PipelineStage ReadStage(const nlohmann::json& value, const std::string& source, 
           static_cast<int32_t>(ReadInteger((*shape)[k], source, spath + "[" + std::to_string(k) + "]", 1, 1 << 20)));
   }
   stage.spec = entry.string_or("spec", "");
+  if (const nlohmann::json* sharding = entry.optional("sharding")) {
+    const std::string spath = entry.path_of("sharding");
+    RequireArray(*sharding, source, spath);
+    const Mesh mesh = StageMesh(stage);  // axes a0, a1, ... (the shape is validated with the plan)
+    for (size_t k = 0; k < sharding->size(); ++k)
+      ReadAnnotation((*sharding)[k], source, spath + "[" + std::to_string(k) + "]", mesh, &stage.sharding);
+  }
   entry.finish();
   return stage;
 }
@@ -108,6 +116,16 @@ std::string PipelinePlanToJson(const PipelinePlan& plan, const Graph& graph, con
       entry["layers"] = {{"first", stage.ops.first_layer}, {"last", stage.ops.last_layer}};
     if (!stage.shape.empty()) entry["shape"] = stage.shape;
     if (!stage.spec.empty()) entry["spec"] = stage.spec;
+    if (!stage.sharding.empty()) {
+      const Mesh mesh = StageMesh(stage);
+      nlohmann::json& list = entry["sharding"] = nlohmann::json::array();
+      for (const ShardingAnnotation& a : stage.sharding) {
+        nlohmann::json item = {{"ops", a.pattern}, {"spec", SpecDimsToJson(a.spec, mesh)}};
+        if (!a.spec.partial.empty()) item["partial"] = SpecPartialToJson(a.spec, mesh);
+        if (a.allow_padding) item["pad"] = true;
+        list.push_back(std::move(item));
+      }
+    }
     stages.push_back(std::move(entry));
   }
   nlohmann::json pipeline = {{"microbatches", plan.microbatches},

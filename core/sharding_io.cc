@@ -26,30 +26,6 @@ Mesh ReadRequestMesh(const nlohmann::json& value, const std::string& source, con
   return *reshaped;
 }
 
-void ReadAnnotation(const nlohmann::json& value, const std::string& source, const std::string& path, const Mesh& mesh,
-                    std::vector<ShardingAnnotation>* out) {
-  JsonObject obj(value, source, path);
-  ShardingAnnotation ann;
-  ann.spec = ReadSpecJson(obj.required("spec"), obj.path_of("spec"), obj.optional("partial"), obj.path_of("partial"),
-                          source, mesh);
-  ann.allow_padding = obj.boolean_or("pad", false);
-  const nlohmann::json& ops = obj.required("ops");
-  if (ops.is_array()) {
-    if (ops.empty()) obj.fail("ops", "needs at least one pattern");
-    for (size_t j = 0; j < ops.size(); ++j) {
-      const std::string p = obj.path_of("ops") + "[" + std::to_string(j) + "]";
-      ann.pattern = ReadString(ops[j], source, p);
-      ann.origin = source + ": " + p;
-      out->push_back(ann);
-    }
-  } else {
-    ann.pattern = ReadString(ops, source, obj.path_of("ops"));
-    ann.origin = source + ": " + path;
-    out->push_back(ann);
-  }
-  obj.finish();
-}
-
 }  // namespace
 
 Expected<ShardingRequest> ShardingRequestFromYaml(const std::string& text, const std::string& source,

@@ -9,6 +9,7 @@
 
 #include "core/mesh.h"
 #include "core/sharding.h"
+#include "core/sharding_propagation.h"
 #include "core/topology.h"
 
 namespace devplace {
@@ -28,6 +29,12 @@ ShardingSpec ReadSpecJson(const nlohmann::json& dims, const std::string& path, c
                           const std::string& partial_path, const std::string& source, const Mesh& mesh);
 // The canonical `dims` list (null, "axis" or ["a", "b"] per axis) and the `partial` list of `spec`.
 nlohmann::json SpecDimsToJson(const ShardingSpec& spec, const Mesh& mesh);
+
+// Reads one annotation {ops: pattern or [patterns], spec, partial?, pad?} at `path` on `mesh`, appending one
+// ShardingAnnotation per pattern (origin "<source>: <path>" or "<source>: <path>.ops[j]"). Throws InputError naming
+// the field.
+void ReadAnnotation(const nlohmann::json& value, const std::string& source, const std::string& path, const Mesh& mesh,
+                    std::vector<ShardingAnnotation>* out);
 nlohmann::json SpecPartialToJson(const ShardingSpec& spec, const Mesh& mesh);
 
 }  // namespace devplace

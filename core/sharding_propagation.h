@@ -40,6 +40,10 @@ struct ShardingAnnotation {
   ShardingSpec spec;
   bool allow_padding = false;  // accept shard counts that do not divide an axis (uneven shards)
   std::string origin;
+  // Equal when they say the same (pattern, spec, padding), wherever they were read from.
+  bool operator==(const ShardingAnnotation& o) const {
+    return pattern == o.pattern && spec == o.spec && allow_padding == o.allow_padding;
+  }
 };
 
 // What propagation produced and how.

@@ -44,6 +44,7 @@ std::string_view ToString(PipelineTaskKind kind) {
     case PipelineTaskKind::kGradient: return "gradient";
     case PipelineTaskKind::kAllReduce: return "allreduce";
     case PipelineTaskKind::kUpdate: return "update";
+    case PipelineTaskKind::kShardComm: return "shard_comm";
   }
   return "?";
 }

@@ -36,13 +36,16 @@ std::vector<StageStep> StageOrder(PipelineSchedule schedule, int32_t num_stages,
 
 // What a pipeline task does.
 enum class PipelineTaskKind : uint8_t {
-  kForward,         // a stage's forward ops on one micro-batch (one task per device of the stage)
+  kForward,         // a stage's forward ops on one micro-batch (one task per device of the stage; a sharded stage:
+                    // one per op part, and 1-tick markers opening and closing the micro-batch on each device)
   kBackward,        // its backward ops (with delay_weight_gradients: the activation-gradient half)
   kWeightGradient,  // with delay_weight_gradients: the weight-gradient half, after kBackward
   kActivation,      // one hop of activations resharded to a later stage
   kGradient,        // one hop of gradients resharded back to an earlier stage
-  kAllReduce,       // one hop of a data-parallel stage's gradient all-reduce (once per step)
+  kAllReduce,       // one hop of a stage's weight-gradient all-reduce (once per step)
   kUpdate,          // a stage's weight update (once per step, per device)
+  kShardComm,       // a sharded stage's collective step or transfer hop inside a micro-batch's forward or backward
+                    // (PipelineStage::sharding; -1 micro-batch: the edges into its updates)
 };
 std::string_view ToString(PipelineTaskKind kind);
 
@@ -86,7 +89,7 @@ Expected<PipelineResult> SimulatePipeline(const Graph& graph, const Topology& to
 
 // Chrome trace of a pipeline step (needs SimOptions::keep_timeline): a track per device with tasks named
 // "F3", "B3", "W3", "update", and a track per link direction with "act 3 s0->s1", "grad 3 s1->s0",
-// "allreduce s0" (stage names in full).
+// "allreduce s0", "comm 3 s0" (a sharded stage's collectives and transfers of micro-batch 3; stage names in full).
 Expected<std::string> PipelineChromeTraceJson(const PipelineResult& result, const PipelinePlan& plan,
                                               const Topology& topology);
 Status WritePipelineChromeTrace(const PipelineResult& result, const PipelinePlan& plan, const Topology& topology,

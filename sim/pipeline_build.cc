@@ -4,11 +4,14 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "core/check.h"
 #include "core/strategy.h"
 #include "sim/collectives.h"
+#include "sim/full_run.h"
 #include "sim/partition.h"
+#include "sim/pipeline_shard.h"
 #include "sim/reshard.h"
 #include "sim/reshard_carry.h"
 
@@ -32,12 +35,14 @@ class PipelineBuilder {
     Reset();
     spec_.clear();
     for (const PipelineStage& stage : plan_.stages) spec_.push_back(StageSpec(stage).value());
+    if (Status st = LowerShardedStages(); !st) return st;
     offset_.assign(static_cast<size_t>(S_) + 1, 0);
     for (int32_t s = 0; s < S_; ++s) offset_[s + 1] = offset_[s] + width(s) * M_;
     Price();
     AddComputeTasks();
     if (Status st = AddStageTransfers(); !st) return st;
-    for (int32_t s = 0; s < S_; ++s) AddAllReduce(s);
+    for (int32_t s = 0; s < S_; ++s)
+      if (!sharded_[s]) AddAllReduce(s);  // a sharded stage's gradient rings come with its lowering
     tg_.group_task_count = {tg_.num_tasks()};
     tg_.group_dep_count = {static_cast<int32_t>(tg_.dep_from.size())};
     BuildAdjacency(&tg_);
@@ -60,22 +65,22 @@ class PipelineBuilder {
   }
 
   int32_t Task(int32_t resource, Time duration, PipelineTaskKind kind, int32_t stage, int32_t peer, int32_t mb) {
-    const int32_t id = tg_.num_tasks();
-    tg_.resource.push_back(resource);
-    tg_.duration.push_back(std::max<Time>(1, duration));
-    tg_.key.push_back(static_cast<uint64_t>(id));
-    tg_.kind.push_back(TaskKind::kCompute);
-    for (auto* v : {&tg_.first_hop, &tg_.fallback}) v->push_back(0);
-    tg_.alive.push_back(1);
-    tg_.op.push_back(stage);
-    for (auto* v : {&tg_.part, &tg_.succ_off, &tg_.succ_cnt, &tg_.pred_off, &tg_.pred_cnt}) v->push_back(0);
-    for (auto* v : {&tg_.consumer, &tg_.mem_device}) v->push_back(-1);
-    for (auto* v : {&tg_.bytes, &tg_.mem_bytes}) v->push_back(0);
-    out_.kind.push_back(kind);
-    out_.peer.push_back(peer);
-    out_.microbatch.push_back(mb);
-    out_.stash_bytes.push_back(0);
-    return id;
+    return AppendPipelineTask(&out_, resource, duration, kind, stage, peer, mb);
+  }
+
+  // The lowering of every stage with sharding annotations (ShardedStageGraph), checked as the simulator checks a
+  // strategy; errors name the stage.
+  Status LowerShardedStages() {
+    sharded_.assign(static_cast<size_t>(S_), std::nullopt);
+    for (int32_t s = 0; s < S_; ++s) {
+      if (plan_.stages[s].sharding.empty()) continue;
+      Expected<StageGraph> sg = ShardedStageGraph(plan_, s, graph_, stage_of_);
+      if (!sg.ok()) return sg.error();
+      if (Status st = CheckStrategy(sg->graph, topology_, sg->strategy); !st)
+        return Error{"stage '" + plan_.stages[s].name + "': " + st.error().message};
+      sharded_[s] = std::move(*sg);
+    }
+    return Status::Ok();
   }
 
   void Dep(int32_t from, int32_t to) {
@@ -123,6 +128,7 @@ class PipelineBuilder {
     for (OpId op = 0; op < graph_.num_ops(); ++op) {
       const Op& o = graph_.op(op);
       const int32_t s = stage_of_[op], k = width(s);
+      if (sharded_[s]) continue;  // priced by its lowering (AppendShardedStage)
       const int64_t params = ParamBytesOf(graph_, op);
       const int64_t held = o.role == OpRole::kUpdate
                                ? static_cast<int64_t>(static_cast<double>(params) * options_.optimizer_state_factor)
@@ -169,36 +175,38 @@ class PipelineBuilder {
   // Each stage device's schedule as a chain of tasks, then its update.
   void AddComputeTasks() {
     const size_t n = static_cast<size_t>(offset_[S_]);
-    f_task_.assign(n, -1);
-    b_task_.assign(n, -1);
-    last_task_.assign(n, -1);
+    for (auto* v : {&f_start_, &f_done_, &b_start_, &b_done_, &last_task_}) v->assign(n, -1);
     last_compute_.assign(n / M_, -1);
     update_.assign(n / M_, -1);
     out_.max_in_flight.assign(static_cast<size_t>(S_), 0);
     for (int32_t s = 0; s < S_; ++s) {
       const std::vector<StageStep> order = StageOrder(plan_.schedule, S_, s, M_);
+      for (int32_t in_flight = 0; const StageStep& step : order)
+        out_.max_in_flight[s] = std::max(out_.max_in_flight[s], in_flight += step.forward ? 1 : -1);
+      if (sharded_[s]) {
+        AddShardedStage(s, order);
+        continue;
+      }
       for (int32_t j = 0; j < width(s); ++j) {
         const DeviceId d = device(s, j);
-        int32_t prev = -1, in_flight = 0;
+        int32_t prev = -1;
         for (const StageStep& step : order) {
           const size_t x = at(s, j, step.microbatch);
           int32_t t;
           if (step.forward) {
-            t = f_task_[x] = Task(d, fwd_[x], PipelineTaskKind::kForward, s, -1, step.microbatch);
+            t = f_start_[x] = f_done_[x] = Task(d, fwd_[x], PipelineTaskKind::kForward, s, -1, step.microbatch);
             tg_.fallback[t] = fallback_[x];
             Hold(t, stash_[x], d);
             out_.stash_bytes[t] = stash_[x];
-            out_.max_in_flight[s] = std::max(out_.max_in_flight[s], ++in_flight);
           } else {
-            --in_flight;
-            t = b_task_[x] = Task(d, bwd_[x], PipelineTaskKind::kBackward, s, -1, step.microbatch);
+            t = b_start_[x] = b_done_[x] = Task(d, bwd_[x], PipelineTaskKind::kBackward, s, -1, step.microbatch);
             tg_.fallback[t] = fallback_[x];
-            Dep(f_task_[x], t);
+            Dep(f_done_[x], t);
             if (plan_.delay_weight_gradients) {
               if (prev >= 0) Dep(prev, t);
               prev = t;
               t = Task(d, wgt_[x], PipelineTaskKind::kWeightGradient, s, -1, step.microbatch);
-              Dep(f_task_[x], t);  // the kept activations live until the weight gradient
+              Dep(f_done_[x], t);  // the kept activations live until the weight gradient
             }
             last_task_[x] = t;
           }
@@ -214,6 +222,21 @@ class PipelineBuilder {
         }
       }
     }
+  }
+
+  // Sharded stage s's tasks (AppendShardedStage); its markers stand for its per-device forward and backward.
+  void AddShardedStage(int32_t s, const std::vector<StageStep>& order) {
+    StageMarkers markers;
+    AppendShardedStage(*sharded_[s], topology_, cost_, options_, order, s, plan_.stages[s].devices, M_, &out_,
+                       &markers);
+    for (int32_t j = 0; j < width(s); ++j)
+      for (int32_t m = 0; m < M_; ++m) {
+        const size_t x = at(s, j, m), y = static_cast<size_t>(j * M_ + m);
+        f_start_[x] = markers.f_start[y];
+        f_done_[x] = markers.f_done[y];
+        b_start_[x] = markers.b_start[y];
+        b_done_[x] = last_task_[x] = markers.b_done[y];
+      }
   }
 
   // Bytes per step crossing each stage pair (a, b), sent by a: forward, a < b, activations; backward, a > b,
@@ -312,12 +335,13 @@ class PipelineBuilder {
     for (int32_t m = 0; m < M_; ++m)
       for (const Pair& p : pairs) {
         const bool forward = p.a < p.b;
-        const std::vector<int32_t>& work = forward ? f_task_ : b_task_;
+        const std::vector<int32_t>& sent = forward ? f_done_ : b_done_;
+        const std::vector<int32_t>& work = forward ? f_start_ : b_start_;
         const int64_t chunk = ScaleBytes(p.total, m + 1, M_) - ScaleBytes(p.total, m, M_);
         label_ = {forward ? PipelineTaskKind::kActivation : PipelineTaskKind::kGradient, p.a, p.b, m};
         for (int32_t i : p.plan.order) {
           const UnitTask& unit = p.tasks[i];
-          const int32_t from = work[at(p.a, IndexIn(p.a, p.plan.sender[i]), m)];
+          const int32_t from = sent[at(p.a, IndexIn(p.a, p.plan.sender[i]), m)];
           const int64_t all = p.start.back();
           const int64_t bytes = plan_.reshard.signal_only
                                     ? 1
@@ -411,7 +435,10 @@ class PipelineBuilder {
   std::vector<Time> fwd_, bwd_, wgt_, upd_;       // per slot (upd_: per stage device)
   std::vector<int64_t> stash_;                    // per slot
   std::vector<uint8_t> fallback_;                 // per slot, then per stage device (update): a share fell back
-  std::vector<int32_t> f_task_, b_task_, last_task_;  // per slot: forward, backward, last backward task
+  // Per slot: the tasks opening and closing its forward and backward (the same task unless the stage is sharded),
+  // and its last backward task.
+  std::vector<int32_t> f_start_, f_done_, b_start_, b_done_, last_task_;
+  std::vector<std::optional<StageGraph>> sharded_;  // per stage: its lowering when it has sharding annotations
   std::vector<int32_t> last_compute_, update_;    // per stage device
   std::vector<ShardingSpec> spec_;                // per stage: its layout (StageSpec)
   struct {
@@ -423,6 +450,27 @@ class PipelineBuilder {
 };
 
 }  // namespace
+
+int32_t AppendPipelineTask(PipelineTasks* out, int32_t resource, Time duration, PipelineTaskKind kind, int32_t stage,
+                           int32_t peer, int32_t microbatch) {
+  TaskGraph& tg = out->tg;
+  const int32_t id = tg.num_tasks();
+  tg.resource.push_back(resource);
+  tg.duration.push_back(std::max<Time>(1, duration));
+  tg.key.push_back(static_cast<uint64_t>(id));
+  tg.kind.push_back(TaskKind::kCompute);
+  for (auto* v : {&tg.first_hop, &tg.fallback}) v->push_back(0);
+  tg.alive.push_back(1);
+  tg.op.push_back(stage);
+  for (auto* v : {&tg.part, &tg.succ_off, &tg.succ_cnt, &tg.pred_off, &tg.pred_cnt}) v->push_back(0);
+  for (auto* v : {&tg.consumer, &tg.mem_device}) v->push_back(-1);
+  for (auto* v : {&tg.bytes, &tg.mem_bytes}) v->push_back(0);
+  out->kind.push_back(kind);
+  out->peer.push_back(peer);
+  out->microbatch.push_back(microbatch);
+  out->stash_bytes.push_back(0);
+  return id;
+}
 
 Status BuildPipelineTasks(const Graph& graph, const Topology& topology, const PipelinePlan& plan,
                           const std::vector<int32_t>& stage_of, const CostModel& cost, const SimOptions& options,

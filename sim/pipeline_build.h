@@ -27,6 +27,11 @@ struct PipelineTasks {
   std::vector<int32_t> max_in_flight;    // per stage
 };
 
+// Appends a task on `resource` (a device, or num_devices + link) of `duration` ticks (at least 1), keyed by its id,
+// with its pipeline labels; no buffer, no dependencies.
+int32_t AppendPipelineTask(PipelineTasks* out, int32_t resource, Time duration, PipelineTaskKind kind, int32_t stage,
+                           int32_t peer, int32_t microbatch);
+
 // Builds the tasks of one step of `plan` (validated) with `stage_of` from AssignStages.
 // Pricing: op o of a stage with k devices on micro-batch m and device j is the part m * k + j of o split into
 // M * k parts along its sample dimension (SplitConfig over M * k places), priced by `cost` with the partition

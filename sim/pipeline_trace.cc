@@ -22,6 +22,7 @@ std::string TaskName(const PipelineTimelineTask& t, const PipelinePlan& plan) {
     case PipelineTaskKind::kActivation: return "act " + mb + " " + stage + "->" + plan.stages[t.peer].name;
     case PipelineTaskKind::kGradient: return "grad " + mb + " " + stage + "->" + plan.stages[t.peer].name;
     case PipelineTaskKind::kAllReduce: return "allreduce " + stage;
+    case PipelineTaskKind::kShardComm: return (t.microbatch >= 0 ? "comm " + mb + " " : "comm ") + stage;
   }
   return "?";
 }

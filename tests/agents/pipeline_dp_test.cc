@@ -13,6 +13,8 @@ namespace {
 using testing::Gpus;
 using testing::IndependentChains;
 
+constexpr double kSmallGib = 0.45;  // GPUs of the memory test (PrefersPlansThatFitInMemory): 460.8 MiB
+
 Expected<SearchResult> SearchPipeline(const Graph& graph, const Topology& topology, PipelineDpOptions options) {
   const SearchProblem problem{&graph, &topology, MakeAnalyticCostModel(), SimOptions{}};
   return PipelineDpSearch(options).Search(problem, SearchRequest{});
@@ -54,6 +56,49 @@ TEST(PipelineDp, PipelinesLayersWhoseWeightsMakeDataParallelismCostly) {
   EXPECT_LT(PipelineStep(graph, machine, plan), PipelineStep(graph, machine, one));
   // Same inputs, same plan.
   EXPECT_EQ(SearchPipeline(graph, machine, options)->pipeline, r->pipeline);
+}
+
+// Two layers whose outputs (1 GiB at the batch of 64) stay inside the layer while 1 MiB passes on, with 16 MiB of
+// weights each, on two GPUs behind PCIe. One layer per GPU (two stages) is fastest: data parallelism all-reduces the
+// weight gradients over PCIe. But the first of two stages keeps 2 of the M = 4 micro-batches' activations in flight
+// (1F1B), one data-parallel stage 1 of 4 at half the batch: on GPUs too small for the two stages the DP prefers the
+// one stage that fits, as the objective ranks fitting steps first (simulated: two stages 6.98 ms with 576 MiB on the
+// first GPU, one stage 11.39 ms with 384 MiB on each).
+Graph ActivationHeavyPair() {
+  GraphBuilder b("activations");
+  OpId prev = -1;
+  for (int i = 0; i < 2; ++i) {
+    const int64_t width = int64_t{1} << 22;  // [64 x width] f32: 1 GiB
+    Op op{.name = testing::Label("a", i), .type = "matmul", .layer = testing::Label("l", i), .shape = {64, width}};
+    op.flops = 1e9;
+    op.param_bytes = int64_t{16} << 20;
+    op.dims = {PartitionDim{DimKind::kSample, 0, 0, 64}, PartitionDim{DimKind::kParameter, 1, -1, width}};
+    const OpId id = b.add_op(op);
+    if (prev >= 0) b.add_edge(prev, id, int64_t{1} << 20);
+    prev = id;
+  }
+  return DeriveTrainingGraph(std::move(b).Build().value()).value();
+}
+
+TEST(PipelineDp, PrefersPlansThatFitInMemory) {
+  const Graph graph = ActivationHeavyPair();
+  PipelineDpOptions options;
+  options.microbatches = 4;
+  const Topology ample = Gpus(2);
+  const Expected<SearchResult> fast = SearchPipeline(graph, ample, options);
+  ASSERT_TRUE(fast.ok()) << fast.error().message;
+  ASSERT_EQ(fast->pipeline->stages.size(), 2u);  // with memory to spare: a layer per GPU
+  const Topology small = Gpus(2, kSmallGib);
+  Expected<PipelineResult> two = SimulatePipeline(graph, small, *fast->pipeline, MakeAnalyticCostModel());
+  ASSERT_TRUE(two.ok()) << two.error().message;
+  EXPECT_TRUE(two->sim.oom);
+  const Expected<SearchResult> r = SearchPipeline(graph, small, options);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->pipeline->stages.size(), 1u);
+  Expected<PipelineResult> fits = SimulatePipeline(graph, small, *r->pipeline, MakeAnalyticCostModel());
+  ASSERT_TRUE(fits.ok()) << fits.error().message;
+  EXPECT_FALSE(fits->sim.oom);
+  EXPECT_GT(fits->sim.step_time, two->sim.step_time);  // slower, but it fits
 }
 
 TEST(PipelineDp, RejectsWhatItCannotPlan) {

@@ -130,6 +130,7 @@ TEST_F(PipelinePlanTest, JsonRoundTripsAndIsDetectedAsThePipelineForm) {
   plan.stages[1].ops = {StageOps::Kind::kLayerRange, -1, -1, "out", "out"};
   plan.stages[0].ops.last_op = graph_.find("c");
   plan.stages[0].spec = "R,S0";
+  plan.stages[0].sharding = {{"a", ShardingSpec{{{0}, {}}, {}}, false, ""}, {"b", ShardingSpec{{{0}}, {}}, true, ""}};
   plan.reshard = {ReshardMethod::kBroadcast, ReshardBalance::kOurs, 16, true};
   const std::string text = PipelinePlanToJson(plan, graph_, topology_);
   EXPECT_EQ(DetectStrategyForm(text, "p.json").value(), StrategyForm::kPipeline);
@@ -180,6 +181,18 @@ TEST_F(PipelinePlanTest, JsonErrorsNameTheFileAndField) {
   EXPECT_EQ(error(R"({"microbatches": 2, "stages": [{"name": "s", "ops": {"first": "a", "last": "d"},
                     "devices": ["gpu0"], "spec": "S0,R,R"}]})"),
             "p.json: stage 's': spec 'S0,R,R' has 3 entries; expected 2 (samples, features)");
+  const std::string sharded = R"({"microbatches": 2, "stages": [{"name": "s", "ops": {"first": "a", "last": "d"},
+                    "devices": ["gpu0", "gpu1"], "sharding": [{"ops": ")";
+  EXPECT_EQ(error(sharded + R"(a", "spec": ["a0"]}]}]})"), "");
+  EXPECT_EQ(error(sharded + R"(zz", "spec": ["a0"]}]}]})").rfind("p.json: stage 's': sharding: p.json: pipeline.stages[0].sharding[0]", 0),
+            0u)
+      << error(sharded + R"(zz", "spec": ["a0"]}]}]})");
+  EXPECT_EQ(error(sharded + R"(a", "spec": ["b7"]}]}]})").rfind("p.json: pipeline.stages[0].sharding[0].spec", 0), 0u)
+      << error(sharded + R"(a", "spec": ["b7"]}]}]})");
+  // 3 micro-batches do not divide the batch of 8 a sharded stage runs at micro-batch size.
+  EXPECT_EQ(error(R"({"microbatches": 3, "stages": [{"name": "s", "ops": {"first": "a", "last": "d"},
+                    "devices": ["gpu0"], "sharding": [{"ops": "a", "spec": ["a0"]}]}]})"),
+            "p.json: stage 's': 3 micro-batches do not divide a sample dimension of op 'a'");
 }
 
 }  // namespace
