@@ -55,6 +55,8 @@ void Lower(const StageGraph& sg, const Topology& topology, const CostModel& cost
     for (int32_t i = 0; i < count; ++i) {
       out->phase[begin + i] = i < kept ? phase_of(g.op(op).role) : Phase::kOnce;
       out->sync[begin + i] = i >= kept;
+      DEVPLACE_CHECK(i < kept || tg.kind[begin + i] == TaskKind::kCollective,
+                     "a backward op's weight-gradient rings are not the last tasks of its group");
     }
   }
 }
