@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/format.h"
+
 namespace devplace {
 
 namespace {
@@ -80,14 +82,20 @@ std::atomic<uint64_t> temp_counter{0};
 
 }  // namespace
 
-Expected<std::string> ReadFile(const std::string& path) {
+Expected<std::string> ReadFile(const std::string& path, int64_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Error{path + ": cannot open: " + Reason()};
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+  const bool known = ::fstat(fd, &st) == 0;
+  if (known && S_ISDIR(st.st_mode)) {
     ::close(fd);
     return Error{path + ": is a directory"};
   }
+  const auto too_large = [&]() {
+    ::close(fd);
+    return Error{path + ": larger than the " + FormatBytes(static_cast<double>(max_bytes)) + " limit on input files"};
+  };
+  if (known && S_ISREG(st.st_mode) && st.st_size > max_bytes) return too_large();
   std::string text;
   char buffer[1 << 16];
   for (;;) {
@@ -99,6 +107,7 @@ Expected<std::string> ReadFile(const std::string& path) {
       return Error{path + ": read failed: " + reason};
     }
     if (n == 0) break;
+    if (static_cast<int64_t>(text.size()) + n > max_bytes) return too_large();
     text.append(buffer, static_cast<size_t>(n));
   }
   ::close(fd);

@@ -2,14 +2,20 @@
 // target, fsync the directory), so that a crash or an error never leaves a half-written or clobbered output.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "core/status.h"
 
 namespace devplace {
 
-// Reads the whole file. Errors: "<path>: cannot open: <reason>", "<path>: is a directory", "<path>: read failed".
-Expected<std::string> ReadFile(const std::string& path);
+// The largest input file devplace reads (1 GiB): larger ones are refused before their contents are allocated.
+inline constexpr int64_t kMaxInputFileBytes = int64_t{1} << 30;
+
+// Reads the whole file. Errors: "<path>: cannot open: <reason>", "<path>: is a directory", "<path>: read failed",
+// "<path>: larger than the 1 GiB limit on input files" (checked on the size before reading, and while reading a
+// pipe); `max_bytes` replaces the limit (tests).
+Expected<std::string> ReadFile(const std::string& path, int64_t max_bytes = kMaxInputFileBytes);
 
 // Writes `contents` to `path` so that readers see the old contents or the new, never a mix:
 //  - a regular file (or a new one) is replaced by a temporary written in the same directory, fsynced and

@@ -5,14 +5,13 @@
 #include <zlib.h>
 
 #include "core/atomic_file.h"
+#include "core/format.h"
 #include "datasets/import/importers.h"
 
 namespace devplace {
 
 namespace {
 
-// Inflated files larger than this are refused (a guard against decompression bombs).
-constexpr size_t kMaxInflatedBytes = size_t{4} << 30;
 
 // The first byte that is not white space, or 0.
 char FirstSignificant(const std::string& text) {
@@ -25,8 +24,21 @@ bool IsGzip(const std::string& bytes) {
   return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
-// The inflated content of a gzip file (concatenated members included).
+// The size the last gzip member declares (its trailer's ISIZE: the inflated size modulo 2^32).
+uint32_t DeclaredSize(const std::string& bytes) {
+  uint32_t size = 0;
+  for (size_t i = 0; i < 4; ++i) size |= uint32_t{static_cast<unsigned char>(bytes[bytes.size() - 4 + i])} << (8 * i);
+  return size;
+}
+
+// The inflated content of a gzip file (concatenated members included). Content larger than the limit on input
+// files (a decompression bomb) is refused: at once when the trailer declares it, else as soon as inflating passes it.
 Expected<std::string> Gunzip(const std::string& bytes, const std::string& path) {
+  const auto too_large = [&]() {
+    return Error{path + ": gzip: inflates to more than the " + FormatBytes(static_cast<double>(kMaxInputFileBytes)) +
+                 " limit on input files"};
+  };
+  if (bytes.size() >= 18 && DeclaredSize(bytes) > kMaxInputFileBytes) return too_large();
   z_stream z{};
   if (inflateInit2(&z, 15 + 32) != Z_OK) return Error{path + ": gzip: cannot initialise zlib"};
   std::string out;
@@ -39,14 +51,14 @@ Expected<std::string> Gunzip(const std::string& bytes, const std::string& path) 
     z.avail_out = sizeof(buffer);
     rc = inflate(&z, Z_NO_FLUSH);
     out.append(buffer, sizeof(buffer) - z.avail_out);
-    if (out.size() > kMaxInflatedBytes) rc = Z_MEM_ERROR;
+    if (static_cast<int64_t>(out.size()) > kMaxInputFileBytes) rc = Z_MEM_ERROR;
     if (rc == Z_STREAM_END && z.avail_in > 0) rc = inflateReset(&z);  // another gzip member follows
     else if (rc == Z_STREAM_END) break;
     if (rc != Z_OK || (z.avail_in == 0 && z.avail_out != 0)) break;
   }
   inflateEnd(&z);
   if (rc == Z_STREAM_END) return out;
-  if (rc == Z_MEM_ERROR) return Error{path + ": gzip: inflates to more than 4 GiB"};
+  if (rc == Z_MEM_ERROR) return too_large();
   return Error{path + ": gzip: corrupt or truncated compressed data"};
 }
 

@@ -30,8 +30,32 @@ int64_t SmallCount(const onnx::TensorProto& t) {
   return n;
 }
 
-// Reads the external data of `t` (entries location, offset, length) into raw_data.
-Status Inline(onnx::TensorProto* t, const std::filesystem::path& dir, const std::string& source) {
+// The location of `t`'s external data (its "location" entry) as a file inside `dir`: an absolute path, one that
+// climbs out with "..", or one that leads out through a symbolic link is refused, as is a file that is not there.
+Expected<std::filesystem::path> ExternalFile(const onnx::TensorProto& t, const std::filesystem::path& dir,
+                                             const std::string& source) {
+  namespace fs = std::filesystem;
+  std::string location;
+  for (const auto& e : t.external_data())
+    if (e.key() == "location") location = e.value();
+  const std::string where = source + ": tensor '" + t.name() + "': external data '" + location + "'";
+  const fs::path rel(location);
+  if (location.empty() || rel.is_absolute() || location.find("..") != std::string::npos)
+    return Error{where + ": the location must be a relative path inside the model's directory"};
+  const fs::path file = dir / rel;
+  std::error_code ec;
+  const fs::path real_dir = fs::canonical(dir, ec);
+  const fs::path real = ec ? fs::path() : fs::canonical(file, ec);
+  if (ec) return Error{where + ": cannot open " + file.string() + " (resolved against the model's directory)"};
+  const auto [d, r] = std::mismatch(real_dir.begin(), real_dir.end(), real.begin(), real.end());
+  if (d != real_dir.end() || r == real.end())
+    return Error{where + ": leads outside the model's directory (to " + real.string() + ", through a symbolic link)"};
+  return file;
+}
+
+// Reads the external data of `t` (entries location, offset, length; the location resolved to `file` by
+// ExternalFile) into raw_data.
+Status Inline(onnx::TensorProto* t, const std::filesystem::path& file, const std::string& source) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& e : t->external_data()) {
@@ -44,12 +68,8 @@ Status Inline(onnx::TensorProto* t, const std::filesystem::path& dir, const std:
     }
   }
   const std::string where = source + ": tensor '" + t->name() + "': external data '" + location + "'";
-  const std::filesystem::path rel(location);
-  if (location.empty() || rel.is_absolute() || location.find("..") != std::string::npos)
-    return Error{where + ": the location must be a relative path inside the model's directory"};
-  const std::filesystem::path file = dir / rel;
   std::ifstream in(file, std::ios::binary);
-  if (!in) return Error{where + ": cannot open " + file.string() + " (resolved against the model's directory)"};
+  if (!in) return Error{where + ": cannot open " + file.string()};
   const int64_t need = ElementBytes(t->data_type()) * SmallCount(*t);
   if (length < 0) length = need;
   in.seekg(0, std::ios::end);
@@ -178,8 +198,10 @@ Status PrepareAndCheck(onnx::ModelProto* model, const std::string& model_dir, co
   const std::filesystem::path dir = model_dir.empty() ? std::filesystem::path(".") : std::filesystem::path(model_dir);
   for (onnx::TensorProto& t : *model->mutable_graph()->mutable_initializer()) {
     if (t.data_location() != onnx::TensorProto_DataLocation_EXTERNAL) continue;
+    Expected<std::filesystem::path> file = ExternalFile(t, dir, source);
+    if (!file.ok()) return file.error();
     if (SmallCount(t) >= 0 && ElementBytes(t.data_type()) > 0)  // small enough to fold: read it now
-      if (Status s = Inline(&t, dir, source); !s.ok()) return s;
+      if (Status s = Inline(&t, *file, source); !s.ok()) return s;
   }
   try {
     onnx::checker::CheckerContext ctx;

@@ -16,6 +16,7 @@
 
 #include "core/atomic_file.h"
 #include "core/graph_json.h"
+#include "core/sha256.h"
 #include "core/strategy_json.h"
 #include "core/topology_yaml.h"
 #include "core/training_graph.h"
@@ -265,6 +266,42 @@ TEST(AtomicFile, AFailedWriteLeavesTheOldFileAndNoTemporary) {
   EXPECT_EQ(Slurp(path), "old");
   EXPECT_EQ(Names(dir), std::vector<std::string>{"out.json"});
   std::filesystem::remove_all(dir);
+}
+
+// Input files over the limit are refused before their contents are read: regular files by their size, pipes
+// while reading.
+TEST(ReadFile, RefusesFilesOverTheLimitBeforeReadingThem) {
+  const std::string dir = FreshDir("read-limit");
+  const std::string path = dir + "/big.json";
+  std::ofstream(path) << std::string(4096, ' ');
+  EXPECT_TRUE(ReadFile(path, 4096).ok());
+  Expected<std::string> big = ReadFile(path, 4095);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().message, path + ": larger than the 4.00 KiB limit on input files");
+  // A sparse file of 2 GiB is refused by its size (nothing is read; reading it would allocate 2 GiB).
+  const std::string sparse = dir + "/sparse.json";
+  ASSERT_EQ(::truncate((std::ofstream(sparse), sparse.c_str()), int64_t{2} << 30), 0);
+  EXPECT_EQ(ReadFile(sparse).error().message, sparse + ": larger than the 1.00 GiB limit on input files");
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::write(fds[1], "0123456789", 10), 10);
+  ::close(fds[1]);
+  const std::string pipe = "/proc/self/fd/" + std::to_string(fds[0]);
+  EXPECT_EQ(ReadFile(pipe, 8).error().message, pipe + ": larger than the 8 B limit on input files");
+  ::close(fds[0]);
+  std::filesystem::remove_all(dir);
+}
+
+// SHA-256 (checkpoint verification) against FIPS 180-4's examples and Python's hashlib, across block boundaries.
+TEST(Sha256, MatchesTheStandardsVectors) {
+  EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(Sha256Hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  std::string bytes;
+  for (int i = 0; i < 768; ++i) bytes.push_back(static_cast<char>(i % 256));
+  EXPECT_EQ(Sha256Hex(bytes), "f3a25aa93aa2fbba28d79260535bbd6a5eb0fc1c24a8b0f04e12b484c1dfe363");
 }
 
 const char* kTopologyYaml = R"(

@@ -2,7 +2,13 @@
 // chakra_jsonizer's stream of camelCase objects with 64-bit integers as strings, and one-line errors.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <string>
+#include <vector>
+
+#include <unistd.h>
+#include <zlib.h>
 
 #include "core/atomic_file.h"
 #include "datasets/import/importers.h"
@@ -196,6 +202,35 @@ TEST(ImportChakra, GzippedBinaryEt) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->graph.num_ops(), 3664);
   EXPECT_EQ(r->graph.name(), "feeder_chakra.0");
+}
+
+// A decompression bomb (1 MiB of gzip that inflates to 1.07 GiB of zeros, past the 1 GiB limit on input files) is
+// refused with one line, from the size its trailer declares, before anything is inflated.
+TEST(ImportChakra, AGzipBombIsRefusedWithOneLine) {
+  z_stream z{};
+  ASSERT_EQ(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);
+  const std::string zeros(1 << 20, '\0');
+  std::string bomb;
+  std::vector<unsigned char> buffer(1 << 16);
+  for (int i = 0; i < 1100; ++i) {
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zeros.data()));
+    z.avail_in = static_cast<uInt>(zeros.size());
+    const int flush = i == 1099 ? Z_FINISH : Z_NO_FLUSH;
+    do {
+      z.next_out = buffer.data();
+      z.avail_out = static_cast<uInt>(buffer.size());
+      deflate(&z, flush);
+      bomb.append(reinterpret_cast<const char*>(buffer.data()), buffer.size() - z.avail_out);
+    } while (z.avail_out == 0);
+  }
+  deflateEnd(&z);
+  ASSERT_LT(bomb.size(), 2u << 20);
+  const std::string path = ::testing::TempDir() + "bomb" + std::to_string(::getpid()) + ".json.gz";
+  std::ofstream(path, std::ios::binary) << bomb;
+  Expected<ImportResult> r = ImportModelFile(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, path + ": gzip: inflates to more than the 1.00 GiB limit on input files");
+  std::remove(path.c_str());
 }
 
 }  // namespace

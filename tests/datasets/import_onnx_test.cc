@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -444,6 +447,42 @@ TEST(ImportOnnx, ExternalDataRelativeToTheModelFile) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("m.onnx: tensor 'W': external data 'model_ext.data': cannot open /nonexistent/model_ext.data"), std::string::npos)
       << missing.error().message;
+}
+
+// External data must stay inside the model's directory: an absolute location, one with "..", and a file that is a
+// symbolic link to somewhere outside are refused with one line naming the tensor (the location string is
+// replaced in the protobuf by one of the same length, so the model stays well-formed).
+TEST(ImportOnnx, ExternalDataOutsideTheModelDirectoryIsRefused) {
+  namespace fs = std::filesystem;
+  const std::string src = std::string(DEVPLACE_SOURCE_DIR) + "/tests/datasets/onnx_external";
+  const fs::path dir = fs::path(::testing::TempDir()) / ("onnx-escape-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "model");
+  const std::string bytes = ReadFile(src + "/model_ext.onnx").value();
+  ImportOptions forward{.model_dir = (dir / "model").string(), .derive_training = false};
+  for (const char* location : {"/tmp/model.dat", "../model_e.dat", "a/../../xx.dat"}) {
+    std::string moved = bytes;
+    const size_t at = moved.find("model_ext.data");
+    ASSERT_NE(at, std::string::npos);
+    moved.replace(at, 14, location);
+    Expected<ImportResult> r = ImportOnnxModel(moved, "m.onnx", "m", forward);
+    ASSERT_FALSE(r.ok()) << location;
+    EXPECT_EQ(r.error().message, "m.onnx: tensor 'W': external data '" + std::string(location) +
+                                     "': the location must be a relative path inside the model's directory");
+  }
+  // A link inside the folder to the data outside it.
+  fs::copy_file(src + "/model_ext.data", dir / "outside.data");
+  fs::create_symlink(dir / "outside.data", dir / "model" / "model_ext.data");
+  Expected<ImportResult> linked = ImportOnnxModel(bytes, "m.onnx", "m", forward);
+  ASSERT_FALSE(linked.ok());
+  EXPECT_EQ(linked.error().message, "m.onnx: tensor 'W': external data 'model_ext.data': leads outside the model's "
+                                    "directory (to " + (dir / "outside.data").string() + ", through a symbolic link)");
+  // A link that stays inside is followed.
+  fs::remove(dir / "model" / "model_ext.data");
+  fs::rename(dir / "outside.data", dir / "model" / "real.data");
+  fs::create_symlink("real.data", dir / "model" / "model_ext.data");
+  EXPECT_TRUE(ImportOnnxModel(bytes, "m.onnx", "m", forward).ok());
+  fs::remove_all(dir);
 }
 
 // Current exporters write IR 9+ and opset 18+, newer than Debian's libonnx 1.12 (IR 8, opset 17): the nodes whose
