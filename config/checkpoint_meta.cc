@@ -1,11 +1,29 @@
 #include "config/checkpoint_meta.h"
 
 #include "core/json_reader.h"
+#include "core/sha256.h"
 
 namespace devplace {
 
+namespace {
+
+constexpr const char* kFormat = "devplace.checkpoint";
+constexpr int64_t kVersion = 1;
+
+// A required SHA-256 field: 64 lowercase hex digits.
+std::string Digest(JsonObject& o, const std::string& key) {
+  std::string digest = o.string(key);
+  if (digest.size() != 64 || digest.find_first_not_of("0123456789abcdef") != std::string::npos)
+    o.fail(key, "expected a SHA-256 digest (64 lowercase hex digits)");
+  return digest;
+}
+
+}  // namespace
+
 std::string CheckpointMetaToJson(const CheckpointMeta& meta) {
   nlohmann::json j;
+  j["format"] = kFormat;
+  j["version"] = kVersion;
   j["iteration"] = meta.iteration;
   j["evaluations"] = meta.evaluations;
   j["wall_seconds"] = meta.wall_seconds;
@@ -15,6 +33,12 @@ std::string CheckpointMetaToJson(const CheckpointMeta& meta) {
   j["base_dir"] = meta.base_dir;
   j["model_file"] = meta.model_file;
   j["optimizer_file"] = meta.optimizer_file;
+  j["model_bytes"] = meta.model_bytes;
+  j["model_sha256"] = meta.model_sha256;
+  if (!meta.optimizer_file.empty()) {
+    j["optimizer_bytes"] = meta.optimizer_bytes;
+    j["optimizer_sha256"] = meta.optimizer_sha256;
+  }
   j["best_relative_times"] = meta.best_relative_times;
   return j.dump(2) + "\n";
 }
@@ -23,6 +47,11 @@ Expected<CheckpointMeta> CheckpointMetaFromJson(const std::string& text, const s
   return CatchInputErrors<CheckpointMeta>([&]() {
     nlohmann::json doc = ParseJson(text, source);
     JsonObject o(doc, source, "");
+    if (const std::string format = o.string("format"); format != kFormat)
+      o.fail("format", "expected '" + std::string(kFormat) + "', not '" + format + "'");
+    if (const int64_t version = o.integer("version"); version != kVersion)
+      o.fail("version", std::to_string(version) + " is not a checkpoint version this devplace reads (" +
+                            std::to_string(kVersion) + ")");
     CheckpointMeta m;
     m.iteration = o.integer("iteration", 0);
     m.evaluations = o.integer("evaluations", 0);
@@ -33,6 +62,12 @@ Expected<CheckpointMeta> CheckpointMetaFromJson(const std::string& text, const s
     m.base_dir = o.string_or("base_dir", "");
     m.model_file = o.string("model_file");
     m.optimizer_file = o.string_or("optimizer_file", "");
+    m.model_bytes = o.integer("model_bytes", 0);
+    m.model_sha256 = Digest(o, "model_sha256");
+    if (!m.optimizer_file.empty()) {
+      m.optimizer_bytes = o.integer("optimizer_bytes", 0);
+      m.optimizer_sha256 = Digest(o, "optimizer_sha256");
+    }
     const nlohmann::json& best = RequireArray(o.required("best_relative_times"), source, "best_relative_times");
     for (const nlohmann::json& b : best) {
       if (!b.is_number()) o.fail("best_relative_times", "expected numbers");
@@ -41,6 +76,18 @@ Expected<CheckpointMeta> CheckpointMetaFromJson(const std::string& text, const s
     o.finish();
     return m;
   });
+}
+
+Status VerifyCheckpointFile(const std::string& bytes, const std::string& path, int64_t expected_bytes,
+                            const std::string& expected_sha256) {
+  const int64_t size = static_cast<int64_t>(bytes.size());
+  if (size != expected_bytes)
+    return Error{path + ": " + (size < expected_bytes ? "truncated" : "corrupted") + ": " + std::to_string(size) +
+                 " bytes, its state.json records " + std::to_string(expected_bytes)};
+  if (Sha256Hex(bytes) != expected_sha256)
+    return Error{path + ": corrupted: its SHA-256 differs from the one its state.json records"};
+  if (bytes.compare(0, 4, "PK\x03\x04") != 0) return Error{path + ": not a LibTorch archive (no zip header)"};
+  return Status::Ok();
 }
 
 }  // namespace devplace

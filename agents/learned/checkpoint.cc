@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/atomic_file.h"
+#include "core/sha256.h"
 
 namespace devplace {
 
@@ -12,9 +13,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Serialises an archive in memory and writes it with WriteFileAtomic (temporary, fsync, rename). LibTorch's own
-// file writer is not used: on a full disk it throws again from a destructor and terminates the process.
-Status SaveArchiveAtomic(torch::serialize::OutputArchive& archive, const fs::path& path) {
+// Serialises an archive in memory and writes it with WriteFileAtomic (temporary, fsync, rename); its size and
+// SHA-256 go to `bytes_out` and `sha256_out`. LibTorch's own file writer is not used: on a full disk it throws
+// again from a destructor and terminates the process.
+Status SaveArchiveAtomic(torch::serialize::OutputArchive& archive, const fs::path& path, int64_t* bytes_out,
+                         std::string* sha256_out) {
   std::string bytes;
   try {
     archive.save_to([&bytes](const void* data, size_t size) {
@@ -24,12 +27,87 @@ Status SaveArchiveAtomic(torch::serialize::OutputArchive& archive, const fs::pat
   } catch (const c10::Error& e) {
     return Error{path.string() + ": cannot serialise: " + e.what_without_backtrace()};
   }
+  *bytes_out = static_cast<int64_t>(bytes.size());
+  *sha256_out = Sha256Hex(bytes);
   return WriteFileAtomic(path.string(), bytes);
+}
+
+// Adam's state in a deterministic layout: per parameter group its options and, by parameter index, each
+// parameter's state. LibTorch's own Adam::save keys the state by the address of each parameter's TensorImpl and
+// writes it in hash-map order, so one state gave different optimizer files in different processes (and a
+// resumed run's checkpoints differed from an uninterrupted run's although the state was the same).
+void SaveAdam(const torch::optim::Adam& adam, torch::serialize::OutputArchive& archive) {
+  const auto& groups = adam.param_groups();
+  archive.write("groups", torch::tensor(static_cast<int64_t>(groups.size())));
+  for (size_t g = 0; g < groups.size(); ++g) {
+    torch::serialize::OutputArchive group(archive.compilation_unit()), options(archive.compilation_unit());
+    static_cast<const torch::optim::AdamOptions&>(groups[g].options()).serialize(options);
+    group.write("options", options);
+    const std::vector<torch::Tensor>& params = groups[g].params();
+    group.write("params", torch::tensor(static_cast<int64_t>(params.size())));
+    for (size_t i = 0; i < params.size(); ++i) {
+      const auto it = adam.state().find(c10::guts::to_string(params[i].unsafeGetTensorImpl()));
+      if (it == adam.state().end()) continue;  // a parameter not stepped yet has no state
+      torch::serialize::OutputArchive state(archive.compilation_unit());
+      static_cast<const torch::optim::AdamParamState&>(*it->second).serialize(state);
+      group.write("state/" + std::to_string(i), state);
+    }
+    archive.write("group/" + std::to_string(g), group);
+  }
+}
+
+// Reads what SaveAdam wrote into `adam` (whose groups must have the same sizes); throws c10::Error.
+void LoadAdam(torch::optim::Adam& adam, torch::serialize::InputArchive& archive) {
+  torch::Tensor count;
+  archive.read("groups", count);
+  auto& groups = adam.param_groups();
+  TORCH_CHECK(count.item<int64_t>() == static_cast<int64_t>(groups.size()), "parameter groups differ");
+  for (size_t g = 0; g < groups.size(); ++g) {
+    torch::serialize::InputArchive group, options;
+    archive.read("group/" + std::to_string(g), group);
+    group.read("options", options);
+    static_cast<torch::optim::AdamOptions&>(groups[g].options()).serialize(options);
+    const std::vector<torch::Tensor>& params = groups[g].params();
+    group.read("params", count);
+    TORCH_CHECK(count.item<int64_t>() == static_cast<int64_t>(params.size()), "parameters differ");
+    for (size_t i = 0; i < params.size(); ++i) {
+      torch::serialize::InputArchive saved;
+      if (!group.try_read("state/" + std::to_string(i), saved)) continue;
+      auto state = std::make_unique<torch::optim::AdamParamState>();
+      state->serialize(saved);
+      adam.state()[c10::guts::to_string(params[i].unsafeGetTensorImpl())] = std::move(state);
+    }
+  }
+}
+
+// The bytes of the checkpoint file `name` in `dir`, verified against the size and digest `meta` records.
+Expected<std::string> ReadVerified(const std::string& dir, const std::string& name, int64_t bytes,
+                                   const std::string& sha256) {
+  const std::string path = (fs::path(dir) / name).string();
+  Expected<std::string> data = ReadFile(path);
+  if (!data) return data.error();
+  if (Status s = VerifyCheckpointFile(*data, path, bytes, sha256); !s) return s.error();
+  return data;
+}
+
+// The model file and, when `with_optimizer`, the optimizer file named by `meta`, verified.
+Expected<CheckpointBlobs> ReadBlobs(const std::string& dir, const CheckpointMeta& meta, bool with_optimizer) {
+  CheckpointBlobs blobs;
+  Expected<std::string> model = ReadVerified(dir, meta.model_file, meta.model_bytes, meta.model_sha256);
+  if (!model) return model.error();
+  blobs.model = std::move(model).value();
+  if (with_optimizer) {
+    Expected<std::string> optimizer =
+        ReadVerified(dir, meta.optimizer_file, meta.optimizer_bytes, meta.optimizer_sha256);
+    if (!optimizer) return optimizer.error();
+    blobs.optimizer = std::move(optimizer).value();
+  }
+  return blobs;
 }
 
 }  // namespace
 
-Status SaveCheckpoint(const std::string& dir, PolicyNet& net, torch::optim::Optimizer* optimizer,
+Status SaveCheckpoint(const std::string& dir, PolicyNet& net, torch::optim::Adam* optimizer,
                       CheckpointMeta meta) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -40,10 +118,11 @@ Status SaveCheckpoint(const std::string& dir, PolicyNet& net, torch::optim::Opti
   // A failed save removes the files it created, so the previous checkpoint (which state.json still names)
   // stays the newest and nothing is orphaned.
   std::vector<fs::path> created;
-  auto save = [&](torch::serialize::OutputArchive& archive, const std::string& name) -> Status {
+  auto save = [&](torch::serialize::OutputArchive& archive, const std::string& name, int64_t* bytes,
+                  std::string* sha256) -> Status {
     const fs::path path = fs::path(dir) / name;
     if (!fs::exists(path, ec)) created.push_back(path);
-    return SaveArchiveAtomic(archive, path);
+    return SaveArchiveAtomic(archive, path, bytes, sha256);
   };
   auto undo = [&](const Status& failed) {
     for (const fs::path& path : created) fs::remove(path, ec);
@@ -52,12 +131,13 @@ Status SaveCheckpoint(const std::string& dir, PolicyNet& net, torch::optim::Opti
   {
     torch::serialize::OutputArchive archive;
     net.module().save(archive);
-    if (Status s = save(archive, meta.model_file); !s) return undo(s);
+    if (Status s = save(archive, meta.model_file, &meta.model_bytes, &meta.model_sha256); !s) return undo(s);
   }
   if (optimizer != nullptr) {
     torch::serialize::OutputArchive archive;
-    optimizer->save(archive);
-    if (Status s = save(archive, meta.optimizer_file); !s) return undo(s);
+    SaveAdam(*optimizer, archive);
+    if (Status s = save(archive, meta.optimizer_file, &meta.optimizer_bytes, &meta.optimizer_sha256); !s)
+      return undo(s);
   }
   if (Status s = WriteFileAtomic((fs::path(dir) / "state.json").string(), CheckpointMetaToJson(meta)); !s)
     return undo(s);
@@ -78,44 +158,20 @@ Expected<CheckpointMeta> ReadCheckpointMeta(const std::string& dir) {
 }
 
 Status LoadCheckpointTensors(const std::string& dir, const CheckpointMeta& meta, PolicyNet& net,
-                             torch::optim::Optimizer* optimizer) {
-  const std::string model = (fs::path(dir) / meta.model_file).string();
-  try {
-    torch::serialize::InputArchive archive;
-    archive.load_from(model);
-    net.module().load(archive);
-  } catch (const c10::Error& e) {
-    return Error{model + ": cannot load the policy parameters: " + e.what_without_backtrace()};
-  }
-  if (optimizer != nullptr) {
-    if (meta.optimizer_file.empty()) return Error{dir + "/state.json: optimizer_file: missing (cannot resume)"};
-    const std::string path = (fs::path(dir) / meta.optimizer_file).string();
-    try {
-      torch::serialize::InputArchive archive;
-      archive.load_from(path);
-      optimizer->load(archive);
-    } catch (const c10::Error& e) {
-      return Error{path + ": cannot load the optimizer state: " + e.what_without_backtrace()};
-    }
-  }
-  return Status::Ok();
+                             torch::optim::Adam* optimizer) {
+  if (optimizer != nullptr && meta.optimizer_file.empty())
+    return Error{dir + "/state.json: optimizer_file: missing (cannot resume)"};
+  Expected<CheckpointBlobs> blobs = ReadBlobs(dir, meta, optimizer != nullptr);
+  if (!blobs) return blobs.error();
+  return LoadCheckpointBlobs(*blobs, dir, net, optimizer);
 }
 
 Expected<CheckpointBlobs> ReadCheckpointBlobs(const std::string& dir, const CheckpointMeta& meta) {
-  CheckpointBlobs blobs;
-  Expected<std::string> model = ReadFile((fs::path(dir) / meta.model_file).string());
-  if (!model) return model.error();
-  blobs.model = std::move(model).value();
-  if (!meta.optimizer_file.empty()) {
-    Expected<std::string> optimizer = ReadFile((fs::path(dir) / meta.optimizer_file).string());
-    if (!optimizer) return optimizer.error();
-    blobs.optimizer = std::move(optimizer).value();
-  }
-  return blobs;
+  return ReadBlobs(dir, meta, !meta.optimizer_file.empty());
 }
 
 Status LoadCheckpointBlobs(const CheckpointBlobs& blobs, const std::string& dir, PolicyNet& net,
-                           torch::optim::Optimizer* optimizer) {
+                           torch::optim::Adam* optimizer) {
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(blobs.model.data(), blobs.model.size());
@@ -128,7 +184,7 @@ Status LoadCheckpointBlobs(const CheckpointBlobs& blobs, const std::string& dir,
     try {
       torch::serialize::InputArchive archive;
       archive.load_from(blobs.optimizer.data(), blobs.optimizer.size());
-      optimizer->load(archive);
+      LoadAdam(*optimizer, archive);
     } catch (const c10::Error& e) {
       return Error{dir + ": cannot load the optimizer state: " + e.what_without_backtrace()};
     }

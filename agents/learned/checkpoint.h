@@ -15,25 +15,27 @@
 
 namespace devplace {
 
-// Writes the checkpoint; meta's model_file/optimizer_file are set here. `optimizer` may be null (no optimizer
+// Writes the checkpoint; meta's model_file/optimizer_file (and their sizes and digests) are set here. The
+// optimizer file holds Adam's state by parameter index, so equal states give equal files (bit for bit). `optimizer` may be null (no optimizer
 // file). Files of older checkpoints in `dir` are removed afterwards.
-Status SaveCheckpoint(const std::string& dir, PolicyNet& net, torch::optim::Optimizer* optimizer, CheckpointMeta meta);
+Status SaveCheckpoint(const std::string& dir, PolicyNet& net, torch::optim::Adam* optimizer, CheckpointMeta meta);
 // Reads dir/state.json.
 Expected<CheckpointMeta> ReadCheckpointMeta(const std::string& dir);
-// Loads the parameters (and, when `optimizer` is non-null, the optimizer state) named by `meta`.
+// Loads the parameters (and, when `optimizer` is non-null, the optimizer state) named by `meta`; each file is
+// verified against the size and SHA-256 `meta` records before LibTorch parses it (VerifyCheckpointFile).
 Status LoadCheckpointTensors(const std::string& dir, const CheckpointMeta& meta, PolicyNet& net,
-                             torch::optim::Optimizer* optimizer);
+                             torch::optim::Adam* optimizer);
 
 // The tensor files of a checkpoint as bytes (what rank 0 of a training group sends the others on resume).
 struct CheckpointBlobs {
   std::string model;      // the parameter file
   std::string optimizer;  // the optimizer file (empty when the checkpoint has none)
 };
-// Reads the files `meta` names. Errors name the file.
+// Reads the files `meta` names and verifies them as LoadCheckpointTensors does. Errors name the file.
 Expected<CheckpointBlobs> ReadCheckpointBlobs(const std::string& dir, const CheckpointMeta& meta);
 // Loads parameters and, when `optimizer` is non-null, the optimizer state from `blobs`; `dir` names the
 // checkpoint in errors.
 Status LoadCheckpointBlobs(const CheckpointBlobs& blobs, const std::string& dir, PolicyNet& net,
-                           torch::optim::Optimizer* optimizer);
+                           torch::optim::Adam* optimizer);
 
 }  // namespace devplace

@@ -171,6 +171,15 @@ std::vector<BadInput> CommandCases() {
     files.emplace_back(name, text);
     return files;
   };
+  const std::string policy_state = ReadText(DEVPLACE_SOURCE_DIR "/models/general/state.json");
+  const std::string policy_model = ReadText(DEVPLACE_SOURCE_DIR "/models/general/model-3000.pt");
+  std::string flipped_model = policy_model;
+  flipped_model[flipped_model.size() / 2] ^= 0x10;
+  auto policy = [&](const std::string& state, const std::string& model) {
+    return plus(plus(sim, "pol/state.json", state), "pol/model-3000.pt", model);
+  };
+  const std::vector<std::string> place_pol = {"place", "--policy", "pol", "-g", "g.json", "-t", "t.yaml", "-o",
+                                              "out.json"};
   auto args = [](std::vector<std::string> base, const std::vector<std::string>& more) {
     base.insert(base.end(), more.begin(), more.end());
     return base;
@@ -261,6 +270,18 @@ std::vector<BadInput> CommandCases() {
        1, "nopolicy/state.json: cannot open"},
       {"PlaceCorruptPolicyState", {"place", "--policy", "pol", "-g", "g.json", "-t", "t.yaml", "-o", "out.json"},
        plus(sim, "pol/state.json", "{\"iteration\": "), 1, "pol/state.json: invalid JSON"},
+      // A checkpoint is verified (format, version, size, SHA-256) before LibTorch parses it: the shipped policy
+      // with its model file truncated, one bit flipped, a newer version, and a sidecar from before digests.
+      {"PlaceTruncatedPolicy", place_pol, policy(policy_state, policy_model.substr(0, 4096)), 1,
+       "pol/model-3000.pt: truncated: 4096 bytes, its state.json records 539020"},
+      {"PlaceCorruptedPolicy", place_pol, policy(policy_state, flipped_model), 1,
+       "pol/model-3000.pt: corrupted: its SHA-256 differs from the one its state.json records"},
+      {"PlacePolicyNewerVersion", place_pol,
+       policy(Replace(policy_state, "\"version\": 1", "\"version\": 2"), policy_model), 1,
+       "pol/state.json: version: 2 is not a checkpoint version this devplace reads (1)"},
+      {"PlacePolicyWithoutDigest", place_pol,
+       policy(Replace(policy_state, " \"format\": \"devplace.checkpoint\",\n", ""), policy_model), 1,
+       "pol/state.json: format: missing required field"},
       {"PlaceBadGraph", {"place", "-g", "g.json", "-t", "t.yaml", "-o", "out.json"},
        SimInputs(Replace(G, R"("version": 1)", R"("version": "one")"), T, P), 1, "g.json: version"},
       // profile / run / calibrate (these fail on their inputs before touching LibTorch)

@@ -44,7 +44,10 @@ std::string Replace(std::string text, const std::string& from, const std::string
 }
 
 CliRun RunDevplace(const std::vector<std::string>& args, const std::string& cwd, const CliLimits& limits) {
-  CliRun run;
+  return FinishDevplace(StartDevplace(args, cwd, limits));
+}
+
+CliProcess StartDevplace(const std::vector<std::string>& args, const std::string& cwd, const CliLimits& limits) {
   const std::string out_path = cwd + "/../" + fs::path(cwd).filename().string() + ".stdout";
   const std::string err_path = cwd + "/../" + fs::path(cwd).filename().string() + ".stderr";
   std::vector<std::string> argv_strings = {DEVPLACE_BIN};
@@ -53,7 +56,7 @@ CliRun RunDevplace(const std::vector<std::string>& args, const std::string& cwd,
   for (std::string& a : argv_strings) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t child = ::fork();
-  if (child < 0) return run;
+  if (child < 0) return {};
   if (child == 0) {
     // Only async-signal-safe calls until exec.
     if (::chdir(cwd.c_str()) != 0) ::_exit(126);
@@ -78,14 +81,20 @@ CliRun RunDevplace(const std::vector<std::string>& args, const std::string& cwd,
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
+  return {child, out_path, err_path};
+}
+
+CliRun FinishDevplace(const CliProcess& process) {
+  CliRun run;
+  if (process.pid < 0) return run;
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(process.pid, &status, 0) < 0 && errno == EINTR) {
   }
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  run.out = ReadText(out_path);
-  run.err = ReadText(err_path);
-  fs::remove(out_path);
-  fs::remove(err_path);
+  run.out = ReadText(process.out_path);
+  run.err = ReadText(process.err_path);
+  fs::remove(process.out_path);
+  fs::remove(process.err_path);
   return run;
 }
 

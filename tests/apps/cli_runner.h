@@ -25,6 +25,16 @@ struct CliLimits {
 // Runs DEVPLACE_BIN with `args` in directory `cwd` (stdin from /dev/null). Never throws.
 CliRun RunDevplace(const std::vector<std::string>& args, const std::string& cwd, const CliLimits& limits = {});
 
+// A program started by StartDevplace and not yet waited for.
+struct CliProcess {
+  int pid = -1;  // -1: it could not be started
+  std::string out_path, err_path;
+};
+// Starts DEVPLACE_BIN as RunDevplace does, without waiting (to signal it while it runs).
+CliProcess StartDevplace(const std::vector<std::string>& args, const std::string& cwd, const CliLimits& limits = {});
+// Waits for a started program and collects what it did.
+CliRun FinishDevplace(const CliProcess& process);
+
 // A fresh, empty directory under the test temp dir, named after `name` and the process id.
 std::string FreshDir(const std::string& name);
 // Writes `text` to dir/name, creating subdirectories.

@@ -1,8 +1,13 @@
 // `devplace train` keeps runs safe: a fresh run does not wipe a previous one, a resumed run keeps its own
 // experiment, and a checkpoint that cannot be written (disk full, here a file-size limit) stops training with
 // one line while the last good checkpoint stays the newest.
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
 
@@ -86,6 +91,77 @@ TEST(CliTrain, AFailedCheckpointWriteStopsWithOneLineAndKeepsTheLastGoodOne) {
   const CliRun resumed = RunDevplace({"train", "-o", "run", "--resume", "--iterations", "1"}, dir);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_TRUE(fs::exists(dir + "/run/ckpt/model-3.pt"));
+}
+
+// The iteration of the newest checkpoint in `run` (0 while there is none).
+int64_t CheckpointIteration(const std::string& run) {
+  const std::string text = ReadText(run + "/ckpt/state.json");
+  return text.empty() ? 0 : nlohmann::json::parse(text).at("iteration").get<int64_t>();
+}
+
+// log.csv without its last column (wall seconds).
+std::string LogWithoutWallTime(const std::string& path) {
+  const std::string text = ReadText(path);
+  std::string out;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = text.find('\n', start);
+    const std::string line = text.substr(start, end - start);
+    out += line.substr(0, line.rfind(',')) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+// SIGKILL after the checkpoint of iteration 1, 2 or 3 of 4 (or while writing the next one), then --resume: the
+// final checkpoint is bit for bit the uninterrupted run's (the SHA-256 of the parameter and optimizer files, the
+// RNG state, the best-time table) and so is the log apart from wall times.
+TEST(CliTrain, ResumesAfterSigkillAtSeveralPointsBitForBit) {
+  const std::string dir = FreshDir("train-kill");
+  WriteText(dir, "e.yaml", TinyExperiment(3));
+  const CliRun whole = RunDevplace({"train", "--config", "e.yaml", "-o", "whole", "--json"}, dir);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  const nlohmann::json reference = nlohmann::json::parse(ReadText(dir + "/whole/ckpt/state.json"));
+  ASSERT_EQ(reference.at("iteration"), 4);
+  for (int point : {1, 2, 3}) {
+    SCOPED_TRACE("killed after iteration " + std::to_string(point));
+    const std::string run = "run" + std::to_string(point);
+    const CliProcess p = StartDevplace({"train", "--config", "e.yaml", "-o", run, "--json"}, dir);
+    ASSERT_GT(p.pid, 0);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (CheckpointIteration(dir + "/" + run) < point && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ::kill(p.pid, SIGKILL);
+    const CliRun killed = FinishDevplace(p);
+    ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << killed.err;
+    ASSERT_LT(CheckpointIteration(dir + "/" + run), 4) << "the run finished before it was killed";
+    const CliRun resumed = RunDevplace({"train", "-o", run, "--resume", "--json"}, dir);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    const nlohmann::json state = nlohmann::json::parse(ReadText(dir + "/" + run + "/ckpt/state.json"));
+    for (const char* key : {"iteration", "evaluations", "rng_state", "best_relative_times", "model_bytes",
+                            "model_sha256", "optimizer_bytes", "optimizer_sha256"})
+      EXPECT_EQ(state.at(key), reference.at(key)) << key;
+    EXPECT_EQ(LogWithoutWallTime(dir + "/" + run + "/log.csv"), LogWithoutWallTime(dir + "/whole/log.csv"));
+  }
+}
+
+// A checkpoint whose files were damaged after it was written is refused with one line before LibTorch reads it.
+TEST(CliTrain, ACorruptedCheckpointIsOneLine) {
+  const std::string dir = TrainedRun("train-corrupt");
+  const std::string optim = dir + "/run/ckpt/optim-2.pt";
+  const std::string bytes = ReadText(optim);
+  WriteText(dir, "run/ckpt/optim-2.pt", bytes.substr(0, bytes.size() - 100));
+  const CliRun truncated = RunDevplace({"train", "-o", "run", "--resume", "--json"}, dir);
+  EXPECT_EQ(truncated.exit_code, 1);
+  EXPECT_EQ(truncated.err, "devplace: run/ckpt/optim-2.pt: truncated: " + std::to_string(bytes.size() - 100) +
+                               " bytes, its state.json records " + std::to_string(bytes.size()) + "\n");
+  std::string flipped = bytes;
+  flipped[bytes.size() / 3] ^= 0x01;
+  WriteText(dir, "run/ckpt/optim-2.pt", flipped);
+  const CliRun corrupted = RunDevplace({"train", "-o", "run", "--resume", "--json"}, dir);
+  EXPECT_EQ(corrupted.exit_code, 1);
+  EXPECT_EQ(corrupted.err, "devplace: run/ckpt/optim-2.pt: corrupted: its SHA-256 differs from the one its "
+                           "state.json records\n");
+  EXPECT_EQ(corrupted.out, "");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "config/checkpoint_meta.h"
+#include "core/sha256.h"
 #include "config/compare_suite.h"
 #include "config/experiment_config.h"
 #include "config/validate_suite.h"
@@ -241,14 +242,52 @@ TEST(CheckpointMeta, RoundTripsAndRejectsGarbage) {
   m.rng_state = "1 2 3";
   m.config_yaml = "name: x\n";
   m.model_file = "model-12.pt";
+  m.model_bytes = 4;
+  m.model_sha256 = Sha256Hex("PK\x03\x04");
   m.best_relative_times = {0.5, 0.25};
-  Expected<CheckpointMeta> back = CheckpointMetaFromJson(CheckpointMetaToJson(m), "state.json");
+  const std::string json = CheckpointMetaToJson(m);
+  Expected<CheckpointMeta> back = CheckpointMetaFromJson(json, "state.json");
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(back->iteration, 12);
   EXPECT_EQ(back->best_relative_times, m.best_relative_times);
   EXPECT_EQ(back->config_yaml, m.config_yaml);
+  EXPECT_EQ(back->model_bytes, 4);
+  EXPECT_EQ(back->model_sha256, m.model_sha256);
   Expected<CheckpointMeta> bad = CheckpointMetaFromJson("{\"iteration\": 1}", "state.json");
   EXPECT_EQ(ErrorOf(bad).find("state.json"), 0u);
+  // The format, the version and the digests are checked.
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string text = json;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return CheckpointMetaFromJson(text.replace(at, from.size(), to), "state.json");
+  };
+  EXPECT_EQ(ErrorOf(edited("\"version\": 1", "\"version\": 2")),
+            "state.json: version: 2 is not a checkpoint version this devplace reads (1)");
+  EXPECT_EQ(ErrorOf(edited("devplace.checkpoint", "devplace.graph")),
+            "state.json: format: expected 'devplace.checkpoint', not 'devplace.graph'");
+  EXPECT_EQ(ErrorOf(edited(m.model_sha256, "abc")),
+            "state.json: model_sha256: expected a SHA-256 digest (64 lowercase hex digits)");
+  EXPECT_EQ(ErrorOf(edited("\"optimizer_file\": \"\"", "\"optimizer_file\": \"o.pt\"")),
+            "state.json: optimizer_bytes: missing required field");
+}
+
+// A checkpoint's tensor file is checked against its sidecar's size and digest before LibTorch sees it.
+TEST(CheckpointMeta, VerifiesTheTensorFilesBytes) {
+  const std::string bytes = std::string("PK\x03\x04") + "parameters";
+  const std::string digest = Sha256Hex(bytes);
+  EXPECT_TRUE(VerifyCheckpointFile(bytes, "m.pt", 14, digest).ok());
+  EXPECT_EQ(VerifyCheckpointFile(bytes.substr(0, 9), "m.pt", 14, digest).error().message,
+            "m.pt: truncated: 9 bytes, its state.json records 14");
+  EXPECT_EQ(VerifyCheckpointFile(bytes + "x", "m.pt", 14, digest).error().message,
+            "m.pt: corrupted: 15 bytes, its state.json records 14");
+  std::string flipped = bytes;
+  flipped[7] ^= 1;
+  EXPECT_EQ(VerifyCheckpointFile(flipped, "m.pt", 14, digest).error().message,
+            "m.pt: corrupted: its SHA-256 differs from the one its state.json records");
+  const std::string text = "not a zip file";
+  EXPECT_EQ(VerifyCheckpointFile(text, "m.pt", 14, Sha256Hex(text)).error().message,
+            "m.pt: not a LibTorch archive (no zip header)");
 }
 
 }  // namespace
