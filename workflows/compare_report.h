@@ -5,20 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "config/compare_progress.h"
 #include "core/status.h"
 
 namespace devplace {
-
-// One cell of a comparison.
-struct CompareCell {
-  std::string model, topology, algorithm;
-  bool ok = false;           // false: the search failed; `error` says why
-  std::string error;
-  double step_time = 0.0;    // simulated seconds per step
-  bool oom = false;
-  int64_t evaluations = 0;
-  double search_seconds = 0.0;
-};
 
 // Speed-up of `cell` over the baseline algorithm's cell for the same model and topology (baseline time / cell
 // time), or 0 when either failed or ran out of memory.
