@@ -118,6 +118,17 @@ std::string ReadText(const std::string& path) {
   return text.str();
 }
 
+std::string WithoutLastColumn(const std::string& text) {
+  std::string out;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string line = text.substr(start, end - start);
+    out += line.substr(0, line.rfind(',')) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
 std::vector<std::string> ListTree(const std::string& dir) {
   std::vector<std::string> names;
   for (const auto& entry : fs::recursive_directory_iterator(dir)) {

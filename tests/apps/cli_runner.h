@@ -41,6 +41,8 @@ std::string FreshDir(const std::string& name);
 void WriteText(const std::string& dir, const std::string& name, const std::string& text);
 // Reads a whole file ("" when it cannot be read).
 std::string ReadText(const std::string& path);
+// `text` (CSV) with the last column of every line removed (wall times, which differ between runs).
+std::string WithoutLastColumn(const std::string& text);
 // Every path under `dir`, relative and sorted (directories end with '/').
 std::vector<std::string> ListTree(const std::string& dir);
 
