@@ -10,6 +10,27 @@
 
 namespace devplace {
 
+namespace {
+
+// `text` with every control character written as \xNN, so that a message stays one line.
+std::string EscapeControl(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out.push_back(c);
+      continue;
+    }
+    static const char* const kHex = "0123456789abcdef";
+    out += {'\\', 'x', kHex[u >> 4], kHex[u & 0xf]};
+  }
+  return out;
+}
+
+}  // namespace
+
+InputError::InputError(const std::string& message) : std::runtime_error(EscapeControl(message)) {}
+
 void FailAt(const std::string& source, const std::string& path, const std::string& reason) {
   throw InputError(source + ": " + (path.empty() ? "" : path + ": ") + reason);
 }

@@ -16,10 +16,11 @@
 
 namespace devplace {
 
-// Thrown inside a reader and turned into an Error at the reader's boundary.
+// Thrown inside a reader and turned into an Error at the reader's boundary. The message is kept to one line:
+// control characters (from field names or values in the input, e.g. a key holding a newline) read "\xNN".
 class InputError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit InputError(const std::string& message);
 };
 
 // One JSON object being read: `source` (file name) and `path` (e.g. "ops[3]") prefix every error.

@@ -187,6 +187,15 @@ TEST(CompareSuite, RejectsBadSuites) {
                 .find("s.yaml: models[0].batch: only zoo entries take a batch"),
             0u);
   EXPECT_EQ(ErrorOf(CompareSuiteFromYaml(base + "models: []\n", "s.yaml", "")), "s.yaml: models: must not be empty");
+  // Control characters from the input (a key holding a newline; yaml-cpp quoting a bad escape) stay on one line
+  // (found by compare_suite_reader_fuzzer and topology_yaml_reader_fuzzer).
+  EXPECT_EQ(ErrorOf(CompareSuiteFromYaml(base + "models: [{zoo: vgg16}]\nbudget: {\"evalu\\nations\": 3}\n", "s.yaml", "")),
+            "s.yaml: budget.evalu\\x0aations: unknown field (expected one of: evaluations, seconds)");
+  std::string nul = base + "models: [{zoo: vgg16}]\nseed: 1";
+  nul += std::string(1, '\0') + "\n";
+  const std::string yaml_error = ErrorOf(CompareSuiteFromYaml(nul, "s.yaml", ""));
+  EXPECT_EQ(yaml_error.find('\n'), std::string::npos) << yaml_error;
+  EXPECT_NE(yaml_error.find("invalid YAML: unknown escape character: \\x0a"), std::string::npos) << yaml_error;
   EXPECT_EQ(ErrorOf(CompareSuiteFromYaml(base + "models: [{zoo: vgg16}]\nbudget: {evaluations: -1}\n", "s.yaml", ""))
                 .find("s.yaml: budget.evaluations"),
             0u);
