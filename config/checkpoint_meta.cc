@@ -33,8 +33,10 @@ std::string CheckpointMetaToJson(const CheckpointMeta& meta) {
   j["base_dir"] = meta.base_dir;
   j["model_file"] = meta.model_file;
   j["optimizer_file"] = meta.optimizer_file;
-  j["model_bytes"] = meta.model_bytes;
-  j["model_sha256"] = meta.model_sha256;
+  if (!meta.model_file.empty()) {
+    j["model_bytes"] = meta.model_bytes;
+    j["model_sha256"] = meta.model_sha256;
+  }
   if (!meta.optimizer_file.empty()) {
     j["optimizer_bytes"] = meta.optimizer_bytes;
     j["optimizer_sha256"] = meta.optimizer_sha256;
@@ -62,8 +64,10 @@ Expected<CheckpointMeta> CheckpointMetaFromJson(const std::string& text, const s
     m.base_dir = o.string_or("base_dir", "");
     m.model_file = o.string("model_file");
     m.optimizer_file = o.string_or("optimizer_file", "");
-    m.model_bytes = o.integer("model_bytes", 0);
-    m.model_sha256 = Digest(o, "model_sha256");
+    if (!m.model_file.empty()) {  // empty only in a fresh run's start-up state, which names no files
+      m.model_bytes = o.integer("model_bytes", 0);
+      m.model_sha256 = Digest(o, "model_sha256");
+    }
     if (!m.optimizer_file.empty()) {
       m.optimizer_bytes = o.integer("optimizer_bytes", 0);
       m.optimizer_sha256 = Digest(o, "optimizer_sha256");

@@ -22,7 +22,8 @@ struct CheckpointMeta {
   std::string base_dir;            // the directory its relative paths were resolved against
   std::string model_file;          // parameters, relative to the checkpoint directory
   std::string optimizer_file;      // optimizer state, relative to the checkpoint directory (may be empty)
-  int64_t model_bytes = 0;         // the model file's size
+  int64_t model_bytes = 0;         // the model file's size (size and digest are absent where model_file is empty:
+                                   // a fresh run's start-up state, which rank 0 sends its group in this form)
   std::string model_sha256;        // and its SHA-256 (64 lowercase hex digits)
   int64_t optimizer_bytes = 0;     // the same for the optimizer file (when there is one)
   std::string optimizer_sha256;

@@ -264,6 +264,10 @@ TEST(CheckpointMeta, RoundTripsAndRejectsGarbage) {
   EXPECT_EQ(back->model_sha256, m.model_sha256);
   Expected<CheckpointMeta> bad = CheckpointMetaFromJson("{\"iteration\": 1}", "state.json");
   EXPECT_EQ(ErrorOf(bad).find("state.json"), 0u);
+  // A fresh run's start-up state (rank 0 sends it to its group) names no files and so carries no digests.
+  CheckpointMeta fresh;
+  fresh.config_yaml = "name: x\n";
+  EXPECT_TRUE(CheckpointMetaFromJson(CheckpointMetaToJson(fresh), "start-up").ok());
   // The format, the version and the digests are checked.
   auto edited = [&](const std::string& from, const std::string& to) {
     std::string text = json;
