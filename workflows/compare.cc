@@ -89,8 +89,8 @@ Expected<CompareInputs> LoadInputs(const CompareSuite& suite) {
 // algorithms, in the suite's order.
 std::string InputsDigest(const CompareSuite& suite, const CompareInputs& in) {
   std::string text = suite.name + "\nseed " + std::to_string(suite.seed) + "\nbudget " +
-                     std::to_string(suite.budget_evaluations) + " " + std::to_string(std::bit_cast<uint64_t>(suite.budget_seconds)) +
-                     "\nbaseline " + suite.baseline + "\n";
+                     std::to_string(suite.budget_evaluations) + " " +
+                     std::to_string(std::bit_cast<uint64_t>(suite.budget_seconds)) + "\nbaseline " + suite.baseline + "\n";
   for (const Graph& g : in.graphs) text += GraphToJson(g);
   for (const Topology& t : in.topologies) text += TopologyToYaml(t);
   for (const auto& algo : in.algorithms) text += "algorithm " + algo->name() + "\n";
