@@ -33,6 +33,7 @@ struct ExecOptions {
   uint64_t seed = 0;           // seeds inputs and weights (per op, so results do not depend on placement)
   bool pin_threads = true;     // pin CPU workers to cores
   bool record_checksums = false;  // keep a checksum of every op's produced tensors in the last step
+  bool record_values = false;     // keep every op's value in the last step (ExecResult::op_values)
 };
 
 // Checks option values; errors name the field.
@@ -49,6 +50,16 @@ struct BackendInfo {
 // Resolves options.backend for `topology` (see ExecOptions::backend). Errors on an unknown name, or when the
 // CUDA backend has fewer GPUs than the topology has devices.
 Expected<BackendInfo> ResolveBackend(const std::string& backend, const Topology& topology);
+
+// One collective of a step (partitioned strategies: reduce-scatters of partial sums, gradient all-reduces), timed from
+// its first step's start to its last step's end (median over the timed steps).
+struct CollectiveTime {
+  std::string kind;   // "all-reduce", "reduce-scatter", ...
+  std::string label;  // the op it serves
+  std::vector<DeviceId> devices;
+  int64_t bytes = 0;  // the tensor's size, as sim/collectives.h counts it
+  double seconds = 0.0;
+};
 
 // The outcome of an execution.
 struct ExecResult {
@@ -76,6 +87,12 @@ struct ExecResult {
   // Per op, when ExecOptions::record_checksums: the sum of every tensor the op produced in the last step
   // (forward output, input and weight gradients, updated weights), in double precision.
   std::vector<double> op_checksums;
+  // Partitioned strategies: every collective of the step, in the order they were built.
+  std::vector<CollectiveTime> collectives;
+  // Per op, when ExecOptions::record_values: in the last step, a forward op's output (row-major over its whole
+  // shape, its parts' regions put together), a backward op's weight gradient (after synchronisation; empty for ops
+  // without weights) and an update op's new weights (flat), as 32-bit floats; empty for other ops.
+  std::vector<std::vector<float>> op_values;
 };
 
 // A graph, machine and strategy made ready to run: kernels built, weights and inputs allocated on their devices,
@@ -83,8 +100,9 @@ struct ExecResult {
 class Executor {
  public:
   // Validates the strategy (ValidateStrategy: colocated ops must share a device, which keeps an op's weights, its
-  // backward op and its update together). The executor runs plain placements only: an op split over several
-  // devices is an error naming the op.
+  // backward op and its update together). Plain placements run op by op; a strategy that splits ops runs each op
+  // part as a unit of its own with the regions core/partition.h gives it, and collectives between the parts
+  // (docs/executor.md, "Partitioned execution").
   static Expected<Executor> Create(const Graph& graph, const Topology& topology, const Strategy& strategy,
                                    const ExecOptions& options = {});
   // As Create, for one rank of a multi-process execution (docs/executor.md, "Multi-process runs"): this process
@@ -108,11 +126,17 @@ class Executor {
 
  private:
   struct Impl;
+  struct Partitioned;
   explicit Executor(std::unique_ptr<Impl> impl);
   static Expected<Executor> CreateIn(const Graph& graph, const Topology& topology, const Strategy& strategy,
                                      const ExecOptions& options, ProcessGroup* group,
                                      const std::vector<int32_t>& rank_of_device);
+  explicit Executor(std::unique_ptr<Partitioned> parts);
+  static Expected<Executor> CreatePartitioned(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                                              const ExecOptions& options, const BackendInfo& backend);
+  Expected<ExecResult> RunPartitioned();
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Partitioned> parts_;
 };
 
 // Create + Run.

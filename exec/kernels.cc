@@ -170,11 +170,8 @@ class UpdateKernel : public Kernel {
     at::Tensor g;
     for (const at::Tensor& x : io.inputs) g = g.defined() ? g + FitTo(x, {n}) : FitTo(x, {n});
     if (!g.defined()) g = at::zeros_like(slot_->weights);
-    const double t = static_cast<double>(slot_->step + 1);
-    const double lr = kLearningRate * std::sqrt(1.0 - std::pow(kBeta2, t)) / (1.0 - std::pow(kBeta1, t));
-    slot_->next_m = at::lerp(g, slot_->m, kBeta1);
-    slot_->next_v = at::lerp(g * g, slot_->v, kBeta2);
-    slot_->next_weights = at::addcdiv(slot_->weights, slot_->next_m, slot_->next_v.sqrt().add_(kAdamEps), -lr);
+    AdamStep(g, slot_->weights, slot_->m, slot_->v, slot_->step, &slot_->next_weights, &slot_->next_m,
+             &slot_->next_v);
     for (size_t j = 0; j < out_.size(); ++j) io.outputs[j] = ForEdge(slot_->next_weights, out_[j]);
     io.produced = {slot_->next_weights};
   }
@@ -235,6 +232,15 @@ EdgeTensor NaturalEdge(const Graph& graph, const Edge& e, const std::vector<at::
 }
 
 }  // namespace
+
+void AdamStep(const at::Tensor& g, const at::Tensor& w, const at::Tensor& m, const at::Tensor& v, int64_t step,
+              at::Tensor* next_w, at::Tensor* next_m, at::Tensor* next_v) {
+  const double t = static_cast<double>(step + 1);
+  const double lr = kLearningRate * std::sqrt(1.0 - std::pow(kBeta2, t)) / (1.0 - std::pow(kBeta1, t));
+  *next_m = at::lerp(g, m, kBeta1);
+  *next_v = at::lerp(g * g, v, kBeta2);
+  *next_w = at::addcdiv(w, *next_m, next_v->sqrt().add_(kAdamEps), -lr);
+}
 
 void ParamSlot::Commit() {
   if (!next_weights.defined()) return;
@@ -347,6 +353,10 @@ Expected<Plan> BuildPlan(const Graph& graph, const std::vector<at::Device>& devi
   }
   for (EdgeTensor& t : plan.edges)
     if (t.index_bound <= 0) t.index_bound = 2;
+
+  plan.owner = owner;
+  plan.impls = impl;
+  plan.stand_in = stand_in;
 
   // Weights, initialised by their owner's computation.
   for (OpId i = 0; i < n; ++i) {

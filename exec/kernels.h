@@ -22,6 +22,11 @@ struct EdgeTensor {
   int64_t index_bound = 2;  // integer tensors: exclusive upper bound of the values the consumer accepts
 };
 
+// Adam (Kingma and Ba; lr 1e-3, betas 0.9 and 0.999, eps 1e-8) at step `step` (0-based) from gradient `g`:
+// m' = b1 m + (1 - b1) g, v' = b2 v + (1 - b2) g^2, w' = w - lr_t m' / (sqrt(v') + eps), lr_t bias-corrected.
+void AdamStep(const at::Tensor& g, const at::Tensor& w, const at::Tensor& m, const at::Tensor& v, int64_t step,
+              at::Tensor* next_w, at::Tensor* next_m, at::Tensor* next_v);
+
 // The weights of one op and its Adam state. The update op writes next_*; Commit makes them current after the
 // step, so every op of a step reads the weights the step started with, whatever the schedule.
 struct ParamSlot {
@@ -52,11 +57,16 @@ class Kernel {
   bool stand_in_ = false;
 };
 
+class OpImpl;
+
 // Kernels for a graph whose op i runs on device_of_op[i].
 struct Plan {
   std::vector<std::unique_ptr<Kernel>> kernels;    // by OpId
   std::vector<EdgeTensor> edges;                   // by edge id
   std::vector<std::unique_ptr<ParamSlot>> params;  // by OpId of the owning forward op; null where none
+  std::vector<OpId> owner;                         // by forward OpId: the op whose weights it uses, or -1
+  std::vector<std::shared_ptr<const OpImpl>> impls;  // by forward OpId with inputs or weights: its computation
+  std::vector<char> stand_in;                      // by OpId: 1 when impls[op] is a stand-in
   // Makes the weights the update ops wrote in the last step current.
   void CommitUpdates();
 };

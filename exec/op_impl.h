@@ -49,6 +49,14 @@ class OpImpl {
   virtual void InitWeights(at::Tensor& flat, uint64_t seed) const;
   // Inputs feeding each output element (the LeCun fan-in used by InitWeights).
   virtual double FanIn() const { return 1.0; }
+  // For a part computing the slice [lo, hi) of output axis `axis` (a parameter dimension: dense layers' output
+  // features, convolutions' output channels, embeddings' width): the indices into this op's flat weights of the
+  // shard the part holds, in the order the part's own OpImpl (built for the part's shapes) lays out its flat
+  // weights. An undefined tensor when the op's weights do not shard along that axis.
+  virtual at::Tensor WeightShard(int32_t axis, int64_t lo, int64_t hi) const {
+    (void)axis, (void)lo, (void)hi;
+    return {};
+  }
 };
 
 // Builders by family; each returns nullptr when the type is not its own or the op cannot be reconstructed

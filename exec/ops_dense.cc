@@ -19,6 +19,11 @@ int64_t Numel(const Shape& s) {
 
 bool Near(double a, double b) { return std::abs(a - b) <= 1e-6 * std::max(1.0, std::abs(b)); }
 
+// Flat indices of columns [lo, hi) of a row-major [rows, cols] matrix, row by row.
+at::Tensor Columns(int64_t rows, int64_t cols, int64_t lo, int64_t hi) {
+  return (at::arange(rows, at::kLong).unsqueeze(1) * cols + at::arange(lo, hi, at::kLong).unsqueeze(0)).reshape({-1});
+}
+
 // The weight count of a layer with `fan_in` inputs per output channel: solves params = O * fan_in (+ O bias)
 // together with flops = 2 * outputs * fan_in (+ outputs bias). Returns fan_in and sets *bias, or 0.
 int64_t SolveFanIn(int64_t params, int64_t out_channels, double flops, double outputs, bool* bias) {
@@ -71,6 +76,14 @@ class Conv2dImpl : public OpImpl {
   }
 
   double FanIn() const override { return static_cast<double>(cg_ * kh_ * kw_); }
+
+  // Output channels [lo, hi): those rows of the [O, C/g, kh, kw] kernel, then those biases.
+  at::Tensor WeightShard(int32_t axis, int64_t lo, int64_t hi) const override {
+    if (axis != 1) return {};
+    const int64_t row = cg_ * kh_ * kw_;
+    at::Tensor rows = at::arange(lo * row, hi * row, at::kLong);
+    return bias_ ? at::cat({rows, at::arange(o_ * row + lo, o_ * row + hi, at::kLong)}) : rows;
+  }
 
  private:
   at::Tensor Weight(const at::Tensor& w) const { return w.narrow(0, 0, o_ * cg_ * kh_ * kw_).view({o_, cg_, kh_, kw_}); }
@@ -320,6 +333,13 @@ class LinearImpl : public OpImpl {
 
   double FanIn() const override { return static_cast<double>(k_); }
 
+  // Output features [lo, hi): those columns of the [K, N] matrix (row by row), then those biases.
+  at::Tensor WeightShard(int32_t axis, int64_t lo, int64_t hi) const override {
+    if (axis != static_cast<int32_t>(out_shape_.size()) - 1) return {};
+    at::Tensor cols = Columns(k_, n_, lo, hi);
+    return bias_ ? at::cat({cols, at::arange(k_ * n_ + lo, k_ * n_ + hi, at::kLong)}) : cols;
+  }
+
  private:
   at::Tensor Weight(const at::Tensor& w) const { return w.narrow(0, 0, k_ * n_).view({k_, n_}); }
   at::Tensor Input(const std::vector<at::Tensor>& in) const {
@@ -403,7 +423,7 @@ std::unique_ptr<OpImpl> MakeProduct(const OpDesc& d) {
 // Embedding lookup of integer ids: [...] -> [..., dim].
 class EmbeddingImpl : public OpImpl {
  public:
-  EmbeddingImpl(int64_t vocab, int64_t dim) : vocab_(vocab), dim_(dim) {}
+  EmbeddingImpl(int64_t vocab, int64_t dim, int32_t rank) : vocab_(vocab), dim_(dim), rank_(rank) {}
 
   at::Tensor Forward(const std::vector<at::Tensor>& in, const at::Tensor& w) const override {
     return at::embedding(w.view({vocab_, dim_}), in[0]);
@@ -416,9 +436,14 @@ class EmbeddingImpl : public OpImpl {
     return out;
   }
   int64_t IndexBound(int) const override { return vocab_; }
+  // Embedding width [lo, hi): those columns of the [vocab, dim] table.
+  at::Tensor WeightShard(int32_t axis, int64_t lo, int64_t hi) const override {
+    return axis == rank_ - 1 ? Columns(vocab_, dim_, lo, hi) : at::Tensor();
+  }
 
  private:
   int64_t vocab_, dim_;
+  int32_t rank_;  // of the output
 };
 
 std::unique_ptr<OpImpl> MakeEmbedding(const OpDesc& d) {
@@ -427,7 +452,7 @@ std::unique_ptr<OpImpl> MakeEmbedding(const OpDesc& d) {
   const int64_t dim = op.shape.back();
   Shape ids(op.shape.begin(), op.shape.end() - 1);
   if (d.input_shapes[0] != ids || d.param_elements <= 0 || d.param_elements % dim != 0) return nullptr;
-  return std::make_unique<EmbeddingImpl>(d.param_elements / dim, dim);
+  return std::make_unique<EmbeddingImpl>(d.param_elements / dim, dim, static_cast<int32_t>(op.shape.size()));
 }
 
 }  // namespace

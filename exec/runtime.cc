@@ -6,12 +6,14 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "distributed/process_group.h"
 #include "exec/backend.h"
 #include "exec/executor.h"
 #include "exec/kernels.h"
 #include "exec/process_transport.h"
+#include "exec/part_runtime.h"
 #include "exec/ready_queue.h"
 #include "exec/torch_errors.h"
 
@@ -80,6 +82,14 @@ struct Executor::Impl {
     double busy = 0.0, copy = 0.0;
     int64_t bytes = 0;
     int32_t copies = 0;
+    // Tensors received from other devices in this step, by producer (the producer-side data each was copied from,
+    // and the copy), and the producer's edges to this device not yet consumed (reset from edges_in every step).
+    struct Copy {
+      const void* from;
+      at::Tensor local;
+    };
+    std::unordered_map<OpId, std::vector<Copy>> received;
+    std::unordered_map<OpId, int32_t> edges_left, edges_in;
   };
 
   const Graph& graph;
@@ -92,7 +102,9 @@ struct Executor::Impl {
   std::vector<at::Tensor> slots;                 // by edge: the tensor waiting for its consumer
   std::unique_ptr<std::atomic<int32_t>[]> remaining;  // by op: in-edges not yet delivered
   std::vector<double> op_start, op_end, op_kernel, op_handoff, checksums;
+  std::vector<std::vector<float>> values;
   bool check_shapes = false;
+  bool record_values = false;  // this step keeps every op's value (ExecResult::op_values)
 
   std::mutex mu;
   std::condition_variable start_cv, done_cv;
@@ -163,6 +175,21 @@ struct Executor::Impl {
     return "op '" + graph.op(op).name + "' (" + graph.op(op).type + ")";
   }
 
+  // The value ExecResult::op_values reports for `op` from what its kernel produced.
+  std::vector<float> Value(OpId op, const exec::KernelIo& io) const {
+    const Op& o = graph.op(op);
+    at::Tensor t;
+    if (o.role != OpRole::kBackward && !io.produced.empty()) {
+      t = io.produced[0];
+    } else if (o.role == OpRole::kBackward && !io.produced.empty()) {
+      const OpId f = graph.find(o.forward_op);
+      if (f >= 0 && graph.op(f).role == OpRole::kForward && plan.owner[f] >= 0) t = io.produced.back();
+    }
+    if (!t.defined()) return {};
+    t = t.to(at::kCPU).to(at::kFloat).contiguous();
+    return std::vector<float>(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+  }
+
   // Checks what a kernel produced against the graph (the first step only).
   bool CheckProduced(OpId op, const exec::KernelIo& io) {
     const auto& expected = plan.kernels[op]->expected_shapes();
@@ -173,6 +200,27 @@ struct Executor::Impl {
       return false;
     }
     return true;
+  }
+
+  // A tensor from op `src` on another device, in this worker's memory: the worker copies it the first time one of
+  // its ops needs it and hands the same copy to the other ops here that consume the same tensor (one transfer per
+  // tensor and destination device), until the last of src's edges to this device has taken it.
+  at::Tensor Received(Worker* w, OpId src, const at::Tensor& t, double* copying) {
+    std::vector<Worker::Copy>& copies = w->received[src];
+    at::Tensor local;
+    for (const Worker::Copy& c : copies)
+      if (c.from == t.data_ptr() && c.local.sizes() == t.sizes()) local = c.local;
+    if (!local.defined()) {
+      const double c0 = exec::NowSeconds();
+      local = CopyTo(t, w->torch_device);
+      exec::SyncDevice(w->torch_device);
+      *copying += exec::NowSeconds() - c0;
+      w->bytes += static_cast<int64_t>(local.nbytes());
+      ++w->copies;
+      copies.push_back({t.data_ptr(), local});
+    }
+    if (--w->edges_left[src] == 0) w->received.erase(src);
+    return local;
   }
 
   void RunStep(Worker* w) {
@@ -187,16 +235,7 @@ struct Executor::Impl {
       for (size_t i = 0; i < in.size(); ++i) {
         at::Tensor t = std::move(slots[in[i]]);
         const OpId src = graph.edge(in[i]).src;
-        if (device_of_op[src] != w->device && IsLocal(src)) {
-          // A tensor from another device of this process: this worker copies it into its own memory (one from
-          // another rank arrived in fresh memory already).
-          const double c0 = exec::NowSeconds();
-          t = CopyTo(t, w->torch_device);
-          exec::SyncDevice(w->torch_device);
-          copying += exec::NowSeconds() - c0;
-          w->bytes += static_cast<int64_t>(t.nbytes());
-          ++w->copies;
-        }
+        if (device_of_op[src] != w->device && IsLocal(src)) t = Received(w, src, t, &copying);
         io.inputs[i] = std::move(t);
       }
       io.outputs.assign(out.size(), at::Tensor());
@@ -211,6 +250,7 @@ struct Executor::Impl {
       }
       const double t1 = exec::NowSeconds();
       if (check_shapes && !CheckProduced(op, io)) return;
+      if (record_values) values[op] = Value(op, io);
       if (options.record_checksums) {
         double sum = 0.0;
         for (const at::Tensor& t : io.produced)
@@ -246,6 +286,8 @@ struct Executor::Impl {
       w->busy = w->copy = 0.0;
       w->bytes = 0;
       w->copies = 0;
+      w->received.clear();
+      w->edges_left = w->edges_in;
     }
     std::fill(slots.begin(), slots.end(), at::Tensor());
     for (OpId op = 0; op < graph.num_ops(); ++op)
@@ -275,6 +317,7 @@ struct Executor::Impl {
 };
 
 Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Executor::Executor(std::unique_ptr<Partitioned> parts) : parts_(std::move(parts)) {}
 Executor::Executor(Executor&&) noexcept = default;
 Executor& Executor::operator=(Executor&&) noexcept = default;
 Executor::~Executor() = default;
@@ -316,16 +359,16 @@ Expected<Executor> Executor::CreateIn(const Graph& graph, const Topology& topolo
                                       const std::vector<int32_t>& rank_of_device) {
   if (Status s = ValidateExecOptions(options); !s.ok()) return s.error();
   if (graph.num_ops() == 0) return Error{"graph '" + graph.name() + "' has no ops to execute"};
-  if (strategy.configs.size() == static_cast<size_t>(graph.num_ops()))
-    for (OpId op = 0; op < graph.num_ops(); ++op)
-      if (strategy.configs[op].num_parts() > 1)
-        return Error{"op '" + graph.op(op).name + "' is split over " +
-                     std::to_string(strategy.configs[op].num_parts()) +
-                     " devices; the executor runs plain placements only (one device per op)"};
   if (Status s = ValidateStrategy(strategy, graph, topology); !s.ok()) return s.error();
   Expected<BackendInfo> backend = ResolveBackend(options.backend, topology);
   if (!backend.ok()) return backend.error();
   exec::ConfigureTorch();
+  if (!strategy.is_plain_placement()) {
+    if (group != nullptr)
+      return Error{"strategies that split ops run in one process (partitioned execution); the multi-process mode "
+                   "runs plain placements"};
+    return CreatePartitioned(graph, topology, strategy, options, *backend);
+  }
 
   auto impl = std::make_unique<Impl>(graph, topology);
   impl->options = options;
@@ -362,6 +405,7 @@ Expected<Executor> Executor::CreateIn(const Graph& graph, const Topology& topolo
   impl->op_kernel.assign(n, 0.0);
   impl->op_handoff.assign(n, 0.0);
   impl->checksums.assign(n, 0.0);
+  impl->values.assign(n, {});
   impl->workers.resize(topology.num_devices());
   for (OpId op = 0; op < n; ++op) {
     const DeviceId d = impl->device_of_op[op];
@@ -374,12 +418,18 @@ Expected<Executor> Executor::CreateIn(const Graph& graph, const Topology& topolo
     }
     ++impl->workers[d]->num_ops;
   }
+  for (const Edge& e : graph.edges()) {
+    const DeviceId d = impl->device_of_op[e.dst];
+    if (impl->device_of_op[e.src] != d && impl->IsLocal(e.src) && impl->IsLocal(e.dst))
+      ++impl->workers[d]->edges_in[e.src];
+  }
   for (auto& w : impl->workers)
     if (w) w->thread = std::thread(&Impl::WorkerMain, impl.get(), w.get());
   return Executor(std::move(impl));
 }
 
 Expected<ExecResult> Executor::Run() {
+  if (parts_) return RunPartitioned();
   Impl& m = *impl_;
   const int32_t n = m.graph.num_ops();
   const int32_t devices = m.topology.num_devices();
@@ -401,6 +451,7 @@ Expected<ExecResult> Executor::Run() {
   const int32_t total = m.options.warmup_steps + m.options.timed_steps;
   for (int32_t step = 0; step < total; ++step) {
     m.check_shapes = step == 0;
+    m.record_values = m.options.record_values && step == total - 1;
     if (!m.Step(step)) {
       Error e{m.error};
       m.error.clear();
@@ -449,6 +500,7 @@ Expected<ExecResult> Executor::Run() {
     result.op_handoff_seconds.push_back(Median(op_handoffs[op]));
   }
   if (m.options.record_checksums) result.op_checksums = m.checksums;
+  if (m.options.record_values) result.op_values = std::move(m.values);
   if (m.transport)
     if (Status s = MergeRanks(m.transport->group(), &result); !s) return s.error();
   return result;

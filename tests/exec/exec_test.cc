@@ -108,7 +108,7 @@ TEST(Executor, UnknownOpTypesRunAStandInAndAreCounted) {
   EXPECT_EQ(r->stand_in_types[1], "mystery_op_grad");
 }
 
-TEST(Executor, RejectsPartitionedAndInvalidStrategies) {
+TEST(Executor, RunsPartitionedAndRejectsInvalidStrategies) {
   const Graph g = ConvTrainingGraph();
   const Topology t = CpuLocal();
   Strategy split = Strategy::AllOn(g.num_ops(), 0);
@@ -116,9 +116,15 @@ TEST(Executor, RejectsPartitionedAndInvalidStrategies) {
   split.configs[fc].devices = {0, 1};
   split.configs[fc].degrees.assign(g.op(fc).dims.size(), 1);
   split.configs[fc].degrees[0] = 2;
+  split.configs[g.find("head/fc/grad")] = split.configs[fc];
+  split.configs[g.find("head/fc/update")] = {{0, 1}, {2}};
   Expected<ExecResult> r = ExecuteStrategy(g, t, split, Quick());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->device_ops[1], 3);  // a part of the op, of its backward op and of its update
+
+  split.configs[fc].degrees[0] = 1;  // degrees that do not multiply to the device count
+  r = ExecuteStrategy(g, t, split, Quick());
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("plain placements only"), std::string::npos) << r.error().message;
 
   Strategy apart = Strategy::AllOn(g.num_ops(), 0);
   apart.configs[g.find("head/fc/grad")].devices = {1};  // separated from its colocated forward op

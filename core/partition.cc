@@ -1,0 +1,136 @@
+#include "core/partition.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace devplace {
+namespace {
+
+// Multi-index digit of `part` for dim `j` (row-major over degrees).
+int32_t Digit(const OpConfig& config, int32_t part, size_t j) {
+  int32_t stride = 1;
+  for (size_t k = config.degrees.size(); k-- > j + 1;) stride *= config.degrees[k];
+  return (part / stride) % config.degrees[j];
+}
+
+bool IsShardKind(DimKind kind) { return kind == DimKind::kParameter || kind == DimKind::kReduction; }
+
+// Combined index of `part` over the dims selected by `pick` (row-major among them).
+template <class Pick>
+int32_t CombinedIndex(const Op& op, const OpConfig& config, int32_t part, Pick pick) {
+  int32_t index = 0;
+  for (size_t j = 0; j < config.degrees.size(); ++j) {
+    if (!pick(op.dims[j])) continue;
+    index = index * config.degrees[j] + Digit(config, part, j);
+  }
+  return index;
+}
+
+void Slice(Box* box, int32_t axis, int32_t parts, int32_t index) {
+  const int64_t lo = box->lo[axis], extent = box->hi[axis] - box->lo[axis];
+  box->hi[axis] = lo + extent * (index + 1) / parts;
+  box->lo[axis] = lo + extent * index / parts;
+}
+
+}  // namespace
+
+Box FullBox(const std::vector<int64_t>& shape) {
+  DEVPLACE_CHECK(shape.size() <= static_cast<size_t>(kMaxRank), "rank above kMaxRank");
+  Box box;
+  box.rank = static_cast<int32_t>(shape.size());
+  for (int32_t a = 0; a < box.rank; ++a) box.hi[a] = shape[a];
+  return box;
+}
+
+int64_t Volume(const Box& box) {
+  int64_t v = 1;
+  for (int32_t a = 0; a < box.rank; ++a) v *= std::max<int64_t>(0, box.hi[a] - box.lo[a]);
+  return v;
+}
+
+int64_t OverlapVolume(const Box& a, const Box& b) {
+  DEVPLACE_CHECK(a.rank == b.rank);
+  int64_t v = 1;
+  for (int32_t k = 0; k < a.rank; ++k) {
+    const int64_t lo = std::max(a.lo[k], b.lo[k]), hi = std::min(a.hi[k], b.hi[k]);
+    if (hi <= lo) return 0;
+    v *= hi - lo;
+  }
+  return v;
+}
+
+PartLayout Layout(const Op& op, const OpConfig& config) {
+  PartLayout layout;
+  layout.parts = config.num_parts();
+  for (size_t j = 0; j < config.degrees.size(); ++j) {
+    const int32_t d = config.degrees[j];
+    layout.distinct *= d;
+    if (op.dims[j].kind == DimKind::kReduction) layout.reduction *= d;
+    if (IsShardKind(op.dims[j].kind)) layout.shards *= d;
+    else layout.replicas *= d;
+  }
+  layout.copies = layout.parts / layout.distinct;
+  return layout;
+}
+
+int32_t CopyIndex(const OpConfig& config, int32_t part) {
+  int32_t distinct = 1;
+  for (int32_t d : config.degrees) distinct *= d;
+  return part / distinct;
+}
+
+int32_t ReductionIndex(const Op& op, const OpConfig& config, int32_t part) {
+  return CombinedIndex(op, config, part, [](const PartitionDim& d) { return d.kind == DimKind::kReduction; });
+}
+
+int32_t ReductionRing(const Op& op, const OpConfig& config, int32_t part) {
+  const PartLayout layout = Layout(op, config);
+  return CopyIndex(config, part) * (layout.distinct / layout.reduction) +
+         CombinedIndex(op, config, part, [](const PartitionDim& d) { return d.kind != DimKind::kReduction; });
+}
+
+int32_t ShardIndex(const Op& op, const OpConfig& config, int32_t part) {
+  return CombinedIndex(op, config, part, [](const PartitionDim& d) { return IsShardKind(d.kind); });
+}
+
+int32_t ReplicaIndex(const Op& op, const OpConfig& config, int32_t part) {
+  return CombinedIndex(op, config, part, [](const PartitionDim& d) { return !IsShardKind(d.kind); });
+}
+
+Box ComputedBox(const Op& op, const OpConfig& config, int32_t part) {
+  Box box = FullBox(op.shape);
+  for (size_t j = 0; j < config.degrees.size(); ++j) {
+    const int32_t axis = op.dims[j].output_axis;
+    if (axis < 0 || axis >= box.rank || config.degrees[j] == 1) continue;
+    Slice(&box, axis, config.degrees[j], Digit(config, part, j));
+  }
+  return box;
+}
+
+Box OwnedBox(const Op& op, const OpConfig& config, int32_t part) {
+  Box box = ComputedBox(op, config, part);
+  const PartLayout layout = Layout(op, config);
+  if (layout.reduction == 1 || box.rank == 0) return box;
+  // Reduce-scatter: each ring member keeps one slice of the box along its longest axis (lowest axis on ties).
+  int32_t axis = 0;
+  for (int32_t a = 1; a < box.rank; ++a)
+    if (box.hi[a] - box.lo[a] > box.hi[axis] - box.lo[axis]) axis = a;
+  Slice(&box, axis, layout.reduction, ReductionIndex(op, config, part));
+  return box;
+}
+
+Box NeededBox(const Op& consumer, const OpConfig& config, int32_t part, const Op& producer) {
+  // A backward op's saved output of its own forward op (same shape and dims): the region the part computes.
+  if (!consumer.forward_op.empty() && consumer.forward_op == producer.name && consumer.shape == producer.shape)
+    return ComputedBox(consumer, config, part);
+  Box box = FullBox(producer.shape);
+  for (size_t j = 0; j < config.degrees.size(); ++j) {
+    const int32_t axis = consumer.dims[j].input_axis;
+    if (axis < 0 || axis >= box.rank || config.degrees[j] == 1) continue;
+    Slice(&box, axis, config.degrees[j], Digit(config, part, j));
+  }
+  return box;
+}
+
+}  // namespace devplace

@@ -1,0 +1,604 @@
+#include "exec/part_plan.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "core/check.h"
+#include "exec/backend.h"
+#include "exec/collectives.h"
+#include "exec/op_impl.h"
+
+namespace devplace::exec {
+
+namespace {
+
+std::vector<int64_t> Extents(const Box& b) {
+  std::vector<int64_t> e;
+  for (int32_t a = 0; a < b.rank; ++a) e.push_back(b.hi[a] - b.lo[a]);
+  return e;
+}
+
+Box Intersect(const Box& a, const Box& b) {
+  Box r = a;
+  for (int32_t k = 0; k < a.rank; ++k) {
+    r.lo[k] = std::max(a.lo[k], b.lo[k]);
+    r.hi[k] = std::min(a.hi[k], b.hi[k]);
+  }
+  return r;
+}
+
+bool IsEmpty(const Box& b) {
+  for (int32_t k = 0; k < b.rank; ++k)
+    if (b.hi[k] <= b.lo[k]) return true;
+  return false;
+}
+
+std::vector<int64_t> Offset(const Box& inner, const Box& outer) {
+  std::vector<int64_t> o;
+  for (int32_t k = 0; k < inner.rank; ++k) o.push_back(inner.lo[k] - outer.lo[k]);
+  return o;
+}
+
+// NeededBox, except that an axis whose extent differs from the size of the dimension slicing it (an input broadcast
+// along it) is needed whole.
+Box Needed(const Op& consumer, const OpConfig& config, int32_t part, const Op& producer) {
+  Box box = NeededBox(consumer, config, part, producer);
+  for (size_t j = 0; j < config.degrees.size(); ++j) {
+    const int32_t axis = consumer.dims[j].input_axis;
+    if (axis < 0 || axis >= box.rank || config.degrees[j] == 1) continue;
+    if (producer.shape[axis] != consumer.dims[j].size) {
+      box.lo[axis] = 0;
+      box.hi[axis] = producer.shape[axis];
+    }
+  }
+  return box;
+}
+
+// The slot (in-edge index) of `f`'s inputs that `src` feeds, or -1.
+int SlotOf(const Graph& graph, OpId f, OpId src) {
+  const auto in = graph.in_edges(f);
+  for (size_t s = 0; s < in.size(); ++s)
+    if (graph.edge(in[s]).src == src) return static_cast<int>(s);
+  return -1;
+}
+
+// What part `part` of edge e's consumer, under `config`, needs of the edge: a region of the tensor the edge carries
+// in its natural coordinates (the producer's output, or the gradient of the consumer's forward op's output).
+struct Need {
+  Box region;
+  bool sum = false;      // partial gradients to add up
+  bool zeros = false;    // nothing the consumer computes with: zeros of the edge's shape
+  bool weight_grad = false;
+  int port = 0;          // the producer's output port
+  const EdgeTensor* cut = nullptr;
+};
+
+Need NeedOf(const Graph& graph, const Plan& base, int32_t e, const OpConfig& config, int32_t part) {
+  const Edge& edge = graph.edge(e);
+  const Op& u = graph.op(edge.src);
+  const Op& v = graph.op(edge.dst);
+  Need need;
+  std::vector<int64_t> natural;
+  if (u.role == OpRole::kForward) {
+    natural = u.shape;
+    const OpId f = v.role == OpRole::kBackward ? graph.find(v.forward_op) : -1;
+    if (v.role == OpRole::kForward) need.region = Needed(v, config, part, u);
+    else if (f == edge.src) need.region = ComputedBox(u, config, part);
+    else if (f >= 0) need.region = Needed(graph.op(f), config, part, u);
+    else need.region = FullBox(u.shape);
+  } else if (u.role == OpRole::kBackward && v.role == OpRole::kBackward) {
+    const OpId a = graph.find(u.forward_op), b = graph.find(v.forward_op);
+    need.port = a >= 0 && b >= 0 ? SlotOf(graph, a, b) : -1;
+    if (need.port < 0) {
+      need.zeros = true;
+      return need;
+    }
+    natural = graph.op(b).shape;
+    need.region = ComputedBox(graph.op(b), config, part);
+    need.sum = true;
+  } else {
+    need.weight_grad = u.role == OpRole::kBackward && v.role == OpRole::kUpdate;
+    need.zeros = !need.weight_grad;
+    return need;
+  }
+  if (base.edges[e].shape != natural) {
+    need.cut = &base.edges[e];
+    need.region = FullBox(natural);
+  }
+  return need;
+}
+
+const std::set<std::string>& Elementwise() {
+  static const std::set<std::string> types = {"relu", "tanh", "sigmoid", "gelu", "identity",
+                                              "add",  "sub",  "mul",     "add_n", "mean_n"};
+  return types;
+}
+
+// Whether every part of `op` under `config`, computed by the op's computation rebuilt for the part's shapes, gives
+// its region of the whole op's result: splits along the sample dimension (output axis 0), along one parameter
+// dimension that needs its inputs whole and whose weights shard (`impl` says how), and along attribute axes of
+// element-wise ops (and of softmax and layer normalisation off their normalised last axis); no cut in-edges.
+bool ExactSplit(const Graph& graph, const Plan& base, OpId op, const OpConfig& config, const OpImpl& impl,
+                int32_t* shard_axis) {
+  const Op& o = graph.op(op);
+  *shard_axis = -1;
+  if (config.num_parts() == 1) return true;
+  const int32_t rank = static_cast<int32_t>(o.shape.size());
+  for (size_t j = 0; j < config.degrees.size(); ++j) {
+    if (config.degrees[j] == 1) continue;
+    const PartitionDim& d = o.dims[j];
+    if (d.kind == DimKind::kSample && d.output_axis == 0) continue;
+    if (d.kind == DimKind::kParameter && d.input_axis < 0 && *shard_axis < 0 &&
+        impl.WeightShard(d.output_axis, 0, 1).defined()) {
+      *shard_axis = d.output_axis;
+      continue;
+    }
+    const bool normalised = (o.type == "softmax" || o.type == "layer_norm") && d.output_axis != rank - 1;
+    if (d.kind == DimKind::kAttribute && d.input_axis == d.output_axis && (Elementwise().count(o.type) || normalised))
+      continue;
+    return false;
+  }
+  for (int32_t e : graph.in_edges(op))
+    if (base.edges[e].shape != graph.op(graph.edge(e).src).shape) return false;
+  return true;
+}
+
+// Builds a PartPlan in stages: units and their regions, kernels and weights, compute tasks, collectives, then the
+// copies and assemblies of every unit's inputs.
+class Builder {
+ public:
+  Builder(const Graph& graph, const Strategy& strategy, const std::vector<at::Device>& device_of, Plan base,
+          PartPlan* plan)
+      : g_(graph), s_(strategy), device_of_(device_of), base_(std::move(base)), plan_(*plan) {}
+
+  void Build() {
+    MakeUnits();
+    for (int pass = 0; pass < 2; ++pass)  // forward parts first: backward parts share their computation
+      for (OpId op = 0; op < g_.num_ops(); ++op)
+        if ((g_.op(op).role == OpRole::kForward) == (pass == 0)) MakeKernels(op);
+    for (size_t u = 0; u < plan_.units.size(); ++u) {
+      Task t;
+      t.kind = TaskKind::kCompute;
+      t.device = plan_.units[u].device;
+      t.unit = static_cast<int32_t>(u);
+      const int32_t id = plan_.program.Add(std::move(t));
+      plan_.task_of[plan_.units[u].op].push_back(id);
+      ready_.emplace_back(plan_.units[u].out_slots.size(), id);
+    }
+    for (OpId op = 0; op < g_.num_ops(); ++op) Collectives(op);
+    Inputs();
+  }
+
+ private:
+  Unit& UnitAt(OpId op, int32_t part) { return plan_.units[plan_.unit_of[op][part]]; }
+
+  void MakeUnits() {
+    const int32_t n = g_.num_ops();
+    plan_.unit_of.resize(n);
+    plan_.task_of.resize(n);
+    part_impl_.resize(n);
+    for (OpId op = 0; op < n; ++op) {
+      const Op& o = g_.op(op);
+      const OpConfig& c = s_.configs[op];
+      for (int32_t p = 0; p < c.num_parts(); ++p) {
+        Unit u;
+        u.op = op;
+        u.part = p;
+        u.device = c.devices[p];
+        u.torch_device = device_of_[u.device];
+        u.out_box = ComputedBox(o, c, p);
+        u.owned = o.role == OpRole::kForward ? OwnedBox(o, c, p) : u.out_box;
+        plan_.unit_of[op].push_back(static_cast<int32_t>(plan_.units.size()));
+        plan_.units.push_back(std::move(u));
+      }
+    }
+  }
+
+  // The op the part computes as a whole op of the part's shapes (kept alive for the kernels built from it).
+  const Op* PartOp(const Op& o, const Box& box, double flops) {
+    Op part = o;
+    part.shape = Extents(box);
+    part.flops = flops;
+    part_ops_.push_back(std::make_unique<Op>(std::move(part)));
+    return part_ops_.back().get();
+  }
+
+  PartWeights* Weights(OpId owner, at::Tensor index, const at::Device& device) {
+    auto w = std::make_unique<PartWeights>();
+    w->owner = owner;
+    const at::Tensor& full = plan_.full_weights[owner];
+    w->index = index;
+    w->w = (index.defined() ? full.index_select(0, index) : full.clone()).to(device);
+    plan_.weights.push_back(std::move(w));
+    return plan_.weights.back().get();
+  }
+
+  // Flat weight indices of `part` of `op` (forward, or backward with its forward op's dims) under `config`.
+  at::Tensor WeightIndex(OpId f, const OpConfig& config, int32_t part, int32_t shard_axis, const OpImpl* impl) {
+    const Op& o = g_.op(f);
+    const Box box = ComputedBox(o, config, part);
+    if (shard_axis >= 0) return impl->WeightShard(shard_axis, box.lo[shard_axis], box.hi[shard_axis]);
+    const PartLayout layout = Layout(o, config);
+    if (layout.shards == 1) return {};
+    const int64_t total = plan_.full_weights[base_.owner[f]].numel();
+    const int64_t s = devplace::ShardIndex(o, config, part), k = layout.shards;
+    return at::arange(total * s / k, total * (s + 1) / k, at::kLong);
+  }
+
+  void MakeKernels(OpId op) {
+    const Op& o = g_.op(op);
+    const OpConfig& c = s_.configs[op];
+    const int32_t parts = c.num_parts();
+    const OpId f = o.role == OpRole::kForward ? op : g_.find(o.forward_op);
+    const bool has_forward = f >= 0 && g_.op(f).role == OpRole::kForward;
+    const OpId owner = has_forward ? base_.owner[f] : -1;
+    const auto in = g_.in_edges(op);
+    for (int32_t p = 0; p < parts; ++p) {
+      Unit& u = UnitAt(op, p);
+      std::vector<Need> needs;
+      for (int32_t e : in) needs.push_back(NeedOf(g_, base_, e, c, p));
+      for (size_t i = 0; i < in.size(); ++i) {
+        Assembly a;
+        a.type = base_.edges[in[i]].type;
+        a.sum = needs[i].sum;
+        a.cut = needs[i].cut;
+        a.shape = needs[i].zeros || needs[i].weight_grad ? base_.edges[in[i]].shape : Extents(needs[i].region);
+        u.inputs.push_back(std::move(a));
+      }
+      needs_.emplace(plan_.unit_of[op][p], std::move(needs));
+    }
+    if (o.role == OpRole::kForward && !base_.impls[op]) {  // a graph input: its slice of the seeded data
+      KernelIo io;
+      io.outputs.resize(g_.out_edges(op).size());
+      base_.kernels[op]->Run(io);
+      for (int32_t p = 0; p < parts; ++p) {
+        Unit& u = UnitAt(op, p);
+        at::Tensor data = io.produced[0];
+        for (int32_t a = 0; a < u.out_box.rank; ++a)
+          data = data.narrow(a, u.out_box.lo[a], u.out_box.hi[a] - u.out_box.lo[a]);
+        u.kernel = MakePartInput(data.contiguous().to(u.torch_device));
+        u.out_slots = {plan_.program.AddSlot()};
+        port_box_[plan_.unit_of[op][p]] = {u.out_box};
+      }
+      return;
+    }
+    if (o.role == OpRole::kForward) return ForwardKernels(op, owner);
+    if (o.role == OpRole::kUpdate && owner == f && f >= 0) return UpdateKernels(op, f);
+    BackwardKernels(op, has_forward && base_.impls[f] ? f : -1, owner);
+  }
+
+  void ForwardKernels(OpId op, OpId owner) {
+    const Op& o = g_.op(op);
+    const OpConfig& c = s_.configs[op];
+    const int32_t parts = c.num_parts();
+    int32_t shard_axis = -1;
+    const bool exact = !base_.stand_in[op] && ExactSplit(g_, base_, op, c, *base_.impls[op], &shard_axis);
+    const OpId grad = GradOf(op);
+    const double volume = static_cast<double>(std::max<int64_t>(1, NumElements(o)));
+    for (int32_t p = 0; p < parts; ++p) {
+      Unit& u = UnitAt(op, p);
+      PartWeights* w = nullptr;
+      if (owner >= 0) w = Weights(owner, WeightIndex(op, c, p, shard_axis, base_.impls[op].get()), u.torch_device);
+      OpDesc desc;
+      for (const Assembly& a : u.inputs) {
+        desc.input_shapes.push_back(a.cut ? a.cut->shape : a.shape);
+        desc.input_types.push_back(a.type);
+      }
+      desc.param_elements = w ? w->w.numel() : 0;
+      desc.options = at::TensorOptions().dtype(at::kFloat).device(u.torch_device);
+      std::shared_ptr<const OpImpl> impl;
+      if (parts == 1 && exact) {
+        impl = base_.impls[op];
+      } else if (exact) {
+        desc.op = PartOp(o, u.out_box, o.flops * static_cast<double>(Volume(u.out_box)) / volume);
+        impl = MakeOpImpl(desc);
+      }
+      if (!impl) {
+        desc.op = PartOp(o, u.out_box, o.flops / parts);
+        impl = MakeStandIn(desc, desc.op->flops, grad >= 0 ? g_.op(grad).flops / parts : 0.0);
+        u.stand_in = true;
+      } else {
+        u.stand_in = base_.stand_in[op] != 0;
+      }
+      part_impl_[op].push_back({impl, w});
+      u.kernel = MakePartForward(impl, w);
+      u.out_slots = {plan_.program.AddSlot()};
+      port_box_[plan_.unit_of[op][p]] = {u.out_box};
+    }
+  }
+
+  OpId GradOf(OpId f) const {
+    for (int32_t e : g_.out_edges(f)) {
+      const OpId d = g_.edge(e).dst;
+      if (g_.op(d).role == OpRole::kBackward && g_.op(d).forward_op == g_.op(f).name) return d;
+    }
+    return -1;
+  }
+
+  void BackwardKernels(OpId op, OpId f, OpId owner) {
+    const Op& o = g_.op(op);
+    const OpConfig& c = s_.configs[op];
+    const int32_t parts = c.num_parts();
+    const bool same = f >= 0 && c == s_.configs[f];
+    const auto f_in = f >= 0 ? g_.in_edges(f) : std::span<const int32_t>();
+    for (int32_t p = 0; p < parts; ++p) {
+      Unit& u = UnitAt(op, p);
+      BackwardRoles roles;
+      roles.out_shape = Extents(u.out_box);
+      std::vector<Box>& ports = port_box_[plan_.unit_of[op][p]];
+      for (size_t s = 0; s < f_in.size(); ++s) {
+        const Need need = NeedOf(g_, base_, f_in[s], c, p);  // as part p of f under this config would need it
+        ports.push_back(need.region);
+        roles.slot_shapes.push_back(need.cut ? need.cut->shape : Extents(need.region));
+        roles.slot_types.push_back(base_.edges[f_in[s]].type);
+      }
+      roles.need.assign(f_in.size(), 0);
+      for (int32_t e : g_.in_edges(op)) {
+        const OpId src = g_.edge(e).src;
+        const int slot = f >= 0 && g_.op(src).role == OpRole::kForward ? SlotOf(g_, f, src) : -1;
+        roles.role.push_back(src == f ? BackwardRoles::kSavedOutput : (slot >= 0 ? slot : BackwardRoles::kGradient));
+      }
+      for (int32_t e : g_.out_edges(op)) {
+        const Op& dst = g_.op(g_.edge(e).dst);
+        const OpId b = dst.role == OpRole::kBackward ? g_.find(dst.forward_op) : -1;
+        const int slot = f >= 0 && b >= 0 ? SlotOf(g_, f, b) : -1;
+        if (slot >= 0) roles.need[slot] = 1;
+      }
+      std::shared_ptr<const OpImpl> impl;
+      const PartWeights* w = nullptr;
+      if (same && !UnitAt(f, p).stand_in) {
+        impl = part_impl_[f][p].first;
+        w = part_impl_[f][p].second;
+      } else {
+        if (same) w = part_impl_[f][p].second;
+        else if (owner >= 0) w = Weights(owner, WeightIndex(f, c, p, -1, nullptr), u.torch_device);
+        OpDesc desc;
+        desc.input_shapes = roles.slot_shapes;
+        desc.input_types = roles.slot_types;
+        desc.param_elements = w ? w->w.numel() : 0;
+        desc.options = at::TensorOptions().dtype(at::kFloat).device(u.torch_device);
+        desc.op = PartOp(f >= 0 ? g_.op(f) : o, u.out_box, 0.0);
+        impl = MakeStandIn(desc, 0.0, o.flops / parts);
+        u.stand_in = true;
+      }
+      if (w) {
+        u.grad_index = w->index;
+        u.weight_port = static_cast<int32_t>(f_in.size());
+        ports.push_back(FullBox({w->w.numel()}));
+      }
+      u.kernel = MakePartBackward(impl, w, std::move(roles), u.torch_device);
+      for (size_t k = 0; k < f_in.size() + (w ? 1 : 0); ++k) u.out_slots.push_back(plan_.program.AddSlot());
+    }
+  }
+
+  void UpdateKernels(OpId op, OpId f) {
+    const OpConfig& c = s_.configs[op];
+    const at::Tensor& full = plan_.full_weights[f];
+    for (int32_t p = 0; p < c.num_parts(); ++p) {
+      Unit& u = UnitAt(op, p);
+      auto r = std::make_unique<UpdateRange>();
+      r->owner = f;
+      r->lo = u.out_box.rank ? u.out_box.lo[0] : 0;
+      r->len = u.out_box.rank ? u.out_box.hi[0] - r->lo : full.numel();
+      r->len = std::min(r->len, full.numel() - r->lo);
+      r->w = full.narrow(0, r->lo, r->len).clone().to(u.torch_device);
+      r->m = at::zeros_like(r->w);
+      r->v = at::zeros_like(r->w);
+      u.kernel = MakePartUpdate(r.get());
+      u.out_slots = {plan_.program.AddSlot()};
+      port_box_[plan_.unit_of[op][p]] = {FullBox({r->len})};
+      range_of_[plan_.unit_of[op][p]] = r.get();
+      plan_.updates.push_back(std::move(r));
+    }
+  }
+
+  void Collectives(OpId op);
+  void Inputs();
+  void WeightGradient(int32_t unit, size_t input, int32_t edge, int pass);
+  // Pass 1: widens the copy of `src`'s port to `device` to cover `box`.
+  void Cover(int32_t src, int port, DeviceId device, const Box& box, at::ScalarType type);
+  // The slot on `device` holding the box `box` of port `port` of unit `src`: the port's own slot on its device,
+  // else the copy made for that device; with the task after which it is there.
+  std::pair<int32_t, int32_t> Source(int32_t src, int port, DeviceId device, Box* slot_box);
+
+  const Graph& g_;
+  const Strategy& s_;
+  const std::vector<at::Device>& device_of_;
+  Plan base_;
+  PartPlan& plan_;
+  std::vector<std::vector<std::pair<std::shared_ptr<const OpImpl>, PartWeights*>>> part_impl_;
+  std::vector<std::unique_ptr<Op>> part_ops_;
+  std::map<int32_t, std::vector<Need>> needs_;      // by unit
+  std::map<int32_t, std::vector<Box>> port_box_;    // by unit: each output port's region
+  std::map<int32_t, UpdateRange*> range_of_;        // by update unit
+  std::vector<std::vector<int32_t>> ready_;          // by unit and port: the task after which the port is final
+  std::map<std::tuple<int32_t, int, DeviceId>, Box> copy_box_;
+  std::map<std::tuple<int32_t, int, DeviceId>, int64_t> copy_element_bytes_;
+  std::map<std::tuple<int32_t, int, DeviceId>, std::pair<int32_t, int32_t>> copies_;  // -> slot, task
+};
+
+void Builder::Collectives(OpId op) {
+  const Op& o = g_.op(op);
+  const OpConfig& c = s_.configs[op];
+  const int32_t parts = c.num_parts();
+  if (parts < 2) return;
+  const PartLayout layout = Layout(o, c);
+  if (o.role == OpRole::kForward && layout.reduction > 1 && !o.shape.empty()) {
+    // Partial sums: one ring reduce-scatter per group of parts computing the same box; member i keeps slice i
+    // along the box's longest axis (OwnedBox).
+    for (int32_t ring = 0; ring < parts / layout.reduction; ++ring) {
+      std::vector<int32_t> members(static_cast<size_t>(layout.reduction), -1);
+      for (int32_t p = 0; p < parts; ++p)
+        if (ReductionRing(o, c, p) == ring) members[ReductionIndex(o, c, p)] = plan_.unit_of[op][p];
+      const Box& box = plan_.units[members[0]].out_box;
+      CollectiveGroup group;
+      for (int32_t a = 1; a < box.rank; ++a)
+        if (box.hi[a] - box.lo[a] > box.hi[group.axis] - box.lo[group.axis]) group.axis = a;
+      group.extent = box.hi[group.axis] - box.lo[group.axis];
+      group.bytes = Volume(box) * 4;
+      group.label = o.name;
+      std::vector<int32_t> ready;
+      for (int32_t m : members) {
+        group.devices.push_back(plan_.units[m].device);
+        group.slots.push_back(plan_.units[m].out_slots[0]);
+        ready.push_back(ready_[m][0]);
+      }
+      const std::vector<int32_t> done = AppendReduceScatter(&plan_.program, group, ready);
+      for (size_t i = 0; i < members.size(); ++i) ready_[members[i]][0] = done[i];
+    }
+  }
+  const Unit& first = UnitAt(op, 0);
+  if (o.role != OpRole::kBackward || first.weight_port < 0 || layout.replicas < 2) return;
+  // Gradient synchronisation: a ring all-reduce of each weight shard's gradient among its replicas.
+  for (int32_t shard = 0; shard < layout.shards; ++shard) {
+    std::vector<int32_t> members(static_cast<size_t>(layout.replicas), -1);
+    for (int32_t p = 0; p < parts; ++p)
+      if (ShardIndex(o, c, p) == shard) members[ReplicaIndex(o, c, p)] = plan_.unit_of[op][p];
+    CollectiveGroup group;
+    const Box& box = port_box_[members[0]][first.weight_port];
+    group.extent = box.hi[0];
+    group.bytes = group.extent * 4;
+    group.label = o.name;
+    std::vector<int32_t> ready;
+    for (int32_t m : members) {
+      group.devices.push_back(plan_.units[m].device);
+      group.slots.push_back(plan_.units[m].out_slots[first.weight_port]);
+      ready.push_back(ready_[m][first.weight_port]);
+    }
+    const std::vector<int32_t> done = AppendAllReduce(&plan_.program, group, ready);
+    for (size_t i = 0; i < members.size(); ++i) ready_[members[i]][first.weight_port] = done[i];
+  }
+}
+
+std::pair<int32_t, int32_t> Builder::Source(int32_t src, int port, DeviceId device, Box* slot_box) {
+  const Unit& s = plan_.units[src];
+  if (s.device == device) {
+    *slot_box = port_box_[src][port];
+    return {s.out_slots[port], ready_[src][port]};
+  }
+  const auto key = std::make_tuple(src, port, device);
+  *slot_box = copy_box_.at(key);
+  auto it = copies_.find(key);
+  if (it != copies_.end()) return it->second;
+  Task t;
+  t.kind = TaskKind::kCopy;
+  t.device = device;
+  t.src = s.out_slots[port];
+  t.dst = plan_.program.AddSlot();
+  t.lo = Offset(*slot_box, port_box_[src][port]);
+  t.size = Extents(*slot_box);
+  t.bytes = Volume(*slot_box) * copy_element_bytes_.at(key);
+  const int32_t dst = t.dst;
+  const int32_t id = plan_.program.Add(std::move(t));
+  plan_.program.Dep(ready_[src][port], id);
+  return copies_[key] = {dst, id};
+}
+
+// The pieces of every unit input: which producer part owns which box of it (pass 1 sizes each copy to the bounding
+// box of what its destination device needs, pass 2 makes the copies and the pieces).
+void Builder::Inputs() {
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t ui = 0; ui < plan_.units.size(); ++ui) {
+      Unit& u = plan_.units[ui];
+      const auto in = g_.in_edges(u.op);
+      const std::vector<Need>& needs = needs_.at(static_cast<int32_t>(ui));
+      const int32_t task = plan_.task_of[u.op][u.part];
+      for (size_t i = 0; i < in.size(); ++i) {
+        const Need& need = needs[i];
+        if (need.zeros) continue;
+        if (need.weight_grad) {
+          WeightGradient(static_cast<int32_t>(ui), i, in[i], pass);
+          continue;
+        }
+        const OpId src = g_.edge(in[i]).src;
+        for (int32_t pu : plan_.unit_of[src]) {
+          const Box& owned = g_.op(src).role == OpRole::kForward ? plan_.units[pu].owned : port_box_[pu][need.port];
+          const Box overlap = Intersect(owned, need.region);
+          if (IsEmpty(overlap)) continue;
+          if (pass == 0) {
+            if (plan_.units[pu].device != u.device) Cover(pu, need.port, u.device, overlap, u.inputs[i].type);
+            continue;
+          }
+          Box slot_box;
+          const auto [slot, ready] = Source(pu, need.port, u.device, &slot_box);
+          u.inputs[i].pieces.push_back(
+              Piece{slot, Offset(overlap, slot_box), Offset(overlap, need.region), Extents(overlap)});
+          plan_.program.Dep(ready, task);
+        }
+      }
+    }
+  }
+}
+
+void Builder::Cover(int32_t src, int port, DeviceId device, const Box& box, at::ScalarType type) {
+  const auto key = std::make_tuple(src, port, device);
+  auto [it, added] = copy_box_.emplace(key, box);
+  if (!added)
+    for (int32_t a = 0; a < box.rank; ++a) {
+      it->second.lo[a] = std::min(it->second.lo[a], box.lo[a]);
+      it->second.hi[a] = std::max(it->second.hi[a], box.hi[a]);
+    }
+  copy_element_bytes_[key] = static_cast<int64_t>(at::elementSize(type));
+}
+
+// An update part's gradient: each weight shard read from one replica, the one on the part's own device when there
+// is one, else the lowest (as the simulator reads it), scattered into the flat weights' order.
+void Builder::WeightGradient(int32_t unit, size_t input, int32_t edge, int pass) {
+  Unit& u = plan_.units[unit];
+  const OpId src = g_.edge(edge).src;
+  const Op& b = g_.op(src);
+  const OpConfig& cb = s_.configs[src];
+  const PartLayout layout = Layout(b, cb);
+  Assembly& a = u.inputs[input];
+  const auto found = range_of_.find(unit);
+  const UpdateRange* range = found == range_of_.end() ? nullptr : found->second;
+  for (int32_t shard = 0; shard < layout.shards; ++shard) {
+    int32_t source = -1;
+    for (int32_t p = 0; p < cb.num_parts(); ++p) {
+      if (ShardIndex(b, cb, p) != shard) continue;
+      if (cb.devices[p] == u.device) {
+        source = p;
+        break;
+      }
+      if (source < 0 || ReplicaIndex(b, cb, p) < ReplicaIndex(b, cb, source)) source = p;
+    }
+    const int32_t pu = plan_.unit_of[src][source];
+    const Unit& s = plan_.units[pu];
+    if (s.weight_port < 0) continue;
+    if (pass == 0) {
+      if (s.device != u.device) Cover(pu, s.weight_port, u.device, port_box_[pu][s.weight_port], at::kFloat);
+      continue;
+    }
+    Box slot_box;
+    const auto [slot, ready] = Source(pu, s.weight_port, u.device, &slot_box);
+    const at::Tensor index = s.grad_index.defined() ? s.grad_index : at::arange(slot_box.hi[0], at::kLong);
+    a.scatter.emplace_back(slot, index.to(u.torch_device));
+    plan_.program.Dep(ready, plan_.task_of[u.op][u.part]);
+  }
+  if (pass == 1 && range) {
+    a.full = plan_.full_weights[range->owner].numel();
+    a.lo = range->lo;
+    a.len = range->len;
+    if (a.scatter.empty()) a.shape = {range->len};
+  }
+}
+
+}  // namespace
+
+Expected<PartPlan> BuildPartPlan(const Graph& graph, const Strategy& strategy,
+                                 const std::vector<at::Device>& device_of, uint64_t seed) {
+  std::vector<at::Device> first;
+  for (OpId op = 0; op < graph.num_ops(); ++op) first.push_back(device_of[strategy.configs[op].devices[0]]);
+  Expected<Plan> base = BuildPlan(graph, first, seed);
+  if (!base.ok()) return base.error();
+  PartPlan plan;
+  plan.full_weights.resize(static_cast<size_t>(graph.num_ops()));
+  for (OpId op = 0; op < graph.num_ops(); ++op)
+    if (base->params[op]) plan.full_weights[op] = base->params[op]->weights.to(at::kCPU).clone();
+  Builder(graph, strategy, device_of, std::move(*base), &plan).Build();
+  return plan;
+}
+
+}  // namespace devplace::exec

@@ -1,0 +1,88 @@
+// Internal to exec/: a step of a partitioned strategy as a graph of tasks over tensor slots, and the worker
+// threads that run it. A task runs on one device's worker once its predecessors have ended: a compute task runs a
+// part kernel, a copy task copies a box of a slot's tensor into a fresh tensor on its device (the consuming worker
+// copies, as in the plain executor), and a receive task is one step of a collective (a chunk of another member's
+// tensor copied to this device and stored into, or added to, this member's tensor). Slots are written once per step
+// (receives update their member's tensor in place, in the order the collective's dependencies fix).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/topology.h"
+
+namespace devplace::exec {
+
+enum class TaskKind : uint8_t { kCompute, kCopy, kReceive };
+
+struct Task {
+  TaskKind kind = TaskKind::kCompute;
+  DeviceId device = 0;
+  int32_t unit = -1;  // compute: the unit the runner runs
+  // copy: slots[dst] = a copy, on `device`, of the box [lo, lo + size) of slots[src].
+  // receive: slots[dst].narrow(axis, begin, length) is set to (or, with `add`, incremented by) a copy on `device` of
+  // slots[src].narrow(axis, src_begin, length); with `alloc`, slots[dst] is first made a fresh tensor of
+  // slots[src]'s shape on `device`.
+  int32_t src = -1, dst = -1;
+  std::vector<int64_t> lo, size;
+  int32_t axis = 0;
+  int64_t begin = 0, src_begin = 0, length = 0;
+  bool add = false, alloc = false;
+  int32_t collective = -1;  // receive: index into TaskProgram::collectives
+  int64_t bytes = 0;        // copy and receive: bytes moved
+  std::vector<int32_t> succ;
+  int32_t preds = 0;
+};
+
+// One collective of a program, for reporting its time.
+struct CollectiveInfo {
+  std::string kind;  // "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast"
+  std::string label; // what it serves, e.g. the op whose gradient it all-reduces
+  std::vector<DeviceId> devices;
+  int64_t bytes = 0;  // the collective's size as sim/collectives.h counts it
+};
+
+struct TaskProgram {
+  std::vector<Task> tasks;
+  int32_t num_slots = 0;
+  std::vector<CollectiveInfo> collectives;
+
+  int32_t AddSlot() { return num_slots++; }
+  // Adds a task and returns its id.
+  int32_t Add(Task task);
+  // `to` runs after `from` ends (ignored when from < 0).
+  void Dep(int32_t from, int32_t to);
+};
+
+// Runs compute tasks: `unit` on `slots` (reads its input slots, writes its output slots).
+using UnitRunner = std::function<void(int32_t unit, std::vector<at::Tensor>& slots)>;
+
+// Per-task times of one step.
+struct TaskTimes {
+  std::vector<double> start, end;  // by task, seconds on exec::NowSeconds' clock
+};
+
+// Worker threads, one per device that has tasks, each pinned like the plain executor's.
+class TaskRuntime {
+ public:
+  // `program` must outlive the runtime; `torch_device` and `core` give each device's LibTorch device and core
+  // (-1: unpinned).
+  TaskRuntime(const TaskProgram& program, std::vector<at::Device> torch_device, std::vector<int> core);
+  ~TaskRuntime();
+
+  // Runs every task once with `run` for the compute tasks, on fresh slots. Returns an empty string, or the first
+  // failure (the step is abandoned).
+  std::string Step(const UnitRunner& run, std::vector<at::Tensor>* slots, TaskTimes* times);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace devplace::exec

@@ -1,0 +1,207 @@
+// Partitioned execution: one training step of a small MLP, CNN and Transformer under data parallelism, Tofu-DP's
+// strategy and a parameter-dimension split equals the single-device step (loss, synchronised weight gradients and
+// updated weights within 1e-5 relative); a tensor consumed by several ops on another device moves once.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "agents/search.h"
+#include "agents/tofu_dp.h"
+#include "core/strategy.h"
+#include "datasets/layers.h"
+#include "exec/executor.h"
+#include "sim/cost_model.h"
+#include "tests/testing/exec_graphs.h"
+
+namespace devplace {
+namespace {
+
+using testing::CpuLocal;
+
+ExecOptions OneStep() {
+  ExecOptions options;
+  options.warmup_steps = 0;
+  options.timed_steps = 1;
+  options.backend = "cpu";
+  options.pin_threads = false;
+  options.record_values = true;
+  return options;
+}
+
+Graph Mlp() {
+  LayerBuilder b("mlp");
+  const OpId x = b.Input("x", {8, 32});
+  const OpId labels = b.Input("labels", {8}, DType::kI64);
+  const OpId h = b.Relu(b.Linear({x}, 64, true, "fc1"));
+  const OpId y = b.Linear({h}, 10, true, "fc2");
+  b.SoftmaxCrossEntropy(y, labels);
+  return std::move(b).BuildTraining().value();
+}
+
+Graph Cnn() {
+  LayerBuilder b("cnn");
+  const OpId x = b.Input("images", {4, 3, 8, 8});
+  const OpId labels = b.Input("labels", {4}, DType::kI64);
+  OpId h = b.Relu(b.Conv2d(x, ConvSpec::Same(8, 3, 1, true), "conv1"));
+  h = b.Pool2d(h, PoolKind::kMax, 2, 2, 0);
+  h = b.Relu(b.Conv2d(h, ConvSpec::Same(16, 3, 1, false), "conv2"));
+  h = b.Flatten(h);
+  b.SoftmaxCrossEntropy(b.Linear({h}, 10, true, "fc"), labels);
+  return std::move(b).BuildTraining().value();
+}
+
+Graph Transformer() {
+  LayerBuilder b("transformer");
+  const OpId ids = b.Input("ids", {4, 8}, DType::kI64);
+  const OpId labels = b.Input("labels", {4, 8}, DType::kI64);
+  const OpId e = b.Embedding(ids, 50, 32, "embedding");
+  const OpId q = b.Linear({e}, 32, true, "q");
+  const OpId k = b.Linear({e}, 32, true, "k");
+  const OpId v = b.Linear({e}, 32, true, "v");
+  const OpId p = b.Softmax(b.MultiHeadScores(q, k, 4, 32));
+  const OpId a = b.Add(e, b.Linear({b.MultiHeadContext(p, v, 32)}, 32, true, "proj"));
+  const OpId n = b.LayerNorm(a);
+  const OpId f = b.Linear({b.Gelu(b.Linear({n}, 64, true, "ff1"))}, 32, true, "ff2");
+  b.SoftmaxCrossEntropy(b.Linear({b.Add(n, f)}, 50, true, "logits"), labels);
+  return std::move(b).BuildTraining().value();
+}
+
+Strategy Searched(const Graph& g, const Topology& t, const std::string& algo) {
+  SearchProblem problem{&g, &t, MakeAnalyticCostModel(), SimOptions{}};
+  Expected<std::unique_ptr<SearchAlgorithm>> a = MakeSearchAlgorithm(algo);
+  EXPECT_TRUE(a.ok());
+  Expected<SearchResult> r = (*a)->Search(problem, SearchRequest{});
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  return r->strategy;
+}
+
+// Tofu's bisection applied on both devices (its DP's choice at the one level), even where the search would find one
+// device faster for these tiny graphs.
+Strategy TofuSplit(const Graph& g, const Topology& t) {
+  SearchProblem problem{&g, &t, MakeAnalyticCostModel(), SimOptions{}};
+  TofuPlanner planner(problem, TofuOptions{});
+  while (planner.levels_applied() < planner.num_levels()) {
+    const TofuLevelProblem level = planner.NextLevel();
+    const std::optional<TofuLevelSolution> solution = SolveTofuLevel(level, TofuOptions{}.max_states);
+    EXPECT_TRUE(solution.has_value());
+    planner.Apply(level, solution->choice);
+  }
+  return planner.ToStrategy();
+}
+
+// Every op with a parameter dimension (and its backward and update ops) split along it over both devices; the
+// other ops on device 0.
+Strategy ParameterSplit(const Graph& g) {
+  Strategy s = Strategy::AllOn(g.num_ops(), 0);
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    const Op& o = g.op(op);
+    if (o.role != OpRole::kForward) continue;
+    for (size_t j = 0; j < o.dims.size(); ++j) {
+      if (o.dims[j].kind != DimKind::kParameter || o.dims[j].input_axis >= 0 || o.dims[j].size < 2) continue;
+      for (OpId other = 0; other < g.num_ops(); ++other) {
+        if (g.op(other).colocation != o.colocation) continue;
+        OpConfig& c = s.configs[other];
+        c.devices = {0, 1};
+        c.degrees.assign(g.op(other).dims.size(), 1);
+        c.degrees[g.op(other).role == OpRole::kUpdate ? 0 : j] = 2;
+      }
+      break;
+    }
+  }
+  return s;
+}
+
+// max |a - b| <= 1e-5 max |a| (and equal sizes), over the elements where `where` is non-zero (all when empty).
+void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, const std::string& what,
+                 const std::vector<char>& where = {}) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  double scale = 0.0, diff = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    scale = std::max(scale, std::abs(static_cast<double>(a[i])));
+    if (where.empty() || where[i]) diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+  }
+  EXPECT_LE(diff, 1e-5 * std::max(scale, 1e-30)) << what << ": max difference " << diff << " at scale " << scale;
+}
+
+void ExpectSameStep(const Graph& g, const Strategy& strategy, int32_t min_split_ops) {
+  const Topology t = CpuLocal();
+  Expected<ExecResult> one = ExecuteStrategy(g, t, Strategy::AllOn(g.num_ops(), 0), OneStep());
+  Expected<ExecResult> split = ExecuteStrategy(g, t, strategy, OneStep());
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  ASSERT_TRUE(split.ok()) << split.error().message;
+  EXPECT_EQ(split->stand_in_ops, 0) << (split->stand_in_types.empty() ? "" : split->stand_in_types[0]);
+  int32_t split_ops = 0, compared = 0;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    split_ops += strategy.configs[op].num_parts() > 1;
+    const Op& o = g.op(op);
+    const bool loss = o.type == "softmax_cross_entropy";
+    if (!loss && o.role == OpRole::kForward) continue;  // the loss, weight gradients and new weights
+    if (one->op_values[op].empty()) continue;
+    // Adam's first step moves a weight by about lr * g / |g|, a function of the gradient's sign: where a gradient is
+    // zero up to rounding (e.g. a key projection's bias, which softmax ignores) the new weight is rounding noise in
+    // both runs. The gradients themselves are compared everywhere.
+    std::vector<char> where;
+    if (o.role == OpRole::kUpdate) {
+      const std::vector<float>& grad = one->op_values[g.find(o.forward_op + "/grad")];
+      float top = 0.0f;
+      for (float x : grad) top = std::max(top, std::abs(x));
+      for (float x : grad) where.push_back(std::abs(x) > 1e-3f * top);
+    }
+    ExpectClose(one->op_values[op], split->op_values[op], g.name() + " " + o.name, where);
+    ++compared;
+  }
+  EXPECT_GE(split_ops, min_split_ops);
+  EXPECT_GT(compared, 3);
+}
+
+TEST(Partitioned, DataParallelEqualsOneDevice) {
+  for (const Graph& g : {Mlp(), Cnn(), Transformer()}) {
+    const Strategy dp = Searched(g, CpuLocal(), "data-parallel");
+    ExpectSameStep(g, dp, g.num_ops());
+    Expected<ExecResult> r = ExecuteStrategy(g, CpuLocal(), dp, OneStep());
+    ASSERT_TRUE(r.ok());
+    int32_t all_reduces = 0;
+    for (const CollectiveTime& c : r->collectives) {
+      all_reduces += c.kind == "all-reduce";
+      EXPECT_GT(c.seconds, 0.0);
+      EXPECT_GT(c.bytes, 0);
+    }
+    EXPECT_GT(all_reduces, 0) << g.name();  // the gradients of the replicated weights
+  }
+}
+
+TEST(Partitioned, TofuDpEqualsOneDevice) {
+  for (const Graph& g : {Mlp(), Cnn(), Transformer()}) ExpectSameStep(g, TofuSplit(g, CpuLocal()), 4);
+}
+
+TEST(Partitioned, ParameterSplitEqualsOneDevice) {
+  for (const Graph& g : {Mlp(), Cnn(), Transformer()}) ExpectSameStep(g, ParameterSplit(g), 6);
+}
+
+// A graph input on device 0 read by three ops on device 1 (their backward ops read it too): one copy per step.
+TEST(Partitioned, ATensorMovesOncePerDestinationDevice) {
+  LayerBuilder b("fanout");
+  const OpId x = b.Input("x", {8, 16});
+  b.Relu(x, "a");
+  b.Tanh(x, "b");
+  b.Sigmoid(x, "c");
+  const Graph g = std::move(b).BuildTraining().value();
+  Strategy plain = Strategy::AllOn(g.num_ops(), 1);
+  plain.configs[g.find("x")].devices = {0};
+  Expected<ExecResult> r = ExecuteStrategy(g, CpuLocal(), plain, OneStep());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->num_copies, 1);
+  EXPECT_EQ(r->bytes_copied, 8 * 16 * 4);
+  // Split along the sample dimension over both devices: device 1's parts need rows 4..8 of x, copied once.
+  Strategy split = plain;
+  for (OpId op = 0; op < g.num_ops(); ++op)
+    if (op != g.find("x")) split.configs[op] = *SplitConfig(g.op(op), {0, 1});
+  r = ExecuteStrategy(g, CpuLocal(), split, OneStep());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->num_copies, 1);
+  EXPECT_EQ(r->bytes_copied, 4 * 16 * 4);
+}
+
+}  // namespace
+}  // namespace devplace
