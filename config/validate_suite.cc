@@ -38,8 +38,16 @@ Expected<ValidateSuite> ValidateSuiteFromYaml(const std::string& text, const std
       if (!algorithms->empty()) suite.algorithms = ReadStringList(root, "algorithms");
     }
     suite.random_placements = static_cast<int32_t>(root.integer_or("random_placements", 0, 0, 10'000));
-    if (suite.algorithms.empty() && suite.random_placements == 0)
-      root.fail("algorithms", "give at least one algorithm or random_placements > 0");
+    if (const nlohmann::json* shardings = root.optional("shardings")) {
+      RequireArray(*shardings, source, "shardings");
+      for (size_t i = 0; i < shardings->size(); ++i) {
+        JsonObject entry((*shardings)[i], source, "shardings[" + std::to_string(i) + "]");
+        suite.shardings.push_back({ResolveConfigPath(entry.string("spec"), suite_dir), entry.string_or("mesh", "")});
+        entry.finish();
+      }
+    }
+    if (suite.algorithms.empty() && suite.random_placements == 0 && suite.shardings.empty())
+      root.fail("algorithms", "give at least one algorithm, random_placements > 0 or a sharding");
     if (const nlohmann::json* multi = root.optional("multi_process")) {
       JsonObject m(*multi, source, "multi_process");
       suite.processes = static_cast<int32_t>(m.integer_or("processes", 2, 2, 1024));

@@ -12,6 +12,13 @@
 
 namespace devplace {
 
+// A sharding spec file applied to every model (`devplace shard`'s propagation and lowering), with an optional mesh
+// shape replacing the spec's ("2", "2x1"; empty: the spec's own).
+struct SuiteSharding {
+  std::string spec;  // path, resolved like the topology
+  std::string mesh;
+};
+
 struct ValidateSuite {
   std::string name;
   uint64_t seed = 0;
@@ -27,8 +34,9 @@ struct ValidateSuite {
   int64_t budget_evaluations = 0;    // per search (<= 0: the algorithm's default)
   double budget_seconds = 0.0;
   std::vector<GraphSource> models;
-  std::vector<std::string> algorithms;  // placement algorithms (plain placements; see agents/search.h)
+  std::vector<std::string> algorithms;  // placement and partitioning algorithms (agents/search.h)
   int32_t random_placements = 0;        // plus this many random placements per model (seeds seed, seed + 1, ...)
+  std::vector<SuiteSharding> shardings;  // plus one strategy per sharding spec per model
   // multi_process: every strategy above whose ops span several devices also runs as `processes` processes over
   // c10d (a row "<strategy> xNp") when RankOfDevices can map them (one per device, per host, or per device used);
   // 1: none. Such rows are simulated on

@@ -133,6 +133,18 @@ void PartPlan::RunUnit(int32_t unit, std::vector<at::Tensor>& slots) const {
   for (size_t j = 0; j < out.size(); ++j) slots[u.out_slots[j]] = std::move(out[j]);
 }
 
+std::vector<at::Tensor> PartPlan::SyntheticInputs(int32_t unit, uint64_t seed) const {
+  const Unit& u = units[unit];
+  std::vector<at::Tensor> in;
+  for (size_t i = 0; i < u.inputs.size(); ++i) {
+    const Assembly& a = u.inputs[i];
+    const std::vector<int64_t> shape = !a.scatter.empty() ? std::vector<int64_t>{a.len} : (a.cut ? a.cut->shape : a.shape);
+    in.push_back(SeededTensor(shape, a.scatter.empty() ? a.type : at::kFloat, u.torch_device,
+                              MixSeed(seed, std::to_string(unit) + "/" + std::to_string(i)), 1.0, a.index_bound));
+  }
+  return in;
+}
+
 void PartPlan::CommitUpdates() {
   bool any = false;
   for (auto& r : updates) {

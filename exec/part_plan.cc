@@ -169,6 +169,7 @@ class Builder {
     }
     for (OpId op = 0; op < g_.num_ops(); ++op) Collectives(op);
     Inputs();
+    plan_.edges = std::move(base_.edges);  // a moved vector keeps its elements where cuts point to them
   }
 
  private:
@@ -242,6 +243,7 @@ class Builder {
       for (size_t i = 0; i < in.size(); ++i) {
         Assembly a;
         a.type = base_.edges[in[i]].type;
+        a.index_bound = base_.edges[in[i]].index_bound;
         a.sum = needs[i].sum;
         a.cut = needs[i].cut;
         a.shape = needs[i].zeros || needs[i].weight_grad ? base_.edges[in[i]].shape : Extents(needs[i].region);

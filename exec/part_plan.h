@@ -36,6 +36,7 @@ struct Assembly {
   bool sum = false;                     // pieces are partial gradients, added up (else they tile the shape)
   std::vector<Piece> pieces;            // none: zeros
   const EdgeTensor* cut = nullptr;      // set: the edge carries part of the assembled tensor (ForEdge)
+  int64_t index_bound = 2;              // integer inputs: exclusive bound of the values the kernel accepts
   // An update part's gradient: flat shard gradients (slot, flat indices) scattered into `full` elements, of which
   // the range [lo, lo + len) is the input.
   std::vector<std::pair<int32_t, at::Tensor>> scatter;
@@ -87,9 +88,12 @@ struct PartPlan {
   std::vector<std::unique_ptr<PartWeights>> weights;
   std::vector<std::unique_ptr<UpdateRange>> updates;
   std::vector<at::Tensor> full_weights;  // by owner OpId (on the CPU), the weights every part's are taken from
+  std::vector<EdgeTensor> edges;         // by edge id (what Assembly::cut points to)
 
   // Assembles the unit's inputs from `slots` and runs its kernel into its output slots.
   void RunUnit(int32_t unit, std::vector<at::Tensor>& slots) const;
+  // Seeded inputs of the unit's assembled shapes (integers within their bounds), for timing its kernel alone.
+  std::vector<at::Tensor> SyntheticInputs(int32_t unit, uint64_t seed) const;
   // Makes the weights the update parts wrote current, in every part that holds them.
   void CommitUpdates();
   // The value of `op` after a step (row-major over its whole shape), from `slots`: a forward op's output, a

@@ -17,6 +17,7 @@
 #include "core/graph.h"
 #include "core/op_timing.h"
 #include "core/status.h"
+#include "core/strategy.h"
 #include "core/topology.h"
 #include "exec/executor.h"
 
@@ -52,5 +53,14 @@ std::vector<OpTiming> InGraphProfile(const Graph& graph, const std::string& kind
 // Profiles `graph` on one device of every kind in `topology` (on the CPU backend every device is a core of this
 // machine, so one kind "cpu" means one pass). Errors name the op whose kernel failed.
 Expected<ProfileResult> ProfileGraph(const Graph& graph, const Topology& topology, const ProfileOptions& options = {});
+
+// Profile entries for the parts of the ops `strategy` splits (docs/executor.md, "Partitioned execution"), in
+// options.mode: in-graph, whole steps of the strategy with every part on the first device (warm-up then timed steps;
+// a part's time is its median compute time, a signature's the mean over its parts), as the plain in-graph profile
+// runs every op on one device; isolated, each part signature's kernel alone on synthetic inputs of the part's shapes.
+// The entries are keyed as the simulator looks a part up: the op's type, role and dtype, the part's output shape
+// and the op's FLOPs divided by its parts.
+Expected<std::vector<OpTiming>> ProfileParts(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                                             const ProfileOptions& options = {});
 
 }  // namespace devplace

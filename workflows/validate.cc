@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <set>
+#include <tuple>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -10,6 +13,9 @@
 #include "agents/search.h"
 #include "core/atomic_file.h"
 #include "core/format.h"
+#include "core/mesh.h"
+#include "core/sharding.h"
+#include "core/sharding_io.h"
 #include "core/topology_yaml.h"
 #include "exec/calibration.h"
 #include "exec/executor.h"
@@ -31,9 +37,13 @@ std::string LoadAverage() {
 
 std::string OpsPerDevice(const Strategy& strategy, int32_t devices) {
   std::vector<int32_t> count(devices, 0);
-  for (const OpConfig& c : strategy.configs) ++count[c.devices[0]];
+  for (const OpConfig& c : strategy.configs)
+    for (DeviceId d : c.devices) ++count[d];  // op parts per device
   std::string s;
-  for (int32_t d = 0; d < devices; ++d) s += (d ? "/" : "") + std::to_string(count[d]);
+  for (int32_t d = 0; d < devices; ++d) {
+    if (d > 0) s += '/';
+    s += std::to_string(count[d]);
+  }
   return s;
 }
 
@@ -44,6 +54,7 @@ struct ValidateInputs {
   std::vector<Graph> graphs;
   std::vector<std::unique_ptr<SearchAlgorithm>> algorithms;
   std::unique_ptr<SearchAlgorithm> random;
+  std::vector<ShardingRequest> shardings;  // parallel to suite.shardings
 };
 
 Expected<ValidateInputs> LoadInputs(const ValidateSuite& suite) {
@@ -60,6 +71,16 @@ Expected<ValidateInputs> LoadInputs(const ValidateSuite& suite) {
     Expected<std::unique_ptr<SearchAlgorithm>> algo = MakeSearchAlgorithm(suite.algorithms[i]);
     if (!algo) return Error{suite.source + ": algorithms[" + std::to_string(i) + "]: " + algo.error().message};
     in.algorithms.push_back(std::move(algo).value());
+  }
+  if (!suite.shardings.empty()) {
+    Expected<std::vector<Mesh>> meshes = ReadTopologyMeshes(suite.topology, in.topology);
+    if (!meshes) return meshes.error();
+    for (size_t i = 0; i < suite.shardings.size(); ++i) {
+      Expected<ShardingRequest> r =
+          ReadShardingRequestFile(suite.shardings[i].spec, in.topology, *meshes, suite.shardings[i].mesh);
+      if (!r) return Error{suite.source + ": shardings[" + std::to_string(i) + "]: " + r.error().message};
+      in.shardings.push_back(std::move(r).value());
+    }
   }
   Expected<std::unique_ptr<SearchAlgorithm>> random = MakeSearchAlgorithm("random");
   if (!random) return random.error();
@@ -84,8 +105,6 @@ std::vector<NamedStrategy> Strategies(const ValidateSuite& suite, const Validate
   auto add = [&](const std::string& name, Expected<SearchResult> result) {
     NamedStrategy s{name, Strategy{}, result.ok() ? "" : result.error().message};
     if (result.ok()) s.strategy = std::move(result->strategy);
-    if (s.error.empty() && !s.strategy.is_plain_placement())
-      s.error = "the strategy partitions ops; the executor runs plain placements only";
     for (const NamedStrategy& prior : out)
       if (s.error.empty() && prior.error.empty() && prior.strategy == s.strategy) return;  // a repeat
     out.push_back(std::move(s));
@@ -102,7 +121,21 @@ std::vector<NamedStrategy> Strategies(const ValidateSuite& suite, const Validate
     request.seed = suite.seed + static_cast<uint64_t>(i);
     add("random-" + std::to_string(i), in.random->Search(problem, request));
   }
-  // Multi-process twins of the strategies whose ops span devices (one process per device).
+  for (size_t i = 0; i < in.shardings.size(); ++i) {
+    // `devplace shard`: propagate the spec's annotations over the model and lower the specs to per-op configs.
+    const ShardingRequest& r = in.shardings[i];
+    const std::string stem = std::filesystem::path(suite.shardings[i].spec).stem().string();
+    Expected<SearchResult> result = [&]() -> Expected<SearchResult> {
+      Expected<ShardingPlan> plan = PropagateSharding(graph, r.mesh, r.annotations);
+      if (!plan) return plan.error();
+      Expected<Strategy> strategy = LowerSpecs(graph, plan->specs, r.mesh);
+      if (!strategy) return strategy.error();
+      return SearchResult{std::move(strategy).value()};
+    }();
+    add("shard-" + stem, std::move(result));
+  }
+  // Multi-process twins of the plain placements whose ops span devices (one process per device; strategies that
+  // split ops run in one process).
   auto spans_devices = [](const Strategy& strategy) {
     for (const OpConfig& c : strategy.configs)
       if (c.devices[0] != strategy.configs[0].devices[0]) return true;
@@ -110,7 +143,7 @@ std::vector<NamedStrategy> Strategies(const ValidateSuite& suite, const Validate
   };
   const size_t single = out.size();
   for (size_t i = 0; i < single && suite.processes > 1; ++i)
-    if (out[i].error.empty() && spans_devices(out[i].strategy) &&
+    if (out[i].error.empty() && out[i].strategy.is_plain_placement() && spans_devices(out[i].strategy) &&
         RankOfDevices(in.topology, out[i].strategy, suite.processes).ok()) {
       NamedStrategy multi = out[i];
       multi.name += " x" + std::to_string(suite.processes) + "p";
@@ -218,6 +251,30 @@ Expected<CostTable> ExecuteRounds(const ValidateSuite& suite, const Graph& graph
   return table;
 }
 
+// The profiled costs of the op parts of the partitioned strategies that ran (ProfileParts, in the suite's profile
+// mode), added to `table` where it has no entry of their signature yet.
+Status AddPartProfiles(const ValidateSuite& suite, const Graph& graph, const Topology& topology,
+                       const std::vector<NamedStrategy>& strategies, const ValidateRow* rows, CostTable* table,
+                       const ValidateRunOptions& options) {
+  ProfileOptions profile;
+  profile.mode = suite.profile_isolated ? ProfileMode::kIsolated : ProfileMode::kInGraph;
+  profile.warmup_runs = suite.profile_warmup_runs;
+  profile.timed_runs = suite.profile_timed_runs;
+  profile.seed = suite.seed;
+  std::set<std::tuple<std::string, std::string, OpRole, std::vector<int64_t>, double>> known;
+  for (const OpTiming& e : table->entries) known.emplace(e.device_kind, e.op_type, e.role, e.shape, e.flops);
+  for (size_t i = 0; i < strategies.size(); ++i) {
+    if (!rows[i].error.empty() || strategies[i].strategy.is_plain_placement()) continue;
+    if (options.progress) options.progress("  profiling the op parts of " + strategies[i].name + " ...");
+    Expected<std::vector<OpTiming>> parts = ProfileParts(graph, topology, strategies[i].strategy, profile);
+    if (!parts) return parts.error();
+    for (OpTiming& e : *parts)
+      if (known.emplace(e.device_kind, e.op_type, e.role, e.shape, e.flops).second)
+        table->entries.push_back(std::move(e));
+  }
+  return Status::Ok();
+}
+
 // Simulates the rows that ran with the measured costs and fills in simulated and measured (median) times.
 void SimulateRows(const Graph& graph, const Topology& topology, const Topology& process_topology,
                   const std::vector<NamedStrategy>& strategies, const CostModel& cost,
@@ -276,6 +333,8 @@ Status ValidateModel(const ValidateSuite& suite, const ValidateInputs& in, const
   Expected<CostTable> table =
       ExecuteRounds(suite, graph, topology, strategies, *profile, options, rows->data() + first, &steps);
   if (!table) return table.error();
+  if (Status s = AddPartProfiles(suite, graph, topology, strategies, rows->data() + first, &*table, options); !s)
+    return s;
   if (Status s = WriteCostTableFile(*table, options.output_dir + "/costs-" + label + ".json"); !s) return s;
   SimulateRows(graph, topology, in.process_topology ? *in.process_topology : topology, strategies,
                MakeProfiledCostModel(*table), steps, rows->data() + first, options);
