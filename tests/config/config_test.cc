@@ -221,6 +221,14 @@ TEST(ValidateSuite, RejectsBadSuites) {
                 .find("profile.mode"),
             std::string::npos);
   EXPECT_FALSE(ValidateSuiteFromYaml(base + "random_placements: 2\nexec: {timed_steps: 0}\n", "v.yaml", "").ok());
+  Expected<ValidateSuite> sharded =
+      ValidateSuiteFromYaml(base + "shardings: [{spec: s.yaml, mesh: \"2\"}]\n", "v.yaml", "/suites");
+  ASSERT_TRUE(sharded.ok()) << sharded.error().message;  // a sharding alone is something to run
+  ASSERT_EQ(sharded->shardings.size(), 1u);
+  EXPECT_EQ(sharded->shardings[0].spec, "/suites/s.yaml");
+  EXPECT_EQ(sharded->shardings[0].mesh, "2");
+  EXPECT_NE(ErrorOf(ValidateSuiteFromYaml(base + "shardings: [{file: s.yaml}]\n", "v.yaml", "")).find("shardings[0]"),
+            std::string::npos);
 }
 
 TEST(ValidateSuite, ReadsMultiProcessRows) {

@@ -20,10 +20,15 @@ TEST(ValidateWorkflow, ExecutesAndSimulatesEveryStrategy) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   ASSERT_TRUE(WriteGraphFile(testing::ConvTrainingGraph(), (dir / "conv.json").string()).ok());
+  {
+    std::ofstream spec(dir / "dp.yaml");
+    spec << "mesh: {shape: [2], axes: [data]}\nannotations:\n  - {ops: labels, spec: [data]}\n";
+  }
   Expected<ValidateSuite> suite = ValidateSuiteFromYaml(
       "name: tiny\nseed: 2\ntopology: " DEVPLACE_SOURCE_DIR "/configs/topologies/cpu-local.yaml\ncalibrate: false\n"
       "exec: {warmup_steps: 1, timed_steps: 2}\nprofile: {warmup_runs: 1, timed_runs: 2}\n"
-      "models: [{file: conv.json}]\nalgorithms: [single, round-robin]\nrandom_placements: 1\n",
+      "models: [{file: conv.json}]\nalgorithms: [single, round-robin, data-parallel]\nrandom_placements: 1\n"
+      "shardings: [{spec: dp.yaml}]\n",
       "tiny.yaml", dir.string());
   ASSERT_TRUE(suite.ok()) << suite.error().message;
   std::vector<std::string> lines;
@@ -32,15 +37,19 @@ TEST(ValidateWorkflow, ExecutesAndSimulatesEveryStrategy) {
   Expected<ValidateRun> run = RunValidateSuite(*suite, options);
   ASSERT_TRUE(run.ok()) << run.error().message;
   ASSERT_EQ(run->models, std::vector<std::string>{"conv"});
-  ASSERT_EQ(run->rows.size(), 3u);
+  // single, round-robin, data-parallel, random-0 (the lowered spec is data parallelism again: a repeat, dropped)
+  ASSERT_EQ(run->rows.size(), 4u);
   EXPECT_EQ(run->failed, 0);
+  EXPECT_EQ(run->rows[2].strategy, "data-parallel");
+  EXPECT_EQ(run->rows[2].device_ops, std::to_string(testing::ConvTrainingGraph().num_ops()) + "/" +
+                                         std::to_string(testing::ConvTrainingGraph().num_ops()));
   for (const ValidateRow& row : run->rows) {
     EXPECT_TRUE(row.ok) << row.strategy << ": " << row.error;
     EXPECT_GT(row.measured, 0.0);
     EXPECT_GT(row.simulated, 0.0);
     EXPECT_LE(row.measured_min, row.measured);
   }
-  EXPECT_EQ(run->rows[2].strategy, "random-0");
+  EXPECT_EQ(run->rows[3].strategy, "random-0");
   EXPECT_GT(run->rows[1].copies, 0);  // round-robin moves tensors between the two workers
   for (const char* file : {"results.csv", "summary.md", "costs-conv.json"})
     EXPECT_TRUE(std::filesystem::exists(dir / "out" / file)) << file;
