@@ -1,5 +1,6 @@
 #include "exec/part_plan.h"
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -149,9 +150,9 @@ bool ExactSplit(const Graph& graph, const Plan& base, OpId op, const OpConfig& c
 // copies and assemblies of every unit's inputs.
 class Builder {
  public:
-  Builder(const Graph& graph, const Strategy& strategy, const std::vector<at::Device>& device_of, Plan base,
-          PartPlan* plan)
-      : g_(graph), s_(strategy), device_of_(device_of), base_(std::move(base)), plan_(*plan) {}
+  Builder(const Graph& graph, const Topology& topology, const Strategy& strategy,
+          const std::vector<at::Device>& device_of, Plan base, PartPlan* plan)
+      : g_(graph), topology_(topology), s_(strategy), device_of_(device_of), base_(std::move(base)), plan_(*plan) {}
 
   void Build() {
     MakeUnits();
@@ -298,8 +299,9 @@ class Builder {
         impl = MakeOpImpl(desc);
       }
       if (!impl) {
-        desc.op = PartOp(o, u.out_box, o.flops / parts);
-        impl = MakeStandIn(desc, desc.op->flops, grad >= 0 ? g_.op(grad).flops / parts : 0.0);
+        const int32_t distinct = Layout(o, c).distinct;  // as the simulator prices a part
+        desc.op = PartOp(o, u.out_box, o.flops / distinct);
+        impl = MakeStandIn(desc, desc.op->flops, grad >= 0 ? g_.op(grad).flops / distinct : 0.0);
         u.stand_in = true;
       } else {
         u.stand_in = base_.stand_in[op] != 0;
@@ -362,7 +364,7 @@ class Builder {
         desc.param_elements = w ? w->w.numel() : 0;
         desc.options = at::TensorOptions().dtype(at::kFloat).device(u.torch_device);
         desc.op = PartOp(f >= 0 ? g_.op(f) : o, u.out_box, 0.0);
-        impl = MakeStandIn(desc, 0.0, o.flops / parts);
+        impl = MakeStandIn(desc, 0.0, o.flops / Layout(o, c).distinct);
         u.stand_in = true;
       }
       if (w) {
@@ -396,6 +398,24 @@ class Builder {
     }
   }
 
+  // The unit of the copy of distinct part `part` of `op` on `device`, else the one the fewest links away (the lowest
+  // copy on ties), as the simulator reads a region.
+  int32_t NearestCopy(OpId op, const PartLayout& layout, int32_t part, DeviceId device) const {
+    const OpConfig& c = s_.configs[op];
+    int32_t best = part;
+    size_t best_hops = SIZE_MAX;
+    for (int32_t k = 0; k < layout.copies; ++k) {
+      const int32_t p = part + k * layout.distinct;
+      if (c.devices[p] == device) return plan_.unit_of[op][p];
+      const size_t hops = topology_.route(c.devices[p], device).size();
+      if (hops < best_hops) {
+        best = p;
+        best_hops = hops;
+      }
+    }
+    return plan_.unit_of[op][best];
+  }
+
   void Collectives(OpId op);
   void Inputs();
   void WeightGradient(int32_t unit, size_t input, int32_t edge, int pass);
@@ -406,6 +426,7 @@ class Builder {
   std::pair<int32_t, int32_t> Source(int32_t src, int port, DeviceId device, Box* slot_box);
 
   const Graph& g_;
+  const Topology& topology_;
   const Strategy& s_;
   const std::vector<at::Device>& device_of_;
   Plan base_;
@@ -453,10 +474,12 @@ void Builder::Collectives(OpId op) {
   }
   const Unit& first = UnitAt(op, 0);
   if (o.role != OpRole::kBackward || first.weight_port < 0 || layout.replicas < 2) return;
-  // Gradient synchronisation: a ring all-reduce of each weight shard's gradient among its replicas.
-  for (int32_t shard = 0; shard < layout.shards; ++shard) {
+  // Gradient synchronisation: a ring all-reduce of each weight shard's gradient among its replicas, in every copy
+  // of the op (copies compute the same gradients).
+  for (int32_t ring = 0; ring < layout.copies * layout.shards; ++ring) {
+    const int32_t copy = ring / layout.shards, shard = ring % layout.shards;
     std::vector<int32_t> members(static_cast<size_t>(layout.replicas), -1);
-    for (int32_t p = 0; p < parts; ++p)
+    for (int32_t p = copy * layout.distinct; p < (copy + 1) * layout.distinct; ++p)
       if (ShardIndex(o, c, p) == shard) members[ReplicaIndex(o, c, p)] = plan_.unit_of[op][p];
     CollectiveGroup group;
     const Box& box = port_box_[members[0]][first.weight_port];
@@ -515,7 +538,9 @@ void Builder::Inputs() {
           continue;
         }
         const OpId src = g_.edge(in[i]).src;
-        for (int32_t pu : plan_.unit_of[src]) {
+        const PartLayout lu = Layout(g_.op(src), s_.configs[src]);
+        for (int32_t p = 0; p < lu.distinct; ++p) {
+          const int32_t pu = NearestCopy(src, lu, p, u.device);
           const Box& owned = g_.op(src).role == OpRole::kForward ? plan_.units[pu].owned : port_box_[pu][need.port];
           const Box overlap = Intersect(owned, need.region);
           if (IsEmpty(overlap)) continue;
@@ -568,7 +593,9 @@ void Builder::WeightGradient(int32_t unit, size_t input, int32_t edge, int pass)
     }
     const int32_t pu = plan_.unit_of[src][source];
     const Unit& s = plan_.units[pu];
-    if (s.weight_port < 0) continue;
+    if (s.weight_port < 0 || !range) continue;
+    if (s.grad_index.defined() && !((s.grad_index >= range->lo) & (s.grad_index < range->lo + range->len)).any().item<bool>())
+      continue;  // the shard has no weight in this part's range
     if (pass == 0) {
       if (s.device != u.device) Cover(pu, s.weight_port, u.device, port_box_[pu][s.weight_port], at::kFloat);
       continue;
@@ -589,7 +616,7 @@ void Builder::WeightGradient(int32_t unit, size_t input, int32_t edge, int pass)
 
 }  // namespace
 
-Expected<PartPlan> BuildPartPlan(const Graph& graph, const Strategy& strategy,
+Expected<PartPlan> BuildPartPlan(const Graph& graph, const Topology& topology, const Strategy& strategy,
                                  const std::vector<at::Device>& device_of, uint64_t seed) {
   std::vector<at::Device> first;
   for (OpId op = 0; op < graph.num_ops(); ++op) first.push_back(device_of[strategy.configs[op].devices[0]]);
@@ -599,7 +626,7 @@ Expected<PartPlan> BuildPartPlan(const Graph& graph, const Strategy& strategy,
   plan.full_weights.resize(static_cast<size_t>(graph.num_ops()));
   for (OpId op = 0; op < graph.num_ops(); ++op)
     if (base->params[op]) plan.full_weights[op] = base->params[op]->weights.to(at::kCPU).clone();
-  Builder(graph, strategy, device_of, std::move(*base), &plan).Build();
+  Builder(graph, topology, strategy, device_of, std::move(*base), &plan).Build();
   return plan;
 }
 

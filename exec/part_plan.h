@@ -124,7 +124,7 @@ std::unique_ptr<PartKernel> MakePartBackward(std::shared_ptr<const OpImpl> impl,
 std::unique_ptr<PartKernel> MakePartUpdate(UpdateRange* range);
 
 // Builds the plan. `device_of` maps topology devices to LibTorch devices. Errors as BuildPlan's.
-Expected<PartPlan> BuildPartPlan(const Graph& graph, const Strategy& strategy,
+Expected<PartPlan> BuildPartPlan(const Graph& graph, const Topology& topology, const Strategy& strategy,
                                  const std::vector<at::Device>& device_of, uint64_t seed);
 
 }  // namespace devplace::exec

@@ -48,13 +48,14 @@ std::vector<OpTiming> PartSignatures(const Graph& graph, const Topology& topolog
     const Op& o = graph.op(u.op);
     const int32_t parts = strategy.configs[u.op].num_parts();
     if (parts < 2) continue;
+    const int32_t distinct = Layout(o, strategy.configs[u.op]).distinct;
     OpTiming t;
     t.device_kind = topology.device(u.device).kind;
     t.op_type = o.type;
     t.role = o.role;
     t.dtype = o.dtype;
     for (int32_t a = 0; a < u.out_box.rank; ++a) t.shape.push_back(u.out_box.hi[a] - u.out_box.lo[a]);
-    t.flops = o.flops / parts;
+    t.flops = o.flops / distinct;  // as the simulator prices a part
     const auto key = std::make_tuple(t.device_kind, t.op_type, static_cast<int>(t.role), t.shape, t.flops);
     auto [it, added] = index.emplace(key, entries.size());
     if (added) {
@@ -124,7 +125,7 @@ Expected<std::vector<OpTiming>> ProfileParts(const Graph& graph, const Topology&
   std::vector<OpTiming> entries;
   Status status;
   auto profile = [&] {
-    Expected<exec::PartPlan> plan = exec::BuildPartPlan(graph, strategy, device_of, options.seed);
+    Expected<exec::PartPlan> plan = exec::BuildPartPlan(graph, topology, strategy, device_of, options.seed);
     if (!plan.ok()) {
       status = plan.error();
       return;

@@ -33,7 +33,7 @@ Expected<Executor> Executor::CreatePartitioned(const Graph& graph, const Topolog
   }
   Expected<exec::PartPlan> plan = [&]() -> Expected<exec::PartPlan> {
     try {
-      return exec::BuildPartPlan(graph, m->strategy, device_of, options.seed);
+      return exec::BuildPartPlan(graph, topology, m->strategy, device_of, options.seed);
     } catch (const std::exception& e) {  // c10::Error or std::bad_alloc
       return Error{"graph '" + graph.name() + "': cannot allocate the step's tensors: " +
                    exec::DescribeTorchFailure(e, backend.name)};

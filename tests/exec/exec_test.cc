@@ -122,7 +122,7 @@ TEST(Executor, RunsPartitionedAndRejectsInvalidStrategies) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->device_ops[1], 3);  // a part of the op, of its backward op and of its update
 
-  split.configs[fc].degrees[0] = 1;  // degrees that do not multiply to the device count
+  split.configs[fc].degrees[0] = 3;  // more parts than the batch has examples (and than devices)
   r = ExecuteStrategy(g, t, split, Quick());
   ASSERT_FALSE(r.ok());
 

@@ -172,6 +172,20 @@ TEST(Partitioned, DataParallelEqualsOneDevice) {
   }
 }
 
+// Redundant copies (an OpConfig with more devices than parts): fc2 and its backward op run whole on both devices
+// while the rest is data parallel; each copy reads what it needs from the nearest owner, and the copies' weight
+// gradients need no exchange.
+TEST(Partitioned, CopiesEqualOneDevice) {
+  const Graph g = Mlp();
+  Strategy s = Searched(g, CpuLocal(), "data-parallel");
+  for (const char* name : {"fc2", "fc2/grad", "fc2/update"}) {
+    OpConfig& c = s.configs[g.find(name)];
+    c.degrees.assign(c.degrees.size(), 1);
+    if (std::string(name) == "fc2/update") c.degrees[0] = 2;
+  }
+  ExpectSameStep(g, s, g.num_ops());
+}
+
 TEST(Partitioned, TofuDpEqualsOneDevice) {
   for (const Graph& g : {Mlp(), Cnn(), Transformer()}) ExpectSameStep(g, TofuSplit(g, CpuLocal()), 4);
 }
