@@ -58,7 +58,8 @@ struct CollectiveTime {
   std::string label;  // the op it serves
   std::vector<DeviceId> devices;
   int64_t bytes = 0;  // the tensor's size, as sim/collectives.h counts it
-  double seconds = 0.0;
+  double seconds = 0.0;       // first step's start to last step's end (includes waiting for busy workers)
+  double busy_seconds = 0.0;  // the summed time of its steps (copying and adding chunks)
 };
 
 // The outcome of an execution.

@@ -68,7 +68,8 @@ Expected<ExecResult> Executor::RunPartitioned() {
   result.stand_in_types.assign(stand_in_types.begin(), stand_in_types.end());
 
   const size_t collectives = program.collectives.size();
-  std::vector<std::vector<double>> busy(devices), copy(devices), op_times(n), coll_times(collectives);
+  std::vector<std::vector<double>> busy(devices), copy(devices), op_times(n), coll_times(collectives),
+      coll_busy(collectives);
   std::vector<at::Tensor> slots;
   exec::TaskTimes times;
   const exec::UnitRunner run = [&](int32_t unit, std::vector<at::Tensor>& s) { m.plan.RunUnit(unit, s); };
@@ -89,7 +90,7 @@ Expected<ExecResult> Executor::RunPartitioned() {
     if (step < m.options.warmup_steps) continue;
     double first = times.start.empty() ? 0.0 : times.start[0], last = first;
     std::vector<double> dev_busy(devices, 0.0), dev_copy(devices, 0.0), op_time(n, 0.0);
-    std::vector<double> c_first(collectives, 1e300), c_last(collectives, 0.0);
+    std::vector<double> c_first(collectives, 1e300), c_last(collectives, 0.0), c_busy(collectives, 0.0);
     int64_t bytes = 0;
     int32_t copies = 0;
     for (size_t t = 0; t < program.tasks.size(); ++t) {
@@ -109,6 +110,7 @@ Expected<ExecResult> Executor::RunPartitioned() {
       } else {
         c_first[task.collective] = std::min(c_first[task.collective], times.start[t]);
         c_last[task.collective] = std::max(c_last[task.collective], times.end[t]);
+        c_busy[task.collective] += d;
       }
     }
     result.step_seconds.push_back(last - first);
@@ -119,7 +121,10 @@ Expected<ExecResult> Executor::RunPartitioned() {
       copy[d].push_back(dev_copy[d]);
     }
     for (OpId op = 0; op < n; ++op) op_times[op].push_back(op_time[op]);
-    for (size_t c = 0; c < collectives; ++c) coll_times[c].push_back(c_last[c] - c_first[c]);
+    for (size_t c = 0; c < collectives; ++c) {
+      coll_times[c].push_back(c_last[c] - c_first[c]);
+      coll_busy[c].push_back(c_busy[c]);
+    }
   }
   result.median_step = Median(result.step_seconds);
   result.min_step = *std::min_element(result.step_seconds.begin(), result.step_seconds.end());
@@ -133,7 +138,8 @@ Expected<ExecResult> Executor::RunPartitioned() {
   result.op_handoff_seconds.assign(n, 0.0);
   for (size_t c = 0; c < collectives; ++c) {
     const exec::CollectiveInfo& info = program.collectives[c];
-    result.collectives.push_back({info.kind, info.label, info.devices, info.bytes, Median(coll_times[c])});
+    result.collectives.push_back(
+        {info.kind, info.label, info.devices, info.bytes, Median(coll_times[c]), Median(coll_busy[c])});
   }
   return result;
 }
