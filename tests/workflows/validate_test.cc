@@ -37,8 +37,9 @@ TEST(ValidateWorkflow, ExecutesAndSimulatesEveryStrategy) {
   Expected<ValidateRun> run = RunValidateSuite(*suite, options);
   ASSERT_TRUE(run.ok()) << run.error().message;
   ASSERT_EQ(run->models, std::vector<std::string>{"conv"});
-  // single, round-robin, data-parallel, random-0 (the lowered spec is data parallelism again: a repeat, dropped)
-  ASSERT_EQ(run->rows.size(), 4u);
+  // single, round-robin, data-parallel, random-0, then the lowered sharding spec
+  ASSERT_EQ(run->rows.size(), 5u);
+  EXPECT_EQ(run->rows[4].strategy, "shard-dp");
   EXPECT_EQ(run->failed, 0);
   EXPECT_EQ(run->rows[2].strategy, "data-parallel");
   EXPECT_EQ(run->rows[2].device_ops, std::to_string(testing::ConvTrainingGraph().num_ops()) + "/" +
