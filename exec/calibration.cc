@@ -14,12 +14,6 @@ namespace {
 
 constexpr int32_t kWarmup = 2;
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 at::Tensor Floats(int64_t bytes, const at::Device& device) {
   return exec::SeededTensor({std::max<int64_t>(1, bytes / 4)}, at::kFloat, device, static_cast<uint64_t>(bytes), 1.0, 1);
 }
@@ -65,7 +59,7 @@ std::vector<double> RoundTrips(const std::vector<int64_t>& sizes, const at::Devi
         const double t1 = exec::NowSeconds();
         if (r >= kWarmup) times.push_back(t1 - t0);
       }
-      medians.push_back(Median(times));
+      medians.push_back(exec::Median(times));
     }
     to_b.Push(-1);
   });

@@ -8,17 +8,12 @@
 #include "exec/part_plan.h"
 #include "exec/profiler.h"
 #include "exec/task_program.h"
+#include "exec/tensor_util.h"
 #include "exec/torch_errors.h"
 
 namespace devplace {
 
 namespace {
-
-double MedianOf(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
 
 // Times unit `unit`'s kernel alone into `p`. Runs on the calling thread.
 void TimeUnit(const exec::PartPlan& plan, int32_t unit, const ProfileOptions& options, OpTiming* p) {
@@ -32,7 +27,7 @@ void TimeUnit(const exec::PartPlan& plan, int32_t unit, const ProfileOptions& op
     exec::SyncDevice(u.torch_device);
     if (run >= options.warmup_runs) times.push_back(exec::NowSeconds() - t0);
   }
-  p->seconds = std::max(MedianOf(times), 1e-9);
+  p->seconds = std::max(exec::Median(times), 1e-9);
   p->min_seconds = *std::min_element(times.begin(), times.end());
   p->max_seconds = *std::max_element(times.begin(), times.end());
 }
@@ -97,7 +92,7 @@ Status TimeInGraph(const exec::PartPlan& plan, const at::Device& device, int cor
     OpTiming& p = (*entries)[e];
     p.min_seconds = 1e300;
     for (int32_t u : units[e]) {
-      const double seconds = MedianOf(samples[u]);
+      const double seconds = exec::Median(samples[u]);
       p.seconds += seconds / static_cast<double>(units[e].size());
       p.min_seconds = std::min(p.min_seconds, seconds);
       p.max_seconds = std::max(p.max_seconds, seconds);

@@ -6,19 +6,9 @@
 
 #include "exec/backend.h"
 #include "exec/torch_errors.h"
+#include "exec/tensor_util.h"
 
 namespace devplace {
-
-namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-}  // namespace
 
 Expected<Executor> Executor::CreatePartitioned(const Graph& graph, const Topology& topology, const Strategy& strategy,
                                                const ExecOptions& options, const BackendInfo& backend) {
@@ -126,20 +116,20 @@ Expected<ExecResult> Executor::RunPartitioned() {
       coll_busy[c].push_back(c_busy[c]);
     }
   }
-  result.median_step = Median(result.step_seconds);
+  result.median_step = exec::Median(result.step_seconds);
   result.min_step = *std::min_element(result.step_seconds.begin(), result.step_seconds.end());
   result.max_step = *std::max_element(result.step_seconds.begin(), result.step_seconds.end());
   result.spread = result.median_step > 0 ? (result.max_step - result.min_step) / result.median_step : 0.0;
   for (DeviceId d = 0; d < devices; ++d) {
-    result.device_busy_seconds.push_back(Median(busy[d]));
-    result.device_copy_seconds.push_back(Median(copy[d]));
+    result.device_busy_seconds.push_back(exec::Median(busy[d]));
+    result.device_copy_seconds.push_back(exec::Median(copy[d]));
   }
-  for (OpId op = 0; op < n; ++op) result.op_seconds.push_back(Median(op_times[op]));
+  for (OpId op = 0; op < n; ++op) result.op_seconds.push_back(exec::Median(op_times[op]));
   result.op_handoff_seconds.assign(n, 0.0);
   for (size_t c = 0; c < collectives; ++c) {
     const exec::CollectiveInfo& info = program.collectives[c];
     result.collectives.push_back(
-        {info.kind, info.label, info.devices, info.bytes, Median(coll_times[c]), Median(coll_busy[c])});
+        {info.kind, info.label, info.devices, info.bytes, exec::Median(coll_times[c]), exec::Median(coll_busy[c])});
   }
   return result;
 }

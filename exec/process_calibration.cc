@@ -1,4 +1,5 @@
 #include "exec/process_calibration.h"
+#include "exec/tensor_util.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,12 +16,6 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 // The median over `repeats` of `op` on this rank, then the longest over the ranks; starts at a barrier.
 Expected<double> TimeOp(ProcessGroup& group, int32_t repeats, const std::function<Status()>& op,
                         const std::string& what) {
@@ -32,7 +27,7 @@ Expected<double> TimeOp(ProcessGroup& group, int32_t repeats, const std::functio
     if (Status s = op(); !s) return s.error();
     times.push_back(Now() - t0);
   }
-  at::Tensor longest = at::full({1}, Median(times), at::kDouble);
+  at::Tensor longest = at::full({1}, exec::Median(times), at::kDouble);
   if (Status s = group.AllReduce(longest, ProcessGroup::Reduce::kMax, what); !s) return s.error();
   return longest.item<double>();
 }

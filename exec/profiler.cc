@@ -8,18 +8,13 @@
 #include "exec/backend.h"
 #include "exec/kernels.h"
 #include "exec/torch_errors.h"
+#include "exec/tensor_util.h"
 
 namespace devplace {
 
 namespace {
 
 using Signature = std::tuple<std::string, OpRole, DType, std::vector<int64_t>, double>;
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
 
 // One entry per signature of `graph` for device kind `kind`, appended to `out`; returns the entry of every op.
 std::vector<size_t> IndexSignatures(const Graph& graph, const std::string& kind, std::vector<OpTiming>* out) {
@@ -95,7 +90,7 @@ Status ProfileIsolated(const Graph& graph, const std::string& kind, const at::De
       const double seconds = exec::NowSeconds() - t0;
       if (run >= options.warmup_runs) times.push_back(seconds);
     }
-    p.seconds = Median(times);
+    p.seconds = exec::Median(times);
     p.min_seconds = *std::min_element(times.begin(), times.end());
     p.max_seconds = *std::max_element(times.begin(), times.end());
   }
@@ -115,7 +110,7 @@ std::vector<OpTiming> InGraphProfile(const Graph& graph, const std::string& kind
       samples.push_back(run.op_seconds.at(op) + run.op_handoff_seconds.at(op));
       p.stand_in = p.stand_in || run.op_stand_in.at(op);
     }
-    const double seconds = Median(samples);
+    const double seconds = exec::Median(samples);
     p.seconds += seconds / p.instances;
     p.min_seconds = std::min(p.min_seconds, seconds);
     p.max_seconds = std::max(p.max_seconds, seconds);

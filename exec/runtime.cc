@@ -12,21 +12,15 @@
 #include "exec/backend.h"
 #include "exec/executor.h"
 #include "exec/kernels.h"
-#include "exec/process_transport.h"
 #include "exec/part_runtime.h"
+#include "exec/process_transport.h"
 #include "exec/ready_queue.h"
+#include "exec/tensor_util.h"
 #include "exec/torch_errors.h"
 
 namespace devplace {
 
 namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
 
 std::string ShapeText(at::IntArrayRef shape) {
   std::string s = "[";
@@ -61,7 +55,7 @@ Status MergeRanks(ProcessGroup& group, ExecResult* result) {
   result->bytes_copied = static_cast<int64_t>(*p++);
   result->num_copies = static_cast<int32_t>(*p++);
   for (size_t i = 0; i < result->step_seconds.size(); ++i) result->step_seconds[i] = steps[i].item<double>();
-  result->median_step = Median(result->step_seconds);
+  result->median_step = exec::Median(result->step_seconds);
   result->min_step = *std::min_element(result->step_seconds.begin(), result->step_seconds.end());
   result->max_step = *std::max_element(result->step_seconds.begin(), result->step_seconds.end());
   result->spread = result->median_step > 0 ? (result->max_step - result->min_step) / result->median_step : 0.0;
@@ -487,17 +481,17 @@ Expected<ExecResult> Executor::Run() {
       result.num_copies += m.transport->received();
     }
   }
-  result.median_step = Median(result.step_seconds);
+  result.median_step = exec::Median(result.step_seconds);
   result.min_step = *std::min_element(result.step_seconds.begin(), result.step_seconds.end());
   result.max_step = *std::max_element(result.step_seconds.begin(), result.step_seconds.end());
   result.spread = result.median_step > 0 ? (result.max_step - result.min_step) / result.median_step : 0.0;
   for (DeviceId d = 0; d < devices; ++d) {
-    result.device_busy_seconds.push_back(Median(busy[d]));
-    result.device_copy_seconds.push_back(Median(copy[d]));
+    result.device_busy_seconds.push_back(exec::Median(busy[d]));
+    result.device_copy_seconds.push_back(exec::Median(copy[d]));
   }
   for (OpId op = 0; op < n; ++op) {
-    result.op_seconds.push_back(Median(op_times[op]));
-    result.op_handoff_seconds.push_back(Median(op_handoffs[op]));
+    result.op_seconds.push_back(exec::Median(op_times[op]));
+    result.op_handoff_seconds.push_back(exec::Median(op_handoffs[op]));
   }
   if (m.options.record_checksums) result.op_checksums = m.checksums;
   if (m.options.record_values) result.op_values = std::move(m.values);

@@ -79,7 +79,9 @@ TEST(CliCompare, ResumesAfterSigkillWithTheSameResultsAndWithoutRecomputing) {
           recorded = &j;
       EXPECT_EQ(cells[i].at("resumed").get<bool>(), recorded != nullptr);
       // Not recomputed: the search time is the killed run's own, to the last bit.
-      if (recorded != nullptr) EXPECT_EQ(cells[i].at("search_seconds"), recorded->at("search_seconds"));
+      if (recorded != nullptr) {
+        EXPECT_EQ(cells[i].at("search_seconds"), recorded->at("search_seconds"));
+      }
     }
     // results.csv apart from its last column, search_seconds.
     EXPECT_EQ(WithoutLastColumn(ReadText(dir + "/" + out + "/results.csv")),
