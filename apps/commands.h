@@ -25,6 +25,9 @@ void RegisterGraphImportCommand(CLI::App& graph_group, CommandContext& ctx);
 // `devplace topo show`.
 void RegisterTopoCommands(CLI::App& app, CommandContext& ctx);
 
+// `devplace cost-error -g G -t T --costs C.json` (the analytic model's error against a profiled table, per op type).
+void RegisterCostErrorCommand(CLI::App& app, CommandContext& ctx);
+
 // `devplace search --algo A -g G -t T ... -o P.json`.
 void RegisterSearchCommand(CLI::App& app, CommandContext& ctx);
 

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   devplace::cli::RegisterGraphImportCommand(*graph, ctx);
   devplace::cli::RegisterTopoCommands(app, ctx);
   devplace::cli::RegisterSimulateCommand(app, ctx);
+  devplace::cli::RegisterCostErrorCommand(app, ctx);
   devplace::cli::RegisterSearchCommand(app, ctx);
   devplace::cli::RegisterShardCommand(app, ctx);
   devplace::cli::RegisterReshardCommand(app, ctx);

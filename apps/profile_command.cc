@@ -65,6 +65,7 @@ void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
                  {"signatures", profile.entries.size()},
                  {"ops", graph.num_ops()},
                  {"stand_in_signatures", profile.stand_in_signatures},
+                 {"kinds", profile.kind_settings},
                  {"sum_of_op_times_ms", total * 1e3},
                  {"seconds", profile.seconds}});
     } else {
@@ -72,7 +73,9 @@ void RegisterProfileCommand(CLI::App& app, CommandContext& ctx) {
       std::cout << "profiled " << profile.entries.size() << " op signatures of " << graph.name() << " ("
                 << graph.num_ops() << " ops) on the " << profile.backend.name << " backend in "
                 << FormatSeconds(profile.seconds) << "; sum of op times " << FormatSeconds(total) << "; "
-                << profile.stand_in_signatures << " signatures ran a stand-in kernel\nwrote " << opts->output << "\n";
+                << profile.stand_in_signatures << " signatures ran a stand-in kernel\n";
+      for (const std::string& kind : profile.kind_settings) std::cout << "  " << kind << "\n";
+      std::cout << "wrote " << opts->output << "\n";
     }
     ctx.exit_code = 0;
   });

@@ -23,12 +23,8 @@ foreach(lib ${DEVPLACE_INSTALLED_LIBS})
   list(APPEND _targets devplace_${lib})
 endforeach()
 # datasets links the generated Chakra schema library (datasets/import) privately; being static, it ships too. Its
-# generated headers are needed only to build devplace itself.
+# generated headers are needed only to build devplace itself (its include paths are build-interface only).
 if(TARGET chakra_et_proto)
-  get_target_property(_chakra_includes chakra_et_proto INTERFACE_INCLUDE_DIRECTORIES)
-  list(TRANSFORM _chakra_includes PREPEND "$<BUILD_INTERFACE:")
-  list(TRANSFORM _chakra_includes APPEND ">")
-  set_target_properties(chakra_et_proto PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_chakra_includes}")
   list(APPEND _targets chakra_et_proto)
 endif()
 install(TARGETS ${_targets} EXPORT devplaceTargets

@@ -7,7 +7,9 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/core/Event.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
+#include <torch/version.h>
 
 #include <chrono>
 #include <string>
@@ -51,20 +53,24 @@ Expected<BackendInfo> ResolveBackend(const std::string& backend, const Topology&
   BackendInfo info;
   info.cpu_cores = static_cast<int32_t>(AllowedCores().size());
   info.cuda_devices = CudaDeviceCount();
-  bool gpu_topology = false;
-  for (const Device& d : topology.devices()) gpu_topology = gpu_topology || d.kind != "cpu";
-  const bool want_cuda = backend == "cuda" || (backend == "auto" && gpu_topology);
+  int32_t gpus = 0;
+  for (const Device& d : topology.devices()) gpus += d.kind != "cpu";
+  const bool want_cuda = backend == "cuda" || (backend == "auto" && gpus > 0);
   info.name = "cpu";
-  if (want_cuda && info.cuda_devices == 0) {
+  if (want_cuda && (info.cuda_devices == 0 || gpus == 0)) {
     if (backend == "cuda")
-      info.note = "CUDA is not available to this LibTorch build (CPU-only); running on the CPU backend";
+      info.note = info.cuda_devices == 0
+                      ? "CUDA is not available to this LibTorch build (CPU-only); running on the CPU backend"
+                      : "topology '" + topology.name() + "' has no GPU device; running on the CPU backend";
     return info;
   }
   if (!want_cuda) return info;
-  if (info.cuda_devices < topology.num_devices())
-    return Error{"topology '" + topology.name() + "' has " + std::to_string(topology.num_devices()) +
-                 " devices but only " + std::to_string(info.cuda_devices) + " CUDA devices are visible"};
-  info.name = "cuda";
+  if (info.cuda_devices < gpus)
+    return Error{"topology '" + topology.name() + "' has " + std::to_string(gpus) + " GPU devices but only " +
+                 std::to_string(info.cuda_devices) + " CUDA devices are visible"};
+  int32_t next = 0;
+  for (const Device& d : topology.devices()) info.cuda_index.push_back(d.kind != "cpu" ? next++ : -1);
+  info.name = gpus == topology.num_devices() ? "cuda" : "cuda+cpu";
   return info;
 }
 
@@ -99,12 +105,16 @@ void SetUpWorkerThread(const at::Device& device, int core) {
 }
 
 at::Device TorchDevice(const BackendInfo& backend, DeviceId d) {
+  if (static_cast<size_t>(d) < backend.cuda_index.size()) {
+    const int32_t index = backend.cuda_index[d];
+    return index >= 0 ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index)) : at::Device(at::kCPU);
+  }
   if (backend.name == "cuda") return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(d));
   return at::Device(at::kCPU);
 }
 
 int WorkerCore(const BackendInfo& backend, DeviceId d, bool pin) {
-  if (!pin || backend.name != "cpu") return -1;
+  if (!pin || TorchDevice(backend, d).is_cuda()) return -1;
   const std::vector<int> cores = AllowedCores();
   return cores[static_cast<size_t>(d) % cores.size()];
 }
@@ -117,6 +127,47 @@ void SyncDevice(const at::Device& device) {
 
 double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double TimeOnDevice(const at::Device& device, const std::function<void()>& work) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (device.is_cuda()) {
+    c10::impl::VirtualGuardImpl impl(device.type());
+    const c10::Stream stream = impl.getStream(device);
+    c10::Event start(device.type(), c10::EventFlag::BACKEND_DEFAULT);
+    c10::Event end(device.type(), c10::EventFlag::BACKEND_DEFAULT);
+    start.record(stream);
+    work();
+    end.record(stream);
+    end.synchronize();
+    return start.elapsedTime(end) * 1e-3;  // milliseconds, as cudaEventElapsedTime
+  }
+#endif
+  const double t0 = NowSeconds();
+  work();
+  SyncDevice(device);
+  return NowSeconds() - t0;
+}
+
+std::string DeviceTimer(const at::Device& device) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (device.is_cuda()) return "cuda-events";
+#endif
+  (void)device;
+  return "wall-clock";
+}
+
+std::string PrecisionSettings(const at::Device& device) {
+  if (!device.is_cuda()) return "";
+  const at::Context& context = at::globalContext();
+  const char* precision = "highest";
+  switch (context.float32MatmulPrecision()) {
+    case at::Float32MatmulPrecision::HIGHEST: precision = "highest"; break;
+    case at::Float32MatmulPrecision::HIGH: precision = "high"; break;
+    case at::Float32MatmulPrecision::MEDIUM: precision = "medium"; break;
+  }
+  return std::string("tf32_matmul=") + (context.allowTF32CuBLAS() ? "on" : "off") +
+         " tf32_cudnn=" + (context.allowTF32CuDNN() ? "on" : "off") + " float32_matmul_precision=" + precision;
 }
 
 at::ScalarType TorchType(DType dtype, const at::Device& device) {

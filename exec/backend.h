@@ -3,6 +3,9 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
+#include <string>
+
 #include "core/graph.h"
 #include "core/topology.h"
 #include "exec/executor.h"
@@ -22,7 +25,7 @@ void SetUpWorkerThread(const at::Device& device, int core);
 // The LibTorch device of topology device `d` under `backend`.
 at::Device TorchDevice(const BackendInfo& backend, DeviceId d);
 
-// The core a CPU worker for device `d` is pinned to, or -1 when not pinned.
+// The core a CPU worker for device `d` is pinned to, or -1 when not pinned (GPU devices' workers are not).
 int WorkerCore(const BackendInfo& backend, DeviceId d, bool pin);
 
 // Blocks until the work this thread queued on `device` has finished (a no-op on the CPU).
@@ -30,6 +33,19 @@ void SyncDevice(const at::Device& device);
 
 // Seconds on a monotonic clock.
 double NowSeconds();
+
+// Runs `work` (kernels queued on `device` by the calling thread) and returns how long it took, in seconds: on a CUDA
+// device with CUDA events recorded around it on the thread's current stream (GPU time; the host's launch overhead
+// is not in it) where the LibTorch has timing events (2.x), else on the monotonic clock around `work` and a
+// SyncDevice. Either way the work has finished when it returns.
+double TimeOnDevice(const at::Device& device, const std::function<void()>& work);
+
+// The timer TimeOnDevice uses on `device`: "cuda-events" or "wall-clock".
+std::string DeviceTimer(const at::Device& device);
+
+// The process's settings that change a GPU kernel's speed and precision, as "name=value" words (TF32 in matmuls and
+// cuDNN convolutions, float32 matmul precision); "" on the CPU.
+std::string PrecisionSettings(const at::Device& device);
 
 // The tensor element type of `dtype` on `device`. The CPU backend computes f16/bf16 ops in f32 (ATen's CPU
 // convolution and matmul kernels lack half precision); integers and booleans map to themselves.

@@ -68,29 +68,28 @@ std::vector<double> RoundTrips(const std::vector<int64_t>& sizes, const at::Devi
   return medians;
 }
 
-// Peak FLOP/s (best of three n^3 matmuls) and memory bandwidth (best of three 64 MiB copies) on one device.
+// Peak f32 FLOP/s (best of three n^3 matmuls) and memory bandwidth (best of three copies of 64 MiB on a CPU core,
+// 1 GiB on a GPU) on one device. A GPU reaches its peak only on large products: there n is at least 8192, and the
+// kernels are timed with exec::TimeOnDevice (CUDA events where the LibTorch has them).
 void MeasureDevice(const at::Device& device, int core, int64_t n, double* flops, double* bandwidth) {
   std::thread worker([&] {
     exec::SetUpWorkerThread(device, core);
+    if (device.is_cuda()) n = std::max<int64_t>(n, 8192);
     const at::Tensor a = exec::SeededTensor({n, n}, at::kFloat, device, 1, 1.0, 1);
     const at::Tensor b = exec::SeededTensor({n, n}, at::kFloat, device, 2, 1.0, 1);
     double best = 1e30;
     for (int r = 0; r < 4; ++r) {
-      const double t0 = exec::NowSeconds();
-      at::Tensor c = at::mm(a, b);
-      exec::SyncDevice(device);
-      if (r > 0) best = std::min(best, exec::NowSeconds() - t0);
+      const double seconds = exec::TimeOnDevice(device, [&] { at::Tensor c = at::mm(a, b); });
+      if (r > 0) best = std::min(best, seconds);
     }
     *flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / best;
-    const int64_t bytes = int64_t{64} << 20;
+    const int64_t bytes = device.is_cuda() ? int64_t{1} << 30 : int64_t{64} << 20;
     const at::Tensor src = Floats(bytes, device);
     at::Tensor dst = at::empty_like(src);
     best = 1e30;
     for (int r = 0; r < 4; ++r) {
-      const double t0 = exec::NowSeconds();
-      dst.copy_(src);
-      exec::SyncDevice(device);
-      if (r > 0) best = std::min(best, exec::NowSeconds() - t0);
+      const double seconds = exec::TimeOnDevice(device, [&] { dst.copy_(src); });
+      if (r > 0) best = std::min(best, seconds);
     }
     *bandwidth = 2.0 * static_cast<double>(bytes) / best;
   });
@@ -207,7 +206,7 @@ Expected<Topology> ApplyCalibration(const Topology& topology, const CalibrationR
   TopologyBuilder builder(topology.name());
   for (DeviceId d = 0; d < topology.num_devices(); ++d) {
     Device device = topology.device(d);
-    if (result.backend.name == "cpu") device.peak_flops_f16 = result.peak_flops[d];
+    if (!exec::TorchDevice(result.backend, d).is_cuda()) device.peak_flops_f16 = result.peak_flops[d];
     else device.peak_flops_f16 *= result.peak_flops[d] / device.peak_flops_f32;
     device.peak_flops_f32 = result.peak_flops[d];
     device.memory_bandwidth = result.memory_bandwidth[d];

@@ -27,8 +27,10 @@ struct ExecOptions {
   int32_t warmup_steps = 2;   // untimed steps first (allocator, caches, first-touch)
   int32_t timed_steps = 5;    // timed steps; the result reports their median and spread
   // "cpu": one worker thread per topology device, each pinned to its own core (device d -> core d mod cores).
-  // "cuda": device d -> cuda:d. "auto": cuda when LibTorch has CUDA and the topology's devices are not of kind
-  // "cpu", else cpu. A cuda request without CUDA falls back to the CPU with a one-line note.
+  // "cuda": the topology's GPU devices (every kind but "cpu") run on cuda:0, cuda:1, ... in device order, and its
+  // devices of kind "cpu" on pinned CPU workers (GPU+CPU placements: tensors cross PCIe). "auto": cuda when
+  // LibTorch has CUDA and the topology has a GPU device, else cpu. A cuda request without CUDA, or for a topology
+  // of CPU devices only, runs on the CPU with a one-line note.
   std::string backend = "auto";
   uint64_t seed = 0;           // seeds inputs and weights (per op, so results do not depend on placement)
   bool pin_threads = true;     // pin CPU workers to cores
@@ -41,14 +43,17 @@ Status ValidateExecOptions(const ExecOptions& options);
 
 // What the backend resolved to.
 struct BackendInfo {
-  std::string name;        // "cpu" or "cuda"
+  std::string name;        // "cpu", "cuda" (every device on a GPU) or "cuda+cpu" (GPU and CPU devices)
   std::string note;        // one line when the request could not be honoured (e.g. no CUDA), else empty
   int32_t cpu_cores = 0;   // cores this process may use
   int32_t cuda_devices = 0;
+  // Per topology device, the CUDA device it runs on, or -1 for a CPU worker. Empty: every device on the CPU, or
+  // (name "cuda", as a launcher's rank reports it) device d on cuda:d.
+  std::vector<int32_t> cuda_index;
 };
 
 // Resolves options.backend for `topology` (see ExecOptions::backend). Errors on an unknown name, or when the
-// CUDA backend has fewer GPUs than the topology has devices.
+// CUDA backend has fewer GPUs than the topology has GPU devices.
 Expected<BackendInfo> ResolveBackend(const std::string& backend, const Topology& topology);
 
 // One collective of a step (partitioned strategies: reduce-scatters of partial sums, gradient all-reduces), timed from

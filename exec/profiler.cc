@@ -79,15 +79,13 @@ Status ProfileIsolated(const Graph& graph, const std::string& kind, const at::De
     for (int32_t run = 0; run < options.warmup_runs + options.timed_runs; ++run) {
       io.outputs.assign(graph.out_edges(op).size(), at::Tensor());
       io.produced.clear();
-      const double t0 = exec::NowSeconds();
+      double seconds = 0.0;
       try {
-        kernel.Run(io);
-        exec::SyncDevice(device);
+        seconds = exec::TimeOnDevice(device, [&] { kernel.Run(io); });
       } catch (const std::exception& e) {
         return Error{"op '" + graph.op(op).name + "' (" + graph.op(op).type +
                      "): kernel failed: " + exec::DescribeTorchFailure(e, kind)};
       }
-      const double seconds = exec::NowSeconds() - t0;
       if (run >= options.warmup_runs) times.push_back(seconds);
     }
     p.seconds = exec::Median(times);
@@ -140,11 +138,14 @@ Expected<ProfileResult> ProfileGraph(const Graph& graph, const Topology& topolog
     const std::string& kind = topology.device(d).kind;
     if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) continue;
     kinds.push_back(kind);
+    const at::Device device = exec::TorchDevice(*backend, d);
+    const std::string timer = options.mode == ProfileMode::kIsolated ? exec::DeviceTimer(device) : "wall-clock";
+    const std::string settings = exec::PrecisionSettings(device);
+    result.kind_settings.push_back(kind + ": timer=" + timer + (settings.empty() ? "" : " " + settings));
     Status status;
     if (options.mode == ProfileMode::kInGraph) {
       status = ProfileInGraph(graph, topology, d, options, &result.entries);
     } else {
-      const at::Device device = exec::TorchDevice(*backend, d);
       const int core = exec::WorkerCore(*backend, d, options.pin_threads);
       // A thread set up like the executor's worker for device d, so the kernels run as they do in a step.
       std::thread worker([&] {

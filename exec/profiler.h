@@ -39,6 +39,11 @@ Status ValidateProfileOptions(const ProfileOptions& options);
 
 struct ProfileResult {
   BackendInfo backend;
+  // Per profiled device kind, "KIND: timer=T SETTINGS": T is how its op times were taken, "cuda-events" (isolated
+  // mode on a GPU with LibTorch 2.x: GPU time between events around the kernel) or "wall-clock" (the monotonic
+  // clock around the kernel and a device synchronisation; in-graph mode always, as the executor times a step);
+  // SETTINGS, on a GPU, the precision settings the kernels ran under (TF32, float32 matmul precision).
+  std::vector<std::string> kind_settings;
   std::vector<OpTiming> entries;    // in the order of the graph's first op with each signature, per device kind
   int32_t stand_in_signatures = 0;
   double seconds = 0.0;            // wall time of the profiling

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "gnn/torch_warnings.h"
 
 namespace devplace {
 
@@ -14,16 +15,14 @@ namespace {
 // LibTorch 1.13 warns, once per process and through glog, that scatter_reduce is in beta; the warning would land
 // in the output of every command that runs a policy. While installed (LibTorch keeps one handler per process;
 // the guard restores the previous one) this handler drops exactly that message and passes any other on.
-class ScatterReduceBetaFilter : public c10::WarningHandler {
+class ScatterReduceBetaFilter : public torch_warnings::MessageHandler {
  public:
-  explicit ScatterReduceBetaFilter(c10::WarningHandler* next) : next_(next) {}
-  void process(const c10::SourceLocation& where, const std::string& message, bool verbatim) override {
-    if (message.find("scatter_reduce() is in beta") != std::string::npos) return;
-    next_->process(where, message, verbatim);
-  }
+  using MessageHandler::MessageHandler;
 
- private:
-  c10::WarningHandler* next_;
+ protected:
+  bool Keep(const std::string& message) override {
+    return message.find("scatter_reduce() is in beta") == std::string::npos;
+  }
 };
 
 }  // namespace
@@ -60,8 +59,8 @@ torch::Tensor SageLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
   torch::Tensor pooled = torch::relu(pool_(x));  // >= 0, so a zero start makes max over no neighbours 0
   const int64_t h = pooled.size(1);
   torch::Tensor zeros = torch::zeros_like(pooled);
-  ScatterReduceBetaFilter filter(c10::Warning::get_warning_handler());
-  c10::Warning::WarningHandlerGuard quiet(&filter);
+  ScatterReduceBetaFilter filter(torch_warnings::Current());
+  torch_warnings::Guard quiet(&filter);
   torch::Tensor from_pred = zeros.scatter_reduce(0, dst.unsqueeze(1).expand({-1, h}), pooled.index_select(0, src),
                                                  "amax", /*include_self=*/true);
   torch::Tensor from_succ = zeros.scatter_reduce(0, src.unsqueeze(1).expand({-1, h}), pooled.index_select(0, dst),

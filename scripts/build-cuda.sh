@@ -9,11 +9,15 @@
 #                                             build-cuda against python3's torch and builds; ARGS go to the build
 #                                             (e.g. `devplace exec_test`)
 #   bash scripts/build-cuda.sh configure      only extracts and configures (checks that every dependency resolves)
-#   bash scripts/build-cuda.sh test           runs the CUDA build's test suite (ctest)
+#   bash scripts/build-cuda.sh test [ARGS]    runs the CUDA build's test suite (ctest; ARGS go to ctest, e.g. -j 8)
 #
 # Environment: TORCH_CMAKE_PREFIX overrides where Torch's CMake package is looked up (default: python3's
 # torch.utils.cmake_prefix_path); CUDA_DEPS overrides the folder (default .cuda-deps, git-ignored; carry it to the
-# GPU machine with the working tree).
+# GPU machine with the working tree); KEEP_GOING=1 makes the build go on past errors (to see them all at once).
+#
+# Symbols: the wheel's libtorch.so exports copies of some libstdc++ functions (std::filesystem::remove_all among them)
+# that crash when called from outside it; programs list libstdc++ as their first needed library, so that the
+# dynamic linker binds those names to libstdc++ itself (CMAKE_EXE_LINKER_FLAGS below).
 #
 # ABI: PyTorch >= 2.6 wheels use the C++11 string ABI, as Debian's libraries do, so the extracted yaml-cpp, GoogleTest,
 # benchmark, ONNX and protobuf link with the wheel's LibTorch; older wheels do not (see docs/executor.md). Debian 12's
@@ -29,7 +33,7 @@ root="$PWD/$deps_dir/root"
 # in this build (the wheel's Python is not the one Debian's NumPy headers are for).
 packages=(
   nlohmann-json3-dev libyaml-cpp-dev libyaml-cpp0.7 libcli11-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian libeigen3-dev
+  libgloo-dev libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian libeigen3-dev
   libscotch-dev libscotch-7.0 libmetis-dev libmetis5
   libonnx-dev libonnx1 libonnxifi libprotobuf-dev libprotobuf32 libprotobuf-lite32 protobuf-compiler libprotoc32
   zlib1g-dev
@@ -82,13 +86,15 @@ configure() {
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_PREFIX_PATH="$root/usr;$root/usr/lib/x86_64-linux-gnu/cmake;$torch" \
         -DProtobuf_PROTOC_EXECUTABLE="$root/usr/bin/protoc" \
+        -DCMAKE_EXE_LINKER_FLAGS="-Wl,--no-as-needed -lstdc++ -Wl,--as-needed" \
+        -DCMAKE_INSTALL_RPATH_USE_LINK_PATH=ON \
         -DDEVPLACE_PYTHON=OFF >/dev/null
 }
 
 case "${1:-}" in
   fetch) fetch ;;
   configure) configure ;;
-  build) shift; configure; cmake --build build-cuda --parallel "$(nproc)" ${1:+--target "$@"} ;;
-  test) extract; ctest --test-dir build-cuda --output-on-failure ;;
+  build) shift; configure; cmake --build build-cuda --parallel "$(nproc)" ${1:+--target "$@"} ${KEEP_GOING:+-- -k 0} ;;
+  test) shift; extract; ctest --test-dir build-cuda --output-on-failure "$@" ;;
   *) sed -n '2,20p' "$0" >&2; exit 2 ;;
 esac

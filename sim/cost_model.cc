@@ -118,8 +118,8 @@ CostModel::CostModel(std::shared_ptr<const CostModelImpl> impl) : impl_(std::mov
   DEVPLACE_CHECK(impl_ != nullptr, "CostModel needs an implementation");
 }
 
-double CostModel::ComputeTime(const Graph& graph, OpId op, const OpConfig& config, int part,
-                              const Device& device) const {
+PartCost CostModel::ComputeCost(const Graph& graph, OpId op, const OpConfig& config, int part,
+                                const Device& device) const {
   DEVPLACE_CHECK(part >= 0 && part < config.num_parts());
   std::vector<int64_t> shape;
   PartWork work;
@@ -127,7 +127,7 @@ double CostModel::ComputeTime(const Graph& graph, OpId op, const OpConfig& confi
   work.bytes_accessed = sim::PartBytesAccessed(graph, op, config, part, &shape);
   work.shape = shape;
   work.flops = work.op->flops / sim::Layout(*work.op, config).distinct;
-  return impl_->Cost(work, device).seconds;
+  return impl_->Cost(work, device);
 }
 
 Status ValidateAnalyticCostOptions(const AnalyticCostOptions& options) {

@@ -56,7 +56,11 @@ class CostModel {
   // Seconds for part `part` (row-major over config.degrees, 0 <= part < config.num_parts()) of op `op` of
   // `graph` under `config`, on `device`. The part's shape, FLOPs and bytes follow the simulator's partition
   // model (docs/simulator.md).
-  double ComputeTime(const Graph& graph, OpId op, const OpConfig& config, int part, const Device& device) const;
+  double ComputeTime(const Graph& graph, OpId op, const OpConfig& config, int part, const Device& device) const {
+    return ComputeCost(graph, op, config, part, device).seconds;
+  }
+  // As ComputeTime, with whether a profiled model fell back to the analytic estimate.
+  PartCost ComputeCost(const Graph& graph, OpId op, const OpConfig& config, int part, const Device& device) const;
   std::string Describe() const { return impl_->Describe(); }
   const std::shared_ptr<const CostModelImpl>& impl() const { return impl_; }
 

@@ -1,5 +1,7 @@
 #include "agents/learned/checkpoint.h"
 
+#include <torch/version.h>
+
 #include <filesystem>
 #include <system_error>
 #include <vector>
@@ -32,6 +34,16 @@ Status SaveArchiveAtomic(torch::serialize::OutputArchive& archive, const fs::pat
   return WriteFileAtomic(path.string(), bytes);
 }
 
+// The key of a parameter in LibTorch's optimizer state: its TensorImpl's address, as text in LibTorch 1.x and as the
+// pointer itself in 2.x.
+auto AdamStateKey(const torch::Tensor& param) {
+#if TORCH_VERSION_MAJOR >= 2
+  return static_cast<void*>(param.unsafeGetTensorImpl());
+#else
+  return c10::guts::to_string(param.unsafeGetTensorImpl());
+#endif
+}
+
 // Adam's state in a deterministic layout: per parameter group its options and, by parameter index, each
 // parameter's state. LibTorch's own Adam::save keys the state by the address of each parameter's TensorImpl and
 // writes it in hash-map order, so one state gave different optimizer files in different processes (and a
@@ -46,7 +58,7 @@ void SaveAdam(const torch::optim::Adam& adam, torch::serialize::OutputArchive& a
     const std::vector<torch::Tensor>& params = groups[g].params();
     group.write("params", torch::tensor(static_cast<int64_t>(params.size())));
     for (size_t i = 0; i < params.size(); ++i) {
-      const auto it = adam.state().find(c10::guts::to_string(params[i].unsafeGetTensorImpl()));
+      const auto it = adam.state().find(AdamStateKey(params[i]));
       if (it == adam.state().end()) continue;  // a parameter not stepped yet has no state
       torch::serialize::OutputArchive state(archive.compilation_unit());
       static_cast<const torch::optim::AdamParamState&>(*it->second).serialize(state);
@@ -75,7 +87,7 @@ void LoadAdam(torch::optim::Adam& adam, torch::serialize::InputArchive& archive)
       if (!group.try_read("state/" + std::to_string(i), saved)) continue;
       auto state = std::make_unique<torch::optim::AdamParamState>();
       state->serialize(saved);
-      adam.state()[c10::guts::to_string(params[i].unsafeGetTensorImpl())] = std::move(state);
+      adam.state()[AdamStateKey(params[i])] = std::move(state);
     }
   }
 }

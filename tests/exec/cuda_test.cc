@@ -2,10 +2,13 @@
 // CUDA device (Debian's CPU-only LibTorch, CI); on a GPU machine built with scripts/build-cuda.sh they check that a
 // placed training step runs on cuda:0 and computes what the CPU computes, and that the profiler times ops there.
 #include <gtest/gtest.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "core/strategy.h"
 #include "core/topology_yaml.h"
@@ -28,6 +31,21 @@ Topology OneGpu() {
                          "  - {name: gpu0, kind: gpu, host: localhost, peak_tflops: 60, memory_bandwidth_gbs: 3000,"
                          " memory_gib: 80}\n"
                          "switches: []\nlinks: []\n";
+  return ReadTopologyFile(path).value();
+}
+
+// The GPU and one CPU core of its host, joined by PCIe: GPU+CPU placements move tensors between the two.
+Topology GpuAndCpu() {
+  const std::string path = ::testing::TempDir() + "/devplace-gpu-and-cpu.yaml";
+  std::ofstream(path) << "name: gpu-and-cpu\n"
+                         "devices:\n"
+                         "  - {name: gpu0, kind: gpu, host: localhost, peak_tflops: 60, memory_bandwidth_gbs: 3000,"
+                         " memory_gib: 80}\n"
+                         "  - {name: cpu0, kind: cpu, host: localhost, peak_tflops: 0.08, memory_bandwidth_gbs: 10,"
+                         " memory_gib: 8}\n"
+                         "switches: []\n"
+                         "links:\n"
+                         "  - {between: [gpu0, cpu0], bandwidth_gbs: 25, latency_us: 10, kind: pcie}\n";
   return ReadTopologyFile(path).value();
 }
 
@@ -66,6 +84,48 @@ TEST(Cuda, APlacedTrainingStepRunsOnTheGpuAndMatchesTheCpu) {
   ExpectCudaMatchesCpu(SequenceTrainingGraph());
 }
 
+// GPU devices run on cuda:k and CPU devices on pinned CPU workers of the same process (backend "cuda+cpu").
+TEST(Cuda, GpuAndCpuDevicesOfOneTopologyResolveToCudaAndCpuWorkers) {
+  const Topology t = GpuAndCpu();
+  Expected<BackendInfo> backend = ResolveBackend("cuda", t);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  if (backend->cuda_devices == 0) {
+    EXPECT_EQ(backend->name, "cpu");
+    EXPECT_TRUE(backend->cuda_index.empty());
+    GTEST_SKIP() << "no CUDA device visible to this LibTorch";
+  }
+  EXPECT_EQ(backend->name, "cuda+cpu");
+  EXPECT_EQ(backend->cuda_index, (std::vector<int32_t>{0, -1}));
+  Expected<BackendInfo> automatic = ResolveBackend("auto", t);
+  ASSERT_TRUE(automatic.ok());
+  EXPECT_EQ(automatic->name, "cuda+cpu");
+}
+
+// A step with the ops alternating between the GPU and a CPU core (tensors cross PCIe both ways) computes what the
+// same step computes on the CPU alone.
+TEST(Cuda, AGpuAndCpuPlacementMatchesTheCpu) {
+  if (VisibleCudaDevices() == 0) GTEST_SKIP() << "no CUDA device visible to this LibTorch";
+  const Graph g = SequenceTrainingGraph();
+  const Topology mixed = GpuAndCpu();
+  std::vector<DeviceId> device_of_op(g.num_ops());
+  std::map<std::string, DeviceId> device_of_group;  // a colocation group stays on the device of its first op
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    const std::string& group = g.op(op).colocation;
+    device_of_op[op] = (op / 3) % 2;
+    if (!group.empty()) device_of_op[op] = device_of_group.emplace(group, device_of_op[op]).first->second;
+  }
+  Expected<ExecResult> split = ExecuteStrategy(g, mixed, Strategy::FromPlacement(device_of_op), OneStep("cuda"));
+  ASSERT_TRUE(split.ok()) << split.error().message;
+  EXPECT_EQ(split->backend.name, "cuda+cpu");
+  EXPECT_GT(split->num_copies, 0);
+  Expected<ExecResult> on_cpu = ExecuteStrategy(g, CpuLocal(), Strategy::AllOn(g.num_ops(), 0), OneStep("cpu"));
+  ASSERT_TRUE(on_cpu.ok()) << on_cpu.error().message;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    const double a = split->op_checksums[op], b = on_cpu->op_checksums[op];
+    EXPECT_LE(std::abs(a - b), 2e-2 * std::max(1.0, std::abs(b))) << g.op(op).name;
+  }
+}
+
 TEST(Cuda, TheProfilerTimesEveryOpSignatureOnTheGpu) {
   if (VisibleCudaDevices() == 0) GTEST_SKIP() << "no CUDA device visible to this LibTorch";
   const Graph g = ConvTrainingGraph();
@@ -77,6 +137,24 @@ TEST(Cuda, TheProfilerTimesEveryOpSignatureOnTheGpu) {
   ASSERT_TRUE(profile.ok()) << profile.error().message;
   EXPECT_EQ(profile->backend.name, "cuda");
   ASSERT_FALSE(profile->entries.empty());
+  for (const OpTiming& entry : profile->entries) EXPECT_GT(entry.seconds, 0.0) << entry.op_type;
+}
+
+// Isolated on a GPU, op times come from CUDA events (LibTorch 2.x) and the precision settings are recorded.
+TEST(Cuda, TheIsolatedProfilerTimesGpuKernelsWithCudaEvents) {
+  if (VisibleCudaDevices() == 0) GTEST_SKIP() << "no CUDA device visible to this LibTorch";
+  ProfileOptions options;
+  options.mode = ProfileMode::kIsolated;
+  options.backend = "cuda";
+  options.warmup_runs = 1;
+  options.timed_runs = 3;
+  Expected<ProfileResult> profile = ProfileGraph(SequenceTrainingGraph(), OneGpu(), options);
+  ASSERT_TRUE(profile.ok()) << profile.error().message;
+  ASSERT_EQ(profile->kind_settings.size(), 1u);
+  EXPECT_NE(profile->kind_settings[0].find("tf32_matmul="), std::string::npos) << profile->kind_settings[0];
+#if TORCH_VERSION_MAJOR >= 2
+  EXPECT_NE(profile->kind_settings[0].find("timer=cuda-events"), std::string::npos) << profile->kind_settings[0];
+#endif
   for (const OpTiming& entry : profile->entries) EXPECT_GT(entry.seconds, 0.0) << entry.op_type;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gnn/graphsage.h"
+#include "gnn/torch_warnings.h"
 
 namespace devplace {
 namespace {
@@ -41,29 +42,39 @@ TEST(GraphSage, MaxPoolAggregationMatchesHandComputation) {
 }
 
 // Records the warnings LibTorch raises while installed.
-class RecordingWarningHandler : public c10::WarningHandler {
+class RecordingWarningHandler : public torch_warnings::MessageHandler {
  public:
-  void process(const c10::SourceLocation&, const std::string& message, bool) override { messages.push_back(message); }
+  RecordingWarningHandler() : MessageHandler(nullptr) {}
   std::vector<std::string> messages;
+
+ protected:
+  bool Keep(const std::string& message) override {
+    messages.push_back(message);
+    return false;
+  }
 };
 
 // LibTorch's "scatter_reduce() is in beta" warning never reaches the user from a GraphSAGE layer, while the same
-// call outside the layer does raise it (warnings forced to fire every time, not once per process).
+// call outside the layer does raise it (warnings forced to fire every time, not once per process) where the LibTorch
+// still has that warning (1.13; PyTorch 2.x may have dropped it).
 TEST(GraphSage, LayerSilencesOnlyTheScatterReduceBetaWarning) {
   std::vector<float> features = {1, 0, 0, 2, 3, -1};
   std::vector<int32_t> src = {0, 1}, dst = {2, 2};
   SageGraph g = MakeSageGraph(features, 3, 2, src, dst);
   SageLayer layer(2, 2);
   RecordingWarningHandler recorder;
-  c10::Warning::WarningHandlerGuard guard(&recorder);
-  const bool always = c10::Warning::get_warnAlways();
-  c10::Warning::set_warnAlways(true);
+  torch_warnings::Guard guard(&recorder);
+  const bool always = torch_warnings::WarnAlways();
+  torch_warnings::SetWarnAlways(true);
   layer->forward(g.x, g.src, g.dst);
   EXPECT_TRUE(recorder.messages.empty()) << recorder.messages.front();
   torch::zeros({3, 2}).scatter_reduce(0, g.dst.unsqueeze(1).expand({-1, 2}), g.x.index_select(0, g.src), "amax");
-  c10::Warning::set_warnAlways(always);
+  torch_warnings::SetWarnAlways(always);
+#if TORCH_VERSION_MAJOR < 2
   ASSERT_EQ(recorder.messages.size(), 1u);
-  EXPECT_NE(recorder.messages[0].find("scatter_reduce() is in beta"), std::string::npos);
+#endif
+  for (const std::string& message : recorder.messages)
+    EXPECT_NE(message.find("scatter_reduce() is in beta"), std::string::npos) << message;
 }
 
 TEST(GraphSage, GradientsReachEveryParameter) {
