@@ -1,6 +1,8 @@
 #include "core/partition.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 
 #include "core/check.h"
 
@@ -58,6 +60,22 @@ int64_t OverlapVolume(const Box& a, const Box& b) {
     v *= hi - lo;
   }
   return v;
+}
+
+Box Intersection(const Box& a, const Box& b) {
+  Box r = a;
+  for (int32_t k = 0; k < r.rank; ++k) {
+    r.lo[k] = std::max(a.lo[k], b.lo[k]);
+    r.hi[k] = std::max(r.lo[k], std::min(a.hi[k], b.hi[k]));
+  }
+  return r;
+}
+
+bool SameBox(const Box& a, const Box& b) {
+  if (a.rank != b.rank) return false;
+  for (int32_t k = 0; k < a.rank; ++k)
+    if (a.lo[k] != b.lo[k] || a.hi[k] != b.hi[k]) return false;
+  return true;
 }
 
 PartLayout Layout(const Op& op, const OpConfig& config) {
@@ -131,6 +149,32 @@ Box NeededBox(const Op& consumer, const OpConfig& config, int32_t part, const Op
     Slice(&box, axis, config.degrees[j], Digit(config, part, j));
   }
   return box;
+}
+
+int32_t NearestCopy(const Topology& topology, const OpConfig& config, const PartLayout& layout, int32_t part,
+                    DeviceId device) {
+  int32_t best = part;
+  size_t best_hops = SIZE_MAX;
+  for (int32_t c = 0; c < layout.copies; ++c) {
+    const int32_t p = part + c * layout.distinct;
+    if (config.devices[p] == device) return p;
+    const size_t hops = topology.route(config.devices[p], device).size();
+    if (hops < best_hops) {
+      best = p;
+      best_hops = hops;
+    }
+  }
+  return best;
+}
+
+int32_t ShardSource(const Op& op, const OpConfig& config, int32_t shard, DeviceId device) {
+  int32_t source = -1;
+  for (int32_t p = 0; p < config.num_parts(); ++p) {
+    if (ShardIndex(op, config, p) != shard) continue;
+    if (config.devices[p] == device) return p;
+    if (source < 0 || ReplicaIndex(op, config, p) < ReplicaIndex(op, config, source)) source = p;
+  }
+  return source;
 }
 
 }  // namespace devplace

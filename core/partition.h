@@ -10,6 +10,7 @@
 
 #include "core/graph.h"
 #include "core/strategy.h"
+#include "core/topology.h"
 
 namespace devplace {
 
@@ -28,6 +29,11 @@ Box FullBox(const std::vector<int64_t>& shape);
 int64_t Volume(const Box& box);
 // Volume of the intersection of two boxes of equal rank.
 int64_t OverlapVolume(const Box& a, const Box& b);
+// The intersection of `a` with `b` (of a's rank); along an axis where they do not meet it is empty (hi == lo), so
+// its Volume is 0.
+Box Intersection(const Box& a, const Box& b);
+// Whether two boxes have the same rank and bounds.
+bool SameBox(const Box& a, const Box& b);
 
 // How an op's parts are laid out under a config.
 struct PartLayout {
@@ -59,5 +65,14 @@ Box OwnedBox(const Op& op, const OpConfig& config, int32_t part);
 // axis input_axis; dims without an input axis, or whose axis the producer's shape lacks, need that axis whole.
 // A backward op reading its own forward op's output (the saved output, same shape) needs its ComputedBox of it.
 Box NeededBox(const Op& consumer, const OpConfig& config, int32_t part, const Op& producer);
+
+// The part holding the copy of distinct part `part` (< layout.distinct) that a reader on `device` reads: the copy on
+// `device`, else the one whose route to it has the fewest links (the lowest copy on ties). The simulator and the
+// executor read every region this way.
+int32_t NearestCopy(const Topology& topology, const OpConfig& config, const PartLayout& layout, int32_t part,
+                    DeviceId device);
+// The part whose copy of weight shard `shard` an update part on `device` reads the gradient from: the shard's
+// replica on `device`, else its lowest replica; -1 when no part holds the shard.
+int32_t ShardSource(const Op& op, const OpConfig& config, int32_t shard, DeviceId device);
 
 }  // namespace devplace

@@ -17,6 +17,8 @@ using devplace::Box;
 using devplace::FullBox;
 using devplace::Volume;
 using devplace::OverlapVolume;
+using devplace::Intersection;
+using devplace::SameBox;
 using devplace::PartLayout;
 using devplace::Layout;
 using devplace::CopyIndex;
@@ -27,6 +29,8 @@ using devplace::ReplicaIndex;
 using devplace::ComputedBox;
 using devplace::OwnedBox;
 using devplace::NeededBox;
+using devplace::NearestCopy;
+using devplace::ShardSource;
 
 // Bytes of `part`'s inputs, output and weights, for the cost model; fills *shape with the part's output shape.
 int64_t PartBytesAccessed(const Graph& graph, OpId op, const OpConfig& config, int32_t part,

@@ -18,11 +18,6 @@
 namespace devplace::sim {
 namespace {
 
-// floor(total * part / whole) without overflow.
-int64_t ScaleBytes(int64_t total, int64_t part, int64_t whole) {
-  return static_cast<int64_t>(static_cast<__int128>(total) * part / whole);
-}
-
 class PipelineBuilder {
  public:
   PipelineBuilder(const Graph& graph, const Topology& topology, const PipelinePlan& plan,

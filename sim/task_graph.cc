@@ -8,33 +8,6 @@
 #include "sim/partition.h"
 
 namespace devplace::sim {
-namespace {
-
-constexpr int kOutsPerPart = 3;  // compute task, end of the reduce-scatter, end of the gradient all-reduce
-
-// floor(total * part / whole) without overflow.
-int64_t Scale(int64_t total, int64_t part, int64_t whole) {
-  return static_cast<int64_t>(static_cast<__int128>(total) * part / whole);
-}
-
-// The intersection of two boxes of equal rank (empty along an axis where they do not meet).
-Box Intersection(const Box& a, const Box& b) {
-  Box r = a;
-  for (int32_t i = 0; i < r.rank; ++i) {
-    r.lo[i] = std::max(a.lo[i], b.lo[i]);
-    r.hi[i] = std::max(r.lo[i], std::min(a.hi[i], b.hi[i]));
-  }
-  return r;
-}
-
-bool SameBox(const Box& a, const Box& b) {
-  if (a.rank != b.rank) return false;
-  for (int32_t i = 0; i < a.rank; ++i)
-    if (a.lo[i] != b.lo[i] || a.hi[i] != b.hi[i]) return false;
-  return true;
-}
-
-}  // namespace
 
 PlainCostCache::PlainCostCache(int32_t num_ops, int32_t num_devices)
     : num_ops_(num_ops), entries_(static_cast<size_t>(num_ops) * num_devices) {}
@@ -145,7 +118,7 @@ void TaskBuilder::AppendRoute(TaskGraph* tg, int32_t group, DeviceId src, Device
   const int64_t hops = static_cast<int64_t>(links.size());
   const int64_t segments = Segments(bytes, hops, segmented);
   for (int64_t s = 0; s < segments; ++s) {
-    const int64_t seg_bytes = Scale(bytes, s + 1, segments) - Scale(bytes, s, segments);
+    const int64_t seg_bytes = ScaleBytes(bytes, s + 1, segments) - ScaleBytes(bytes, s, segments);
     int32_t prev = -1;
     for (int64_t h = 0; h < hops; ++h) {
       const Link& link = topology_.link(links[h]);
@@ -218,7 +191,7 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
     DEVPLACE_CHECK(c.seconds > 0 && std::isfinite(c.seconds), "cost model returned a non-positive time");
     const int32_t t = NewTask(tg, group, device, ToTicks(c.seconds), TaskKind::kCompute, op, p);
     tg->fallback[t] = c.fallback;
-    tg->mem_bytes[t] = Scale(OutputBytes(o), Volume(ComputedBox(o, config, p)), volume);
+    tg->mem_bytes[t] = ScaleBytes(OutputBytes(o), Volume(ComputedBox(o, config, p)), volume);
     tg->mem_device[t] = device;
     tg->out_tasks.insert(tg->out_tasks.end(), {t, -1, -1});
   }
@@ -231,7 +204,7 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
       members.assign(static_cast<size_t>(layout.reduction), -1);
       for (int32_t p = 0; p < parts; ++p)
         if (ReductionRing(o, config, p) == ring) members[ReductionIndex(o, config, p)] = p;
-      const int64_t box_bytes = Scale(OutputBytes(o), Volume(ComputedBox(o, config, members[0])), volume);
+      const int64_t box_bytes = ScaleBytes(OutputBytes(o), Volume(ComputedBox(o, config, members[0])), volume);
       const int32_t r = layout.reduction;
       const int32_t first = tg->num_tasks();
       AppendRing(tg, group, op, config, members, std::max<int64_t>(1, box_bytes / r), r - 1);
@@ -241,7 +214,8 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
         const int32_t sender = tg->part[t];
         int32_t i = 0;
         while (members[i] != sender) ++i;
-        tg->out_tasks[out + kOutsPerPart * members[(i + 1) % r] + 1] = t;  // later steps overwrite earlier ones
+        // Later steps overwrite earlier ones.
+        tg->out_tasks[out + TaskGraph::kOutsPerPart * members[(i + 1) % r] + 1] = t;
       }
       // Each step is summed in place into the receiver's partial-sum buffer (its compute task's full box).
       for (int32_t t = first; t < tg->num_tasks(); ++t) tg->mem_bytes[t] = 0;
@@ -257,7 +231,7 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
       for (int32_t p = copy * layout.distinct; p < (copy + 1) * layout.distinct; ++p)
         if (ShardIndex(o, config, p) == shard) members[ReplicaIndex(o, config, p)] = p;
       const int32_t r = layout.replicas;
-      const int64_t shard_bytes = Scale(param, shard + 1, layout.shards) - Scale(param, shard, layout.shards);
+      const int64_t shard_bytes = ScaleBytes(param, shard + 1, layout.shards) - ScaleBytes(param, shard, layout.shards);
       const int32_t first = tg->num_tasks();
       AppendRing(tg, group, op, config, members, std::max<int64_t>(1, shard_bytes / r), 2 * (r - 1));
       for (int32_t t = first; t < tg->num_tasks(); ++t) {
@@ -265,166 +239,11 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
         const int32_t sender = tg->part[t];
         int32_t i = 0;
         while (members[i] != sender) ++i;
-        tg->out_tasks[out + kOutsPerPart * members[(i + 1) % r] + 2] = t;
+        tg->out_tasks[out + TaskGraph::kOutsPerPart * members[(i + 1) % r] + 2] = t;
       }
     }
   }
   tg->group_dep_count[group] = static_cast<int32_t>(tg->dep_from.size()) - tg->group_dep_begin[group];
-}
-
-bool TaskBuilder::SharedTransfer(int32_t edge, int32_t part, int32_t consumer_part, const Box& region,
-                                 const Strategy& strategy, const TaskGraph& tg) {
-  share_sinks_.clear();
-  const Edge& e = graph_.edge(edge);
-  const Op& u = graph_.op(e.src);
-  const OpConfig& cu = strategy.configs[e.src];
-  const DeviceId src = cu.devices[part];
-  const DeviceId dst = strategy.configs[e.dst].devices[consumer_part];
-  const Box owned = cu.num_parts() == 1 ? FullBox(u.shape) : OwnedBox(u, cu, part);
-  for (int32_t other : graph_.out_edges(e.src)) {
-    const Edge& x = graph_.edge(other);
-    if (x.bytes != e.bytes) continue;
-    const OpConfig& cx = strategy.configs[x.dst];
-    for (int32_t q = 0; q < cx.num_parts(); ++q) {
-      if (cx.devices[q] != dst || src == dst) continue;
-      if (cx.num_parts() > 1 && !SameBox(Intersection(owned, NeededBox(graph_.op(x.dst), cx, q, u)), region)) continue;
-      if (cx.num_parts() == 1 && !SameBox(owned, region)) continue;
-      if (other < edge || (other == edge && q < consumer_part)) return false;
-      share_sinks_.push_back(tg.group_task_begin[x.dst] + q);
-    }
-  }
-  return true;
-}
-
-void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGraph* tg) {
-  const int32_t group = graph_.num_ops() + edge;
-  const Edge& e = graph_.edge(edge);
-  const Op& u = graph_.op(e.src);
-  const Op& v = graph_.op(e.dst);
-  const OpConfig& cu = strategy.configs[e.src];
-  const OpConfig& cv = strategy.configs[e.dst];
-  tg->group_task_begin[group] = tg->num_tasks();
-  tg->group_task_count[group] = 0;
-  tg->group_dep_begin[group] = static_cast<int32_t>(tg->dep_from.size());
-  const bool weight_gradient = v.role == OpRole::kUpdate;
-  const int32_t ubase = tg->out_begin[e.src];
-  const int32_t vbase = tg->group_task_begin[e.dst];
-
-  // A forward op's output moves once per (tensor, part, destination device): the first edge of a shared
-  // transfer (SharedTransfer) carries it to every consumer part that reads it there, the others add nothing.
-  // `in_place`: the bytes land in a buffer the consumer's device already holds (no receive buffer).
-  const bool shares = u.role == OpRole::kForward && !weight_gradient;
-  auto connect = [&](int32_t p, int32_t q, int64_t bytes, const Box& region, bool in_place = false) {
-    const int32_t* outs = &tg->out_tasks[ubase + kOutsPerPart * p];
-    const int32_t sink = vbase + q;
-    const DeviceId src = cu.devices[p], dst = cv.devices[q];
-    const int32_t extra = weight_gradient ? outs[2] : outs[1];
-    if (src == dst || bytes == 0) {
-      AddDep(tg, outs[0], sink);
-      if (extra >= 0) AddDep(tg, extra, sink);
-      return;
-    }
-    if (shares && !SharedTransfer(edge, p, q, region, strategy, *tg)) return;
-    AppendRoute(tg, group, src, dst, bytes, true, TaskKind::kTransfer, e.src, p, e.dst, &firsts_, &lasts_);
-    for (int32_t f : firsts_) {
-      AddDep(tg, outs[0], f);
-      if (extra >= 0) AddDep(tg, extra, f);
-    }
-    if (!shares) share_sinks_.assign(1, sink);
-    for (int32_t l : lasts_)
-      for (int32_t s : share_sinks_) AddDep(tg, l, s);
-    tg->mem_bytes[lasts_[0]] = in_place ? 0 : bytes;
-    tg->mem_device[lasts_[0]] = dst;
-  };
-
-  if (cu.num_parts() == 1 && cv.num_parts() == 1) {
-    connect(0, 0, e.bytes, FullBox(u.shape));
-  } else if (weight_gradient) {
-    // The weight gradient: an update part reads the bytes of each weight shard that its own slice of the weights
-    // (its region of the flat update op) covers, from one replica, the consumer's own device when it holds one.
-    const PartLayout lu = Layout(u, cu);
-    const int64_t elements = v.shape.size() == 1 ? std::max<int64_t>(1, v.shape[0]) : 1;
-    for (int32_t q = 0; q < cv.num_parts(); ++q) {
-      const Box region = ComputedBox(v, cv, q);
-      const int64_t lo = v.shape.size() == 1 ? region.lo[0] : 0, hi = v.shape.size() == 1 ? region.hi[0] : 1;
-      for (int32_t shard = 0; shard < lu.shards; ++shard) {
-        // Shard `shard` covers [shard / shards, (shard + 1) / shards) of the weights, the part [lo, hi) / elements.
-        if (!(static_cast<__int128>(lo) * lu.shards < static_cast<__int128>(shard + 1) * elements &&
-              static_cast<__int128>(shard) * elements < static_cast<__int128>(hi) * lu.shards))
-          continue;
-        int32_t source = -1;
-        for (int32_t p = 0; p < cu.num_parts(); ++p) {
-          if (ShardIndex(u, cu, p) != shard) continue;
-          if (cu.devices[p] == cv.devices[q]) {
-            source = p;
-            break;
-          }
-          if (source < 0 || ReplicaIndex(u, cu, p) < ReplicaIndex(u, cu, source)) source = p;
-        }
-        const int64_t bytes = std::min(Scale(e.bytes, shard + 1, lu.shards), Scale(e.bytes, hi, elements)) -
-                              std::max(Scale(e.bytes, shard, lu.shards), Scale(e.bytes, lo, elements));
-        connect(source, q, std::max<int64_t>(0, bytes), Box{});
-      }
-    }
-  } else {
-    // Every distinct region the consumer part needs is read from one copy of its owner: the one on the consumer's
-    // device, else the one the fewest links away (the lowest copy on ties). The sends are issued as a pairwise
-    // exchange: round k holds the sends from device d to device d + k (mod the device count), so that in an
-    // all-to-all or all-gather no device's inbound link receives from every sender at once.
-    const PartLayout lu = Layout(u, cu);
-    const int64_t volume = std::max<int64_t>(1, NumElements(u));
-    std::vector<Box> owned(static_cast<size_t>(lu.distinct));
-    for (int32_t p = 0; p < lu.distinct; ++p) owned[p] = OwnedBox(u, cu, p);
-    // A reduced output is gathered in place: a slice of a reduce-scattered sum lands in the full-size partial-sum
-    // buffer of a part on the consumer's device that computed it and that the consumer also reads (so that buffer
-    // stays alive until the consumer ends), as an all-reduce leaves the sum there.
-    struct Send {
-      int32_t round, p, q;
-      int64_t bytes;
-      Box region;  // of the producer's output
-      bool in_place;
-    };
-    std::vector<Send> sends;
-    const int32_t devices = topology_.num_devices();
-    for (int32_t q = 0; q < cv.num_parts(); ++q) {
-      const Box need = NeededBox(v, cv, q, u);
-      const size_t begin = sends.size();
-      int32_t local = -1;  // a part on the consumer's device that the consumer reads
-      for (int32_t p = 0; p < lu.distinct; ++p) {
-        const int64_t overlap = OverlapVolume(owned[p], need);
-        if (overlap == 0) continue;
-        const int32_t source = NearestCopy(cu, lu, p, cv.devices[q]);
-        if (cu.devices[source] == cv.devices[q]) local = source;
-        sends.push_back({(cv.devices[q] - cu.devices[source] + devices) % devices, source, q,
-                         Scale(e.bytes, overlap, volume), Intersection(owned[p], need), false});
-      }
-      if (lu.reduction == 1 || local < 0) continue;
-      const Box held = ComputedBox(u, cu, local);
-      for (size_t k = begin; k < sends.size(); ++k) {
-        const Box& slice = owned[sends[k].p % lu.distinct];
-        sends[k].in_place = OverlapVolume(held, slice) == Volume(slice);
-      }
-    }
-    std::stable_sort(sends.begin(), sends.end(), [](const Send& a, const Send& b) { return a.round < b.round; });
-    for (const Send& s : sends) connect(s.p, s.q, s.bytes, s.region, s.in_place);
-  }
-  tg->group_dep_count[group] = static_cast<int32_t>(tg->dep_from.size()) - tg->group_dep_begin[group];
-}
-
-int32_t TaskBuilder::NearestCopy(const OpConfig& config, const PartLayout& layout, int32_t part,
-                                 DeviceId device) const {
-  int32_t best = part;
-  size_t best_hops = SIZE_MAX;
-  for (int32_t c = 0; c < layout.copies; ++c) {
-    const int32_t p = part + c * layout.distinct;
-    if (config.devices[p] == device) return p;
-    const size_t hops = topology_.route(config.devices[p], device).size();
-    if (hops < best_hops) {
-      best = p;
-      best_hops = hops;
-    }
-  }
-  return best;
 }
 
 void TaskBuilder::AddStaticMemory(OpId op, const OpConfig& config, std::vector<int64_t>* per_device) const {
@@ -438,7 +257,7 @@ void TaskBuilder::AddStaticMemory(OpId op, const OpConfig& config, std::vector<i
   const PartLayout layout = Layout(o, config);
   for (int32_t p = 0; p < config.num_parts(); ++p) {
     const int32_t shard = ShardIndex(o, config, p);
-    int64_t bytes = Scale(param, shard + 1, layout.shards) - Scale(param, shard, layout.shards);
+    int64_t bytes = ScaleBytes(param, shard + 1, layout.shards) - ScaleBytes(param, shard, layout.shards);
     if (o.role == OpRole::kUpdate)
       bytes = static_cast<int64_t>(static_cast<double>(bytes) * options_.optimizer_state_factor);
     (*per_device)[config.devices[p]] += bytes;

@@ -41,6 +41,10 @@ inline int64_t SegmentCount(int64_t bytes, int64_t hops, const SimOptions& optio
   const int64_t segments = (bytes + options.segment_bytes - 1) / options.segment_bytes;
   return std::clamp<int64_t>(segments, 1, std::min<int64_t>(options.max_segments, bytes));
 }
+// floor(total * part / whole) without overflow: the bytes of the share part / whole of `total` bytes.
+inline int64_t ScaleBytes(int64_t total, int64_t part, int64_t whole) {
+  return static_cast<int64_t>(static_cast<__int128>(total) * part / whole);
+}
 
 enum class TaskKind : uint8_t { kCompute = 0, kTransfer = 1, kCollective = 2 };
 
@@ -70,8 +74,10 @@ struct TaskGraph {
   // Per group: task range and dependency range (deps are (from, to) task pairs the group contributes).
   std::vector<int32_t> group_task_begin, group_task_count, group_dep_begin, group_dep_count;
   std::vector<int32_t> dep_from, dep_to;
-  // Per op: the tasks whose completion makes part p's output available (1 or 2 each; -1 = none), as absolute ids.
-  std::vector<int32_t> out_begin;       // index into out_tasks, 2 entries per part
+  // Per op: the tasks whose completion makes part p's output available, as absolute ids (-1 = none): its compute
+  // task, the end of its reduce-scatter and the end of its gradient all-reduce.
+  static constexpr int kOutsPerPart = 3;
+  std::vector<int32_t> out_begin;       // index into out_tasks, kOutsPerPart entries per part
   std::vector<int32_t> out_tasks;
 
   int32_t num_tasks() const { return static_cast<int32_t>(resource.size()); }
@@ -136,7 +142,7 @@ class TaskBuilder {
   // Appends group `op`'s tasks for `config` (compute parts, reduce-scatter rings, gradient all-reduce rings)
   // and records the op's output tasks.
   void AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg);
-  // Appends the transfers of edge `edge` between the already-built groups of its ends.
+  // Appends the transfers of edge `edge` between the already-built groups of its ends (sim/edge_build.cc).
   void AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGraph* tg);
   // Static bytes (weights, gradients, optimizer state) op `op` places on each of its devices under `config`;
   // adds them to (*per_device)[device].
@@ -182,9 +188,6 @@ class TaskBuilder {
   void AppendRing(TaskGraph* tg, int32_t group, OpId op, const OpConfig& config,
                   const std::vector<int32_t>& members, int64_t bytes, int32_t steps);
   static void AddDep(TaskGraph* tg, int32_t from, int32_t to);
-  // The copy of distinct part `part` of `config` that a reader on `device` uses: the one on `device`, else the one
-  // whose route to it has the fewest links (the lowest copy on ties).
-  int32_t NearestCopy(const OpConfig& config, const PartLayout& layout, int32_t part, DeviceId device) const;
   // Transfers share per tensor (docs/simulator.md, "One transfer per tensor and device"): the edges leaving a
   // forward op that carry the same bytes carry the same tensor, and one transfer moves a region of a producer part
   // to a device for every consumer part there that needs exactly that region. For the transfer of `region` of

@@ -1,0 +1,75 @@
+// Partition geometry shared by the simulator and the executor: box intersection, which copy of a part a reader
+// reads, and which replica of a weight shard an update part reads its gradient from.
+#include <gtest/gtest.h>
+
+#include "core/partition.h"
+#include "tests/testing/sim_fixtures.h"
+
+namespace devplace {
+namespace {
+
+Box MakeBox(std::vector<int64_t> lo, std::vector<int64_t> hi) {
+  Box b;
+  b.rank = static_cast<int32_t>(lo.size());
+  for (int32_t a = 0; a < b.rank; ++a) {
+    b.lo[a] = lo[a];
+    b.hi[a] = hi[a];
+  }
+  return b;
+}
+
+// An [8, 4] op split along a sample dim (axis 0) and a parameter dim (axis 1).
+Op SplitOp() {
+  Op op = testing::MakeOp("w", 1e6, {8, 4}, 1024);
+  op.dims = {{DimKind::kSample, 0, 0, 8}, {DimKind::kParameter, 1, -1, 4}};
+  return op;
+}
+
+TEST(Partition, IntersectionIsEmptyWhereBoxesDoNotMeet) {
+  const Box i = Intersection(MakeBox({0, 2}, {4, 6}), MakeBox({2, 0}, {8, 3}));
+  EXPECT_TRUE(SameBox(i, MakeBox({2, 2}, {4, 3})));
+  EXPECT_EQ(Volume(i), 2);
+  const Box none = Intersection(MakeBox({0, 0}, {2, 2}), MakeBox({3, 0}, {5, 2}));
+  EXPECT_EQ(Volume(none), 0);
+  EXPECT_EQ(none.hi[0], none.lo[0]);
+  EXPECT_FALSE(SameBox(MakeBox({0}, {2}), MakeBox({0, 0}, {2, 1})));
+  EXPECT_FALSE(SameBox(MakeBox({0, 0}, {2, 2}), MakeBox({0, 0}, {2, 1})));
+}
+
+TEST(Partition, ReadersReadTheNearestCopy) {
+  // Two hosts of two devices: a route within a host is 2 links, across hosts 3.
+  const Topology t = testing::TwoHosts(2, 1e9, 1e-6);
+  const Op op = SplitOp();
+  // Sample degree 2, two copies: distinct part 0 on d2 (copy 0) and d1 (copy 1), part 1 on d3 and d0.
+  const OpConfig c{{2, 3, 1, 0}, {2, 1}};
+  const PartLayout layout = Layout(op, c);
+  ASSERT_EQ(layout.copies, 2);
+  EXPECT_EQ(NearestCopy(t, c, layout, 0, 0), 2);  // d1 shares d0's host
+  EXPECT_EQ(NearestCopy(t, c, layout, 1, 0), 3);  // the copy on d0 itself
+  EXPECT_EQ(NearestCopy(t, c, layout, 1, 2), 1);  // d3 shares d2's host
+  EXPECT_EQ(NearestCopy(t, c, layout, 0, 3), 0);  // d2 shares d3's host
+  // Equally far copies: the lowest.
+  const Topology mesh = testing::FullyConnected(4, 1e9, 1e-6);
+  EXPECT_EQ(NearestCopy(mesh, c, layout, 0, 3), 0);
+}
+
+TEST(Partition, UpdatePartsReadAShardFromTheirDeviceElseTheLowestReplica) {
+  const Op op = SplitOp();
+  // Degrees 2 x 2 on d0..d3: two weight shards, each with two replicas.
+  const OpConfig c{{0, 1, 2, 3}, {2, 2}};
+  for (int32_t shard = 0; shard < 2; ++shard) {
+    int32_t lowest = -1;
+    for (int32_t p = 0; p < 4; ++p) {
+      if (ShardIndex(op, c, p) != shard) continue;
+      EXPECT_EQ(ShardSource(op, c, shard, c.devices[p]), p);  // the replica on the reader's own device
+      if (lowest < 0 || ReplicaIndex(op, c, p) < ReplicaIndex(op, c, lowest)) lowest = p;
+    }
+    ASSERT_GE(lowest, 0);
+    EXPECT_EQ(ReplicaIndex(op, c, lowest), 0);
+    EXPECT_EQ(ShardSource(op, c, shard, 5), lowest);  // a device holding no part of the op
+  }
+  EXPECT_EQ(ShardSource(op, c, 2, 0), -1);  // no such shard
+}
+
+}  // namespace
+}  // namespace devplace
