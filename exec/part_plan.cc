@@ -2,7 +2,6 @@
 
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
 #include <tuple>
 
@@ -10,141 +9,11 @@
 #include "exec/backend.h"
 #include "exec/collectives.h"
 #include "exec/op_impl.h"
+#include "exec/part_need.h"
 
 namespace devplace::exec {
 
 namespace {
-
-std::vector<int64_t> Extents(const Box& b) {
-  std::vector<int64_t> e;
-  for (int32_t a = 0; a < b.rank; ++a) e.push_back(b.hi[a] - b.lo[a]);
-  return e;
-}
-
-Box Intersect(const Box& a, const Box& b) {
-  Box r = a;
-  for (int32_t k = 0; k < a.rank; ++k) {
-    r.lo[k] = std::max(a.lo[k], b.lo[k]);
-    r.hi[k] = std::min(a.hi[k], b.hi[k]);
-  }
-  return r;
-}
-
-bool IsEmpty(const Box& b) {
-  for (int32_t k = 0; k < b.rank; ++k)
-    if (b.hi[k] <= b.lo[k]) return true;
-  return false;
-}
-
-std::vector<int64_t> Offset(const Box& inner, const Box& outer) {
-  std::vector<int64_t> o;
-  for (int32_t k = 0; k < inner.rank; ++k) o.push_back(inner.lo[k] - outer.lo[k]);
-  return o;
-}
-
-// NeededBox, except that an axis whose extent differs from the size of the dimension slicing it (an input broadcast
-// along it) is needed whole.
-Box Needed(const Op& consumer, const OpConfig& config, int32_t part, const Op& producer) {
-  Box box = NeededBox(consumer, config, part, producer);
-  for (size_t j = 0; j < config.degrees.size(); ++j) {
-    const int32_t axis = consumer.dims[j].input_axis;
-    if (axis < 0 || axis >= box.rank || config.degrees[j] == 1) continue;
-    if (producer.shape[axis] != consumer.dims[j].size) {
-      box.lo[axis] = 0;
-      box.hi[axis] = producer.shape[axis];
-    }
-  }
-  return box;
-}
-
-// The slot (in-edge index) of `f`'s inputs that `src` feeds, or -1.
-int SlotOf(const Graph& graph, OpId f, OpId src) {
-  const auto in = graph.in_edges(f);
-  for (size_t s = 0; s < in.size(); ++s)
-    if (graph.edge(in[s]).src == src) return static_cast<int>(s);
-  return -1;
-}
-
-// What part `part` of edge e's consumer, under `config`, needs of the edge: a region of the tensor the edge carries
-// in its natural coordinates (the producer's output, or the gradient of the consumer's forward op's output).
-struct Need {
-  Box region;
-  bool sum = false;      // partial gradients to add up
-  bool zeros = false;    // nothing the consumer computes with: zeros of the edge's shape
-  bool weight_grad = false;
-  int port = 0;          // the producer's output port
-  const EdgeTensor* cut = nullptr;
-};
-
-Need NeedOf(const Graph& graph, const Plan& base, int32_t e, const OpConfig& config, int32_t part) {
-  const Edge& edge = graph.edge(e);
-  const Op& u = graph.op(edge.src);
-  const Op& v = graph.op(edge.dst);
-  Need need;
-  std::vector<int64_t> natural;
-  if (u.role == OpRole::kForward) {
-    natural = u.shape;
-    const OpId f = v.role == OpRole::kBackward ? graph.find(v.forward_op) : -1;
-    if (v.role == OpRole::kForward) need.region = Needed(v, config, part, u);
-    else if (f == edge.src) need.region = ComputedBox(u, config, part);
-    else if (f >= 0) need.region = Needed(graph.op(f), config, part, u);
-    else need.region = FullBox(u.shape);
-  } else if (u.role == OpRole::kBackward && v.role == OpRole::kBackward) {
-    const OpId a = graph.find(u.forward_op), b = graph.find(v.forward_op);
-    need.port = a >= 0 && b >= 0 ? SlotOf(graph, a, b) : -1;
-    if (need.port < 0) {
-      need.zeros = true;
-      return need;
-    }
-    natural = graph.op(b).shape;
-    need.region = ComputedBox(graph.op(b), config, part);
-    need.sum = true;
-  } else {
-    need.weight_grad = u.role == OpRole::kBackward && v.role == OpRole::kUpdate;
-    need.zeros = !need.weight_grad;
-    return need;
-  }
-  if (base.edges[e].shape != natural) {
-    need.cut = &base.edges[e];
-    need.region = FullBox(natural);
-  }
-  return need;
-}
-
-const std::set<std::string>& Elementwise() {
-  static const std::set<std::string> types = {"relu", "tanh", "sigmoid", "gelu", "identity",
-                                              "add",  "sub",  "mul",     "add_n", "mean_n"};
-  return types;
-}
-
-// Whether every part of `op` under `config`, computed by the op's computation rebuilt for the part's shapes, gives
-// its region of the whole op's result: splits along the sample dimension (output axis 0), along one parameter
-// dimension that needs its inputs whole and whose weights shard (`impl` says how), and along attribute axes of
-// element-wise ops (and of softmax and layer normalisation off their normalised last axis); no cut in-edges.
-bool ExactSplit(const Graph& graph, const Plan& base, OpId op, const OpConfig& config, const OpImpl& impl,
-                int32_t* shard_axis) {
-  const Op& o = graph.op(op);
-  *shard_axis = -1;
-  if (config.num_parts() == 1) return true;
-  const int32_t rank = static_cast<int32_t>(o.shape.size());
-  for (size_t j = 0; j < config.degrees.size(); ++j) {
-    if (config.degrees[j] == 1) continue;
-    const PartitionDim& d = o.dims[j];
-    if (d.kind == DimKind::kSample && d.output_axis == 0) continue;
-    if (d.kind == DimKind::kParameter && d.input_axis < 0 && *shard_axis < 0 &&
-        impl.WeightShard(d.output_axis, 0, 1).defined()) {
-      *shard_axis = d.output_axis;
-      continue;
-    }
-    const bool normalised = (o.type == "softmax" || o.type == "layer_norm") && d.output_axis != rank - 1;
-    if (d.kind == DimKind::kAttribute && d.input_axis == d.output_axis && (Elementwise().count(o.type) || normalised))
-      continue;
-    return false;
-  }
-  for (int32_t e : graph.in_edges(op))
-    if (base.edges[e].shape != graph.op(graph.edge(e).src).shape) return false;
-  return true;
-}
 
 // Builds a PartPlan in stages: units and their regions, kernels and weights, compute tasks, collectives, then the
 // copies and assemblies of every unit's inputs.
@@ -398,22 +267,10 @@ class Builder {
     }
   }
 
-  // The unit of the copy of distinct part `part` of `op` on `device`, else the one the fewest links away (the lowest
-  // copy on ties), as the simulator reads a region.
-  int32_t NearestCopy(OpId op, const PartLayout& layout, int32_t part, DeviceId device) const {
-    const OpConfig& c = s_.configs[op];
-    int32_t best = part;
-    size_t best_hops = SIZE_MAX;
-    for (int32_t k = 0; k < layout.copies; ++k) {
-      const int32_t p = part + k * layout.distinct;
-      if (c.devices[p] == device) return plan_.unit_of[op][p];
-      const size_t hops = topology_.route(c.devices[p], device).size();
-      if (hops < best_hops) {
-        best = p;
-        best_hops = hops;
-      }
-    }
-    return plan_.unit_of[op][best];
+  // The unit of the copy of distinct part `part` of `op` that a reader on `device` reads (core's NearestCopy, as the
+  // simulator reads a region).
+  int32_t NearestUnit(OpId op, const PartLayout& layout, int32_t part, DeviceId device) const {
+    return plan_.unit_of[op][NearestCopy(topology_, s_.configs[op], layout, part, device)];
   }
 
   void Collectives(OpId op);
@@ -540,10 +397,10 @@ void Builder::Inputs() {
         const OpId src = g_.edge(in[i]).src;
         const PartLayout lu = Layout(g_.op(src), s_.configs[src]);
         for (int32_t p = 0; p < lu.distinct; ++p) {
-          const int32_t pu = NearestCopy(src, lu, p, u.device);
+          const int32_t pu = NearestUnit(src, lu, p, u.device);
           const Box& owned = g_.op(src).role == OpRole::kForward ? plan_.units[pu].owned : port_box_[pu][need.port];
-          const Box overlap = Intersect(owned, need.region);
-          if (IsEmpty(overlap)) continue;
+          const Box overlap = Intersection(owned, need.region);
+          if (Volume(overlap) == 0) continue;
           if (pass == 0) {
             if (plan_.units[pu].device != u.device) Cover(pu, need.port, u.device, overlap, u.inputs[i].type);
             continue;
@@ -582,16 +439,7 @@ void Builder::WeightGradient(int32_t unit, size_t input, int32_t edge, int pass)
   const auto found = range_of_.find(unit);
   const UpdateRange* range = found == range_of_.end() ? nullptr : found->second;
   for (int32_t shard = 0; shard < layout.shards; ++shard) {
-    int32_t source = -1;
-    for (int32_t p = 0; p < cb.num_parts(); ++p) {
-      if (ShardIndex(b, cb, p) != shard) continue;
-      if (cb.devices[p] == u.device) {
-        source = p;
-        break;
-      }
-      if (source < 0 || ReplicaIndex(b, cb, p) < ReplicaIndex(b, cb, source)) source = p;
-    }
-    const int32_t pu = plan_.unit_of[src][source];
+    const int32_t pu = plan_.unit_of[src][ShardSource(b, cb, shard, u.device)];
     const Unit& s = plan_.units[pu];
     if (s.weight_port < 0 || !range) continue;
     if (s.grad_index.defined() && !((s.grad_index >= range->lo) & (s.grad_index < range->lo + range->len)).any().item<bool>())

@@ -7,6 +7,7 @@
 #include "exec/backend.h"
 #include "exec/torch_errors.h"
 #include "exec/tensor_util.h"
+#include "exec/worker_steps.h"
 
 namespace devplace {
 
@@ -116,10 +117,7 @@ Expected<ExecResult> Executor::RunPartitioned() {
       coll_busy[c].push_back(c_busy[c]);
     }
   }
-  result.median_step = exec::Median(result.step_seconds);
-  result.min_step = *std::min_element(result.step_seconds.begin(), result.step_seconds.end());
-  result.max_step = *std::max_element(result.step_seconds.begin(), result.step_seconds.end());
-  result.spread = result.median_step > 0 ? (result.max_step - result.min_step) / result.median_step : 0.0;
+  exec::SummariseSteps(&result);
   for (DeviceId d = 0; d < devices; ++d) {
     result.device_busy_seconds.push_back(exec::Median(busy[d]));
     result.device_copy_seconds.push_back(exec::Median(copy[d]));

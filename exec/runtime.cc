@@ -2,8 +2,6 @@
 // copying tensors from other devices into its own memory, and timing every op and step.
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -17,6 +15,7 @@
 #include "exec/ready_queue.h"
 #include "exec/tensor_util.h"
 #include "exec/torch_errors.h"
+#include "exec/worker_steps.h"
 
 namespace devplace {
 
@@ -26,13 +25,6 @@ std::string ShapeText(at::IntArrayRef shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
-}
-
-// A copy of `t` in fresh memory of `device` (on the CPU: a buffer the consuming worker allocates and fills).
-at::Tensor CopyTo(const at::Tensor& t, const at::Device& device) {
-  at::Tensor out = at::empty(t.sizes(), t.options().device(device));
-  out.copy_(t);
-  return out;
 }
 
 // Completes a rank's result with the other ranks' parts: each step's time is the longest over the ranks; per-op
@@ -55,10 +47,7 @@ Status MergeRanks(ProcessGroup& group, ExecResult* result) {
   result->bytes_copied = static_cast<int64_t>(*p++);
   result->num_copies = static_cast<int32_t>(*p++);
   for (size_t i = 0; i < result->step_seconds.size(); ++i) result->step_seconds[i] = steps[i].item<double>();
-  result->median_step = exec::Median(result->step_seconds);
-  result->min_step = *std::min_element(result->step_seconds.begin(), result->step_seconds.end());
-  result->max_step = *std::max_element(result->step_seconds.begin(), result->step_seconds.end());
-  result->spread = result->median_step > 0 ? (result->max_step - result->min_step) / result->median_step : 0.0;
+  exec::SummariseSteps(result);
   return Status::Ok();
 }
 
@@ -100,13 +89,7 @@ struct Executor::Impl {
   bool check_shapes = false;
   bool record_values = false;  // this step keeps every op's value (ExecResult::op_values)
 
-  std::mutex mu;
-  std::condition_variable start_cv, done_cv;
-  int64_t generation = 0;
-  int32_t running = 0;
-  bool shutdown = false;
-  std::atomic<bool> abort{false};
-  std::string error;
+  exec::StepGate gate;
   // A rank of a multi-process execution: the cross-process edges (null in one process), and when this rank's
   // step started (after the barrier).
   std::unique_ptr<exec::ProcessTransport> transport;
@@ -116,25 +99,16 @@ struct Executor::Impl {
 
   ~Impl() {
     transport.reset();  // its receiving threads deliver into this object
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      shutdown = true;
-    }
-    start_cv.notify_all();
+    gate.Close();
     for (auto& w : workers)
       if (w && w->thread.joinable()) w->thread.join();
   }
 
   bool IsLocal(OpId op) const { return !transport || transport->IsLocal(op); }
 
+  // Records the step's first failure, aborts the step and (in a rank) the transport.
   void Fail(const std::string& message) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (error.empty()) error = message;
-    }
-    abort.store(true);
-    for (auto& w : workers)
-      if (w) w->queue.Wake();
+    gate.Fail(message);
     if (transport) transport->Abort();
   }
 
@@ -147,22 +121,13 @@ struct Executor::Impl {
 
   void WorkerMain(Worker* w) {
     exec::SetUpWorkerThread(w->torch_device, w->core);
-    int64_t seen = 0;
-    while (true) {
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        start_cv.wait(lock, [&] { return shutdown || generation != seen; });
-        if (shutdown) return;
-        seen = generation;
-      }
+    gate.Serve([&] {
       try {  // copies and checksums allocate too
         RunStep(w);
       } catch (const std::exception& e) {
         Fail(exec::DescribeTorchFailure(e, topology.device(w->device).name));
       }
-      std::lock_guard<std::mutex> lock(mu);
-      if (--running == 0) done_cv.notify_all();
-    }
+    });
   }
 
   std::string Describe(OpId op) const {
@@ -206,7 +171,7 @@ struct Executor::Impl {
       if (c.from == t.data_ptr() && c.local.sizes() == t.sizes()) local = c.local;
     if (!local.defined()) {
       const double c0 = exec::NowSeconds();
-      local = CopyTo(t, w->torch_device);
+      local = exec::CopyTo(t, w->torch_device);
       exec::SyncDevice(w->torch_device);
       *copying += exec::NowSeconds() - c0;
       w->bytes += static_cast<int64_t>(local.nbytes());
@@ -220,7 +185,7 @@ struct Executor::Impl {
   void RunStep(Worker* w) {
     exec::KernelIo io;
     for (int32_t done = 0; done < w->num_ops; ++done) {
-      const OpId op = w->queue.Pop(abort);
+      const OpId op = w->queue.Pop(gate.abort());
       if (op < 0) return;
       const auto in = graph.in_edges(op);
       const auto out = graph.out_edges(op);
@@ -273,7 +238,7 @@ struct Executor::Impl {
   // One training step on all workers (of this rank). Returns false (with `error` set) when a kernel failed, or a
   // peer or the link to it did.
   bool Step(int32_t step) {
-    abort.store(false);
+    gate.Reset();
     for (auto& w : workers) {
       if (!w) continue;
       w->queue.Clear();
@@ -290,23 +255,17 @@ struct Executor::Impl {
       if (graph.in_edges(op).empty() && IsLocal(op)) workers[device_of_op[op]]->queue.Push(op);
     if (transport) {
       if (Status s = transport->BeginStep(step, [this](int32_t e, at::Tensor t) { Deliver(e, std::move(t)); }); !s) {
-        error = s.error().message;
+        gate.Fail(s.error().message);
         return false;
       }
     }
     step_start = exec::NowSeconds();
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      running = 0;
-      for (auto& w : workers) running += w ? 1 : 0;
-      ++generation;
-      start_cv.notify_all();
-      done_cv.wait(lock, [&] { return running == 0; });
-    }
+    int32_t running = 0;
+    for (auto& w : workers) running += w ? 1 : 0;
+    gate.Run(running);
     if (transport)
       if (Status s = transport->EndStep(); !s) Fail(s.error().message);
-    std::lock_guard<std::mutex> lock(mu);
-    return error.empty();
+    return gate.error().empty();
   }
 };
 
@@ -418,6 +377,8 @@ Expected<Executor> Executor::CreateIn(const Graph& graph, const Topology& topolo
       ++impl->workers[d]->edges_in[e.src];
   }
   for (auto& w : impl->workers)
+    if (w) impl->gate.Watch(&w->queue);
+  for (auto& w : impl->workers)
     if (w) w->thread = std::thread(&Impl::WorkerMain, impl.get(), w.get());
   return Executor(std::move(impl));
 }
@@ -446,11 +407,7 @@ Expected<ExecResult> Executor::Run() {
   for (int32_t step = 0; step < total; ++step) {
     m.check_shapes = step == 0;
     m.record_values = m.options.record_values && step == total - 1;
-    if (!m.Step(step)) {
-      Error e{m.error};
-      m.error.clear();
-      return e;
-    }
+    if (!m.Step(step)) return Error{m.gate.TakeError()};
     m.plan.CommitUpdates();
     if (step < m.options.warmup_steps) continue;
     // One process: the first op's start to the last op's end. A rank: its step's start (the barrier) to its
@@ -481,10 +438,7 @@ Expected<ExecResult> Executor::Run() {
       result.num_copies += m.transport->received();
     }
   }
-  result.median_step = exec::Median(result.step_seconds);
-  result.min_step = *std::min_element(result.step_seconds.begin(), result.step_seconds.end());
-  result.max_step = *std::max_element(result.step_seconds.begin(), result.step_seconds.end());
-  result.spread = result.median_step > 0 ? (result.max_step - result.min_step) / result.median_step : 0.0;
+  exec::SummariseSteps(&result);
   for (DeviceId d = 0; d < devices; ++d) {
     result.device_busy_seconds.push_back(exec::Median(busy[d]));
     result.device_copy_seconds.push_back(exec::Median(copy[d]));

@@ -1,14 +1,14 @@
 #include "exec/task_program.h"
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "core/check.h"
 #include "exec/backend.h"
 #include "exec/ready_queue.h"
+#include "exec/tensor_util.h"
 #include "exec/torch_errors.h"
+#include "exec/worker_steps.h"
 
 namespace devplace::exec {
 
@@ -25,13 +25,6 @@ void TaskProgram::Dep(int32_t from, int32_t to) {
 }
 
 namespace {
-
-// A copy of `t` in fresh memory of `device`.
-at::Tensor CopyTo(const at::Tensor& t, const at::Device& device) {
-  at::Tensor out = at::empty(t.sizes(), t.options().device(device));
-  out.copy_(t);
-  return out;
-}
 
 at::Tensor Box(const at::Tensor& t, const std::vector<int64_t>& lo, const std::vector<int64_t>& size) {
   at::Tensor v = t;
@@ -57,25 +50,9 @@ struct TaskRuntime::State {
   std::vector<at::Tensor>* slots = nullptr;
   TaskTimes* times = nullptr;
 
-  std::mutex mu;
-  std::condition_variable start_cv, done_cv;
-  int64_t generation = 0;
-  int32_t running = 0;
-  bool shutdown = false;
-  std::atomic<bool> abort{false};
-  std::string error;
+  StepGate gate;
 
   explicit State(const TaskProgram& p) : program(p) {}
-
-  void Fail(const std::string& message) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (error.empty()) error = message;
-    }
-    abort.store(true);
-    for (auto& w : workers)
-      if (w) w->queue.Wake();
-  }
 
   void Execute(const Task& t, Worker* w) {
     std::vector<at::Tensor>& s = *slots;
@@ -96,14 +73,14 @@ struct TaskRuntime::State {
 
   void RunTasks(Worker* w) {
     for (int32_t done = 0; done < w->num_tasks; ++done) {
-      const int32_t id = w->queue.Pop(abort);
+      const int32_t id = w->queue.Pop(gate.abort());
       if (id < 0) return;
       const Task& t = program.tasks[id];
       times->start[id] = NowSeconds();
       try {
         Execute(t, w);
       } catch (const std::exception& e) {
-        Fail(DescribeTorchFailure(e, w->device.str()));
+        gate.Fail(DescribeTorchFailure(e, w->device.str()));
         return;
       }
       times->end[id] = NowSeconds();
@@ -115,18 +92,7 @@ struct TaskRuntime::State {
 
   void WorkerMain(Worker* w) {
     SetUpWorkerThread(w->device, w->core);
-    int64_t seen = 0;
-    while (true) {
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        start_cv.wait(lock, [&] { return shutdown || generation != seen; });
-        if (shutdown) return;
-        seen = generation;
-      }
-      RunTasks(w);
-      std::lock_guard<std::mutex> lock(mu);
-      if (--running == 0) done_cv.notify_all();
-    }
+    gate.Serve([&] { RunTasks(w); });
   }
 };
 
@@ -145,16 +111,14 @@ TaskRuntime::TaskRuntime(const TaskProgram& program, std::vector<at::Device> tor
   }
   s.remaining = std::make_unique<std::atomic<int32_t>[]>(program.tasks.size());
   for (auto& w : s.workers)
+    if (w) s.gate.Watch(&w->queue);
+  for (auto& w : s.workers)
     if (w) w->thread = std::thread(&State::WorkerMain, &s, w.get());
 }
 
 TaskRuntime::~TaskRuntime() {
   State& s = *state_;
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    s.shutdown = true;
-  }
-  s.start_cv.notify_all();
+  s.gate.Close();
   for (auto& w : s.workers)
     if (w && w->thread.joinable()) w->thread.join();
 }
@@ -168,20 +132,16 @@ std::string TaskRuntime::Step(const UnitRunner& run, std::vector<at::Tensor>* sl
   s.run = &run;
   s.slots = slots;
   s.times = times;
-  s.abort.store(false);
-  s.error.clear();
+  s.gate.Reset();
   for (auto& w : s.workers)
     if (w) w->queue.Clear();
   for (size_t i = 0; i < n; ++i) s.remaining[i].store(s.program.tasks[i].preds, std::memory_order_relaxed);
   for (size_t i = 0; i < n; ++i)
     if (s.program.tasks[i].preds == 0) s.workers[s.program.tasks[i].device]->queue.Push(static_cast<int32_t>(i));
-  std::unique_lock<std::mutex> lock(s.mu);
-  s.running = 0;
-  for (auto& w : s.workers) s.running += w ? 1 : 0;
-  ++s.generation;
-  s.start_cv.notify_all();
-  s.done_cv.wait(lock, [&] { return s.running == 0; });
-  return s.error;
+  int32_t workers = 0;
+  for (auto& w : s.workers) workers += w ? 1 : 0;
+  s.gate.Run(workers);
+  return s.gate.TakeError();
 }
 
 }  // namespace devplace::exec

@@ -63,6 +63,12 @@ at::Tensor FitTo(const at::Tensor& t, at::IntArrayRef shape) {
   return at::constant_pad_nd(flat, {0, n - flat.numel()}).reshape(shape);
 }
 
+at::Tensor CopyTo(const at::Tensor& t, const at::Device& device) {
+  at::Tensor out = at::empty(t.sizes(), t.options().device(device));
+  out.copy_(t);
+  return out;
+}
+
 at::Tensor FlatConcat(const std::vector<at::Tensor>& parts) {
   std::vector<at::Tensor> flat;
   for (const at::Tensor& p : parts)

@@ -25,6 +25,9 @@ at::Tensor SeededTensor(const std::vector<int64_t>& shape, at::ScalarType type, 
 // the element count of `shape` (a tensor that arrived on an edge carrying part of its producer's output).
 at::Tensor FitTo(const at::Tensor& t, at::IntArrayRef shape);
 
+// A copy of `t` in fresh memory of `device` (on the CPU: a buffer the calling worker allocates and fills).
+at::Tensor CopyTo(const at::Tensor& t, const at::Device& device);
+
 // The flattened concatenation of `parts` (skipping undefined ones): a weight gradient as one flat buffer.
 at::Tensor FlatConcat(const std::vector<at::Tensor>& parts);
 
