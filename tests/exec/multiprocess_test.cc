@@ -4,12 +4,7 @@
 // with a one-line error. Also the device-to-rank maps.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -27,8 +22,7 @@
 #include "exec/process_calibration.h"
 #include "tests/testing/env_fixtures.h"
 #include "tests/testing/exec_graphs.h"
-
-extern char** environ;
+#include "tests/testing/ranks.h"
 
 namespace devplace {
 namespace {
@@ -37,67 +31,15 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 const std::string kTopology = DEVPLACE_SOURCE_DIR "/configs/topologies/cpu-local.yaml";
 
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+using testing::FreeLoopbackPort;
+using testing::RankProcess;
+using testing::ReadText;
+using testing::WaitRank;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Rank {
-  pid_t pid = -1;
-  std::string stderr_path;
-};
-
-// Starts exec_rank_helper as `rank` of `world` with `args` (after the program name), stderr to a file.
-Rank Spawn(int rank, int world, int port, const std::vector<std::string>& args, const std::string& dir) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-  env.push_back("MASTER_ADDR=127.0.0.1");
-  env.push_back("MASTER_PORT=" + std::to_string(port));
-  env.push_back("RANK=" + std::to_string(rank));
-  env.push_back("WORLD_SIZE=" + std::to_string(world));
-  std::vector<std::string> argv_text{DEVPLACE_EXEC_RANK_HELPER};
-  argv_text.insert(argv_text.end(), args.begin(), args.end());
-  std::vector<char*> argv, envp;
-  for (std::string& a : argv_text) argv.push_back(a.data());
-  for (std::string& e : env) envp.push_back(e.data());
-  argv.push_back(nullptr);
-  envp.push_back(nullptr);
-  Rank r{.stderr_path = dir + "/rank" + std::to_string(rank) + ".err"};
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 2, r.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  EXPECT_EQ(posix_spawn(&r.pid, DEVPLACE_EXEC_RANK_HELPER, &actions, nullptr, argv.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&actions);
-  return r;
-}
-
-// Waits up to `limit` for the rank to exit; its exit status, or -1 (then it is killed) when it did not exit.
-int Wait(const Rank& r, std::chrono::duration<double> limit) {
-  const auto deadline = Clock::now() + limit;
-  int status = 0;
-  while (::waitpid(r.pid, &status, WNOHANG) == 0) {
-    if (Clock::now() > deadline) {
-      ::kill(r.pid, SIGKILL);
-      ::waitpid(r.pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+// Starts exec_rank_helper as `rank` of `world` with `args` (after the program name), stderr to a file in `dir`.
+RankProcess Spawn(int rank, int world, int port, const std::vector<std::string>& args, const std::string& dir) {
+  return testing::SpawnRank(DEVPLACE_EXEC_RANK_HELPER, args, rank, world, port,
+                            dir + "/rank" + std::to_string(rank) + ".err");
 }
 
 std::string TempDir(const std::string& name) {
@@ -127,8 +69,8 @@ void ExpectSameNumbersAsOneDevice(const Graph& g, const std::string& name, const
   EXPECT_TRUE(WriteGraphFile(g, dir + "/g.json").ok());
   EXPECT_TRUE(WriteStrategyFile(spread, g, t, dir + "/p.json").ok());
   std::vector<std::string> args{dir + "/g.json", topology, dir + "/p.json", dir + "/sums.txt", "2", "60"};
-  const int port = FreePort();
-  Rank r0 = Spawn(0, 2, port, args, dir), r1 = Spawn(1, 2, port, args, dir);
+  const int port = FreeLoopbackPort();
+  RankProcess r0 = Spawn(0, 2, port, args, dir), r1 = Spawn(1, 2, port, args, dir);
   ExecOptions options;
   options.warmup_steps = 0;
   options.timed_steps = 2;
@@ -136,8 +78,8 @@ void ExpectSameNumbersAsOneDevice(const Graph& g, const std::string& name, const
   options.record_checksums = true;
   Expected<ExecResult> one = ExecuteStrategy(g, t, Strategy::AllOn(g.num_ops(), 0), options);
   ASSERT_TRUE(one.ok()) << one.error().message;
-  ASSERT_EQ(Wait(r0, std::chrono::seconds(120)), 0) << Slurp(r0.stderr_path);
-  ASSERT_EQ(Wait(r1, std::chrono::seconds(20)), 0) << Slurp(r1.stderr_path);
+  ASSERT_EQ(WaitRank(r0, std::chrono::seconds(120)), 0) << ReadText(r0.stderr_path);
+  ASSERT_EQ(WaitRank(r1, std::chrono::seconds(20)), 0) << ReadText(r1.stderr_path);
   std::ifstream in(dir + "/sums.txt");
   int32_t nonzero = 0;
   for (OpId op = 0; op < g.num_ops(); ++op) {
@@ -190,22 +132,22 @@ void ExpectKilledPeerStopsTheOther(int victim) {
   const Graph g = testing::ConvTrainingGraph();
   std::vector<std::string> args = WriteInputs(g, testing::SpreadGroups(g), dir);
   for (const std::string& a : {dir + "/sums.txt", std::string("100000"), std::string("20")}) args.push_back(a);
-  const int port = FreePort();
+  const int port = FreeLoopbackPort();
   std::vector<std::string> a0 = args, a1 = args;
   a0.push_back(dir + "/ready0");
   a1.push_back(dir + "/ready1");
-  Rank ranks[2] = {Spawn(0, 2, port, a0, dir), Spawn(1, 2, port, a1, dir)};
+  RankProcess ranks[2] = {Spawn(0, 2, port, a0, dir), Spawn(1, 2, port, a1, dir)};
   const auto deadline = Clock::now() + std::chrono::seconds(120);
   while (!(fs::exists(dir + "/ready0") && fs::exists(dir + "/ready1")) && Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_TRUE(fs::exists(dir + "/ready0") && fs::exists(dir + "/ready1")) << Slurp(ranks[0].stderr_path);
+  ASSERT_TRUE(fs::exists(dir + "/ready0") && fs::exists(dir + "/ready1")) << ReadText(ranks[0].stderr_path);
   ::kill(ranks[victim].pid, SIGKILL);
   const auto killed_at = Clock::now();
-  const Rank& other = ranks[1 - victim];
-  EXPECT_EQ(Wait(other, std::chrono::seconds(30)), 1) << Slurp(other.stderr_path);
+  const RankProcess& other = ranks[1 - victim];
+  EXPECT_EQ(WaitRank(other, std::chrono::seconds(30)), 1) << ReadText(other.stderr_path);
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - killed_at).count(), 30.0);
-  Wait(ranks[victim], std::chrono::seconds(5));
-  const std::string err = Slurp(other.stderr_path);
+  WaitRank(ranks[victim], std::chrono::seconds(5));
+  const std::string err = ReadText(other.stderr_path);
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_NE(err.find("rank " + std::to_string(1 - victim) + " of 2"), std::string::npos) << err;
   fs::remove_all(dir);
@@ -223,10 +165,10 @@ TEST(MultiProcess, ARendezvousNobodyJoinsTimesOutWithOneLine) {
   for (const std::string& a : {dir + "/sums.txt", std::string("1"), std::string("2")}) args.push_back(a);
   for (int rank : {0, 1}) {
     const auto start = Clock::now();
-    Rank alone = Spawn(rank, 2, FreePort(), args, dir);
-    EXPECT_EQ(Wait(alone, std::chrono::seconds(30)), 1);
+    RankProcess alone = Spawn(rank, 2, FreeLoopbackPort(), args, dir);
+    EXPECT_EQ(WaitRank(alone, std::chrono::seconds(30)), 1);
     EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 20.0);
-    const std::string err = Slurp(alone.stderr_path);
+    const std::string err = ReadText(alone.stderr_path);
     EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
     EXPECT_NE(err.find("rank " + std::to_string(rank) + " of 2"), std::string::npos) << err;
     EXPECT_NE(err.find("rendezvous"), std::string::npos) << err;
@@ -238,11 +180,11 @@ TEST(MultiProcess, ARendezvousNobodyJoinsTimesOutWithOneLine) {
 // devices take the all-reduce fit.
 TEST(MultiProcess, CalibratesTheGroupIntoTheLinksBetweenRanks) {
   const std::string dir = TempDir("calibrate");
-  const int port = FreePort();
+  const int port = FreeLoopbackPort();
   const std::vector<std::string> args{"--calibrate", dir + "/fits.txt", "60"};
-  Rank r0 = Spawn(0, 2, port, args, dir), r1 = Spawn(1, 2, port, args, dir);
-  ASSERT_EQ(Wait(r0, std::chrono::seconds(120)), 0) << Slurp(r0.stderr_path);
-  ASSERT_EQ(Wait(r1, std::chrono::seconds(20)), 0) << Slurp(r1.stderr_path);
+  RankProcess r0 = Spawn(0, 2, port, args, dir), r1 = Spawn(1, 2, port, args, dir);
+  ASSERT_EQ(WaitRank(r0, std::chrono::seconds(120)), 0) << ReadText(r0.stderr_path);
+  ASSERT_EQ(WaitRank(r1, std::chrono::seconds(20)), 0) << ReadText(r1.stderr_path);
   std::ifstream in(dir + "/fits.txt");
   GroupCalibration c;
   c.processes = 2;

@@ -3,12 +3,7 @@
 // and a rank that dies or stalls stops the others within the timeout.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -23,10 +18,8 @@
 #include "distributed/config.h"
 #include "agents/learned/learning.h"
 #include "agents/learned/policy.h"
-#include "core/atomic_file.h"
 #include "tests/testing/learn_fixtures.h"
-
-extern char** environ;
+#include "tests/testing/ranks.h"
 
 namespace devplace {
 namespace {
@@ -86,76 +79,18 @@ TEST(Distributed, GroupFromTorchrunAndMpirunVariables) {
             "MASTER_PORT=70000: expected an integer in [1, 65535]");
 }
 
-// A loopback port nobody listens on now (the kernel's choice for port 0).
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  EXPECT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+using testing::FreeLoopbackPort;
+using testing::RankProcess;
+using testing::ReadText;
+using testing::WaitRank;
 
-// A running dist_rank_helper: one rank of a group, its stderr in a file.
-struct Rank {
-  pid_t pid = -1;
-  std::string stderr_path;
-};
-
-Rank SpawnRank(int rank, int world, int port, const std::string& config, const std::string& run_dir,
-               int iterations, double timeout, const std::string& stderr_path, bool resume = false) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string var = *e;
-    const std::string name = var.substr(0, var.find('='));
-    if (name != "RANK" && name != "WORLD_SIZE" && name != "LOCAL_RANK" && name != "MASTER_ADDR" &&
-        name != "MASTER_PORT" && name.rfind("OMPI_", 0) != 0)
-      env.push_back(var);
-  }
-  env.push_back("RANK=" + std::to_string(rank));
-  env.push_back("LOCAL_RANK=" + std::to_string(rank));
-  env.push_back("WORLD_SIZE=" + std::to_string(world));
-  env.push_back("MASTER_ADDR=127.0.0.1");
-  env.push_back("MASTER_PORT=" + std::to_string(port));
-  std::vector<std::string> args = {DEVPLACE_DIST_HELPER, config, run_dir, std::to_string(iterations),
-                                   std::to_string(timeout)};
+// Starts dist_rank_helper as `rank` of `world`: trains `config` into `run_dir` for `iterations` with the group's
+// `timeout`, stderr to `stderr_path`.
+RankProcess SpawnRank(int rank, int world, int port, const std::string& config, const std::string& run_dir,
+                      int iterations, double timeout, const std::string& stderr_path, bool resume = false) {
+  std::vector<std::string> args = {config, run_dir, std::to_string(iterations), std::to_string(timeout)};
   if (resume) args.push_back("--resume");
-  std::vector<char*> argv, envp;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (std::string& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  Rank r{.stderr_path = stderr_path};
-  EXPECT_EQ(posix_spawn(&r.pid, DEVPLACE_DIST_HELPER, &actions, nullptr, argv.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&actions);
-  return r;
-}
-
-// Waits up to `limit` for the rank to exit; returns its exit code, or -1 (killed, then) if it did not exit.
-int WaitRank(const Rank& r, std::chrono::duration<double> limit) {
-  const auto deadline = Clock::now() + limit;
-  int status = 0;
-  while (::waitpid(r.pid, &status, WNOHANG) == 0) {
-    if (Clock::now() > deadline) {
-      ::kill(r.pid, SIGKILL);
-      ::waitpid(r.pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::string Slurp(const std::string& path) {
-  Expected<std::string> text = ReadFile(path);
-  return text.ok() ? *text : "";
+  return testing::SpawnRank(DEVPLACE_DIST_HELPER, args, rank, world, port, stderr_path);
 }
 
 // Three training games per iteration (rank 0 plays two, rank 1 one) in two minibatches, so minibatches mix
@@ -200,7 +135,7 @@ double MaxParameterGap(PolicyNet& a, PolicyNet& b) {
 }
 
 std::vector<std::vector<double>> LogRows(const std::string& path) {
-  std::istringstream in(Slurp(path));
+  std::istringstream in(ReadText(path));
   std::string line;
   std::getline(in, line);  // header
   std::vector<std::vector<double>> rows;
@@ -221,13 +156,13 @@ TEST(Distributed, TwoRanksTrainWhatOneProcessTrainsAndRankZerosCheckpointResumes
   ASSERT_TRUE(config.ok()) << config.error().message;
 
   // Rank 1 is given its own run directory: it must never write there.
-  const int port = FreePort();
-  Rank r0 = SpawnRank(0, 2, port, config_path, dir + "/two", 2, 60.0, dir + "/rank0.err");
-  Rank r1 = SpawnRank(1, 2, port, config_path, dir + "/two-rank1", 2, 60.0, dir + "/rank1.err");
+  const int port = FreeLoopbackPort();
+  RankProcess r0 = SpawnRank(0, 2, port, config_path, dir + "/two", 2, 60.0, dir + "/rank0.err");
+  RankProcess r1 = SpawnRank(1, 2, port, config_path, dir + "/two-rank1", 2, 60.0, dir + "/rank1.err");
   Expected<TrainSummary> one = TrainPolicy({.config_path = config_path, .run_dir = dir + "/one", .max_iterations = 2});
   ASSERT_TRUE(one.ok()) << one.error().message;
-  ASSERT_EQ(WaitRank(r0, std::chrono::seconds(120)), 0) << Slurp(r0.stderr_path);
-  ASSERT_EQ(WaitRank(r1, std::chrono::seconds(10)), 0) << Slurp(r1.stderr_path);
+  ASSERT_EQ(WaitRank(r0, std::chrono::seconds(120)), 0) << ReadText(r0.stderr_path);
+  ASSERT_EQ(WaitRank(r1, std::chrono::seconds(10)), 0) << ReadText(r1.stderr_path);
   EXPECT_FALSE(fs::exists(dir + "/two-rank1"));
 
   Loaded a = LoadRun(dir + "/one", *config), b = LoadRun(dir + "/two", *config);
@@ -266,14 +201,14 @@ TEST(Distributed, TwoRanksTrainWhatOneProcessTrainsAndRankZerosCheckpointResumes
 void ExpectGroupStops(int victim, int hurt, int timeout, double limit, const std::string& name) {
   const std::string dir = learntest::TempDir(name);
   const std::string config_path = WriteGroupExperiment(dir, 1000);
-  const int port = FreePort();
-  Rank ranks[2] = {SpawnRank(0, 2, port, config_path, dir + "/run", 1000, timeout, dir + "/rank0.err"),
+  const int port = FreeLoopbackPort();
+  RankProcess ranks[2] = {SpawnRank(0, 2, port, config_path, dir + "/run", 1000, timeout, dir + "/rank0.err"),
                    SpawnRank(1, 2, port, config_path, dir + "/run", 1000, timeout, dir + "/rank1.err")};
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (!fs::exists(dir + "/run/ckpt/state.json") && Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_TRUE(fs::exists(dir + "/run/ckpt/state.json")) << Slurp(ranks[0].stderr_path);
-  const Rank& other = ranks[1 - victim];
+  ASSERT_TRUE(fs::exists(dir + "/run/ckpt/state.json")) << ReadText(ranks[0].stderr_path);
+  const RankProcess& other = ranks[1 - victim];
   const auto hurt_at = Clock::now();
   ::kill(ranks[victim].pid, hurt);
   const int code = WaitRank(other, std::chrono::duration<double>(limit + 3.0));
@@ -281,7 +216,7 @@ void ExpectGroupStops(int victim, int hurt, int timeout, double limit, const std
   ::kill(ranks[victim].pid, SIGKILL);
   ::waitpid(ranks[victim].pid, nullptr, 0);
   EXPECT_EQ(code, 1) << "exited after " << seconds << " s";
-  const std::string message = Slurp(other.stderr_path);
+  const std::string message = ReadText(other.stderr_path);
   EXPECT_NE(message.find("rank " + std::to_string(1 - victim) + " of 2: lost contact with the group during"),
             std::string::npos)
       << message;
@@ -297,12 +232,12 @@ void ExpectGroupStops(int victim, int hurt, int timeout, double limit, const std
 TEST(Distributed, RankZerosStartUpErrorReachesEveryRank) {
   const std::string dir = learntest::TempDir("nostart");
   const std::string config_path = WriteGroupExperiment(dir, 2);
-  const int port = FreePort();
-  Rank r0 = SpawnRank(0, 2, port, config_path, dir + "/none", 1, 10.0, dir + "/rank0.err", /*resume=*/true);
-  Rank r1 = SpawnRank(1, 2, port, config_path, dir + "/none", 1, 10.0, dir + "/rank1.err", /*resume=*/true);
+  const int port = FreeLoopbackPort();
+  RankProcess r0 = SpawnRank(0, 2, port, config_path, dir + "/none", 1, 10.0, dir + "/rank0.err", /*resume=*/true);
+  RankProcess r1 = SpawnRank(1, 2, port, config_path, dir + "/none", 1, 10.0, dir + "/rank1.err", /*resume=*/true);
   EXPECT_EQ(WaitRank(r0, std::chrono::seconds(30)), 1);
   EXPECT_EQ(WaitRank(r1, std::chrono::seconds(30)), 1);
-  const std::string own = Slurp(r0.stderr_path), relayed = Slurp(r1.stderr_path);
+  const std::string own = ReadText(r0.stderr_path), relayed = ReadText(r1.stderr_path);
   EXPECT_NE(own.find("state.json"), std::string::npos) << own;
   EXPECT_NE(relayed.find("rank 1 of 2: rank 0 could not start: "), std::string::npos) << relayed;
   EXPECT_NE(relayed.find("state.json"), std::string::npos) << relayed;
