@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <string>
 
 #include "core/topology_yaml.h"
 #include "exec/calibration.h"
@@ -80,6 +81,21 @@ TEST(Profiler, TheSimulatorReadsTheTable) {
   }
 }
 
+// Why `c` is not a plausible measurement of any machine (empty when it is): links copy faster than 100 MB/s with a
+// latency between 0 and 10 ms, and a core does more than 1e8 FLOP/s and copies faster than 100 MB/s.
+std::string Implausible(const CalibrationResult& c) {
+  std::string why;
+  for (const PairCalibration& p : c.pairs) {
+    if (!(p.latency > 0.0 && p.latency < 1e-2)) why += " latency " + std::to_string(p.latency) + " s;";
+    if (!(p.bandwidth > 1e8)) why += " bandwidth " + std::to_string(p.bandwidth) + " B/s;";
+  }
+  for (size_t d = 0; d < c.peak_flops.size(); ++d) {
+    if (!(c.peak_flops[d] > 1e8)) why += " peak " + std::to_string(c.peak_flops[d]) + " FLOP/s;";
+    if (!(c.memory_bandwidth[d] > 1e8)) why += " memory " + std::to_string(c.memory_bandwidth[d]) + " B/s;";
+  }
+  return why;
+}
+
 TEST(Calibration, MeasuresLinksAndDevicesIntoATopology) {
   const Topology t = testing::CpuLocal();
   CalibrationOptions options;
@@ -87,18 +103,21 @@ TEST(Calibration, MeasuresLinksAndDevicesIntoATopology) {
   options.repeats = 3;
   options.matmul_size = 256;
   options.backend = "cpu";
-  Expected<CalibrationResult> c = Calibrate(t, options);
-  ASSERT_TRUE(c.ok()) << c.error().message;
-  ASSERT_EQ(c->pairs.size(), 2u);  // 0 -> 1 and 1 -> 0
-  for (const PairCalibration& p : c->pairs) {
-    EXPECT_GT(p.latency, 0.0);
-    EXPECT_GT(p.bandwidth, 1e8);   // any machine copies faster than 100 MB/s
-    EXPECT_LT(p.latency, 1e-2);
-    EXPECT_EQ(p.points.size(), 6u);  // 1, 4, 16, 64, 256, 1024 KiB
+  // A loaded machine (other processes on every core) can stretch one measurement past the bounds: a round trip then
+  // waits for a time slice. The bounds must hold in one of up to three calibrations.
+  Expected<CalibrationResult> c = Error{"not run"};
+  std::string why;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    c = Calibrate(t, options);
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    ASSERT_EQ(c->pairs.size(), 2u);  // 0 -> 1 and 1 -> 0
+    for (const PairCalibration& p : c->pairs) EXPECT_EQ(p.points.size(), 6u);  // 1, 4, 16, 64, 256, 1024 KiB
+    ASSERT_EQ(c->peak_flops.size(), 2u);
+    ASSERT_EQ(c->memory_bandwidth.size(), 2u);
+    why = Implausible(*c);
+    if (why.empty()) break;
   }
-  ASSERT_EQ(c->peak_flops.size(), 2u);
-  EXPECT_GT(c->peak_flops[0], 1e8);
-  EXPECT_GT(c->memory_bandwidth[0], 1e8);
+  EXPECT_EQ(why, "") << "in three calibrations";
 
   Expected<Topology> calibrated = ApplyCalibration(t, *c);
   ASSERT_TRUE(calibrated.ok()) << calibrated.error().message;
