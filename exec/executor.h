@@ -112,8 +112,8 @@ class Executor {
   static Expected<Executor> Create(const Graph& graph, const Topology& topology, const Strategy& strategy,
                                    const ExecOptions& options = {});
   // As Create, for one rank of a multi-process execution (docs/executor.md, "Multi-process runs"): this process
-  // runs the ops of the devices d with rank_of_device[d] == group.rank(); a tensor whose producer and consumer run
-  // on different ranks is sent over `group`. Every rank must pass the same graph, topology, strategy, options and
+  // runs the ops (or op parts) of the devices d with rank_of_device[d] == group.rank(); a tensor (or a box of one,
+  // or a collective's chunk) whose producer and consumer run on different ranks is sent over `group`. Every rank must pass the same graph, topology, strategy, options and
   // map, then call Run as often as the others. `group` must outlive the executor.
   static Expected<Executor> CreateRank(const Graph& graph, const Topology& topology, const Strategy& strategy,
                                        const ExecOptions& options, ProcessGroup& group,
@@ -139,7 +139,8 @@ class Executor {
                                      const std::vector<int32_t>& rank_of_device);
   explicit Executor(std::unique_ptr<Partitioned> parts);
   static Expected<Executor> CreatePartitioned(const Graph& graph, const Topology& topology, const Strategy& strategy,
-                                              const ExecOptions& options, const BackendInfo& backend);
+                                              const ExecOptions& options, const BackendInfo& backend,
+                                              ProcessGroup* group, const std::vector<int32_t>& rank_of_device);
   Expected<ExecResult> RunPartitioned();
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<Partitioned> parts_;

@@ -5,6 +5,8 @@
 
 #include "exec/executor.h"
 #include "exec/part_plan.h"
+#include "exec/part_rank.h"
+#include "exec/process_transport.h"
 #include "exec/task_program.h"
 
 namespace devplace {
@@ -17,7 +19,15 @@ struct Executor::Partitioned {
   ExecOptions options;
   BackendInfo backend;
   exec::PartPlan plan;
-  std::unique_ptr<exec::TaskRuntime> runtime;  // declared last: its workers stop before the plan goes
+  ProcessGroup* group = nullptr;            // a rank of a multi-process execution, else null
+  std::unique_ptr<exec::RankProgram> rank;  // with a group: this rank's program
+  std::unique_ptr<exec::TaskRuntime> runtime;  // after the plan: its workers stop before the plan goes
+  std::unique_ptr<exec::ProcessTransport> transport;  // last: its receivers stop before the runtime goes
+  double step_start = 0.0;                  // a rank's: when its step started (after the barrier)
+
+  const exec::TaskProgram& program() const { return rank ? rank->program : plan.program; }
+  // One step; a rank's sends, receives and start barrier go through the transport. Empty or the failure.
+  std::string Step(int32_t step, std::vector<at::Tensor>* slots, exec::TaskTimes* times);
 };
 
 }  // namespace devplace

@@ -9,7 +9,7 @@ namespace devplace::exec {
 
 namespace {
 
-constexpr int32_t kHeaderTag = 1;  // the edge id (int64) of the tensor that follows
+constexpr int32_t kHeaderTag = 1;  // the message id, type and shape (int64) of the tensor that follows
 constexpr int32_t kDataTag = 2;    // the tensor
 
 std::string SecondsText(double s) {
@@ -26,24 +26,43 @@ int64_t ProcessTransport::NowTicks() {
       .count();
 }
 
+namespace {
+
+constexpr int64_t kMaxRank = 8;  // header: id, scalar type, rank, then up to kMaxRank extents
+
+std::vector<ProcessTransport::Message> EdgeMessages(const Graph& graph, const Plan& plan,
+                                                    const std::vector<int32_t>& rank_of_op,
+                                                    const std::vector<at::Device>& device_of_op) {
+  std::vector<ProcessTransport::Message> messages;
+  for (int32_t e = 0; e < graph.num_edges(); ++e) {
+    const Edge& edge = graph.edge(e);
+    messages.push_back({rank_of_op[edge.src], rank_of_op[edge.dst], device_of_op[edge.dst], plan.edges[e].shape,
+                        "'" + graph.op(edge.src).name + "'"});
+  }
+  return messages;
+}
+
+}  // namespace
+
 ProcessTransport::ProcessTransport(ProcessGroup& group, const Graph& graph, const Plan& plan,
-                                   std::vector<int32_t> rank_of_op, std::vector<at::Device> device_of_op, Fail fail)
-    : group_(group),
-      graph_(graph),
-      plan_(plan),
-      rank_of_op_(std::move(rank_of_op)),
-      device_of_op_(std::move(device_of_op)),
-      fail_(std::move(fail)) {
+                                   std::vector<int32_t> rank_of_op, const std::vector<at::Device>& device_of_op,
+                                   Fail fail)
+    : ProcessTransport(group, EdgeMessages(graph, plan, rank_of_op, device_of_op), std::move(fail)) {
+  rank_of_op_ = std::move(rank_of_op);
+}
+
+ProcessTransport::ProcessTransport(ProcessGroup& group, std::vector<Message> messages, Fail fail)
+    : group_(group), messages_(std::move(messages)), fail_(std::move(fail)) {
   const int32_t me = group_.rank();
   std::vector<std::unique_ptr<Receiver>> by_peer(group_.size());
-  for (int32_t e = 0; e < graph_.num_edges(); ++e) {
-    const int32_t from = rank_of_op_[graph_.edge(e).src];
-    if (rank_of_op_[graph_.edge(e).dst] != me || from == me) continue;
+  for (int32_t m = 0; m < static_cast<int32_t>(messages_.size()); ++m) {
+    const int32_t from = messages_[m].from;
+    if (messages_[m].to != me || from == me) continue;
     if (!by_peer[from]) {
       by_peer[from] = std::make_unique<Receiver>();
       by_peer[from]->peer = from;
     }
-    by_peer[from]->edges.push_back(e);
+    by_peer[from]->messages.push_back(m);
   }
   for (int32_t r = 0; r < group_.size(); ++r) send_mu_.push_back(std::make_unique<std::mutex>());
   for (auto& r : by_peer)
@@ -104,14 +123,17 @@ Status ProcessTransport::BeginStep(int32_t step, Deliver deliver) {
   return Status::Ok();
 }
 
-Status ProcessTransport::Send(int32_t edge, const at::Tensor& tensor) {
-  const int32_t peer = rank_of_op_[graph_.edge(edge).dst];
+Status ProcessTransport::Send(int32_t message, const at::Tensor& tensor) {
+  const Message& spec = messages_[message];
+  const int32_t peer = spec.to;
   const bool nccl = group_.backend() == ProcessGroup::Backend::kNccl;
   at::Tensor data = nccl ? tensor.contiguous() : tensor.to(at::kCPU).contiguous();
-  DEVPLACE_CHECK(data.sizes().vec() == plan_.edges[edge].shape, "a cross-process tensor has its edge's shape");
-  at::Tensor header =
-      at::full({1}, static_cast<int64_t>(edge), at::TensorOptions().dtype(at::kLong).device(data.device()));
-  const std::string what = "sending '" + graph_.op(graph_.edge(edge).src).name + "' to rank " + std::to_string(peer);
+  DEVPLACE_CHECK(spec.shape.empty() || data.sizes().vec() == spec.shape, "a cross-process tensor has its shape");
+  DEVPLACE_CHECK(data.dim() <= kMaxRank, "a cross-process tensor has at most 8 axes");
+  std::vector<int64_t> head = {message, static_cast<int64_t>(data.scalar_type()), data.dim()};
+  for (int64_t a = 0; a < kMaxRank; ++a) head.push_back(a < data.dim() ? data.size(a) : 0);
+  at::Tensor header = at::tensor(head, at::kLong).to(data.device());
+  const std::string what = "sending " + spec.name + " to rank " + std::to_string(peer);
   std::lock_guard<std::mutex> order(*send_mu_[peer]);
   Expected<PendingTransfer> h = group_.Send(header, peer, kHeaderTag, what);
   if (!h) return h.error();
@@ -142,23 +164,27 @@ Status ProcessTransport::ReceiveOne(Receiver* r) {
     }
     return t->Wait();
   };
-  const at::Device wire = nccl ? device_of_op_[graph_.edge(r->edges[0]).dst] : at::Device(at::kCPU);
-  at::Tensor header = at::empty({1}, at::TensorOptions().dtype(at::kLong).device(wire));
+  const at::Device wire = nccl ? messages_[r->messages[0]].device : at::Device(at::kCPU);
+  at::Tensor header = at::empty({3 + kMaxRank}, at::TensorOptions().dtype(at::kLong).device(wire));
   if (Status s = receive(header, kHeaderTag); !s) return s;
-  const int32_t edge = static_cast<int32_t>(header.to(at::kCPU).item<int64_t>());
-  if (!std::binary_search(r->edges.begin(), r->edges.end(), edge))
-    return Error{group_.Who() + ": rank " + std::to_string(r->peer) + " sent a tensor of edge " +
-                 std::to_string(edge) + ", which it does not send here (do all ranks run the same graph and "
+  header = header.to(at::kCPU);
+  const int64_t* head = header.data_ptr<int64_t>();
+  const int32_t message = static_cast<int32_t>(head[0]);
+  const std::vector<int64_t> shape(head + 3, head + 3 + std::clamp<int64_t>(head[2], 0, kMaxRank));
+  if (!std::binary_search(r->messages.begin(), r->messages.end(), message) ||
+      (!messages_[message].shape.empty() && shape != messages_[message].shape))
+    return Error{group_.Who() + ": rank " + std::to_string(r->peer) + " sent a tensor (message " +
+                 std::to_string(message) + ") it does not send here (do all ranks run the same graph and "
                  "strategy?)"};
-  const EdgeTensor& shape = plan_.edges[edge];
-  at::Tensor data = at::empty(shape.shape, at::TensorOptions().dtype(shape.type).device(wire));
+  at::Tensor data =
+      at::empty(shape, at::TensorOptions().dtype(static_cast<at::ScalarType>(head[1])).device(wire));
   if (Status s = receive(data, kDataTag); !s) return s;
-  const at::Device& device = device_of_op_[graph_.edge(edge).dst];
+  const at::Device& device = messages_[message].device;
   if (data.device() != device) data = data.to(device);
   received_.fetch_add(1);
   received_bytes_.fetch_add(static_cast<int64_t>(data.nbytes()));
   Progress();
-  deliver_(edge, std::move(data));
+  deliver_(message, std::move(data));
   return Status::Ok();
 }
 
@@ -171,7 +197,7 @@ void ProcessTransport::ReceiverMain(Receiver* r) {
       if (shutdown_) return;
       seen = generation_;
     }
-    for (size_t i = 0; i < r->edges.size(); ++i) {
+    for (size_t i = 0; i < r->messages.size(); ++i) {
       Status s = Status::Ok();
       try {
         s = ReceiveOne(r);

@@ -1,8 +1,9 @@
 // Internal to exec/: the cross-process edges of a multi-process execution (docs/executor.md, "Multi-process
 // runs"). Every process runs the devices its rank owns; an edge whose consumer lives on another rank is sent there
 // over the c10d process group (distributed/process_group.h) and delivered to the consumer by a receiving thread,
-// one per peer that sends to this rank. Messages from one peer arrive in the order that peer posted them: a
-// header (the edge id) and then the tensor, under two tags. A watchdog fails the step when nothing progresses
+// one per peer that sends to this rank; partitioned execution sends boxes of its slots the same way (messages).
+// Messages from one peer arrive in the order that peer posted them: a header (the message id, type and shape) and
+// then the tensor, under two tags. A watchdog fails the step when nothing progresses
 // (no op finishes, no tensor arrives) for the group's timeout, so a dead or stalled peer never hangs a rank.
 #pragma once
 
@@ -20,21 +21,33 @@
 #include "core/graph.h"
 #include "core/status.h"
 #include "distributed/process_group.h"
+#include "exec/executor.h"
 #include "exec/kernels.h"
 
 namespace devplace::exec {
 
 class ProcessTransport {
  public:
-  // Hands a received tensor (already on `consumer_device`) to the runtime: edge id and tensor.
+  // Hands a received tensor (already on its message's device) to the runtime: message id and tensor.
   using Deliver = std::function<void(int32_t, at::Tensor)>;
   // Reports a failure of this rank's transport (once per step at most); the runtime stops its step.
   using Fail = std::function<void(const std::string&)>;
 
-  // `rank_of_op[op]`: the rank running op; `device_of_op`: where received tensors must end up. `group`, `graph`
-  // and `plan` must outlive the transport.
+  // One tensor sent from rank `from` to rank `to` once per step, identified by its index in the transport's list.
+  // The header that precedes it carries its id, type and shape; `shape`, when not empty, is checked.
+  struct Message {
+    int32_t from = 0, to = 0;
+    at::Device device{at::kCPU};  // where the receiver needs it
+    std::vector<int64_t> shape;
+    std::string name;             // what is sent, for errors
+  };
+
+  // A transport for `messages` (each rank passes the same list). `group` must outlive the transport.
+  ProcessTransport(ProcessGroup& group, std::vector<Message> messages, Fail fail);
+  // The plain executor's: one message per edge whose producer and consumer run on different ranks (message id =
+  // edge id). `rank_of_op[op]`: the rank running op; `device_of_op`: where received tensors must end up.
   ProcessTransport(ProcessGroup& group, const Graph& graph, const Plan& plan, std::vector<int32_t> rank_of_op,
-                   std::vector<at::Device> device_of_op, Fail fail);
+                   const std::vector<at::Device>& device_of_op, Fail fail);
   ~ProcessTransport();
   ProcessTransport(const ProcessTransport&) = delete;
   ProcessTransport& operator=(const ProcessTransport&) = delete;
@@ -45,8 +58,8 @@ class ProcessTransport {
   // Starts a step: waits for every rank at a barrier (an error when a peer does not arrive), then starts the
   // receiving threads, which deliver each tensor through `deliver` as it arrives.
   Status BeginStep(int32_t step, Deliver deliver);
-  // Starts sending `tensor` (the producer's output on edge `edge`) to the consumer's rank.
-  Status Send(int32_t edge, const at::Tensor& tensor);
+  // Starts sending `tensor` as message `message` (the plain executor: the producer's output on that edge).
+  Status Send(int32_t message, const at::Tensor& tensor);
   // Something progressed (an op finished): resets the watchdog.
   void Progress() { last_progress_.store(NowTicks(), std::memory_order_relaxed); }
   // Waits until this step's tensors have all arrived and all sends have completed; the first error otherwise.
@@ -61,7 +74,7 @@ class ProcessTransport {
  private:
   struct Receiver {
     int32_t peer = 0;
-    std::vector<int32_t> edges;  // the edges this peer sends here (validation of headers)
+    std::vector<int32_t> messages;  // the messages this peer sends here, sorted (validation of headers)
     std::thread thread;
     PendingTransfer current;    // the receive under way (guarded by mu_)
   };
@@ -72,10 +85,8 @@ class ProcessTransport {
   void Failed(const std::string& message);
 
   ProcessGroup& group_;
-  const Graph& graph_;
-  const Plan& plan_;
-  std::vector<int32_t> rank_of_op_;
-  std::vector<at::Device> device_of_op_;
+  std::vector<Message> messages_;
+  std::vector<int32_t> rank_of_op_;  // the plain executor's (IsLocal)
   Fail fail_;
   std::vector<std::unique_ptr<Receiver>> receivers_;
   std::vector<std::unique_ptr<std::mutex>> send_mu_;  // by peer: a header and its tensor are posted together
@@ -97,5 +108,9 @@ class ProcessTransport {
   std::atomic<int64_t> received_bytes_{0};
   std::thread watchdog_;
 };
+
+// Completes a rank's result with the other ranks' parts: each step's time is the longest over the ranks; per-op
+// and per-device numbers, copies and checksums are the running rank's (the others hold zeros there).
+Status MergeRanks(ProcessGroup& group, ExecResult* result);
 
 }  // namespace devplace::exec

@@ -27,9 +27,9 @@ std::string ShapeText(at::IntArrayRef shape) {
   return s + "]";
 }
 
-// Completes a rank's result with the other ranks' parts: each step's time is the longest over the ranks; per-op
-// and per-device numbers, copies and checksums are the running rank's (the others hold zeros there).
-Status MergeRanks(ProcessGroup& group, ExecResult* result) {
+}  // namespace
+
+Status exec::MergeRanks(ProcessGroup& group, ExecResult* result) {
   std::vector<double> sums;
   for (const auto* v : {&result->op_seconds, &result->op_handoff_seconds, &result->op_checksums,
                         &result->device_busy_seconds, &result->device_copy_seconds})
@@ -50,8 +50,6 @@ Status MergeRanks(ProcessGroup& group, ExecResult* result) {
   exec::SummariseSteps(result);
   return Status::Ok();
 }
-
-}  // namespace
 
 struct Executor::Impl {
   struct Worker {
@@ -316,12 +314,8 @@ Expected<Executor> Executor::CreateIn(const Graph& graph, const Topology& topolo
   Expected<BackendInfo> backend = ResolveBackend(options.backend, topology);
   if (!backend.ok()) return backend.error();
   exec::ConfigureTorch();
-  if (!strategy.is_plain_placement()) {
-    if (group != nullptr)
-      return Error{"strategies that split ops run in one process (partitioned execution); the multi-process mode "
-                   "runs plain placements"};
-    return CreatePartitioned(graph, topology, strategy, options, *backend);
-  }
+  if (!strategy.is_plain_placement())
+    return CreatePartitioned(graph, topology, strategy, options, *backend, group, rank_of_device);
 
   auto impl = std::make_unique<Impl>(graph, topology);
   impl->options = options;
@@ -450,7 +444,7 @@ Expected<ExecResult> Executor::Run() {
   if (m.options.record_checksums) result.op_checksums = m.checksums;
   if (m.options.record_values) result.op_values = std::move(m.values);
   if (m.transport)
-    if (Status s = MergeRanks(m.transport->group(), &result); !s) return s.error();
+    if (Status s = exec::MergeRanks(m.transport->group(), &result); !s) return s.error();
   return result;
 }
 

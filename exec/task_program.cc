@@ -46,6 +46,7 @@ struct TaskRuntime::State {
   const TaskProgram& program;
   std::vector<std::unique_ptr<Worker>> workers;
   std::unique_ptr<std::atomic<int32_t>[]> remaining;
+  TaskHooks hooks;
   const UnitRunner* run = nullptr;
   std::vector<at::Tensor>* slots = nullptr;
   TaskTimes* times = nullptr;
@@ -67,8 +68,28 @@ struct TaskRuntime::State {
         else into.copy_(chunk);
         break;
       }
+      case TaskKind::kSend: {  // a fresh tensor: the slot may change once the send task has ended
+        const at::Tensor& src = s[t.src];
+        hooks.send(t, (t.chunk ? src.narrow(t.axis, t.src_begin, t.length) : Box(src, t.lo, t.size)).clone());
+        break;
+      }
+      case TaskKind::kArrive: break;  // not run by a worker
     }
     SyncDevice(w->device);
+  }
+
+  // `id` ended: its successors lose a predecessor; arrivals whose count reaches zero end at once.
+  void Release(int32_t id) {
+    for (int32_t next : program.tasks[id].succ)
+      if (remaining[next].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        if (program.tasks[next].kind == TaskKind::kArrive) {
+          times->end[next] = NowSeconds();
+          Release(next);
+        } else {
+          workers[program.tasks[next].device]->queue.Push(next);
+        }
+      }
+    if (hooks.progress) hooks.progress();
   }
 
   void RunTasks(Worker* w) {
@@ -84,9 +105,7 @@ struct TaskRuntime::State {
         return;
       }
       times->end[id] = NowSeconds();
-      for (int32_t next : t.succ)
-        if (remaining[next].fetch_sub(1, std::memory_order_acq_rel) == 1)
-          workers[program.tasks[next].device]->queue.Push(next);
+      Release(id);
     }
   }
 
@@ -101,6 +120,7 @@ TaskRuntime::TaskRuntime(const TaskProgram& program, std::vector<at::Device> tor
   State& s = *state_;
   s.workers.resize(torch_device.size());
   for (const Task& t : program.tasks) {
+    if (t.kind == TaskKind::kArrive) continue;
     auto& w = s.workers[t.device];
     if (!w) {
       w = std::make_unique<State::Worker>();
@@ -123,7 +143,23 @@ TaskRuntime::~TaskRuntime() {
     if (w && w->thread.joinable()) w->thread.join();
 }
 
-std::string TaskRuntime::Step(const UnitRunner& run, std::vector<at::Tensor>* slots, TaskTimes* times) {
+void TaskRuntime::SetHooks(TaskHooks hooks) { state_->hooks = std::move(hooks); }
+
+void TaskRuntime::Abort(const std::string& message) { state_->gate.Fail(message); }
+
+void TaskRuntime::Deliver(int32_t task, at::Tensor data) {
+  State& s = *state_;
+  if (s.gate.abort().load()) return;
+  s.times->start[task] = NowSeconds();
+  (*s.slots)[s.program.tasks[task].dst] = std::move(data);
+  if (s.remaining[task].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    s.times->end[task] = NowSeconds();
+    s.Release(task);
+  }
+}
+
+std::string TaskRuntime::Step(const UnitRunner& run, std::vector<at::Tensor>* slots, TaskTimes* times,
+                              const std::function<void()>& started) {
   State& s = *state_;
   const size_t n = s.program.tasks.size();
   slots->assign(static_cast<size_t>(s.program.num_slots), at::Tensor());
@@ -135,9 +171,14 @@ std::string TaskRuntime::Step(const UnitRunner& run, std::vector<at::Tensor>* sl
   s.gate.Reset();
   for (auto& w : s.workers)
     if (w) w->queue.Clear();
-  for (size_t i = 0; i < n; ++i) s.remaining[i].store(s.program.tasks[i].preds, std::memory_order_relaxed);
+  for (size_t i = 0; i < n; ++i) {  // an arrival also waits for its delivery
+    const Task& t = s.program.tasks[i];
+    s.remaining[i].store(t.preds + (t.kind == TaskKind::kArrive ? 1 : 0), std::memory_order_relaxed);
+  }
   for (size_t i = 0; i < n; ++i)
-    if (s.program.tasks[i].preds == 0) s.workers[s.program.tasks[i].device]->queue.Push(static_cast<int32_t>(i));
+    if (s.program.tasks[i].preds == 0 && s.program.tasks[i].kind != TaskKind::kArrive)
+      s.workers[s.program.tasks[i].device]->queue.Push(static_cast<int32_t>(i));
+  if (started) started();
   int32_t workers = 0;
   for (auto& w : s.workers) workers += w ? 1 : 0;
   s.gate.Run(workers);

@@ -3,7 +3,9 @@
 // part kernel, a copy task copies a box of a slot's tensor into a fresh tensor on its device (the consuming worker
 // copies, as in the plain executor), and a receive task is one step of a collective (a chunk of another member's
 // tensor copied to this device and stored into, or added to, this member's tensor). Slots are written once per step
-// (receives update their member's tensor in place, in the order the collective's dependencies fix).
+// (receives update their member's tensor in place, in the order the collective's dependencies fix). On a rank of a
+// multi-process execution (exec/part_rank.h) a send task hands a box of a slot to the transport and an arrival task
+// stands for a tensor another rank sends: it ends once the tensor has been delivered and its predecessors ended.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -19,7 +21,7 @@
 
 namespace devplace::exec {
 
-enum class TaskKind : uint8_t { kCompute, kCopy, kReceive };
+enum class TaskKind : uint8_t { kCompute, kCopy, kReceive, kSend, kArrive };
 
 struct Task {
   TaskKind kind = TaskKind::kCompute;
@@ -34,8 +36,12 @@ struct Task {
   int32_t axis = 0;
   int64_t begin = 0, src_begin = 0, length = 0;
   bool add = false, alloc = false;
-  int32_t collective = -1;  // receive: index into TaskProgram::collectives
-  int64_t bytes = 0;        // copy and receive: bytes moved
+  // send: message `message` is the box [lo, lo + size) of slots[src], or with `chunk` slots[src].narrow(axis,
+  // src_begin, length). arrive: message `message`, delivered from another rank, becomes slots[dst].
+  int32_t message = -1;
+  bool chunk = false;
+  int32_t collective = -1;  // receive (and the send and arrival serving it): index into TaskProgram::collectives
+  int64_t bytes = 0;        // copy, receive, send and arrive: bytes moved
   std::vector<int32_t> succ;
   int32_t preds = 0;
 };
@@ -68,7 +74,14 @@ struct TaskTimes {
   std::vector<double> start, end;  // by task, seconds on exec::NowSeconds' clock
 };
 
-// Worker threads, one per device that has tasks, each pinned like the plain executor's.
+// What a rank's runtime does with send tasks and how it reports progress (exec/part_rank.h).
+struct TaskHooks {
+  std::function<void(const Task& send, at::Tensor data)> send;  // posts the message (data: a fresh tensor)
+  std::function<void()> progress;                                // a task ended
+};
+
+// Worker threads, one per device that has compute, copy, receive or send tasks, each pinned like the plain
+// executor's. Arrival tasks run on no worker: Deliver ends them.
 class TaskRuntime {
  public:
   // `program` must outlive the runtime; `torch_device` and `core` give each device's LibTorch device and core
@@ -78,7 +91,15 @@ class TaskRuntime {
 
   // Runs every task once with `run` for the compute tasks, on fresh slots. Returns an empty string, or the first
   // failure (the step is abandoned).
-  std::string Step(const UnitRunner& run, std::vector<at::Tensor>* slots, TaskTimes* times);
+  // `started`, when set, is called once the step's state is ready for Deliver and before any task runs.
+  std::string Step(const UnitRunner& run, std::vector<at::Tensor>* slots, TaskTimes* times,
+                   const std::function<void()>& started = {});
+  // Sends and progress reports (set before the first Step).
+  void SetHooks(TaskHooks hooks);
+  // During a Step: the message of arrival task `task` arrived as `data` (already on the task's device).
+  void Deliver(int32_t task, at::Tensor data);
+  // During a Step: abandons it with `message` (the first failure wins).
+  void Abort(const std::string& message);
 
  private:
   struct State;

@@ -1,5 +1,6 @@
 // Multi-process execution over c10d (Gloo on loopback): two ranks (child processes of exec_rank_helper) compute
-// exactly what one process computes on one device, for an MLP, a CNN and an attention/LSTM sequence model; a rank
+// exactly what one process computes on one device, for an MLP, a CNN and an attention/LSTM sequence model placed
+// and for an MLP and a CNN with every op split over both processes; a rank
 // killed mid-step makes the other exit with a one-line error within 30 s; a rendezvous nobody joins times out
 // with a one-line error. Also the device-to-rank maps.
 #include <gtest/gtest.h>
@@ -59,9 +60,9 @@ std::vector<std::string> WriteInputs(const Graph& g, const Strategy& s, const st
 }
 
 // Two ranks running `spread` on `topology` (one device each, or one host each), against one process with every
-// op on device 0.
+// op on device 0 (with `same_strategy`: one process running `spread`).
 void ExpectSameNumbersAsOneDevice(const Graph& g, const std::string& name, const Strategy& spread,
-                                  const std::string& topology = kTopology) {
+                                  const std::string& topology = kTopology, bool same_strategy = false) {
   const std::string dir = TempDir(name);
   Expected<Topology> machine = ReadTopologyFile(topology);
   ASSERT_TRUE(machine.ok()) << machine.error().message;
@@ -76,7 +77,7 @@ void ExpectSameNumbersAsOneDevice(const Graph& g, const std::string& name, const
   options.timed_steps = 2;
   options.backend = "cpu";
   options.record_checksums = true;
-  Expected<ExecResult> one = ExecuteStrategy(g, t, Strategy::AllOn(g.num_ops(), 0), options);
+  Expected<ExecResult> one = ExecuteStrategy(g, t, same_strategy ? spread : Strategy::AllOn(g.num_ops(), 0), options);
   ASSERT_TRUE(one.ok()) << one.error().message;
   ASSERT_EQ(WaitRank(r0, std::chrono::seconds(120)), 0) << ReadText(r0.stderr_path);
   ASSERT_EQ(WaitRank(r1, std::chrono::seconds(20)), 0) << ReadText(r1.stderr_path);
@@ -109,6 +110,27 @@ TEST(MultiProcess, TwoProcessesComputeWhatOneDeviceComputes) {
     ExpectSameNumbersAsOneDevice(g, name, testing::SpreadGroups(g));
 }
 
+Strategy SplitEveryOp(const Graph& g) {
+  Strategy split = Strategy::AllOn(g.num_ops(), 0);
+  for (OpId op = 0; op < g.num_ops(); ++op)
+    if (std::optional<OpConfig> c = SplitConfig(g.op(op), {0, 1})) split.configs[op] = *c;
+    else split.configs[op].devices = {0, 1};  // too small to split: run whole on both (copies)
+  return split;
+}
+
+// Every op split over both devices (along its sample dimension where it has one, else its first dimension
+// of two or more), so each process runs a part of every op: boxes, collective chunks and the updated weights cross
+// the processes. Two processes compute what one process computes for the same strategy (which equals one device's
+// step where the parts are exact: tests/exec/partition_test.cc, also as two ranks; batch normalisation, e.g., uses
+// each part's own statistics).
+TEST(MultiProcess, TwoProcessesRunAStrategyThatSplitsEveryOp) {
+  for (const auto& [name, g] : {std::pair<std::string, Graph>{"mlp-split", envtest::MlpTrainingGraph(3)},
+                                {"cnn-split", testing::ConvTrainingGraph()},
+                                {"seq-split", testing::SequenceTrainingGraph()}}) {
+    ExpectSameNumbersAsOneDevice(g, name, SplitEveryOp(g), kTopology, true);
+  }
+}
+
 // One process per host, two devices each: tensors cross devices inside a rank (copies) and between the ranks.
 TEST(MultiProcess, TwoHostsOfTwoDevicesComputeWhatOneDeviceComputes) {
   const std::string dir = TempDir("hosts");
@@ -127,10 +149,11 @@ TEST(MultiProcess, TwoHostsOfTwoDevicesComputeWhatOneDeviceComputes) {
 
 // Kills rank `victim` once both ranks are stepping; the survivor must exit non-zero within 30 s, saying so in
 // one line.
-void ExpectKilledPeerStopsTheOther(int victim) {
-  const std::string dir = TempDir("kill" + std::to_string(victim));
+// With `split`, every op is split over both processes.
+void ExpectKilledPeerStopsTheOther(int victim, bool split = false) {
+  const std::string dir = TempDir("kill" + std::to_string(victim) + (split ? "-split" : ""));
   const Graph g = testing::ConvTrainingGraph();
-  std::vector<std::string> args = WriteInputs(g, testing::SpreadGroups(g), dir);
+  std::vector<std::string> args = WriteInputs(g, split ? SplitEveryOp(g) : testing::SpreadGroups(g), dir);
   for (const std::string& a : {dir + "/sums.txt", std::string("100000"), std::string("20")}) args.push_back(a);
   const int port = FreeLoopbackPort();
   std::vector<std::string> a0 = args, a1 = args;
@@ -156,6 +179,7 @@ void ExpectKilledPeerStopsTheOther(int victim) {
 TEST(MultiProcess, AKilledPeerStopsTheOtherRankWithOneLine) {
   ExpectKilledPeerStopsTheOther(1);
   ExpectKilledPeerStopsTheOther(0);  // the store's host
+  ExpectKilledPeerStopsTheOther(1, true);  // partitioned: sends, arrivals and collective chunks under way
 }
 
 TEST(MultiProcess, ARendezvousNobodyJoinsTimesOutWithOneLine) {

@@ -1,16 +1,23 @@
 // Partitioned execution: one training step of a small MLP, CNN and Transformer under data parallelism, Tofu-DP's
 // strategy and a parameter-dimension split equals the single-device step (loss, synchronised weight gradients and
-// updated weights within 1e-5 relative); a tensor consumed by several ops on another device moves once.
+// updated weights within 1e-5 relative), in one process and as two ranks over Gloo (one device each); a tensor
+// consumed by several ops on another device moves once.
 #include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "agents/search.h"
 #include "agents/tofu_dp.h"
 #include "core/strategy.h"
 #include "datasets/layers.h"
 #include "exec/executor.h"
+#include "exec/multiprocess.h"
 #include "exec/profiler.h"
 #include "sim/cost_model.h"
 #include "tests/testing/exec_graphs.h"
@@ -125,10 +132,40 @@ void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, const
   EXPECT_LE(diff, 1e-5 * std::max(scale, 1e-30)) << what << ": max difference " << diff << " at scale " << scale;
 }
 
-void ExpectSameStep(const Graph& g, const Strategy& strategy, int32_t min_split_ops) {
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// `strategy` run as two ranks of a Gloo group on loopback (device d on rank d), each rank a thread of this
+// process with a process group of its own; rank 0's result (every rank gets the whole result).
+Expected<ExecResult> RunAsTwoRanks(const Graph& g, const Strategy& strategy, const ExecOptions& options) {
+  const Topology t = CpuLocal();
+  const int port = FreePort();
+  Expected<ExecResult> results[2] = {Error{"not run"}, Error{"not run"}};
+  std::vector<std::thread> ranks;
+  for (int32_t r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      DistributedConfig config{.rank = r, .world_size = 2, .local_rank = r, .master_addr = "127.0.0.1",
+                               .master_port = port, .timeout_seconds = 60.0};
+      results[r] = ExecuteStrategyAsRank(g, t, strategy, options, config);
+    });
+  for (std::thread& r : ranks) r.join();
+  if (!results[1]) return results[1].error();
+  return results[0];
+}
+
+void ExpectSameStep(const Graph& g, const Strategy& strategy, int32_t min_split_ops, bool two_ranks = false) {
   const Topology t = CpuLocal();
   Expected<ExecResult> one = ExecuteStrategy(g, t, Strategy::AllOn(g.num_ops(), 0), OneStep());
-  Expected<ExecResult> split = ExecuteStrategy(g, t, strategy, OneStep());
+  Expected<ExecResult> split = two_ranks ? RunAsTwoRanks(g, strategy, OneStep()) : ExecuteStrategy(g, t, strategy, OneStep());
   ASSERT_TRUE(one.ok()) << one.error().message;
   ASSERT_TRUE(split.ok()) << split.error().message;
   EXPECT_EQ(split->stand_in_ops, 0) << (split->stand_in_types.empty() ? "" : split->stand_in_types[0]);
@@ -192,6 +229,38 @@ TEST(Partitioned, TofuDpEqualsOneDevice) {
 
 TEST(Partitioned, ParameterSplitEqualsOneDevice) {
   for (const Graph& g : {Mlp(), Cnn(), Transformer()}) ExpectSameStep(g, ParameterSplit(g), 6);
+}
+
+// The same three strategies as two ranks over Gloo: the parts of each device run in its rank, boxes and
+// collective chunks crossing ranks are sent, and the updated weight ranges are exchanged after the step.
+TEST(Partitioned, TwoRanksEqualOneDevice) {
+  for (const Graph& g : {Mlp(), Cnn(), Transformer()}) {
+    SCOPED_TRACE(g.name());
+    ExpectSameStep(g, Searched(g, CpuLocal(), "data-parallel"), g.num_ops(), true);
+    ExpectSameStep(g, TofuSplit(g, CpuLocal()), 4, true);
+    ExpectSameStep(g, ParameterSplit(g), 6, true);
+  }
+}
+
+// Two ranks time their parts and collectives: both devices compute, each all-reduce spans both ranks, and a
+// second and third step (with the weights the ranks exchanged) still run.
+TEST(Partitioned, TwoRanksReportTimesOfBothDevices) {
+  const Graph g = Transformer();
+  ExecOptions options = OneStep();
+  options.warmup_steps = 1;
+  options.timed_steps = 2;
+  options.record_values = false;
+  Expected<ExecResult> r = RunAsTwoRanks(g, Searched(g, CpuLocal(), "data-parallel"), options);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->step_seconds.size(), 2u);
+  EXPECT_GT(r->median_step, 0.0);
+  EXPECT_GT(r->device_busy_seconds[0], 0.0);
+  EXPECT_GT(r->device_busy_seconds[1], 0.0);
+  ASSERT_FALSE(r->collectives.empty());
+  for (const CollectiveTime& c : r->collectives) {
+    EXPECT_GT(c.seconds, 0.0) << c.label;
+    EXPECT_GT(c.busy_seconds, 0.0) << c.label;
+  }
 }
 
 // Every op type of the executor's test graphs runs split data-parallel (cut edges, shared weights, broadcast keys
