@@ -134,16 +134,16 @@ std::vector<NamedStrategy> Strategies(const ValidateSuite& suite, const Validate
     }();
     add("shard-" + stem, std::move(result));
   }
-  // Multi-process twins of the plain placements whose ops span devices (one process per device; strategies that
-  // split ops run in one process).
+  // Multi-process twins of the strategies whose ops span devices (one process per device), plain or split.
   auto spans_devices = [](const Strategy& strategy) {
     for (const OpConfig& c : strategy.configs)
-      if (c.devices[0] != strategy.configs[0].devices[0]) return true;
+      for (DeviceId d : c.devices)
+        if (d != strategy.configs[0].devices[0]) return true;
     return false;
   };
   const size_t single = out.size();
   for (size_t i = 0; i < single && suite.processes > 1; ++i)
-    if (out[i].error.empty() && out[i].strategy.is_plain_placement() && spans_devices(out[i].strategy) &&
+    if (out[i].error.empty() && spans_devices(out[i].strategy) &&
         RankOfDevices(in.topology, out[i].strategy, suite.processes).ok()) {
       NamedStrategy multi = out[i];
       multi.name += " x" + std::to_string(suite.processes) + "p";

@@ -85,7 +85,7 @@ TEST(ValidateWorkflow, MultiProcessRowsUseTheLauncherAndTheProcessMachine) {
   Expected<ValidateSuite> suite = ValidateSuiteFromYaml(
       "name: tiny\nseed: 2\ntopology: " DEVPLACE_SOURCE_DIR "/configs/topologies/cpu-local.yaml\ncalibrate: false\n"
       "exec: {warmup_steps: 1, timed_steps: 2}\nprofile: {warmup_runs: 1, timed_runs: 2}\n"
-      "models: [{file: conv.json}]\nalgorithms: [single, round-robin]\nrandom_placements: 1\n"
+      "models: [{file: conv.json}]\nalgorithms: [single, round-robin, data-parallel]\nrandom_placements: 1\n"
       "multi_process: {processes: 2, topology: slow.yaml}\n",
       "tiny.yaml", dir.string());
   ASSERT_TRUE(suite.ok()) << suite.error().message;
@@ -98,21 +98,22 @@ TEST(ValidateWorkflow, MultiProcessRowsUseTheLauncherAndTheProcessMachine) {
   };
   Expected<ValidateRun> run = RunValidateSuite(*suite, options);
   ASSERT_TRUE(run.ok()) << run.error().message;
-  ASSERT_EQ(run->rows.size(), 5u);  // single uses one device: no twin
-  EXPECT_EQ(run->rows[3].strategy, "round-robin x2p");
-  EXPECT_EQ(run->rows[4].strategy, "random-0 x2p");
-  EXPECT_EQ(launched, (std::vector<int32_t>{2, 2}));
-  for (int twin : {1, 2}) {
-    ASSERT_TRUE(run->rows[twin + 2].ok) << run->rows[twin + 2].error;
-    EXPECT_GT(run->rows[twin + 2].simulated, run->rows[twin].simulated) << run->rows[twin].strategy;
-    EXPECT_EQ(run->rows[twin + 2].copies, run->rows[twin].copies);
+  ASSERT_EQ(run->rows.size(), 7u);  // single uses one device: no twin; data-parallel splits ops: a twin
+  EXPECT_EQ(run->rows[4].strategy, "round-robin x2p");
+  EXPECT_EQ(run->rows[5].strategy, "data-parallel x2p");
+  EXPECT_EQ(run->rows[6].strategy, "random-0 x2p");
+  EXPECT_EQ(launched, (std::vector<int32_t>{2, 2, 2}));
+  for (int twin : {1, 2, 3}) {
+    ASSERT_TRUE(run->rows[twin + 3].ok) << run->rows[twin + 3].error;
+    EXPECT_GT(run->rows[twin + 3].simulated, run->rows[twin].simulated) << run->rows[twin].strategy;
+    EXPECT_EQ(run->rows[twin + 3].copies, run->rows[twin].copies);
   }
 
   options.run_processes = nullptr;  // no launcher: the twins fail and say why, the others run
   Expected<ValidateRun> without = RunValidateSuite(*suite, options);
   ASSERT_TRUE(without.ok()) << without.error().message;
-  EXPECT_EQ(without->failed, 2);
-  EXPECT_NE(without->rows[3].error.find("need a launcher"), std::string::npos) << without->rows[3].error;
+  EXPECT_EQ(without->failed, 3);
+  EXPECT_NE(without->rows[4].error.find("need a launcher"), std::string::npos) << without->rows[4].error;
   std::filesystem::remove_all(dir);
 }
 
