@@ -325,6 +325,8 @@ Status ValidateModel(const ValidateSuite& suite, const ValidateInputs& in, const
   const size_t first = rows->size();
   for (const NamedStrategy& s : strategies) {
     ValidateRow row{label, s.name};
+    row.kind = s.strategy.is_plain_placement() ? "placement" : "split";
+    if (s.processes > 1) row.kind += " x" + std::to_string(s.processes) + "p";
     row.error = s.error;
     if (row.error.empty()) row.device_ops = OpsPerDevice(s.strategy, topology.num_devices());
     rows->push_back(std::move(row));

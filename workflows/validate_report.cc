@@ -55,11 +55,12 @@ double KendallTauB(const std::vector<double>& a, const std::vector<double>& b) {
   return denom > 0 ? (concordant - discordant) / denom : 0.0;
 }
 
-ValidateStats ComputeValidateStats(const std::vector<ValidateRow>& rows, const std::string& model) {
+ValidateStats ComputeValidateStats(const std::vector<ValidateRow>& rows, const std::string& model,
+                                   const std::string& kind) {
   ValidateStats stats;
   std::vector<double> measured, simulated;
   for (const ValidateRow& r : rows) {
-    if (!r.ok || (!model.empty() && r.model != model)) continue;
+    if (!r.ok || (!model.empty() && r.model != model) || (!kind.empty() && r.kind != kind)) continue;
     const double error = (r.simulated - r.measured) / r.measured;
     stats.mape += std::abs(error);
     stats.mean_error += error;
@@ -115,6 +116,17 @@ Status WriteValidateSummary(const std::vector<ValidateRow>& rows, const std::vec
   for (const std::string& m : models) {
     const ValidateStats s = ComputeValidateStats(rows, m);
     md << "| " << m << " | " << s.rows << " | " << Fixed(100 * s.mape, 1) << "% | " << Fixed(100 * s.max_error, 1)
+       << "% | " << Percent(s.mean_error) << " | " << Fixed(s.kendall_tau, 3) << " |\n";
+  }
+  std::vector<std::string> kinds;
+  for (const ValidateRow& r : rows)
+    if (std::find(kinds.begin(), kinds.end(), r.kind) == kinds.end()) kinds.push_back(r.kind);
+  md << "\n## Per kind of strategy\n\n"
+     << "(placement: one device per op; split: some op split or copied over devices; xNp: run as N processes)\n\n"
+     << "| kind | strategies | MAPE | max error | mean error | Kendall tau-b |\n|---|---|---|---|---|---|\n";
+  for (const std::string& k : kinds) {
+    const ValidateStats s = ComputeValidateStats(rows, "", k);
+    md << "| " << k << " | " << s.rows << " | " << Fixed(100 * s.mape, 1) << "% | " << Fixed(100 * s.max_error, 1)
        << "% | " << Percent(s.mean_error) << " | " << Fixed(s.kendall_tau, 3) << " |\n";
   }
   md << "\n## Every strategy\n\n"

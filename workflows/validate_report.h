@@ -23,6 +23,9 @@ struct ValidateRow {
   int64_t bytes_copied = 0;
   int32_t stand_in_ops = 0;
   std::string device_ops;      // ops per device, e.g. "310/298"
+  // "placement" (one device per op) or "split" (some op split or copied over devices), with " xNp" when run as N
+  // processes.
+  std::string kind;
 };
 
 // Statistics over the rows that ran.
@@ -36,8 +39,9 @@ struct ValidateStats {
 
 // Kendall's tau-b of two equally long sequences (ties handled; 0 when fewer than two pairs are comparable).
 double KendallTauB(const std::vector<double>& a, const std::vector<double>& b);
-// Statistics of the rows of `model` (all rows when empty) that ran.
-ValidateStats ComputeValidateStats(const std::vector<ValidateRow>& rows, const std::string& model = "");
+// Statistics of the rows of `model` (all rows when empty) and of kind `kind` (all kinds when empty) that ran.
+ValidateStats ComputeValidateStats(const std::vector<ValidateRow>& rows, const std::string& model = "",
+                                   const std::string& kind = "");
 
 Status WriteValidateCsv(const std::vector<ValidateRow>& rows, const std::string& path);
 // `command` is the command line, `machine` a few lines describing the (calibrated) machine.

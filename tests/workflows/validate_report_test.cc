@@ -30,6 +30,10 @@ TEST(ValidateReport, ErrorStatistics) {
   EXPECT_NEAR(all.mean_error, (0.1 - 0.2) / 2, 1e-12);
   EXPECT_DOUBLE_EQ(all.kendall_tau, 1.0);
   EXPECT_EQ(ComputeValidateStats(rows, "b").rows, 0);
+  rows[1].kind = "split x2p";  // per kind of strategy
+  EXPECT_EQ(ComputeValidateStats(rows, "", "split x2p").rows, 1);
+  EXPECT_NEAR(ComputeValidateStats(rows, "", "split x2p").mean_error, -0.2, 1e-12);
+  EXPECT_EQ(ComputeValidateStats(rows, "b", "split x2p").rows, 0);
 }
 
 }  // namespace

@@ -51,6 +51,8 @@ TEST(ValidateWorkflow, ExecutesAndSimulatesEveryStrategy) {
     EXPECT_LE(row.measured_min, row.measured);
   }
   EXPECT_EQ(run->rows[3].strategy, "random-0");
+  EXPECT_EQ(run->rows[1].kind, "placement");
+  EXPECT_EQ(run->rows[2].kind, "split");
   EXPECT_GT(run->rows[1].copies, 0);  // round-robin moves tensors between the two workers
   for (const char* file : {"results.csv", "summary.md", "costs-conv.json"})
     EXPECT_TRUE(std::filesystem::exists(dir / "out" / file)) << file;
@@ -101,6 +103,7 @@ TEST(ValidateWorkflow, MultiProcessRowsUseTheLauncherAndTheProcessMachine) {
   ASSERT_EQ(run->rows.size(), 7u);  // single uses one device: no twin; data-parallel splits ops: a twin
   EXPECT_EQ(run->rows[4].strategy, "round-robin x2p");
   EXPECT_EQ(run->rows[5].strategy, "data-parallel x2p");
+  EXPECT_EQ(run->rows[5].kind, "split x2p");
   EXPECT_EQ(run->rows[6].strategy, "random-0 x2p");
   EXPECT_EQ(launched, (std::vector<int32_t>{2, 2, 2}));
   for (int twin : {1, 2, 3}) {
