@@ -47,8 +47,8 @@ Ready CommBuilder::Send(DeviceId src, DeviceId dst, int64_t bytes, const Ready& 
     const int64_t seg = bytes * (s + 1) / segments - bytes * s / segments;
     int32_t prev = -1;
     for (int64_t h = 0; h < hops; ++h) {
-      const Link& link = topology_.link(links[h]);
-      const int32_t t = NewTask(tg_.num_devices + links[h], ToTicks(static_cast<double>(seg) / link.bandwidth), seg);
+      const HopCost hop = HopOf(topology_, links[h], dst, static_cast<double>(seg));
+      const int32_t t = NewTask(hop.resource, ToTicks(hop.seconds), seg);
       if (h == 0) {
         tg_.first_hop[t] = 1;
         for (int32_t a : after) Dep(a, t);

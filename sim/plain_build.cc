@@ -229,6 +229,7 @@ void TaskBuilder::PlainHopTasks(std::span<const DeviceId> device, int32_t succ_e
     const int32_t pair = device[u] * devices + device[v];
     const int32_t* hop_resource = route_resource_.data() + route_off_[pair];
     const double* hop_bandwidth = route_bandwidth_.data() + route_off_[pair];
+    const double* hop_latency = route_latency_.data() + route_off_[pair];
     const uint64_t group = static_cast<uint64_t>(n + e) << 32;
     int32_t t = plan.first;
     for (int32_t s = 0; s < plan.segments; ++s) {
@@ -239,7 +240,7 @@ void TaskBuilder::PlainHopTasks(std::span<const DeviceId> device, int32_t succ_e
                     static_cast<int64_t>(static_cast<__int128>(edge.bytes) * s / plan.segments);
       for (int32_t h = 0; h < plan.hops; ++h, ++t) {
         const int32_t r = hop_resource[h];
-        const Time ticks = ToTicks(static_cast<double>(seg_bytes) / hop_bandwidth[h]);
+        const Time ticks = ToTicks(hop_latency[h] + static_cast<double>(seg_bytes) / hop_bandwidth[h]);
         tg->resource[t] = r;
         tg->duration[t] = ticks;
         tg->key[t] = group | static_cast<uint32_t>(t - plan.first);

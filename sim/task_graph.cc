@@ -68,8 +68,10 @@ TaskBuilder::TaskBuilder(const Graph& graph, const Topology& topology, const Cos
     for (DeviceId b = 0; b < d; ++b) {
       if (a != b)
         for (LinkId l : topology.route(a, b)) {
-          route_resource_.push_back(d + l);
+          const HopCost hop = HopOf(topology, l, b, 0.0);
+          route_resource_.push_back(hop.resource);
           route_bandwidth_.push_back(topology.link(l).bandwidth);
+          route_latency_.push_back(hop.seconds);
         }
       route_off_.push_back(static_cast<int32_t>(route_resource_.size()));
     }
@@ -121,9 +123,8 @@ void TaskBuilder::AppendRoute(TaskGraph* tg, int32_t group, DeviceId src, Device
     const int64_t seg_bytes = ScaleBytes(bytes, s + 1, segments) - ScaleBytes(bytes, s, segments);
     int32_t prev = -1;
     for (int64_t h = 0; h < hops; ++h) {
-      const Link& link = topology_.link(links[h]);
-      const int32_t t = NewTask(tg, group, tg->num_devices + links[h],
-                                ToTicks(static_cast<double>(seg_bytes) / link.bandwidth), kind, op, part);
+      const HopCost hop = HopOf(topology_, links[h], dst, static_cast<double>(seg_bytes));
+      const int32_t t = NewTask(tg, group, hop.resource, ToTicks(hop.seconds), kind, op, part);
       tg->bytes[t] = seg_bytes;
       tg->consumer[t] = consumer;
       if (h == 0) {
@@ -275,7 +276,7 @@ int64_t TaskBuilder::memory_bytes() const {
                                 out_bytes_.capacity() * sizeof(int64_t) + share_head_.capacity() * sizeof(int32_t) +
                                 share_entries_.capacity() * sizeof(ShareEntry));
   total += static_cast<int64_t>(resource_delay_.capacity() * sizeof(Time) +
-                                route_bandwidth_.capacity() * sizeof(double) +
+                                (route_bandwidth_.capacity() + route_latency_.capacity()) * sizeof(double) +
                                 edge_plan_.capacity() * sizeof(EdgePlan));
   return total;
 }

@@ -46,6 +46,21 @@ inline int64_t ScaleBytes(int64_t total, int64_t part, int64_t whole) {
   return static_cast<int64_t>(static_cast<__int128>(total) * part / whole);
 }
 
+// What one hop of a transfer over link `l` towards device `dst` occupies, and for how long it carries `bytes`: the
+// link, for bytes / bandwidth (its latency is the link resource's delay after the hop); or, over a link of kind
+// "memcpy" (CPU cores sharing memory: the consuming core copies, as the executor's CPU backend does), the core
+// `dst` itself for latency + bytes / bandwidth, so that copies and collective steps take that core's time from
+// its ops (docs/simulator.md, "Copies between CPU cores").
+struct HopCost {
+  int32_t resource = 0;
+  double seconds = 0.0;
+};
+inline HopCost HopOf(const Topology& topology, LinkId l, DeviceId dst, double bytes) {
+  const Link& link = topology.link(l);
+  if (link.kind == "memcpy") return {dst, link.latency + bytes / link.bandwidth};
+  return {topology.num_devices() + l, bytes / link.bandwidth};
+}
+
 enum class TaskKind : uint8_t { kCompute = 0, kTransfer = 1, kCollective = 2 };
 
 struct TaskGraph {
@@ -215,6 +230,7 @@ class TaskBuilder {
   std::vector<uint8_t> forward_;               // per op: a forward op (its out-edges may share transfers)
   std::vector<int32_t> route_off_, route_resource_;
   std::vector<double> route_bandwidth_;
+  std::vector<double> route_latency_;   // per hop: seconds its resource is busy besides the bytes (memcpy hops)
   struct EdgePlan {
     int32_t first;
     int16_t hops, segments;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/topology_yaml.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
 #include "tests/testing/sim_fixtures.h"
@@ -54,6 +55,32 @@ TEST(Simulator, OneTransferAddsLatencyPlusBytesOverBandwidth) {
   int64_t link_bytes = 0;
   for (const LinkStats& l : r.links) link_bytes += l.bytes;
   EXPECT_EQ(link_bytes, 1000000);
+}
+
+// Over a link of kind "memcpy" (CPU cores sharing memory: the consuming core copies) a transfer occupies the
+// destination device for latency + bytes / bandwidth, after the op already running there; over another kind it
+// runs on the link, overlapping that op.
+TEST(Simulator, MemcpyLinksCopyOnTheDestinationDevice) {
+  GraphBuilder b("copy");
+  const OpId a = b.add_op(MakeOp("a", 1e6, {250000})), c = b.add_op(MakeOp("c", 2e6));
+  b.add_op(MakeOp("x", 3e6));  // on device 1, ready at once, still running when a's output could arrive
+  b.add_edge(a, c);            // 1e6 bytes
+  const Graph g = Ok(std::move(b).Build());
+  for (const std::string kind : {"memcpy", "pcie"}) {
+    const Topology t = Ok(TopologyFromYaml(
+        "name: two\ndevices:\n  - {name: \"d{i}\", count: 2, kind: cpu, host: h, peak_tflops: 1, "
+        "memory_bandwidth_gbs: 10, memory_gib: 1}\nlinks:\n  - {between: [d0, d1], bandwidth_gbs: 1, latency_us: 5, "
+        "kind: " + kind + "}\n",
+        "two.yaml"));
+    const SimResult r = Ok(Simulate(g, t, Place({0, 1, 1}), FixedRateCost()));
+    if (kind == "memcpy") {
+      EXPECT_NEAR(r.step_time, 3 * kMs + 5e-6 + 1e6 / 1e9 + 2 * kMs, 1e-12);
+      EXPECT_NEAR(r.devices[1].busy_seconds, 5 * kMs + 5e-6 + 1e6 / 1e9, 1e-12);
+    } else {
+      EXPECT_NEAR(r.step_time, 5 * kMs, 1e-12);
+      EXPECT_NEAR(r.devices[1].busy_seconds, 5 * kMs, 1e-12);
+    }
+  }
 }
 
 // a, b -> c with 4 ms transfers each: through one link they serialise, over two links they overlap.
