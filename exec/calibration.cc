@@ -111,7 +111,16 @@ void FitLinkModel(PairCalibration* pair) {
   }
   const double det = sw * sxx - sx * sx;
   double slope = det > 0 ? (sw * sxy - sx * sy) / det : 0.0;
-  if (slope <= 0) slope = 1e-12;  // flat times: bandwidth beyond what the sizes resolve
+  if (slope <= 0 && !pair->points.empty()) {
+    // Noise (e.g. a loaded machine) hid the per-byte cost: take it from the smallest and the largest size, or
+    // failing that, the largest size's time alone (an upper bound), rather than an unphysical bandwidth.
+    auto [small, large] = std::minmax_element(pair->points.begin(), pair->points.end(),
+                                              [](const CopyPoint& a, const CopyPoint& b) { return a.bytes < b.bytes; });
+    if (large->bytes > small->bytes)
+      slope = (large->seconds - small->seconds) / static_cast<double>(large->bytes - small->bytes);
+    if (slope <= 0) slope = large->seconds / static_cast<double>(std::max<int64_t>(1, large->bytes));
+  }
+  if (slope <= 0) slope = 1e-12;  // no points
   const double intercept = (sy - slope * sx) / sw;
   pair->latency = std::max(1e-8, intercept);
   pair->bandwidth = 1.0 / slope;

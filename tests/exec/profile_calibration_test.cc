@@ -96,6 +96,24 @@ std::string Implausible(const CalibrationResult& c) {
   return why;
 }
 
+// Exact points give the line back; points whose noise hides the per-byte cost (times falling with size, as on a
+// loaded machine) give a physical bandwidth from the extreme sizes, not an absurd one.
+TEST(Calibration, FitsLatencyAndBandwidthEvenFromNoisyPoints) {
+  PairCalibration exact;
+  for (int64_t b : {1024, 4096, 65536, 1048576}) exact.points.push_back({b, 2e-6 + static_cast<double>(b) / 5e9});
+  FitLinkModel(&exact);
+  EXPECT_NEAR(exact.latency, 2e-6, 1e-9);
+  EXPECT_NEAR(exact.bandwidth, 5e9, 5e9 * 1e-6);
+  PairCalibration noisy;
+  noisy.points = {{1024, 50e-6}, {4096, 20e-6}, {65536, 30e-6}, {1048576, 240e-6}};
+  FitLinkModel(&noisy);
+  EXPECT_GT(noisy.bandwidth, 1e8);
+  EXPECT_LT(noisy.bandwidth, 1e11);
+  noisy.points = {{1024, 500e-6}, {1048576, 200e-6}};  // the large copy faster than the small one
+  FitLinkModel(&noisy);
+  EXPECT_NEAR(noisy.bandwidth, 1048576 / 200e-6, 1.0);
+}
+
 TEST(Calibration, MeasuresLinksAndDevicesIntoATopology) {
   const Topology t = testing::CpuLocal();
   CalibrationOptions options;
