@@ -4,10 +4,6 @@
 // consumed by several ops on another device moves once.
 #include <gtest/gtest.h>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <thread>
@@ -21,6 +17,7 @@
 #include "exec/profiler.h"
 #include "sim/cost_model.h"
 #include "tests/testing/exec_graphs.h"
+#include "tests/testing/ranks.h"
 
 namespace devplace {
 namespace {
@@ -132,23 +129,11 @@ void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, const
   EXPECT_LE(diff, 1e-5 * std::max(scale, 1e-30)) << what << ": max difference " << diff << " at scale " << scale;
 }
 
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // `strategy` run as two ranks of a Gloo group on loopback (device d on rank d), each rank a thread of this
 // process with a process group of its own; rank 0's result (every rank gets the whole result).
 Expected<ExecResult> RunAsTwoRanks(const Graph& g, const Strategy& strategy, const ExecOptions& options) {
   const Topology t = CpuLocal();
-  const int port = FreePort();
+  const int port = testing::FreeLoopbackPort();
   Expected<ExecResult> results[2] = {Error{"not run"}, Error{"not run"}};
   std::vector<std::thread> ranks;
   for (int32_t r = 0; r < 2; ++r)
