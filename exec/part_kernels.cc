@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "exec/op_impl.h"
+#include "exec/part_need.h"
 #include "exec/part_plan.h"
 #include "exec/tensor_util.h"
 
@@ -105,7 +106,9 @@ at::Tensor Assemble(const Assembly& a, const std::vector<at::Tensor>& slots, con
       else into.copy_(from);
     }
   }
-  return a.cut ? ForEdge(t, *a.cut) : t;
+  if (!a.cut) return t;
+  const at::Tensor cut = ForEdge(t, *a.cut);
+  return a.cut_len < 0 ? cut : cut.narrow(0, a.cut_lo, a.cut_len);
 }
 
 }  // namespace
@@ -138,7 +141,7 @@ std::vector<at::Tensor> PartPlan::SyntheticInputs(int32_t unit, uint64_t seed) c
   std::vector<at::Tensor> in;
   for (size_t i = 0; i < u.inputs.size(); ++i) {
     const Assembly& a = u.inputs[i];
-    const std::vector<int64_t> shape = !a.scatter.empty() ? std::vector<int64_t>{a.len} : (a.cut ? a.cut->shape : a.shape);
+    const std::vector<int64_t> shape = !a.scatter.empty() ? std::vector<int64_t>{a.len} : (a.cut ? CutShape(*a.cut, a.cut_len) : a.shape);
     in.push_back(SeededTensor(shape, a.scatter.empty() ? a.type : at::kFloat, u.torch_device,
                               MixSeed(seed, std::to_string(unit) + "/" + std::to_string(i)), 1.0, a.index_bound));
   }

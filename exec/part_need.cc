@@ -80,8 +80,30 @@ Need NeedOf(const Graph& graph, const Plan& base, int32_t e, const OpConfig& con
   if (base.edges[e].shape != natural) {
     need.cut = &base.edges[e];
     need.region = FullBox(natural);
+    // A part taking rows of its op reads its rows of a cut that carries one value per row (e.g. the ids of one
+    // time step for an embedding step): the op's rows are computed row by row.
+    const OpId f = v.role == OpRole::kBackward ? graph.find(v.forward_op) : -1;
+    const Op& rows = f >= 0 ? graph.op(f) : v;
+    if (config.num_parts() > 1 && RowsOnly(rows, config) && !rows.shape.empty() &&
+        need.cut->shape == std::vector<int64_t>{rows.shape[0]}) {
+      const Box box = ComputedBox(rows, config, part);
+      need.cut_lo = box.lo[0];
+      need.cut_len = box.hi[0] - box.lo[0];
+    }
   }
   return need;
+}
+
+bool RowsOnly(const Op& op, const OpConfig& config) {
+  for (size_t j = 0; j < config.degrees.size(); ++j)
+    if (config.degrees[j] > 1 && !(op.dims[j].kind == DimKind::kSample && op.dims[j].output_axis == 0)) return false;
+  return true;
+}
+
+std::vector<int64_t> CutShape(const EdgeTensor& cut, int64_t cut_len) {
+  std::vector<int64_t> shape = cut.shape;
+  if (cut_len >= 0 && !shape.empty()) shape[0] = cut_len;
+  return shape;
 }
 
 bool ExactSplit(const Graph& graph, const Plan& base, OpId op, const OpConfig& config, const OpImpl& impl,
@@ -104,8 +126,12 @@ bool ExactSplit(const Graph& graph, const Plan& base, OpId op, const OpConfig& c
       continue;
     return false;
   }
-  for (int32_t e : graph.in_edges(op))
-    if (base.edges[e].shape != graph.op(graph.edge(e).src).shape) return false;
+  for (int32_t e : graph.in_edges(op)) {  // a cut in-edge: one value per row, the parts taking rows
+    const std::vector<int64_t>& cut = base.edges[e].shape;
+    if (cut != graph.op(graph.edge(e).src).shape &&
+        !(RowsOnly(o, config) && !o.shape.empty() && cut == std::vector<int64_t>{o.shape[0]}))
+      return false;
+  }
   return true;
 }
 

@@ -30,14 +30,22 @@ struct Need {
   bool weight_grad = false;
   int port = 0;          // the producer's output port
   const EdgeTensor* cut = nullptr;  // set: the edge carries part of the tensor (base.edges[e]); the region is whole
+  // With `cut`, when the part takes rows of its op (RowsOnly) and the edge one value per row: the part's rows
+  // [cut_lo, cut_lo + cut_len) of what the edge carries (cut_len -1: all of it).
+  int64_t cut_lo = 0, cut_len = -1;
 };
 Need NeedOf(const Graph& graph, const Plan& base, int32_t e, const OpConfig& config, int32_t part);
+
+// Whether `config` splits `op` only along its sample dimension at output axis 0 (each part a block of rows).
+bool RowsOnly(const Op& op, const OpConfig& config);
+// The shape a part reads of a cut edge: the edge's, with `cut_len` rows when that is set (>= 0).
+std::vector<int64_t> CutShape(const EdgeTensor& cut, int64_t cut_len);
 
 // Whether every part of `op` under `config`, computed by the op's computation rebuilt for the part's shapes, gives
 // its region of the whole op's result: splits along the sample dimension (output axis 0), along one parameter
 // dimension that needs its inputs whole and whose weights shard (`impl` says how; *shard_axis is set to its output
 // axis, else -1), and along attribute axes of element-wise ops (and of softmax and layer normalisation off their
-// normalised last axis); no cut in-edges.
+// normalised last axis); a cut in-edge only when the parts take rows and the edge carries one value per row.
 bool ExactSplit(const Graph& graph, const Plan& base, OpId op, const OpConfig& config, const OpImpl& impl,
                 int32_t* shard_axis);
 

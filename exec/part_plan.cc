@@ -116,6 +116,8 @@ class Builder {
         a.index_bound = base_.edges[in[i]].index_bound;
         a.sum = needs[i].sum;
         a.cut = needs[i].cut;
+        a.cut_lo = needs[i].cut_lo;
+        a.cut_len = needs[i].cut_len;
         a.shape = needs[i].zeros || needs[i].weight_grad ? base_.edges[in[i]].shape : Extents(needs[i].region);
         u.inputs.push_back(std::move(a));
       }
@@ -155,7 +157,7 @@ class Builder {
       if (owner >= 0) w = Weights(owner, WeightIndex(op, c, p, shard_axis, base_.impls[op].get()), u.torch_device);
       OpDesc desc;
       for (const Assembly& a : u.inputs) {
-        desc.input_shapes.push_back(a.cut ? a.cut->shape : a.shape);
+        desc.input_shapes.push_back(a.cut ? CutShape(*a.cut, a.cut_len) : a.shape);
         desc.input_types.push_back(a.type);
       }
       desc.param_elements = w ? w->w.numel() : 0;
@@ -204,7 +206,7 @@ class Builder {
       for (size_t s = 0; s < f_in.size(); ++s) {
         const Need need = NeedOf(g_, base_, f_in[s], c, p);  // as part p of f under this config would need it
         ports.push_back(need.region);
-        roles.slot_shapes.push_back(need.cut ? need.cut->shape : Extents(need.region));
+        roles.slot_shapes.push_back(need.cut ? CutShape(*need.cut, need.cut_len) : Extents(need.region));
         roles.slot_types.push_back(base_.edges[f_in[s]].type);
       }
       roles.need.assign(f_in.size(), 0);

@@ -36,6 +36,7 @@ struct Assembly {
   bool sum = false;                     // pieces are partial gradients, added up (else they tile the shape)
   std::vector<Piece> pieces;            // none: zeros
   const EdgeTensor* cut = nullptr;      // set: the edge carries part of the assembled tensor (ForEdge)
+  int64_t cut_lo = 0, cut_len = -1;     // with cut: the rows of it the part reads (Need::cut_lo; -1: all)
   int64_t index_bound = 2;              // integer inputs: exclusive bound of the values the kernel accepts
   // An update part's gradient: flat shard gradients (slot, flat indices) scattered into `full` elements, of which
   // the range [lo, lo + len) is the input.

@@ -248,6 +248,23 @@ TEST(Partitioned, TwoRanksReportTimesOfBothDevices) {
   }
 }
 
+// Per-time-step embeddings (an LSTM language model's): their in-edge carries part of the ids (one value per
+// sample), so under data parallelism each part reads its rows of it and computes exactly, no stand-in; and as
+// two ranks.
+TEST(Partitioned, TimeStepEmbeddingsSplitExactly) {
+  LayerBuilder b("steps");
+  const OpId ids = b.Input("ids", {4, 3}, DType::kI64);
+  const OpId labels = b.Input("labels", {4}, DType::kI64);
+  const OpId x0 = b.Embedding(ids, 11, 6, "lookup", "table", 0);
+  const OpId x1 = b.Embedding(ids, 11, 6, "lookup", "table", 1);
+  b.SoftmaxCrossEntropy(b.Linear({b.Add(x0, x1)}, 5, true, "logits"), labels);
+  const Graph g = std::move(b).BuildTraining().value();
+  const Strategy dp = Searched(g, CpuLocal(), "data-parallel");
+  EXPECT_GT(dp.configs[g.find("lookup")].num_parts(), 1);
+  ExpectSameStep(g, dp, g.num_ops());
+  ExpectSameStep(g, dp, g.num_ops(), true);
+}
+
 // Every op type of the executor's test graphs runs split data-parallel (cut edges, shared weights, broadcast keys
 // included); the parts that cannot compute their region exactly are stand-ins, and counted.
 TEST(Partitioned, EveryOpTypeRunsDataParallel) {
