@@ -65,19 +65,15 @@ Expected<RankProgram> BuildRankProgram(const Graph& graph, const PartPlan& plan,
                             name});
     out.arrival_of.push_back(-1);
     if (reads_from[t] == me) {  // this rank sends the box the reader needs
-      Task send;
+      Task send = task;  // the reader's box (lo, size) or chunk (axis, src_begin, length) of the same slot
       send.kind = TaskKind::kSend;
       send.device = slot_device[task.src];
       send.message = message;
-      send.src = task.src;
       send.chunk = chunk;
-      send.lo = task.lo;
-      send.size = task.size;
-      send.axis = task.axis;
-      send.src_begin = task.src_begin;
-      send.length = task.length;
-      send.bytes = task.bytes;
-      send.collective = task.collective;
+      send.dst = -1;
+      send.add = send.alloc = false;
+      send.succ.clear();
+      send.preds = 0;
       sender[t] = local.Add(std::move(send));
     }
     if (rank(t) != me) continue;
