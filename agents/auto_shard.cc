@@ -39,7 +39,7 @@ struct DataInput {
 struct State {
   int32_t mesh = 0;
   int32_t data = -1;  // mesh axis of the data split (-1: none)
-  bool zero = false;  // weight updates sharded over the data axis too
+  int32_t zero = 0;  // ZeRO stage over the data axis: 0 (none), 1 (weight updates sharded) or 3 (weights too)
   std::vector<Split> splits;  // per weight group
 };
 
@@ -142,15 +142,15 @@ std::vector<ShardingAnnotation> Annotations(const State& state, const Space& spa
 Expected<Strategy> Lower(const State& state, const Space& space, const Graph& graph, const Topology& topology) {
   const Mesh& mesh = space.meshes[state.mesh];
   Expected<ShardingPlan> plan =
-      PropagateSharding(graph, mesh, Annotations(state, space), state.zero ? state.data : -1);
+      PropagateSharding(graph, mesh, Annotations(state, space), state.zero > 0 ? state.data : -1);
   if (!plan.ok()) return plan.error();
-  Expected<Strategy> s = LowerSpecs(graph, plan->specs, mesh);
+  Expected<Strategy> s = LowerSpecs(graph, plan->specs, mesh, state.zero == 3 ? state.data : -1);
   if (!s.ok()) return s.error();
   if (Status st = ValidateStrategy(*s, graph, topology); !st.ok()) return st.error();
   return s;
 }
 
-// One change to `state`: the mesh (when there are several), the data axis, ZeRO (with a data axis), or one weight
+// One change to `state`: the mesh (when there are several), the data axis, the ZeRO stage (with a data axis), or one weight
 // group's split.
 State Propose(const State& state, const Space& space, std::mt19937_64& rng) {
   State next = state;
@@ -164,9 +164,11 @@ State Propose(const State& state, const Space& space, std::mt19937_64& rng) {
     if (next.data >= space.meshes[next.mesh].rank()) next.data = 0;
   } else if (!space.inputs.empty() && r < 0.3) {
     next.data = (state.data + 1 + 1 + pick(rank)) % (rank + 1) - 1;  // another of -1, 0, .., rank-1
-    next.zero = next.zero && next.data >= 0;
+    if (next.data < 0) next.zero = 0;
   } else if (state.data >= 0 && r < 0.4) {
-    next.zero = !state.zero;
+    constexpr int32_t kStages[] = {0, 1, 3};
+    const int32_t k = static_cast<int32_t>(std::find(std::begin(kStages), std::end(kStages), state.zero) - kStages);
+    next.zero = kStages[(k + 1 + pick(2)) % 3];  // one of the other two
   } else if (!space.groups.empty()) {
     const int32_t i = pick(static_cast<int32_t>(space.groups.size()));
     const WeightGroup& g = space.groups[i];

@@ -1,10 +1,10 @@
 // auto-shard (issue 17): a Metropolis-Hastings search over sharding annotations instead of per-op configs. A state
-// is a device mesh (a shape over the topology's devices), the mesh axis the data is split over (or none), whether
-// weight updates are ZeRO-sharded over it, and for every group of weights (forward ops with parameters whose names
-// differ only in their digits, i.e. the same weight in every layer) a split: none, column-parallel (its output
-// features over the model axis) or row-parallel (its contracted axis over the model axis, a partial sum). The state's
-// annotations are propagated to every op (core/sharding_propagation.h), lowered, and simulated; the best state by
-// the objective (sim/objective.h: fits before OOM, then step time) is kept.
+// is a device mesh (a shape over the topology's devices), the mesh axis the data is split over (or none), the ZeRO
+// stage over it (none; 1: weight updates sharded; 3: weights and gradients too), and for every group of weights
+// (forward ops with parameters whose names differ only in their digits, i.e. the same weight in every layer) a split:
+// none, column-parallel (its output features over the model axis) or row-parallel (its contracted axis over the model
+// axis, a partial sum). The state's annotations are propagated to every op (core/sharding_propagation.h), lowered,
+// and simulated; the best state by the objective (sim/objective.h: fits before OOM, then step time) is kept.
 #pragma once
 
 #include <cstdint>

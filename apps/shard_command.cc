@@ -130,7 +130,7 @@ void RegisterShardCommand(CLI::App& app, CommandContext& ctx) {
     const std::vector<Mesh> meshes = Unwrap(ReadTopologyMeshes(opts->topology, topology));
     const ShardingRequest request = Unwrap(ReadShardingRequestFile(opts->spec, topology, meshes, opts->mesh));
     const ShardingPlan plan = Unwrap(PropagateSharding(graph, request.mesh, request.annotations, request.zero_axis));
-    const Strategy strategy = Unwrap(LowerSpecs(graph, plan.specs, request.mesh));
+    const Strategy strategy = Unwrap(LowerSpecs(graph, plan.specs, request.mesh, request.weight_shard_axis()));
     if (Status st = ValidateStrategy(strategy, graph, topology); !st.ok())
       throw CliError(opts->spec + ": the propagated strategy is invalid: " + st.error().message);
     const std::vector<char> needed = NeededAnnotations(graph, request.mesh, request.annotations, plan, request.zero_axis);

@@ -1,5 +1,7 @@
 #include "core/sharding.h"
 
+#include "core/partition.h"
+
 #include <algorithm>
 #include <functional>
 #include <utility>
@@ -273,14 +275,23 @@ std::vector<std::vector<ReshardStep>> ForwardEdgeResharding(const Graph& graph, 
   return steps;
 }
 
-Expected<Strategy> LowerSpecs(const Graph& graph, const std::vector<ShardingSpec>& specs, const Mesh& mesh) {
+Expected<Strategy> LowerSpecs(const Graph& graph, const std::vector<ShardingSpec>& specs, const Mesh& mesh,
+                              int32_t weight_shard_axis) {
   if (static_cast<int32_t>(specs.size()) != graph.num_ops())
     return Error{"have " + std::to_string(specs.size()) + " specs for " + std::to_string(graph.num_ops()) + " ops"};
   Strategy strategy;
   strategy.configs.reserve(specs.size());
   for (OpId i = 0; i < graph.num_ops(); ++i) {
-    Expected<OpConfig> c = LowerSpec(graph.op(i), specs[i], mesh);
+    const Op& op = graph.op(i);
+    Expected<OpConfig> c = LowerSpec(op, specs[i], mesh);
     if (!c.ok()) return c.error();
+    if (weight_shard_axis >= 0 && op.role != OpRole::kUpdate) {
+      const OpId f = op.role == OpRole::kBackward ? graph.find(op.forward_op) : i;
+      const bool uses = std::any_of(specs[i].dims.begin(), specs[i].dims.end(), [&](const std::vector<int32_t>& d) {
+        return std::find(d.begin(), d.end(), weight_shard_axis) != d.end();
+      });
+      c->shard_weights = f >= 0 && graph.op(f).param_bytes > 0 && uses && Layout(op, *c).replicas > 1;
+    }
     strategy.configs.push_back(std::move(*c));
   }
   return strategy;

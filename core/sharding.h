@@ -92,6 +92,10 @@ ShardingSpec InputSpecFor(const Op& consumer, const ShardingSpec& consumer_spec,
 std::vector<std::vector<ReshardStep>> ForwardEdgeResharding(const Graph& graph, const std::vector<ShardingSpec>& specs);
 
 // One spec per op of `graph` lowered to a strategy (ValidateStrategy is the caller's). Errors name the op.
-Expected<Strategy> LowerSpecs(const Graph& graph, const std::vector<ShardingSpec>& specs, const Mesh& mesh);
+// `weight_shard_axis` (ZeRO stage 3, -1: none): every op holding weights (a forward op with parameters or its
+// backward op) whose spec splits a tensor axis over that mesh axis and whose lowering has replicas of its weight
+// shards gets OpConfig::shard_weights (its weights and gradients split over those replicas too).
+Expected<Strategy> LowerSpecs(const Graph& graph, const std::vector<ShardingSpec>& specs, const Mesh& mesh,
+                              int32_t weight_shard_axis = -1);
 
 }  // namespace devplace

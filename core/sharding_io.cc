@@ -26,6 +26,23 @@ Mesh ReadRequestMesh(const nlohmann::json& value, const std::string& source, con
   return *reshaped;
 }
 
+// `zero: AXIS` (stage 1) or `zero: {axis: AXIS, stage: 1 | 3}`.
+void ReadZero(const nlohmann::json& value, const std::string& source, ShardingRequest* request) {
+  std::string axis, path = "zero";
+  if (value.is_object()) {
+    JsonObject zero(value, source, "zero");
+    axis = zero.string("axis");
+    path = zero.path_of("axis");
+    request->zero_stage = static_cast<int32_t>(zero.integer_or("stage", 1, 1, 3));
+    if (request->zero_stage == 2) zero.fail("stage", "stage 2 is not supported (give 1 or 3)");
+    zero.finish();
+  } else {
+    axis = ReadString(value, source, "zero");
+  }
+  request->zero_axis = request->mesh.find_axis(axis);
+  if (request->zero_axis < 0) FailAt(source, path, "unknown mesh axis '" + axis + "'");
+}
+
 }  // namespace
 
 Expected<ShardingRequest> ShardingRequestFromYaml(const std::string& text, const std::string& source,
@@ -41,11 +58,7 @@ Expected<ShardingRequest> ShardingRequestFromYaml(const std::string& text, const
     if (list.empty()) FailAt(source, "annotations", "needs at least one annotation");
     for (size_t i = 0; i < list.size(); ++i)
       ReadAnnotation(list[i], source, "annotations[" + std::to_string(i) + "]", request.mesh, &request.annotations);
-    if (const nlohmann::json* zero = root.optional("zero")) {
-      const std::string axis = ReadString(*zero, source, "zero");
-      request.zero_axis = request.mesh.find_axis(axis);
-      if (request.zero_axis < 0) root.fail("zero", "unknown mesh axis '" + axis + "'");
-    }
+    if (const nlohmann::json* zero = root.optional("zero")) ReadZero(*zero, source, &request);
     root.finish();
     return request;
   });

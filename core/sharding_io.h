@@ -16,7 +16,12 @@ namespace devplace {
 struct ShardingRequest {
   Mesh mesh;
   std::vector<ShardingAnnotation> annotations;  // origins read "<source>: annotations[i]" (".ops[j]" for lists)
-  int32_t zero_axis = -1;  // `zero: AXIS`: the mesh axis that also shards weight updates (ZeRO), -1 when absent
+  // `zero: AXIS` or `zero: {axis: AXIS, stage: S}`: the mesh axis that also shards weight updates (ZeRO), -1
+  // when absent; the stage: 1 (optimizer state sharded, the default) or 3 (weights and gradients too).
+  int32_t zero_axis = -1;
+  int32_t zero_stage = 1;
+  // The axis that shards weights and gradients (LowerSpecs' weight_shard_axis): zero_axis at stage 3, else -1.
+  int32_t weight_shard_axis() const { return zero_stage == 3 ? zero_axis : -1; }
 };
 
 // Parses a spec file. `mesh: NAME` picks one of `topology_meshes` (the meshes its topology file declares);

@@ -79,6 +79,11 @@ Status ValidateStrategy(const Strategy& strategy, const Graph& graph, const Topo
         return err("partition degrees multiply to " + std::to_string(parts) + " parts but " +
                    std::to_string(c.num_parts()) + " devices are given (not a whole number of copies)");
     }
+    if (c.shard_weights) {
+      const OpId f = op.role == OpRole::kBackward ? graph.find(op.forward_op) : i;
+      if (op.role == OpRole::kUpdate || f < 0 || graph.op(f).param_bytes == 0)
+        return err("shard_weights is set but the op is neither a forward op with weights nor the backward op of one");
+    }
     if (!op.colocation.empty()) {
       auto [it, inserted] = group_leader.emplace(op.colocation, i);
       if (!inserted && !SameDeviceSet(strategy.configs[it->second].devices, sorted))

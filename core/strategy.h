@@ -17,6 +17,12 @@ namespace devplace {
 struct OpConfig {
   std::vector<DeviceId> devices;
   std::vector<int32_t> degrees;
+  // ZeRO stage 3 / FSDP (docs/simulator.md "ZeRO"): the op's weights (a forward op's own, a backward op's forward
+  // op's) are also split over its replicas (the parts of one copy that hold the same weight shard): each holds
+  // 1/replicas of the shard, all-gathers the rest before it computes and frees it after, and a backward op
+  // reduce-scatters its weight gradient among the replicas instead of all-reducing it. Only for forward ops with
+  // weights and their backward ops (ValidateStrategy); no effect with one replica.
+  bool shard_weights = false;
 
   int32_t num_parts() const { return static_cast<int32_t>(devices.size()); }
   bool operator==(const OpConfig&) const = default;

@@ -29,6 +29,7 @@ std::string ToJson(const Strategy& strategy, const Graph& graph, const Topology&
       entry["devices"] = std::move(devices);
       if (!c.degrees.empty()) entry["degrees"] = c.degrees;
     }
+    if (c.shard_weights) entry["shard_weights"] = true;
     ops.push_back(std::move(entry));
   }
   nlohmann::json doc = {{"format", kFormat}, {"version", kVersion}, {"graph", graph.name()}, {"topology", topology.name()}};
@@ -85,6 +86,7 @@ Expected<Strategy> StrategyFromJson(const std::string& text, const std::string& 
         Expected<OpConfig> lowered = LowerSpec(graph.op(id), spec, *mesh);
         if (!lowered.ok()) entry.fail("spec", lowered.error().message);
         c = std::move(*lowered);
+        c.shard_weights = entry.boolean_or("shard_weights", false);
         entry.finish();
         continue;
       }
@@ -102,6 +104,7 @@ Expected<Strategy> StrategyFromJson(const std::string& text, const std::string& 
           c.degrees.push_back(static_cast<int32_t>(ReadInteger(
               (*degrees)[k], source, entry.path_of("degrees") + "[" + std::to_string(k) + "]", 1, 1 << 20)));
       }
+      c.shard_weights = entry.boolean_or("shard_weights", false);
       entry.finish();
     }
     root.finish();

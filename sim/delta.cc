@@ -269,7 +269,10 @@ void DeltaSimulator::Impl::DeltaSweep::Seed() {
   for (int32_t t = first_new; t < num_tasks_; ++t) sc.seeds.push_back(t);
   for (OpId v : sc.consumers) {
     if (std::binary_search(sc.ops.begin(), sc.ops.end(), v)) continue;
-    for (int32_t p = 0; p < m.strategy.configs[v].num_parts(); ++p) sc.seeds.push_back(tg.group_task_begin[v] + p);
+    for (int32_t p = 0; p < m.strategy.configs[v].num_parts(); ++p) {
+      sc.seeds.push_back(tg.group_task_begin[v] + p);
+      if (const int32_t gate = tg.gather_entry(v, p); gate >= 0) sc.seeds.push_back(gate);  // ZeRO-3 gathers
+    }
   }
   const std::vector<int32_t>& pos = m.pos;
   slots_ = static_cast<int32_t>(m.slot_task.size());

@@ -59,8 +59,8 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
     const DeviceId src = cu.devices[p], dst = cv.devices[q];
     const int32_t extra = weight_gradient ? outs[2] : outs[1];
     if (src == dst || bytes == 0) {
-      AddDep(tg, outs[0], sink);
-      if (extra >= 0) AddDep(tg, extra, sink);
+      AddSinkDep(tg, outs[0], sink);
+      if (extra >= 0) AddSinkDep(tg, extra, sink);
       return;
     }
     if (shares && !SharedTransfer(edge, p, q, region, strategy, *tg)) return;
@@ -71,7 +71,7 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
     }
     if (!shares) share_sinks_.assign(1, sink);
     for (int32_t l : lasts_)
-      for (int32_t s : share_sinks_) AddDep(tg, l, s);
+      for (int32_t s : share_sinks_) AddSinkDep(tg, l, s);
     tg->mem_bytes[lasts_[0]] = in_place ? 0 : bytes;
     tg->mem_device[lasts_[0]] = dst;
   };
@@ -79,22 +79,30 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
   if (cu.num_parts() == 1 && cv.num_parts() == 1) {
     connect(0, 0, e.bytes, FullBox(u.shape));
   } else if (weight_gradient) {
-    // The weight gradient: an update part reads the bytes of each weight shard that its own slice of the weights
-    // (its region of the flat update op) covers, from one replica, the consumer's own device when it holds one.
-    const PartLayout lu = Layout(u, cu);
+    // The weight gradient: an update part reads the bytes of each piece of the gradient (WeightPieces: a shard,
+    // or under ZeRO-3 a replica's reduce-scattered piece of one) that its own slice of the weights (its region of
+    // the flat update op) covers, from one part holding it, the consumer's own device when one does.
+    const int32_t pieces = WeightPieces(u, cu);
     const int64_t elements = v.shape.size() == 1 ? std::max<int64_t>(1, v.shape[0]) : 1;
     for (int32_t q = 0; q < cv.num_parts(); ++q) {
       const Box region = ComputedBox(v, cv, q);
       const int64_t lo = v.shape.size() == 1 ? region.lo[0] : 0, hi = v.shape.size() == 1 ? region.hi[0] : 1;
-      for (int32_t shard = 0; shard < lu.shards; ++shard) {
-        // Shard `shard` covers [shard / shards, (shard + 1) / shards) of the weights, the part [lo, hi) / elements.
-        if (!(static_cast<__int128>(lo) * lu.shards < static_cast<__int128>(shard + 1) * elements &&
-              static_cast<__int128>(shard) * elements < static_cast<__int128>(hi) * lu.shards))
+      for (int32_t piece = 0; piece < pieces; ++piece) {
+        // Piece `piece` covers [piece / pieces, (piece + 1) / pieces) of the weights, the part [lo, hi) / elements.
+        if (!(static_cast<__int128>(lo) * pieces < static_cast<__int128>(piece + 1) * elements &&
+              static_cast<__int128>(piece) * elements < static_cast<__int128>(hi) * pieces))
           continue;
-        const int32_t source = ShardSource(u, cu, shard, cv.devices[q]);
-        const int64_t bytes =
-            std::min(ScaleBytes(e.bytes, shard + 1, lu.shards), ScaleBytes(e.bytes, hi, elements)) -
-            std::max(ScaleBytes(e.bytes, shard, lu.shards), ScaleBytes(e.bytes, lo, elements));
+        int32_t source = -1;
+        for (int32_t p = 0; p < cu.num_parts(); ++p) {
+          if (WeightPiece(u, cu, p) != piece) continue;
+          if (cu.devices[p] == cv.devices[q]) {
+            source = p;
+            break;
+          }
+          if (source < 0 || ReplicaIndex(u, cu, p) < ReplicaIndex(u, cu, source)) source = p;
+        }
+        const int64_t bytes = std::min(ScaleBytes(e.bytes, piece + 1, pieces), ScaleBytes(e.bytes, hi, elements)) -
+                              std::max(ScaleBytes(e.bytes, piece, pieces), ScaleBytes(e.bytes, lo, elements));
         connect(source, q, std::max<int64_t>(0, bytes), Box{});
       }
     }

@@ -11,6 +11,16 @@ int64_t ParamBytesOf(const Graph& graph, OpId op) {
   return f < 0 ? o.param_bytes : graph.op(f).param_bytes;
 }
 
+int32_t WeightPieces(const Op& op, const OpConfig& config) {
+  const PartLayout layout = Layout(op, config);
+  return layout.shards * (config.shard_weights ? layout.replicas : 1);
+}
+
+int32_t WeightPiece(const Op& op, const OpConfig& config, int32_t part) {
+  if (!config.shard_weights) return ShardIndex(op, config, part);
+  return ShardIndex(op, config, part) * Layout(op, config).replicas + ReplicaIndex(op, config, part);
+}
+
 int64_t PartBytesAccessed(const Graph& graph, OpId op, const OpConfig& config, int32_t part,
                           std::vector<int64_t>* shape) {
   const Op& o = graph.op(op);

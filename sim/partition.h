@@ -36,6 +36,13 @@ using devplace::ShardSource;
 int64_t PartBytesAccessed(const Graph& graph, OpId op, const OpConfig& config, int32_t part,
                           std::vector<int64_t>* shape);
 
+// How the flat weights (or weight gradients, or optimizer state) an op stands for are held across its parts: in
+// WeightPieces equal pieces (piece k covers [k/n, (k+1)/n) of them), part p holding piece WeightPiece. One piece per
+// weight shard; with OpConfig::shard_weights (ZeRO-3) each shard is cut further into one piece per replica (replica
+// i holding piece i of its shard).
+int32_t WeightPieces(const Op& op, const OpConfig& config);
+int32_t WeightPiece(const Op& op, const OpConfig& config, int32_t part);
+
 // Parameter bytes whose weights, gradients or optimizer state an op stands for: its own param_bytes for
 // forward ops, its forward op's for backward and update ops (0 when none).
 int64_t ParamBytesOf(const Graph& graph, OpId op);

@@ -175,7 +175,7 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
     tg->fallback[t] = c.fallback;
     tg->mem_bytes[t] = output_bytes_[op];
     tg->mem_device[t] = config.devices[0];
-    tg->out_tasks.insert(tg->out_tasks.end(), {t, -1, -1});
+    tg->out_tasks.insert(tg->out_tasks.end(), {t, -1, -1, -1});
     tg->group_dep_count[group] = 0;
     return;
   }
@@ -194,7 +194,7 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
     tg->fallback[t] = c.fallback;
     tg->mem_bytes[t] = ScaleBytes(OutputBytes(o), Volume(ComputedBox(o, config, p)), volume);
     tg->mem_device[t] = device;
-    tg->out_tasks.insert(tg->out_tasks.end(), {t, -1, -1});
+    tg->out_tasks.insert(tg->out_tasks.end(), {t, -1, -1, -1});
   }
   const int32_t out = tg->out_begin[op];
   std::vector<int32_t> members;
@@ -223,9 +223,12 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
     }
   }
   const int64_t param = param_bytes_[op];
+  const bool gathers = config.shard_weights && param > 0 && layout.replicas > 1;
+  if (gathers) AppendWeightGather(op, config, tg);
   if (o.role == OpRole::kBackward && param > 0 && layout.replicas > 1) {
     // Gradient synchronisation: a ring all-reduce of each weight shard's gradient among its replicas, in every
-    // copy (copies compute the same gradients, so they need no exchange between them).
+    // copy (copies compute the same gradients, so they need no exchange between them); with shard_weights (ZeRO-3)
+    // a ring reduce-scatter, each replica keeping the sum of its piece of the shard.
     for (int32_t ring = 0; ring < layout.copies * layout.shards; ++ring) {
       const int32_t copy = ring / layout.shards, shard = ring % layout.shards;
       members.assign(static_cast<size_t>(layout.replicas), -1);
@@ -234,7 +237,7 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
       const int32_t r = layout.replicas;
       const int64_t shard_bytes = ScaleBytes(param, shard + 1, layout.shards) - ScaleBytes(param, shard, layout.shards);
       const int32_t first = tg->num_tasks();
-      AppendRing(tg, group, op, config, members, std::max<int64_t>(1, shard_bytes / r), 2 * (r - 1));
+      AppendRing(tg, group, op, config, members, std::max<int64_t>(1, shard_bytes / r), (gathers ? 1 : 2) * (r - 1));
       for (int32_t t = first; t < tg->num_tasks(); ++t) {
         if (tg->mem_bytes[t] == 0) continue;
         const int32_t sender = tg->part[t];
@@ -255,10 +258,10 @@ void TaskBuilder::AddStaticMemory(OpId op, const OpConfig& config, std::vector<i
   const int64_t param = param_bytes_[op];
   if (param == 0) return;
   const Op& o = graph_.op(op);
-  const PartLayout layout = Layout(o, config);
+  const int32_t pieces = WeightPieces(o, config);
   for (int32_t p = 0; p < config.num_parts(); ++p) {
-    const int32_t shard = ShardIndex(o, config, p);
-    int64_t bytes = ScaleBytes(param, shard + 1, layout.shards) - ScaleBytes(param, shard, layout.shards);
+    const int32_t piece = WeightPiece(o, config, p);
+    int64_t bytes = ScaleBytes(param, piece + 1, pieces) - ScaleBytes(param, piece, pieces);
     if (o.role == OpRole::kUpdate)
       bytes = static_cast<int64_t>(static_cast<double>(bytes) * options_.optimizer_state_factor);
     (*per_device)[config.devices[p]] += bytes;

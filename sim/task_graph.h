@@ -89,11 +89,14 @@ struct TaskGraph {
   // Per group: task range and dependency range (deps are (from, to) task pairs the group contributes).
   std::vector<int32_t> group_task_begin, group_task_count, group_dep_begin, group_dep_count;
   std::vector<int32_t> dep_from, dep_to;
-  // Per op: the tasks whose completion makes part p's output available, as absolute ids (-1 = none): its compute
-  // task, the end of its reduce-scatter and the end of its gradient all-reduce.
-  static constexpr int kOutsPerPart = 3;
-  std::vector<int32_t> out_begin;       // index into out_tasks, kOutsPerPart entries per part
+  // Per op, kOutsPerPart entries per part (absolute task ids, -1 = none): the compute task, the end of the
+  // reduce-scatter of its partial sums, the end of its weight-gradient ring, and the entry of its weight all-gather
+  // (ZeRO-3: the part's first send, which waits for the part's inputs like its compute task does).
+  static constexpr int kOutsPerPart = 4;
+  std::vector<int32_t> out_begin;       // index into out_tasks
   std::vector<int32_t> out_tasks;
+  // The weight all-gather entry of part `part` of op `op` (-1: none).
+  int32_t gather_entry(int32_t op, int32_t part) const { return out_tasks[out_begin[op] + kOutsPerPart * part + 3]; }
 
   int32_t num_tasks() const { return static_cast<int32_t>(resource.size()); }
   // Removes all tasks, groups and dependencies (keeping capacity for reuse).
@@ -202,6 +205,13 @@ class TaskBuilder {
                    std::vector<int32_t>* lasts) const;
   void AppendRing(TaskGraph* tg, int32_t group, OpId op, const OpConfig& config,
                   const std::vector<int32_t>& members, int64_t bytes, int32_t steps);
+  // ZeRO-3 (OpConfig::shard_weights, sim/weight_gather.cc): appends to group `op` a ring all-gather of each weight
+  // shard among its replicas (each sends its piece, WeightPieces), records each part's first send as its gather
+  // entry, and makes each part's compute task wait for every piece it receives (which it holds until it ends); a
+  // backward op's compute task also holds the rest of its shard's full gradient until its reduce-scatter ends.
+  void AppendWeightGather(OpId op, const OpConfig& config, TaskGraph* tg);
+  // AddDep(from, sink) for a consumer's compute task `sink`, and AddDep(from, its gather entry) when it has one.
+  static void AddSinkDep(TaskGraph* tg, int32_t from, int32_t sink);
   static void AddDep(TaskGraph* tg, int32_t from, int32_t to);
   // Transfers share per tensor (docs/simulator.md, "One transfer per tensor and device"): the edges leaving a
   // forward op that carry the same bytes carry the same tensor, and one transfer moves a region of a producer part

@@ -71,6 +71,21 @@ TEST(ShardingPropagation, MegatronMlpIsPartialExactlyAfterTheRowParallelMatmul) 
   ASSERT_TRUE(zero.ok()) << zero.error().message;
   EXPECT_EQ(Formatted(g, *zero, m, "ffn2/update"), "[(data, model)]");
   EXPECT_EQ(Formatted(g, *zero, m, "ln/update"), "[data]");
+  // ZeRO-3 also shards the weights and gradients over the data axis: the ops holding weights (forward ops with
+  // parameters and their backward ops, split over the data axis) get shard_weights; no other op does.
+  Expected<Strategy> stage1 = LowerSpecs(g, zero->specs, m);
+  Expected<Strategy> stage3 = LowerSpecs(g, zero->specs, m, /*weight_shard_axis=*/0);
+  ASSERT_TRUE(stage3.ok()) << stage3.error().message;
+  EXPECT_TRUE(ValidateStrategy(*stage3, g, Gpus(8)).ok());
+  std::vector<std::string> sharded;
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    EXPECT_FALSE(stage1->configs[o].shard_weights);
+    OpConfig without = stage3->configs[o];
+    without.shard_weights = false;
+    EXPECT_EQ(without, stage1->configs[o]);  // otherwise the same lowering
+    if (stage3->configs[o].shard_weights) sharded.push_back(g.op(o).name);
+  }
+  EXPECT_EQ(sharded, (std::vector<std::string>{"ln", "ffn1", "ffn2", "ffn2/grad", "ffn1/grad", "ln/grad"}));
 }
 
 TEST(ShardingPropagation, NamesTheAnnotationsThatAreNeeded) {

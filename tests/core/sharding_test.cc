@@ -161,6 +161,16 @@ TEST(Sharding, StrategyJsonCarriesSpecsAndReadsBothForms) {
   Expected<Strategy> plain = StrategyFromJson(StrategyToJson(*s, g, t), "p.json", g, t);
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(*plain, *s);
+  // ZeRO-3's shard_weights travels in both forms, and only ops holding weights may carry it.
+  Strategy z3 = *s;
+  z3.configs[g.find("ffn1")].shard_weights = true;
+  z3.configs[g.find("ffn1/grad")].shard_weights = true;
+  EXPECT_EQ(StrategyFromJson(ShardedStrategyToJson(z3, g, t, m), "s.json", g, t).value(), z3);
+  EXPECT_EQ(StrategyFromJson(StrategyToJson(z3, g, t), "p.json", g, t).value(), z3);
+  z3.configs[g.find("loss")].shard_weights = true;
+  EXPECT_EQ(StrategyFromJson(StrategyToJson(z3, g, t), "p.json", g, t).error().message,
+            "p.json: op 'loss': shard_weights is set but the op is neither a forward op with weights nor the backward "
+            "op of one");
 
   auto error = [&](const std::string& from, const std::string& to) {  // replaces the first `from` after ffn1's name
     std::string bad = text;
@@ -219,6 +229,22 @@ TEST(Sharding, SpecFilesNameFileAndAnnotation) {
             "s.yaml: mesh: --mesh mesh '4x4': needs 16 devices but topology 'gpus8' has 8");
   EXPECT_EQ(error(mesh + "annotations: []\n"), "s.yaml: annotations: needs at least one annotation");
   EXPECT_EQ(error(mesh + "annotations: [{op: x, spec: [data]}]\n"), "s.yaml: annotations[0].ops: missing required field");
+  // ZeRO: `zero: AXIS` is stage 1; `zero: {axis, stage}` picks stage 1 or 3.
+  const std::string ann = mesh + "annotations: [{ops: x, spec: [data]}]\n";
+  Expected<ShardingRequest> z1 = read(ann + "zero: data\n"), z3 = read(ann + "zero: {axis: model, stage: 3}\n");
+  ASSERT_TRUE(z1.ok() && z3.ok());
+  EXPECT_EQ(z1->zero_axis, 0);
+  EXPECT_EQ(z1->zero_stage, 1);
+  EXPECT_EQ(z1->weight_shard_axis(), -1);
+  EXPECT_EQ(z3->zero_axis, 1);
+  EXPECT_EQ(z3->zero_stage, 3);
+  EXPECT_EQ(z3->weight_shard_axis(), 1);
+  EXPECT_EQ(read(ann + "zero: {axis: data}\n")->zero_stage, 1);
+  EXPECT_EQ(error(ann + "zero: pipe\n"), "s.yaml: zero: unknown mesh axis 'pipe'");
+  EXPECT_EQ(error(ann + "zero: {axis: pipe, stage: 3}\n"), "s.yaml: zero.axis: unknown mesh axis 'pipe'");
+  EXPECT_EQ(error(ann + "zero: {axis: data, stage: 2}\n"), "s.yaml: zero.stage: stage 2 is not supported (give 1 or 3)");
+  EXPECT_NE(error(ann + "zero: {axis: data, stage: 4}\n").find("s.yaml: zero.stage: "), std::string::npos);
+  EXPECT_NE(error(ann + "zero: {axis: data, stages: 3}\n").find("s.yaml: zero.stages: unknown field"), std::string::npos);
 }
 
 }  // namespace
