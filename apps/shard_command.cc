@@ -64,6 +64,8 @@ nlohmann::json ReportJson(const Graph& g, const ShardingRequest& req, const Shar
   return {{"graph", g.name()},
           {"mesh", {{"name", req.mesh.name}, {"shape", req.mesh.shape}, {"axes", req.mesh.axes}}},
           {"annotations", annotations},
+          {"zero", req.zero_axis < 0 ? nlohmann::json(nullptr)
+                                     : nlohmann::json{{"axis", req.mesh.axes[req.zero_axis]}, {"stage", req.zero_stage}}},
           {"ops", g.num_ops()},
           {"forward_ops", s.forward},
           {"forward_sharded", s.sharded},
@@ -96,6 +98,8 @@ void PrintHuman(const Graph& g, const Topology& t, const ShardingRequest& req, c
     std::cout << "    " << req.annotations[i].pattern << " -> " << FormatSpec(req.annotations[i].spec, req.mesh)
               << "  (" << plan.ops_per_annotation[i] << " ops"
               << (needed[i] ? "" : "; implied by the others") << ")\n";
+  if (req.zero_axis >= 0)
+    std::cout << "  ZeRO:          stage " << req.zero_stage << " over '" << req.mesh.axes[req.zero_axis] << "'\n";
   std::cout << "  forward ops:   " << s.forward << ", " << s.sharded << " sharded (" << s.partial
             << " partial sums), " << plan.replicated.size() << " replicated\n"
             << "  propagation:   " << plan.iterations << " sweeps\n";
