@@ -150,8 +150,8 @@ Expected<Strategy> Lower(const State& state, const Space& space, const Graph& gr
   return s;
 }
 
-// One change to `state`: the mesh (when there are several), the data axis, the ZeRO stage (with a data axis), or one weight
-// group's split.
+// One change to `state`: the mesh (when there are several), the data axis, the ZeRO stage (with a data axis), or
+// one weight group's split.
 State Propose(const State& state, const Space& space, std::mt19937_64& rng) {
   State next = state;
   std::uniform_real_distribution<double> unit(0.0, 1.0);

@@ -65,7 +65,8 @@ nlohmann::json ReportJson(const Graph& g, const ShardingRequest& req, const Shar
           {"mesh", {{"name", req.mesh.name}, {"shape", req.mesh.shape}, {"axes", req.mesh.axes}}},
           {"annotations", annotations},
           {"zero", req.zero_axis < 0 ? nlohmann::json(nullptr)
-                                     : nlohmann::json{{"axis", req.mesh.axes[req.zero_axis]}, {"stage", req.zero_stage}}},
+                                     : nlohmann::json{{"axis", req.mesh.axes[req.zero_axis]},
+                                                      {"stage", req.zero_stage}}},
           {"ops", g.num_ops()},
           {"forward_ops", s.forward},
           {"forward_sharded", s.sharded},

@@ -53,8 +53,9 @@ void TaskBuilder::AppendWeightGather(OpId op, const OpConfig& config, TaskGraph*
     if (o.role != OpRole::kBackward) continue;
     // The full gradient of the shard exists from the compute until the reduce-scatter (whose sends wait for the
     // compute task) has sent it on; the reduced piece the replica keeps is static memory.
+    const int64_t shard_bytes = PieceBytes(param, shard, layout.shards);
     for (int32_t i = 0; i < r; ++i)
-      tg->mem_bytes[base + members[i]] += PieceBytes(param, shard, layout.shards) - PieceBytes(param, shard * r + i, pieces);
+      tg->mem_bytes[base + members[i]] += shard_bytes - PieceBytes(param, shard * r + i, pieces);
   }
 }
 

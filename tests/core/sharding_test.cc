@@ -242,9 +242,11 @@ TEST(Sharding, SpecFilesNameFileAndAnnotation) {
   EXPECT_EQ(read(ann + "zero: {axis: data}\n")->zero_stage, 1);
   EXPECT_EQ(error(ann + "zero: pipe\n"), "s.yaml: zero: unknown mesh axis 'pipe'");
   EXPECT_EQ(error(ann + "zero: {axis: pipe, stage: 3}\n"), "s.yaml: zero.axis: unknown mesh axis 'pipe'");
-  EXPECT_EQ(error(ann + "zero: {axis: data, stage: 2}\n"), "s.yaml: zero.stage: stage 2 is not supported (give 1 or 3)");
+  EXPECT_EQ(error(ann + "zero: {axis: data, stage: 2}\n"),
+            "s.yaml: zero.stage: stage 2 is not supported (give 1 or 3)");
   EXPECT_NE(error(ann + "zero: {axis: data, stage: 4}\n").find("s.yaml: zero.stage: "), std::string::npos);
-  EXPECT_NE(error(ann + "zero: {axis: data, stages: 3}\n").find("s.yaml: zero.stages: unknown field"), std::string::npos);
+  EXPECT_NE(error(ann + "zero: {axis: data, stages: 3}\n").find("s.yaml: zero.stages: unknown field"),
+            std::string::npos);
 }
 
 }  // namespace
