@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
+#include "core/atomic_file.h"
 #include "core/sharding_io.h"
 #include "core/topology_yaml.h"
 #include "datasets/gpt.h"
@@ -27,7 +31,7 @@ class AutoShard : public ::testing::Test {
     const ShardingRequest req =
         ReadShardingRequestFile(DEVPLACE_SOURCE_DIR "/configs/sharding/" + file, topology_, {}).value();
     const ShardingPlan plan = PropagateSharding(graph_, req.mesh, req.annotations, req.zero_axis).value();
-    return LowerSpecs(graph_, plan.specs, req.mesh).value();
+    return LowerSpecs(graph_, plan.specs, req.mesh, req.weight_shard_axis()).value();
   }
 
   StepCost Cost(const Strategy& s) const {
@@ -81,6 +85,41 @@ TEST_F(AutoShard, DeltaAndFullPricingWalkTheSameChain) {
   const SearchResult b = Run(all_full, nullptr, 11, 30);
   EXPECT_EQ(a.strategy, b.strategy);
   EXPECT_EQ(a.evaluations, b.evaluations);
+}
+
+// With GPUs whose memory lies between ZeRO-3's and ZeRO-1's peak (so data parallelism and ZeRO-1 are out of memory),
+// the chain, started from data parallelism, ends at a strategy that fits with weights sharded (ZeRO-3). Without
+// stage 3 in its space it ends (seed 5) at another layout that fits, without sharded weights.
+TEST_F(AutoShard, ReachesZero3WhereDataParallelismAndZero1DoNotFit) {
+  auto peak = [&](const Strategy& s) {
+    int64_t most = 0;
+    for (const DeviceStats& d : Simulate(graph_, topology_, s, problem_.cost, problem_.sim)->devices)
+      most = std::max(most, d.peak_bytes);
+    return most;
+  };
+  const Strategy zero1 = Shipped("zero.yaml"), zero3 = Shipped("zero3.yaml");
+  const int64_t z1 = peak(zero1), z3 = peak(zero3);
+  ASSERT_LT(z3, z1);
+  std::string yaml = ReadFile(DEVPLACE_SOURCE_DIR "/configs/topologies/dgx-h100.yaml").value();
+  const std::string gib = "memory_gib: 74.5";
+  ASSERT_NE(yaml.find(gib), std::string::npos);
+  yaml.replace(yaml.find(gib), gib.size(),
+               "memory_gib: " + std::to_string(static_cast<double>(z1 + z3) / 2 / (int64_t{1} << 30)));
+  const Topology small = TopologyFromYaml(yaml, "small.yaml").value();
+  const SearchProblem problem{&graph_, &small, MakeAnalyticCostModel(), SimOptions{}};
+  auto fits = [&](const Strategy& s) { return !Simulate(graph_, small, s, problem.cost, problem.sim)->oom; };
+  ASSERT_FALSE(fits(zero1));
+  ASSERT_TRUE(fits(zero3));
+  SearchRequest request;
+  request.budget.max_evaluations = 60;
+  request.seed = 5;
+  AutoShardOptions options;
+  options.mesh = "8";
+  Expected<SearchResult> r = AutoShardSearch(options).Search(problem, request);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(fits(r->strategy));
+  EXPECT_TRUE(std::any_of(r->strategy.configs.begin(), r->strategy.configs.end(),
+                          [](const OpConfig& c) { return c.shard_weights; }));
 }
 
 TEST_F(AutoShard, MeshesThatDoNotFitAreErrors) {
