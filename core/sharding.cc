@@ -1,10 +1,10 @@
 #include "core/sharding.h"
 
-#include "core/partition.h"
-
 #include <algorithm>
 #include <functional>
 #include <utility>
+
+#include "core/partition.h"
 
 namespace devplace {
 
