@@ -1,8 +1,11 @@
 // The task graph of a strategy whose every op runs whole on one device (plain placements, what most searches
 // evaluate), built directly: one compute task per op (task id = op id), then the transfer hops of each edge that
-// carries a transfer (one per tensor and destination device: PlanSharing), in edge order. Ids, keys, dependencies and every per-task field equal what the group-wise build gives (see
-// AppendOpGroup and AppendEdgeGroup); only the group lists, which a full run does not need, are left out, and
-// the order of a task's successors and predecessors differs (nothing depends on it).
+// carries a transfer (one per tensor and destination device: PlanSharing), in edge order. Ids, keys, successors,
+// predecessor counts and the fields a full run reads (resource, duration, kind, op, alive, memory) equal what the
+// group-wise build gives (see AppendOpGroup and AppendEdgeGroup), and so do part, consumer and bytes when the
+// timeline is kept; the rest (the predecessor lists, first_hop, fallback and the group lists), which only the
+// delta simulator reads, is left out (the arrays are emptied), and the order of a task's successors differs
+// (nothing depends on it).
 // Three sequential passes: the edges (PlanPlainEdges: number the hop tasks), the ops (PlainComputeTasks: compute
 // tasks and their adjacency, in op order), the edges again (PlainHopTasks: hop tasks and theirs). The totals are
 // summed on the way.
@@ -23,13 +26,12 @@ inline void AddHorizon(Time* horizon, Time ticks) {
 void TaskBuilder::BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals) {
   Reset(tg, true);  // every field of every task is written below
   totals->Reset(tg->num_resources);
-  int64_t succ_entries = 0, pred_entries = 0, hop_succ = 0;
-  const int32_t tasks = PlanPlainEdges(device, &succ_entries, &pred_entries, &hop_succ);
-  SizePlainTasks(tasks, succ_entries + hop_succ, pred_entries, tg);
+  int64_t succ_entries = 0, hop_succ = 0;
+  const int32_t tasks = PlanPlainEdges(device, &succ_entries, &hop_succ);
+  SizePlainTasks(tasks, succ_entries + hop_succ, tg);
   Time horizon = 0;
   PlainComputeTasks(device, tg, totals, &horizon);
-  PlainHopTasks(device, static_cast<int32_t>(succ_entries), static_cast<int32_t>(pred_entries), tg, totals,
-                &horizon);
+  PlainHopTasks(device, static_cast<int32_t>(succ_entries), tg, totals, &horizon);
   totals->horizon = horizon;
   totals->num_tasks = tasks;
   totals->num_compute = graph_.num_ops();
@@ -76,8 +78,7 @@ void TaskBuilder::PlanSharing(std::span<const DeviceId> device) {
   }
 }
 
-int32_t TaskBuilder::PlanPlainEdges(std::span<const DeviceId> device, int64_t* succ_entries, int64_t* pred_entries,
-                                    int64_t* hop_succ) {
+int32_t TaskBuilder::PlanPlainEdges(std::span<const DeviceId> device, int64_t* succ_entries, int64_t* hop_succ) {
   const int32_t num_edges = graph_.num_edges();
   const int32_t devices = topology_.num_devices();
   edge_plan_.resize(static_cast<size_t>(num_edges));
@@ -93,13 +94,12 @@ int32_t TaskBuilder::PlanPlainEdges(std::span<const DeviceId> device, int64_t* s
     if (share_rep_[e] >= 0) member_op_[member_off_[share_rep_[e]]++] = graph_.edge(e).dst;
   for (int32_t e = num_edges; e > 0; --e) member_off_[e] = member_off_[e - 1];
   member_off_[0] = 0;
-  int64_t next = graph_.num_ops(), succ = 0, pred = 0, hop = 0;
+  int64_t next = graph_.num_ops(), succ = 0, hop = 0;
   for (int32_t e = 0; e < num_edges; ++e) {
     const int32_t rep = share_rep_[e];
     if (rep < 0) {
       edge_plan_[e] = {-1, 0, 1};
       ++succ;
-      ++pred;
       continue;
     }
     if (rep != e) {
@@ -115,50 +115,51 @@ int32_t TaskBuilder::PlanPlainEdges(std::span<const DeviceId> device, int64_t* s
     edge_plan_[e] = {static_cast<int32_t>(next), static_cast<int16_t>(hops), static_cast<int16_t>(segments)};
     next += hops * segments;
     succ += segments;
-    pred += segments * members;
     hop += segments * (hops - 1 + members);
   }
   *succ_entries = succ;
-  *pred_entries = pred;
   *hop_succ = hop;
   return static_cast<int32_t>(next);
 }
 
-void TaskBuilder::SizePlainTasks(int32_t num_tasks, int64_t succ_entries, int64_t pred_entries,
-                                 TaskGraph* tg) const {
+void TaskBuilder::SizePlainTasks(int32_t num_tasks, int64_t succ_entries, TaskGraph* tg) const {
   const size_t tasks = static_cast<size_t>(num_tasks);
   tg->resource.resize(tasks);
   tg->duration.resize(tasks);
   tg->key.resize(tasks);
   tg->kind.resize(tasks);
-  tg->first_hop.resize(tasks);
-  tg->alive.resize(tasks);
+  tg->alive.assign(tasks, 1);
   tg->op.resize(tasks);
-  tg->part.resize(tasks);
-  tg->consumer.resize(tasks);
-  tg->bytes.resize(tasks);
   tg->mem_bytes.resize(tasks);
   tg->mem_device.resize(tasks);
-  tg->fallback.resize(tasks);
   tg->succ_off.resize(tasks);
-  tg->pred_off.resize(tasks);
   tg->succ_cnt.resize(tasks);
   tg->pred_cnt.resize(tasks);
-  const size_t hop_tasks = tasks - static_cast<size_t>(graph_.num_ops());
   tg->succ_pool.resize(static_cast<size_t>(succ_entries));
-  tg->pred_pool.resize(static_cast<size_t>(pred_entries) + hop_tasks);
+  for (auto* v : {&tg->first_hop, &tg->fallback}) v->clear();
+  tg->pred_off.clear();
+  tg->pred_pool.clear();
+  if (options_.keep_timeline) {  // what the timeline reports of each task
+    tg->part.assign(tasks, 0);
+    tg->consumer.resize(tasks);
+    tg->bytes.resize(tasks);
+  } else {
+    tg->part.clear();
+    tg->consumer.clear();
+    tg->bytes.clear();
+  }
 }
 
 void TaskBuilder::PlainComputeTasks(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals,
                                     Time* horizon) {
   const int32_t n = graph_.num_ops();
+  const bool timeline = options_.keep_timeline;
   int32_t* succ = tg->succ_pool.data();
-  int32_t* pred = tg->pred_pool.data();
   Time* busy = totals->busy.data();
   int32_t* count = totals->count.data();
   int64_t* held = totals->held.data();
   Time sum = *horizon;  // a local, so that the stores to the task arrays need not reload it
-  int32_t so = 0, po = 0;
+  int32_t so = 0;
   for (OpId o = 0; o < n; ++o) {
     const DeviceId d = device[o];
     const PlainCostCache::Entry& c = cache_->Get(graph_, topology_, cost_, o, d);
@@ -166,15 +167,13 @@ void TaskBuilder::PlainComputeTasks(std::span<const DeviceId> device, TaskGraph*
     tg->duration[o] = c.ticks;
     tg->key[o] = static_cast<uint64_t>(o) << 32;
     tg->kind[o] = TaskKind::kCompute;
-    tg->first_hop[o] = 0;
-    tg->alive[o] = 1;
     tg->op[o] = o;
-    tg->part[o] = 0;
-    tg->consumer[o] = -1;
-    tg->bytes[o] = 0;
+    if (timeline) {
+      tg->consumer[o] = -1;
+      tg->bytes[o] = 0;
+    }
     tg->mem_bytes[o] = output_bytes_[o];
     tg->mem_device[o] = d;
-    tg->fallback[o] = c.fallback;
     busy[d] += c.ticks;
     ++count[d];
     held[d] += output_bytes_[o];
@@ -193,28 +192,21 @@ void TaskBuilder::PlainComputeTasks(std::span<const DeviceId> device, TaskGraph*
       for (int32_t s = 0; s < plan.segments; ++s) succ[so++] = plan.first + s * plan.hops;
     }
     tg->succ_cnt[o] = so - tg->succ_off[o];
-    tg->pred_off[o] = po;
-    for (int32_t k = in_off_[o]; k < in_off_[o + 1]; ++k) {
-      const OpId u = in_op_[k];
-      if (device[u] == d || in_empty_[k]) {
-        pred[po++] = u;
-        continue;
-      }
-      const EdgePlan& plan = edge_plan_[share_rep_[in_edge_[k]]];
-      for (int32_t s = 0; s < plan.segments; ++s) pred[po++] = plan.first + (s + 1) * plan.hops - 1;
-    }
-    tg->pred_cnt[o] = po - tg->pred_off[o];
+    int32_t preds = 0;  // one per same-device input, else one per segment of the transfer that carries it
+    for (int32_t k = in_off_[o]; k < in_off_[o + 1]; ++k)
+      preds += device[in_op_[k]] == d || in_empty_[k] ? 1 : edge_plan_[share_rep_[in_edge_[k]]].segments;
+    tg->pred_cnt[o] = preds;
   }
   *horizon = sum;
 }
 
-void TaskBuilder::PlainHopTasks(std::span<const DeviceId> device, int32_t succ_entries, int32_t pred_entries,
-                                TaskGraph* tg, TaskTotals* totals, Time* horizon) const {
+void TaskBuilder::PlainHopTasks(std::span<const DeviceId> device, int32_t succ_entries, TaskGraph* tg,
+                                TaskTotals* totals, Time* horizon) const {
   const int32_t n = graph_.num_ops();
   const int32_t num_edges = graph_.num_edges();
   const int32_t devices = topology_.num_devices();
+  const bool timeline = options_.keep_timeline;
   int32_t* succ = tg->succ_pool.data();
-  int32_t* pred = tg->pred_pool.data();
   Time* busy = totals->busy.data();
   int32_t* count = totals->count.data();
   Time sum = *horizon;
@@ -245,19 +237,14 @@ void TaskBuilder::PlainHopTasks(std::span<const DeviceId> device, int32_t succ_e
         tg->duration[t] = ticks;
         tg->key[t] = group | static_cast<uint32_t>(t - plan.first);
         tg->kind[t] = TaskKind::kTransfer;
-        tg->first_hop[t] = h == 0;
-        tg->alive[t] = 1;
         tg->op[t] = u;
-        tg->part[t] = 0;
-        tg->consumer[t] = v;
-        tg->bytes[t] = seg_bytes;
+        if (timeline) {
+          tg->consumer[t] = v;
+          tg->bytes[t] = seg_bytes;
+        }
         tg->mem_bytes[t] = 0;
         tg->mem_device[t] = -1;
-        tg->fallback[t] = 0;
-        const int32_t slot = pred_entries + (t - n);
-        tg->pred_off[t] = slot;
         tg->pred_cnt[t] = 1;
-        pred[slot] = h > 0 ? t - 1 : u;
         tg->succ_off[t] = so;
         if (h + 1 < plan.hops) {
           succ[so++] = t + 1;

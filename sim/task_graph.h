@@ -155,7 +155,9 @@ class TaskBuilder {
   // Builds the whole task graph of `strategy` and its totals. When `plain` is empty, the graph also lists each
   // group's tasks and dependencies (which the delta simulator patches). A non-empty `plain` gives each op's
   // device of a strategy whose ops all run whole on one device (CheckStrategy): the graph is then built directly,
-  // with the same tasks, ids, keys and dependencies but without the group lists.
+  // with the same tasks, ids, keys, successors and predecessor counts, only what a full run (Engine, memory peaks,
+  // Assemble) reads: no group lists, predecessor lists, first_hop or fallback, and part, consumer and bytes only
+  // when SimOptions::keep_timeline (those arrays are left empty). Totals are complete either way.
   void BuildAll(const Strategy& strategy, std::span<const DeviceId> plain, TaskGraph* tg, TaskTotals* totals);
   // Appends group `op`'s tasks for `config` (compute parts, reduce-scatter rings, gradient all-reduce rings)
   // and records the op's output tasks.
@@ -180,20 +182,19 @@ class TaskBuilder {
   void BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals);
   // BuildPlain's passes, in order. PlanPlainEdges fills share_rep_, the consumers of each transfer and edge_plan_
   // (hop tasks only for edges that carry a transfer) and returns the task count (ops, then each carrying edge's hop
-  // tasks), with the successor and predecessor entries of the compute tasks and the successor entries of the hop
-  // tasks; SizePlainTasks sizes every per-task array and the pools; PlainComputeTasks and PlainHopTasks write the
-  // compute and the hop tasks with their adjacency (the hop tasks' entries after the compute tasks'), adding to the
-  // totals and to *horizon (saturating).
-  int32_t PlanPlainEdges(std::span<const DeviceId> device, int64_t* succ_entries, int64_t* pred_entries,
-                         int64_t* hop_succ);
+  // tasks), with the successor entries of the compute tasks and of the hop tasks; SizePlainTasks sizes the
+  // per-task arrays a plain graph fills (sim/plain_build.cc) and the successor pool; PlainComputeTasks and
+  // PlainHopTasks write the compute and the hop tasks with their successors and predecessor counts (the hop tasks'
+  // entries after the compute tasks'), adding to the totals and to *horizon (saturating).
+  int32_t PlanPlainEdges(std::span<const DeviceId> device, int64_t* succ_entries, int64_t* hop_succ);
   // Fills share_rep_ for a plain placement: per edge, the smallest edge of its producer (a forward op) that carries
   // the same bytes to the same device, whose transfer it shares (the edge itself for other producers; -1: no
   // transfer).
   void PlanSharing(std::span<const DeviceId> device);
-  void SizePlainTasks(int32_t num_tasks, int64_t succ_entries, int64_t pred_entries, TaskGraph* tg) const;
+  void SizePlainTasks(int32_t num_tasks, int64_t succ_entries, TaskGraph* tg) const;
   void PlainComputeTasks(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals, Time* horizon);
-  void PlainHopTasks(std::span<const DeviceId> device, int32_t succ_entries, int32_t pred_entries, TaskGraph* tg,
-                     TaskTotals* totals, Time* horizon) const;
+  void PlainHopTasks(std::span<const DeviceId> device, int32_t succ_entries, TaskGraph* tg, TaskTotals* totals,
+                     Time* horizon) const;
   // Segments a transfer of `bytes` over `hops` links is cut into.
   int64_t Segments(int64_t bytes, int64_t hops, bool segmented) const;
   int32_t NewTask(TaskGraph* tg, int32_t group, int32_t resource, Time duration, TaskKind kind, int32_t op,
