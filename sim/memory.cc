@@ -16,10 +16,10 @@ std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing
   const int32_t devices = tg.num_devices;
   const int32_t n = tg.num_tasks();
   std::vector<int64_t> peaks(static_cast<size_t>(devices), 0);
-  // About four events per bucket on average (fewer where tasks hold no buffer); bucket = device * per_device +
+  // About 16 events per bucket on average (fewer where tasks hold no buffer); bucket = device * per_device +
   // (time >> shift).
   const uint64_t per_device_events = std::max<uint64_t>(1, 2 * static_cast<uint64_t>(n) / devices);
-  const int bits = std::max(0, static_cast<int>(std::bit_width(per_device_events)) - 2);
+  const int bits = std::max(0, static_cast<int>(std::bit_width(per_device_events)) - 4);
   const int shift = std::max(0, static_cast<int>(std::bit_width(static_cast<uint64_t>(max_end))) - bits);
   const int32_t per_device = int32_t{1} << bits;
   const size_t buckets = static_cast<size_t>(devices) * per_device;

@@ -17,6 +17,8 @@
 namespace devplace::sim {
 
 namespace {
+// How many ops ahead PlainComputeTasks starts loading an op's price.
+constexpr int32_t kPrefetchOps = 16;
 // Adds `ticks` to the horizon sum, saturating at kHorizonCap.
 inline void AddHorizon(Time* horizon, Time ticks) {
   *horizon = ticks >= kHorizonCap - *horizon ? kHorizonCap : *horizon + ticks;
@@ -162,6 +164,7 @@ void TaskBuilder::PlainComputeTasks(std::span<const DeviceId> device, TaskGraph*
   int32_t so = 0;
   for (OpId o = 0; o < n; ++o) {
     const DeviceId d = device[o];
+    if (o + kPrefetchOps < n) cache_->Prefetch(o + kPrefetchOps, device[o + kPrefetchOps]);
     const PlainCostCache::Entry& c = cache_->Get(graph_, topology_, cost_, o, d);
     tg->resource[o] = d;
     tg->duration[o] = c.ticks;

@@ -10,7 +10,7 @@
 namespace devplace::sim {
 
 PlainCostCache::PlainCostCache(int32_t num_ops, int32_t num_devices)
-    : num_ops_(num_ops), entries_(static_cast<size_t>(num_ops) * num_devices) {}
+    : num_devices_(num_devices), entries_(static_cast<size_t>(num_ops) * num_devices) {}
 
 void PlainCostCache::Fill(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op,
                           DeviceId device, Entry* entry) const {

@@ -115,16 +115,21 @@ class PlainCostCache {
   PlainCostCache(int32_t num_ops, int32_t num_devices);
   // Price and fallback flag of op `op` placed whole on `device`.
   const Entry& Get(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op, DeviceId device) {
-    Entry& e = entries_[static_cast<size_t>(device) * num_ops_ + op];  // by device: ops placed together share lines
+    // By op: a build walks the ops in order, so it reads the entries in order whatever the placement.
+    Entry& e = entries_[static_cast<size_t>(op) * num_devices_ + device];
     if (e.ticks < 0) Fill(graph, topology, cost, op, device, &e);
     return e;
+  }
+  // Starts loading the entry of (op, device) into the cache (a build reads it a few ops later).
+  void Prefetch(OpId op, DeviceId device) const {
+    __builtin_prefetch(&entries_[static_cast<size_t>(op) * num_devices_ + device]);
   }
   int64_t memory_bytes() const { return static_cast<int64_t>(entries_.capacity() * sizeof(Entry)); }
 
  private:
   void Fill(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op, DeviceId device,
             Entry* entry) const;
-  int32_t num_ops_;
+  int32_t num_devices_;
   std::vector<Entry> entries_;
 };
 
