@@ -16,10 +16,13 @@ std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing
   const int32_t devices = tg.num_devices;
   const int32_t n = tg.num_tasks();
   std::vector<int64_t> peaks(static_cast<size_t>(devices), 0);
-  // About 16 events per bucket on average (fewer where tasks hold no buffer); bucket = device * per_device +
-  // (time >> shift).
+  // About four events per bucket on average (fewer where tasks hold no buffer), but at most about kMaxBuckets
+  // buckets in all: pass 1 adds to two of them per event at random, and arrays beyond the cache cost more in
+  // misses than larger buckets cost in pass 3. bucket = device * per_device + (time >> shift).
+  constexpr int kMaxBucketBits = 16;
   const uint64_t per_device_events = std::max<uint64_t>(1, 2 * static_cast<uint64_t>(n) / devices);
-  const int bits = std::max(0, static_cast<int>(std::bit_width(per_device_events)) - 4);
+  const int max_bits = std::max(0, kMaxBucketBits - static_cast<int>(std::bit_width(static_cast<uint32_t>(devices))) + 1);
+  const int bits = std::max(0, std::min(static_cast<int>(std::bit_width(per_device_events)) - 2, max_bits));
   const int shift = std::max(0, static_cast<int>(std::bit_width(static_cast<uint64_t>(max_end))) - bits);
   const int32_t per_device = int32_t{1} << bits;
   const size_t buckets = static_cast<size_t>(devices) * per_device;
