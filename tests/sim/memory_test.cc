@@ -102,15 +102,17 @@ std::vector<int64_t> NaivePeaks(const sim::TaskGraph& tg, const sim::Timing& tim
 }
 
 // Memory peaks on synthetic timelines made to stress the bucketed computation: clustered and tied times, dead
-// tasks, a device without buffers, wide and narrow time ranges.
+// tasks, a device without buffers, wide and narrow time ranges; the last cases have enough tasks (150k-400k) for
+// the bucket count to reach its cap, so that buckets hold many events each.
 TEST(Memory, BucketedPeaksEqualTheNaiveSweep) {
   std::mt19937_64 rng(17);
   sim::PeakScratch scratch;  // reused across cases, as the simulator does
-  for (int c = 0; c < 300; ++c) {
+  for (int c = 0; c < 304; ++c) {
     sim::TaskGraph tg;
     sim::Timing timing;
     tg.num_devices = 1 + testing::UniformInt(rng, 8);
-    const int32_t n = 1 + testing::UniformInt(rng, c < 200 ? 64 : 3000);
+    const int32_t n = c >= 300 ? 150000 + testing::UniformInt(rng, 250000)
+                               : 1 + testing::UniformInt(rng, c < 200 ? 64 : 3000);
     const int64_t span = int64_t{1} << (1 + testing::UniformInt(rng, 50));
     const int32_t clusters = 1 + testing::UniformInt(rng, 4);
     const int32_t spare = tg.num_devices > 1 ? testing::UniformInt(rng, tg.num_devices) : -1;  // holds nothing
