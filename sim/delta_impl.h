@@ -111,6 +111,10 @@ struct DeltaSimulator::Impl {
   sim::FullRun run;
   mutable sim::PeakScratch peaks;     // memory peaks are computed on demand by result()
   mutable sim::Timing materialized;   // absolute times and the compact order, for result() and oom()
+  // The peaks (static + dynamic) per device of the current schedule once device_peaks() computed them (an OOM
+  // check and the penalty then read the same); every Apply and FullRebuild drops them.
+  mutable std::vector<int64_t> peaks_memo;
+  mutable bool peaks_valid = false;
   int64_t retimed = 0;
   int32_t live_tasks = 0;
 
@@ -228,8 +232,10 @@ struct DeltaSimulator::Impl {
   // Writes every task's absolute ready/start/end times (arrays already sized to the task count) and the compact
   // order from the layout into `into`.
   void WriteTimes(sim::Timing& into) const;
-  // Fills `materialized` from the layout.
+  // Fills `materialized` from the layout; MaterializeTimes writes only the start and end times (what the memory
+  // peaks read), leaving its other fields as they were.
   void Materialize() const;
+  void MaterializeTimes() const;
   // Puts the tasks a sweep marked back to clean (and clears what those still dirty added to blocked counts).
   void ResetStates();
   // Makes a swept change: the removed tasks leave their slots, the window is placed (the order from `cut` on

@@ -31,6 +31,7 @@ void DeltaSimulator::Impl::GrowScratch() {
 }
 
 Status DeltaSimulator::Impl::FullRebuild() {
+  peaks_valid = false;
   if (Status s = run.Run(builder, engine, strategy, {}, sim::Record::kAll); !s) return s;
   live_tasks = run.tg.num_tasks();
   for (auto* v : {&state, &mark, &moved}) v->clear();
@@ -412,6 +413,18 @@ void DeltaSimulator::Impl::Materialize() const {
   m.end.resize(static_cast<size_t>(n));
   m.res_prev = run.timing.res_prev;
   WriteTimes(m);
+}
+
+void DeltaSimulator::Impl::MaterializeTimes() const {
+  const size_t n = static_cast<size_t>(run.tg.num_tasks());
+  materialized.start.resize(n);
+  materialized.end.resize(n);
+  for (int32_t s = 0; s < static_cast<int32_t>(slot_task.size()); ++s) {
+    const int32_t t = slot_task[s];
+    if (t < 0) continue;
+    materialized.start[t] = slot_start[s] + Shift(s);
+    materialized.end[t] = slot_end[s] + Shift(s);
+  }
 }
 
 void DeltaSimulator::Impl::ResetStates() {

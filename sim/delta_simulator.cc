@@ -88,13 +88,15 @@ bool DeltaSimulator::oom() const {
 
 std::vector<int64_t> DeltaSimulator::device_peaks() const {
   const Impl& m = *impl_;
-  m.Materialize();
+  if (m.peaks_valid) return m.peaks_memo;
+  m.MaterializeTimes();
   Time max_end = 0;
   for (int32_t t : m.run.last_task)
     if (t >= 0) max_end = std::max(max_end, m.End(t));
-  std::vector<int64_t> peaks = m.peaks.DynamicPeaks(m.run.tg, m.materialized, max_end);
-  for (DeviceId d = 0; d < m.topology.num_devices(); ++d) peaks[d] += m.run.static_bytes[d];
-  return peaks;
+  m.peaks_memo = m.peaks.DynamicPeaks(m.run.tg, m.materialized, max_end);
+  for (DeviceId d = 0; d < m.topology.num_devices(); ++d) m.peaks_memo[d] += m.run.static_bytes[d];
+  m.peaks_valid = true;
+  return m.peaks_memo;
 }
 
 int64_t DeltaSimulator::last_retimed_tasks() const { return impl_->retimed; }
