@@ -293,6 +293,14 @@ std::vector<BadInput> CommandCases() {
        SimInputs(G, T, Replace(P, R"("op": "x")", R"("op": "y")")), 1, "p.json: ops[0].op"},
       {"CalibrateBadTopology", {"calibrate", "-t", "t.yaml", "-o", "out.yaml"},
        {{"t.yaml", Replace(T, "memory_gib: 16", "memory_gib: -16")}}, 1, "t.yaml: devices[0].memory_gib"},
+      // cost-error: the cost table is read and checked against the graph before anything is compared
+      {"CostErrorMissingTable", {"cost-error", "-g", "g.json", "-t", "t.yaml", "--costs", "c.json"},
+       SimInputs(G, T, P), 1, "c.json: cannot open"},
+      {"CostErrorTableOfAnotherMachine", {"cost-error", "-g", "g.json", "-t", "t.yaml", "--costs", "c.json"},
+       plus(SimInputs(G, T, P), "c.json",
+            R"({"format": "devplace.costs", "version": 1, "entries": [{"device_kind": "tpu", "op_type": "matmul",
+               "role": "forward", "dtype": "f32", "shape": [4], "flops": 1.0, "seconds": 1e-3}]})"),
+       1, "measures none of its ops"},
   };
 }
 
