@@ -1,6 +1,7 @@
-// `devplace place [--policy DIR] -g G -t T [--finetune-evals N] [--seed S] [--costs C] -o P.json [--json]`:
-// places a graph with a trained policy (the shipped models/general when --policy is not given), zero-shot or
-// after fine-tuning within a budget of simulator evaluations.
+// `devplace place [--policy DIR] -g G -t T [--samples K] [--finetune-evals N] [--seed S] [--costs C] -o P.json
+// [--json]`: places a graph with a trained policy (the shipped models/general when --policy is not given), zero-shot
+// (greedy, or the best of greedy and K sampled placements) or after fine-tuning within a budget of simulator
+// evaluations.
 #include <cstdio>
 #include <iostream>
 
@@ -18,6 +19,8 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
     int64_t finetune_evals = 0;
     double finetune_seconds = 0;
     double finetune_temperature = 0;
+    int32_t samples = 0;
+    double sample_temperature = 0;
     uint64_t seed = 0;
     bool json = false;
   };
@@ -33,7 +36,13 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--finetune-temperature", opts->finetune_temperature,
                   "Sampling temperature while fine-tuning (default: the policy's ppo.temperature, usually 1)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", opts->seed, "Seed for fine-tuning (default 0)");
+  cmd->add_option("--samples", opts->samples,
+                  "Also sample this many placements from the policy and keep the best (one simulation each; default 0)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--sample-temperature", opts->sample_temperature,
+                  "Sampling temperature of --samples (default: the policy's ppo.temperature, usually 1)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", opts->seed, "Seed for sampling and fine-tuning (default 0)");
   cmd->add_option("--costs", opts->costs, "Profiled cost table (default: the analytic cost model)");
   cmd->add_option("-o,--output", opts->output, "Output strategy JSON file")->required();
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
@@ -48,6 +57,8 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
     options.finetune_evaluations = opts->finetune_evals;
     options.max_seconds = opts->finetune_seconds;
     options.finetune_temperature = opts->finetune_temperature;
+    options.samples = opts->samples;
+    options.sample_temperature = opts->sample_temperature;
     options.seed = opts->seed;
     const bool draw_progress = !opts->json && StderrIsTerminal() && opts->finetune_evals > 0;
     if (draw_progress) {
@@ -68,13 +79,19 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
                  {"oom", result.oom},
                  {"zero_shot_step_time", result.zero_shot_step_time},
                  {"zero_shot_oom", result.zero_shot_oom},
+                 {"samples", opts->samples},
+                 {"sampled_step_time", result.sampled_step_time},
+                 {"sampled_oom", result.sampled_oom},
                  {"evaluations", result.evaluations},
                  {"seconds", result.seconds},
                  {"output", opts->output}});
     } else {
       std::cout << "placed " << graph.name() << " (" << result.num_groups << " groups) on " << topology.name()
                 << ": step time " << FormatSeconds(result.step_time) << (result.oom ? " (OUT OF MEMORY)" : "");
-      if (opts->finetune_evals > 0) std::cout << ", zero-shot " << FormatSeconds(result.zero_shot_step_time);
+      if (opts->finetune_evals > 0 || opts->samples > 0)
+        std::cout << ", greedy " << FormatSeconds(result.zero_shot_step_time);
+      if (opts->finetune_evals > 0 && opts->samples > 0)
+        std::cout << ", best of " << opts->samples << " samples " << FormatSeconds(result.sampled_step_time);
       std::cout << "; " << result.evaluations << " evaluations, " << FormatSeconds(result.seconds) << "; wrote "
                 << opts->output << std::endl;
     }

@@ -4,13 +4,21 @@
 # machine dgx1-v100, a held-out family (ptb seeds 100-103) on it, and held-out machines (dgx-h100, p100-4x4-ib) for
 # nmt and transformer seeds 100-101. MEMBERS, FAMILY_SEEDS and TOPOLOGY_SEEDS override the seed lists. Per case:
 # single, expert, data-parallel, Tofu-DP, MCMC with EVALS evaluations (seed 1), the shipped general policy
-# (8-device machines only) and POLICY zero-shot (and fine-tuned with EVALS evaluations when FINETUNE=1).
+# (8-device machines only) and POLICY zero-shot (and fine-tuned with EVALS evaluations when FINETUNE=1). With
+# SAMPLES=K the zero-shot row is the best of the greedy and K sampled placements (`devplace place --samples K
+# --seed 1`, temperature SAMPLE_TEMPERATURE, default the policy's), named NAME-kK.
 # Usage: scripts/soap_eval.sh DEVPLACE POLICY OUT_DIR   (env: EVALS=2000, FINETUNE=0, ONLY="base"|"policy"|"",
-#        NAME=soap: the policy's method name)
+#        NAME=soap: the policy's method name, SAMPLES=0, SAMPLE_TEMPERATURE)
 # Writes OUT_DIR/results.csv: case,topology,method,step_time_ms,oom.
 set -euo pipefail
 DEVPLACE=$1 POLICY=$2 OUT=$3
-EVALS=${EVALS:-2000} FINETUNE=${FINETUNE:-0} ONLY=${ONLY:-} NAME=${NAME:-soap}
+EVALS=${EVALS:-2000} FINETUNE=${FINETUNE:-0} ONLY=${ONLY:-} NAME=${NAME:-soap} SAMPLES=${SAMPLES:-0}
+SAMPLING=()
+if [ "$SAMPLES" != 0 ]; then
+  SAMPLING=(--samples "$SAMPLES" --seed 1)
+  [ -n "${SAMPLE_TEMPERATURE:-}" ] && SAMPLING+=(--sample-temperature "$SAMPLE_TEMPERATURE")
+  NAME=$NAME-k$SAMPLES
+fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TOPO=$ROOT/configs/topologies
 mkdir -p "$OUT/graphs" "$OUT/p"
@@ -41,7 +49,7 @@ run_case() {  # family seed target topology
     fi
   fi
   if [ "$ONLY" != base ]; then
-    row "$c" "$t" "$NAME" "$("$DEVPLACE" place --policy "$POLICY" -g "$g" -t "$T" -o "$P-$NAME.json" --json)"
+    row "$c" "$t" "$NAME" "$("$DEVPLACE" place --policy "$POLICY" -g "$g" -t "$T" "${SAMPLING[@]}" -o "$P-$NAME.json" --json)"
     if [ "$FINETUNE" = 1 ]; then
       row "$c" "$t" "$NAME-ft-$EVALS" "$("$DEVPLACE" place --policy "$POLICY" -g "$g" -t "$T" --finetune-evals "$EVALS" --finetune-temperature 3 --seed 1 -o "$P-$NAME-ft.json" --json)"
     fi

@@ -77,7 +77,12 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options);
 struct PlaceOptions {
   int64_t finetune_evaluations = 0;  // > 0: fine-tune with PPO within this many simulator evaluations
   double max_seconds = 0.0;          // > 0: also stop fine-tuning after this wall time
-  uint64_t seed = 0;                 // fine-tuning randomness
+  uint64_t seed = 0;                 // sampling and fine-tuning randomness
+  // > 0: after the greedy placement, sample this many placements from the policy (softmax of its logits over
+  // sample_temperature, masked to legal actions, one simulation each) and keep the best by the searches' ranking
+  // (fits first, then faster): Placeto/GDP-style best-of-k inference. Fine-tuning, if asked, starts after them.
+  int32_t samples = 0;
+  double sample_temperature = 0.0;   // (0: the experiment's ppo.temperature, usually 1)
   int32_t finetune_samples = 0;      // episodes per fine-tuning iteration (0: the experiment's samples_per_graph)
   double finetune_lr = 0.0;          // (0: the experiment's ppo.lr)
   double finetune_temperature = 0.0; // sampling temperature while fine-tuning (0: the experiment's ppo.temperature)
@@ -89,8 +94,10 @@ struct PlaceResult {
   Strategy strategy;              // the best placement found (respects colocation groups)
   double step_time = 0.0;         // simulated step time of `strategy`
   bool oom = false;
-  double zero_shot_step_time = 0.0;
+  double zero_shot_step_time = 0.0;  // of the greedy placement (the policy's most likely action per group)
   bool zero_shot_oom = false;
+  double sampled_step_time = 0.0;    // of the best of the greedy and the sampled placements (0 without samples)
+  bool sampled_oom = false;
   int64_t evaluations = 0;        // simulator evaluations used
   double seconds = 0.0;
   int32_t num_groups = 0;         // colocation groups placed
@@ -103,8 +110,8 @@ class LearnedPolicy {
   static Expected<std::unique_ptr<LearnedPolicy>> Load(const std::string& checkpoint_dir);
   ~LearnedPolicy();
 
-  // Places `graph` on `topology`: zero-shot (the most likely legal device for each group) and, when asked,
-  // fine-tunes a copy of the policy on this graph and returns the best placement seen. Errors: a topology with
+  // Places `graph` on `topology`: zero-shot (the most likely legal device for each group), when asked the best of
+  // that and `options.samples` sampled placements, and, when asked, fine-tunes a copy of the policy on this graph and returns the best placement seen. Errors: a topology with
   // more devices than the policy addresses.
   Expected<PlaceResult> Place(const Graph& graph, const Topology& topology, const CostModel& cost,
                               const SimOptions& sim, const PlaceOptions& options);

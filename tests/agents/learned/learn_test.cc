@@ -421,6 +421,27 @@ TEST(Placement, ZeroShotAndFineTunedPlacementsFromACheckpoint) {
   EXPECT_EQ(zero->evaluations, 1);
   EXPECT_TRUE(ValidateStrategy(zero->strategy, g, t).ok());
   EXPECT_DOUBLE_EQ(zero->step_time, zero->zero_shot_step_time);
+  EXPECT_EQ(zero->sampled_step_time, 0.0);
+
+  // Best of k sampled placements: k + 1 evaluations, never worse than the greedy one (kept as zero_shot), the
+  // returned strategy is the best one's, and the same seed gives the same placement.
+  PlaceOptions sample;
+  sample.samples = 12;
+  sample.sample_temperature = 4.0;
+  sample.seed = 3;
+  Expected<PlaceResult> sampled = (*policy)->Place(g, t, MakeAnalyticCostModel(), {}, sample);
+  ASSERT_TRUE(sampled.ok()) << sampled.error().message;
+  EXPECT_EQ(sampled->evaluations, 13);
+  EXPECT_DOUBLE_EQ(sampled->zero_shot_step_time, zero->step_time);
+  EXPECT_LE(sampled->step_time, zero->step_time);
+  EXPECT_DOUBLE_EQ(sampled->sampled_step_time, sampled->step_time);
+  Expected<SimResult> sampled_sim = Simulate(g, t, sampled->strategy, MakeAnalyticCostModel());
+  ASSERT_TRUE(sampled_sim.ok());
+  EXPECT_DOUBLE_EQ(sampled_sim->step_time, sampled->step_time);
+  Expected<PlaceResult> again = (*policy)->Place(g, t, MakeAnalyticCostModel(), {}, sample);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->strategy, sampled->strategy);
+
   PlaceOptions tune;
   tune.finetune_evaluations = 40;
   tune.finetune_samples = 8;
