@@ -2,7 +2,7 @@
 """Exports the ONNX models devplace's importer is tested on, and an independent FLOP count of each.
 
 Run with Debian's python3-torch, python3-torchvision and python3-onnx (see docs/importers.md):
-    /usr/bin/python3 datasets/onnx/export_models.py [--out datasets/onnx]
+    /usr/bin/python3 datasets/onnx/export_models.py [--out datasets/onnx] [--only NAME ...]
 
 Every model is exported as a training graph (TrainingMode.TRAINING: batch norm in training mode, dropout kept,
 no conv/batch-norm fusion) without weights (export_params=False: parameters become graph inputs), with a
@@ -188,6 +188,12 @@ def models():
         "squeezenet1_0": (torchvision.models.squeezenet1_0(), image, ["input"]),
         "densenet121": (torchvision.models.densenet121(), image, ["input"]),
         "mobilenet_v3_small": (torchvision.models.mobilenet_v3_small(), image, ["input"]),
+        # The CNNs of issue 19's ONNX target (placed zero-shot on dgx1-v100, docs/results.md).
+        "resnet50": (torchvision.models.resnet50(), image, ["input"]),
+        "vgg16": (torchvision.models.vgg16(), image, ["input"]),
+        "mobilenet_v2": (torchvision.models.mobilenet_v2(), image, ["input"]),
+        "inception_v3": (torchvision.models.inception_v3(aux_logits=False, init_weights=False),
+                         (torch.randn(1, 3, 299, 299),), ["input"]),
         "gru_seq2seq": (Seq2SeqGRU(), (torch.randint(0, 1000, (1, 20)), torch.randint(0, 1000, (1, 16))),
                         ["src", "tgt"]),
         "lstm_lm": (LstmLM(), (torch.randint(0, 2000, (1, 35)),), ["tokens"]),
@@ -198,8 +204,11 @@ def models():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
+    parser.add_argument("--only", nargs="*", help="export only these models (default: all)")
     args = parser.parse_args()
     for name, (model, inputs, input_names) in models().items():
+        if args.only and name not in args.only:
+            continue
         model.train()
         path = os.path.join(args.out, name + ".onnx")
         dynamic = {n: {0: "batch"} for n in input_names + ["output"]}

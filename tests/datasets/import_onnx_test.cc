@@ -152,8 +152,9 @@ int CountType(const Graph& g, const std::string& type) {
 }
 
 // --- the exported models -------------------------------------------------------------------------------
-const char* const kModels[] = {"resnet18",   "alexnet",     "squeezenet1_0", "densenet121",
-                               "mobilenet_v3_small", "gru_seq2seq", "lstm_lm",       "transformer_small"};
+const char* const kModels[] = {"resnet18",    "alexnet",     "squeezenet1_0",     "densenet121",
+                               "mobilenet_v3_small", "gru_seq2seq", "lstm_lm", "transformer_small",
+                               "resnet50",    "vgg16",       "mobilenet_v2",      "inception_v3"};
 
 TEST(ImportOnnx, ExportedModelsMatchTheIndependentCount) {
   for (const char* name : kModels) {
