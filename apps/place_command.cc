@@ -1,7 +1,7 @@
-// `devplace place [--policy DIR] -g G -t T [--samples K] [--finetune-evals N] [--seed S] [--costs C] -o P.json
-// [--json]`: places a graph with a trained policy (the shipped models/general when --policy is not given), zero-shot
-// (greedy, or the best of greedy and K sampled placements) or after fine-tuning within a budget of simulator
-// evaluations.
+// `devplace place [--policy DIR] -g G -t T [--samples K] [--mesh RxC] [--finetune-evals N] [--seed S] [--costs C]
+// -o P.json [--json]`: places a graph with a trained policy (the shipped models/general when --policy is not
+// given), zero-shot (greedy, or the best of greedy and K sampled placements) or after fine-tuning within a budget
+// of simulator evaluations. A SOAP policy also splits over the lines of the topology file's meshes and --mesh.
 #include <cstdio>
 #include <iostream>
 
@@ -9,13 +9,15 @@
 #include "apps/cli_util.h"
 #include "apps/commands.h"
 #include "apps/inputs.h"
+#include "core/mesh.h"
 #include "core/strategy_json.h"
+#include "env/config.h"
 
 namespace devplace::cli {
 
 void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
   struct Options {
-    std::string policy, graph, topology, costs, output;
+    std::string policy, graph, topology, costs, output, mesh;
     int64_t finetune_evals = 0;
     double finetune_seconds = 0;
     double finetune_temperature = 0;
@@ -42,6 +44,9 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--sample-temperature", opts->sample_temperature,
                   "Sampling temperature of --samples (default: the policy's ppo.temperature, usually 1)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--mesh", opts->mesh,
+                  "A SOAP policy also splits over the lines of this mesh shape's axes, e.g. 2x4 (beside the "
+                  "topology file's meshes:)");
   cmd->add_option("--seed", opts->seed, "Seed for sampling and fine-tuning (default 0)");
   cmd->add_option("--costs", opts->costs, "Profiled cost table (default: the analytic cost model)");
   cmd->add_option("-o,--output", opts->output, "Output strategy JSON file")->required();
@@ -54,6 +59,17 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
     CostModel cost = LoadCostModel(opts->costs);
     std::unique_ptr<LearnedPolicy> policy = Unwrap(LearnedPolicy::Load(policy_dir));
     PlaceOptions options;
+    if (policy->experiment().env.action_space == ActionSpace::kSoap) {
+      // As in training: the topology file's meshes add their axes' device lines to the SOAP candidates.
+      options.meshes = Unwrap(ReadTopologyMeshes(opts->topology, topology));
+      if (!opts->mesh.empty()) {
+        Expected<Mesh> mesh = MeshFromShorthand(opts->mesh, {}, topology, "cli-" + opts->mesh);
+        if (!mesh) throw CliError("--mesh: " + mesh.error().message);
+        options.meshes.push_back(std::move(mesh).value());
+      }
+    } else if (!opts->mesh.empty()) {
+      throw CliError("--mesh: the policy in " + policy_dir + " does not split (env.action_space is not soap)");
+    }
     options.finetune_evaluations = opts->finetune_evals;
     options.max_seconds = opts->finetune_seconds;
     options.finetune_temperature = opts->finetune_temperature;
@@ -75,6 +91,7 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
                  {"graph", graph.name()},
                  {"topology", topology.name()},
                  {"groups", result.num_groups},
+                 {"actions", result.num_actions},
                  {"step_time", result.step_time},
                  {"oom", result.oom},
                  {"zero_shot_step_time", result.zero_shot_step_time},

@@ -13,6 +13,7 @@
 #include "distributed/config.h"
 #include "config/experiment_config.h"
 #include "core/graph.h"
+#include "core/mesh.h"
 #include "core/status.h"
 #include "core/strategy.h"
 #include "core/topology.h"
@@ -83,6 +84,10 @@ struct PlaceOptions {
   // (fits first, then faster): Placeto/GDP-style best-of-k inference. Fine-tuning, if asked, starts after them.
   int32_t samples = 0;
   double sample_temperature = 0.0;   // (0: the experiment's ppo.temperature, usually 1)
+  // Meshes over the target topology whose axis lines add device subsets to the SOAP candidates
+  // (env/candidates.h MachineSubsets), as training does with its topologies' `meshes:`. Only for a policy of the
+  // SOAP action space (Place returns an error otherwise).
+  std::vector<Mesh> meshes;
   int32_t finetune_samples = 0;      // episodes per fine-tuning iteration (0: the experiment's samples_per_graph)
   double finetune_lr = 0.0;          // (0: the experiment's ppo.lr)
   double finetune_temperature = 0.0; // sampling temperature while fine-tuning (0: the experiment's ppo.temperature)
@@ -101,6 +106,7 @@ struct PlaceResult {
   int64_t evaluations = 0;        // simulator evaluations used
   double seconds = 0.0;
   int32_t num_groups = 0;         // colocation groups placed
+  int32_t num_actions = 0;        // actions per group: the devices, then the split candidates (if any)
 };
 
 // A trained policy loaded from a checkpoint directory (RUN/ckpt or models/<name>). Not thread-safe.

@@ -49,6 +49,10 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
                  " devices; this policy places on at most " + std::to_string(exp.policy.max_devices)};
   EnvConfig env = exp.env;
   env.sim = sim;
+  if (!options.meshes.empty() && env.action_space != ActionSpace::kSoap)
+    return Error{"meshes: this policy's action space is '" + std::string(ToString(env.action_space)) +
+                 "'; only a soap policy splits over mesh axes"};
+  env.meshes = options.meshes;  // the target topology's, never the training topologies'
   // Non-owning handles: the game lives only inside this call.
   std::shared_ptr<const Graph> g(std::shared_ptr<const Graph>{}, &graph);
   std::shared_ptr<const Topology> t(std::shared_ptr<const Topology>{}, &topology);
@@ -59,6 +63,7 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
 
   PlaceResult result;
   result.num_groups = entry.game->num_groups();
+  result.num_actions = entry.game->num_actions();
   std::mt19937_64 rng(options.seed);
   EpisodeResult best;
   {

@@ -2,10 +2,14 @@
 // projected onto the candidates (learn_test.cc's SplitActions trains a tiny SOAP run).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "agents/learned/demonstration.h"
 #include "agents/learned/learner.h"
+#include "agents/learned/learning.h"
+#include "env/candidates.h"
 #include "core/topology_yaml.h"
 #include "datasets/graph_source.h"
 #include "sim/cost_model.h"
@@ -86,6 +90,41 @@ TEST(SoapDemonstration, TofuDpIsProjectedOntoLegalCandidates) {
   EXPECT_GT(splits, 0) << "Tofu-DP partitions ops";
   EXPECT_LE(d.projected_groups, splits + game->num_groups());
   EXPECT_EQ(d.penalised_time, game->PenalisedTime(CostOf(*game->Evaluate(d.device_per_group), game->topology())));
+}
+
+// `devplace place` with a SOAP policy: a mesh over the target machine adds its axes' device lines to the
+// candidates the policy scores (as training does with its topologies' meshes), and a devices policy refuses one.
+TEST(SoapPlacement, MeshesOfTheTargetTopologyReachTheCandidates) {
+  const std::string dir = learntest::TempDir("soap-place");
+  const std::string config = learntest::WriteTinyExperiment(dir, 1);
+  std::ofstream(config, std::ios::app) << "env: {action_space: soap}\n";
+  Expected<TrainSummary> trained = TrainPolicy({.config_path = config, .run_dir = dir + "/run"});
+  ASSERT_TRUE(trained.ok()) << trained.error().message;
+  Expected<std::unique_ptr<LearnedPolicy>> policy = LearnedPolicy::Load(trained->checkpoint_dir);
+  ASSERT_TRUE(policy.ok()) << policy.error().message;
+  Graph g = BuildGraph(GraphSource{.family = "transformer", .seed = 1, .target_ops = 120}).value();
+  Topology t = ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml").value();
+  Expected<PlaceResult> plain = (*policy)->Place(g, t, MakeAnalyticCostModel(), {}, {});
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_EQ(plain->num_actions, 8 + 12);  // {all, half 0, half 1} x 4 kinds
+  PlaceOptions options;
+  options.meshes.push_back(MeshFromShorthand("4x2", {}, t).value());
+  const size_t subsets = MachineSubsets(t, options.meshes).size();
+  ASSERT_GT(subsets, 3u) << "the 4 x 2 mesh's lines are new subsets";
+  Expected<PlaceResult> meshed = (*policy)->Place(g, t, MakeAnalyticCostModel(), {}, options);
+  ASSERT_TRUE(meshed.ok()) << meshed.error().message;
+  EXPECT_EQ(meshed->num_actions, 8 + 4 * static_cast<int32_t>(subsets));
+  EXPECT_TRUE(ValidateStrategy(meshed->strategy, g, t).ok());
+
+  std::filesystem::create_directories(dir + "/devices");
+  Expected<TrainSummary> devices =
+      TrainPolicy({.config_path = learntest::WriteTinyExperiment(dir + "/devices", 1), .run_dir = dir + "/devices/run"});
+  ASSERT_TRUE(devices.ok()) << devices.error().message;
+  Expected<PlaceResult> refused = LearnedPolicy::Load(devices->checkpoint_dir).value()->Place(
+      g, t, MakeAnalyticCostModel(), {}, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("only a soap policy"), std::string::npos) << refused.error().message;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
