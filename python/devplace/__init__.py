@@ -35,9 +35,10 @@ def from_torch(module, example_inputs, name=None, batch=None):
     return Graph.from_onnx_bytes(buffer.getvalue(), name or type(module).__name__, batch)
 
 
-def place(graph, topology, policy=None, finetune_evals=0, seed=0):
+def place(graph, topology, policy=None, finetune_evals=0, seed=0, samples=0):
     """Places `graph` on `topology` with a trained policy: `policy` is a checkpoint directory (RUN/ckpt; None: the
-    shipped general policy), zero-shot or fine-tuned with at most `finetune_evals` simulations (seeded by `seed`).
+    shipped general policy), zero-shot (greedy, or with `samples` > 0 the best of that and `samples` placements
+    sampled from the policy) or fine-tuned with at most `finetune_evals` simulations (seeded by `seed`).
     Returns (Strategy, info), info being the `devplace place --json` object (step time, OOM, evaluations, ...).
 
     The policy runs in LibTorch, which this module does not load (it imports in a fraction of a second), so this
@@ -62,6 +63,8 @@ def place(graph, topology, policy=None, finetune_evals=0, seed=0):
             args += ["--policy", str(policy)]
         if finetune_evals:
             args += ["--finetune-evals", str(finetune_evals)]
+        if samples:
+            args += ["--samples", str(samples)]
         run = subprocess.run(args, capture_output=True, text=True)
         if run.returncode != 0:
             lines = run.stderr.strip().splitlines()

@@ -116,6 +116,12 @@ class PlaceTest(unittest.TestCase):
         self.assertAlmostEqual(simulated.step_time, info["step_time"], delta=info["step_time"] * 1e-9)
         again, _ = devplace.place(g, t)
         self.assertEqual(again.to_json(g, t), strategy.to_json(g, t))
+        sampled, sampled_info = devplace.place(g, t, samples=4, seed=1)
+        self.assertEqual(sampled_info["evaluations"], 5)
+        self.assertEqual(sampled_info["zero_shot_step_time"], info["step_time"])
+        self.assertLessEqual(sampled_info["step_time"], info["step_time"])
+        self.assertAlmostEqual(devplace.simulate(g, t, sampled).step_time, sampled_info["step_time"],
+                               delta=sampled_info["step_time"] * 1e-9)
 
     def test_bad_policy_raises_with_the_programs_message(self):
         g, t = small_graph(), k80()
