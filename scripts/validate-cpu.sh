@@ -42,6 +42,9 @@ for algo in round-robin data-parallel; do
   "$DEVPLACE" search --algo "$algo" -g "$G" -t "$T" --costs "$C" --seed 1 -o "$OUT/diagnose/$algo.json" >/dev/null
   "$DEVPLACE" run -g "$G" -t "$T" -p "$OUT/diagnose/$algo.json" --costs "$C" --repeats 9 \
     --op-csv "$OUT/diagnose/$algo-ops.csv" > "$OUT/diagnose/$algo.txt" 2>&1
+  # --json: every collective's measured span and busy time next to its simulated time alone
+  "$DEVPLACE" run -g "$G" -t "$T" -p "$OUT/diagnose/$algo.json" --costs "$C" --repeats 9 --json \
+    > "$OUT/diagnose/$algo-run.json" 2>/dev/null
   if [ -f "$T2" ]; then
     "$DEVPLACE" run -g "$G" -t "$T2" -p "$OUT/diagnose/$algo.json" --costs "$C" --repeats 9 --processes 2 \
       > "$OUT/diagnose/$algo-x2p.txt" 2>&1
