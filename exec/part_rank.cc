@@ -47,6 +47,7 @@ Expected<RankProgram> BuildRankProgram(const Graph& graph, const PartPlan& plan,
   for (int32_t t = 0; t < n; ++t) {
     const Task& task = full.tasks[t];
     const bool reads = task.kind == TaskKind::kCopy || task.kind == TaskKind::kReceive;
+    DEVPLACE_CHECK(!reads || slot_device[task.src] >= 0, "a copy or collective step reads a slot some task writes");
     if (reads && rank_of_device[slot_device[task.src]] != rank(t)) reads_from[t] = rank_of_device[slot_device[task.src]];
     if (reads_from[t] < 0) {
       if (rank(t) != me) continue;
