@@ -93,8 +93,8 @@ TEST_F(AutoShard, DeltaAndFullPricingWalkTheSameChain) {
 TEST_F(AutoShard, ReachesZero3WhereDataParallelismAndZero1DoNotFit) {
   auto peak = [&](const Strategy& s) {
     int64_t most = 0;
-    for (const DeviceStats& d : Simulate(graph_, topology_, s, problem_.cost, problem_.sim)->devices)
-      most = std::max(most, d.peak_bytes);
+    const Expected<SimResult> result = Simulate(graph_, topology_, s, problem_.cost, problem_.sim);
+    for (const DeviceStats& d : result->devices) most = std::max(most, d.peak_bytes);
     return most;
   };
   const Strategy zero1 = Shipped("zero.yaml"), zero3 = Shipped("zero3.yaml");
