@@ -5,7 +5,6 @@
 #include <torch/version.h>
 
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,29 +23,25 @@ using testing::CpuLocal;
 using testing::SequenceTrainingGraph;
 
 // One GPU of the H100/H200 class; the figures only matter to the simulator, not to what the executor runs.
+const char kGpuDevice[] =
+    "  - {name: gpu0, kind: gpu, host: localhost, peak_tflops: 60, memory_bandwidth_gbs: 3000, memory_gib: 80}\n";
+
 Topology OneGpu() {
-  const std::string path = ::testing::TempDir() + "/devplace-one-gpu.yaml";
-  std::ofstream(path) << "name: one-gpu\n"
-                         "devices:\n"
-                         "  - {name: gpu0, kind: gpu, host: localhost, peak_tflops: 60, memory_bandwidth_gbs: 3000,"
-                         " memory_gib: 80}\n"
-                         "switches: []\nlinks: []\n";
-  return ReadTopologyFile(path).value();
+  return TopologyFromYaml(std::string("name: one-gpu\ndevices:\n") + kGpuDevice + "switches: []\nlinks: []\n",
+                          "one-gpu.yaml")
+      .value();
 }
 
 // The GPU and one CPU core of its host, joined by PCIe: GPU+CPU placements move tensors between the two.
 Topology GpuAndCpu() {
-  const std::string path = ::testing::TempDir() + "/devplace-gpu-and-cpu.yaml";
-  std::ofstream(path) << "name: gpu-and-cpu\n"
-                         "devices:\n"
-                         "  - {name: gpu0, kind: gpu, host: localhost, peak_tflops: 60, memory_bandwidth_gbs: 3000,"
-                         " memory_gib: 80}\n"
-                         "  - {name: cpu0, kind: cpu, host: localhost, peak_tflops: 0.08, memory_bandwidth_gbs: 10,"
-                         " memory_gib: 8}\n"
-                         "switches: []\n"
-                         "links:\n"
-                         "  - {between: [gpu0, cpu0], bandwidth_gbs: 25, latency_us: 10, kind: pcie}\n";
-  return ReadTopologyFile(path).value();
+  return TopologyFromYaml(std::string("name: gpu-and-cpu\ndevices:\n") + kGpuDevice +
+                              "  - {name: cpu0, kind: cpu, host: localhost, peak_tflops: 0.08, memory_bandwidth_gbs: 10,"
+                              " memory_gib: 8}\n"
+                              "switches: []\n"
+                              "links:\n"
+                              "  - {between: [gpu0, cpu0], bandwidth_gbs: 25, latency_us: 10, kind: pcie}\n",
+                          "gpu-and-cpu.yaml")
+      .value();
 }
 
 int32_t VisibleCudaDevices() { return ResolveBackend("cuda", CpuLocal()).value().cuda_devices; }
