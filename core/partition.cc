@@ -35,6 +35,17 @@ void Slice(Box* box, int32_t axis, int32_t parts, int32_t index) {
   box->lo[axis] = lo + extent * index / parts;
 }
 
+// `box` cut to part `part`'s slice along every partitioned dimension of `op` whose axis (member `axis_of` of
+// its PartitionDim: output_axis or input_axis) lies inside the box.
+Box SliceByDims(Box box, const Op& op, const OpConfig& config, int32_t part, int32_t PartitionDim::*axis_of) {
+  for (size_t j = 0; j < config.degrees.size(); ++j) {
+    const int32_t axis = op.dims[j].*axis_of;
+    if (axis < 0 || axis >= box.rank || config.degrees[j] == 1) continue;
+    Slice(&box, axis, config.degrees[j], Digit(config, part, j));
+  }
+  return box;
+}
+
 }  // namespace
 
 Box FullBox(const std::vector<int64_t>& shape) {
@@ -117,13 +128,7 @@ int32_t ReplicaIndex(const Op& op, const OpConfig& config, int32_t part) {
 }
 
 Box ComputedBox(const Op& op, const OpConfig& config, int32_t part) {
-  Box box = FullBox(op.shape);
-  for (size_t j = 0; j < config.degrees.size(); ++j) {
-    const int32_t axis = op.dims[j].output_axis;
-    if (axis < 0 || axis >= box.rank || config.degrees[j] == 1) continue;
-    Slice(&box, axis, config.degrees[j], Digit(config, part, j));
-  }
-  return box;
+  return SliceByDims(FullBox(op.shape), op, config, part, &PartitionDim::output_axis);
 }
 
 Box OwnedBox(const Op& op, const OpConfig& config, int32_t part) {
@@ -142,13 +147,7 @@ Box NeededBox(const Op& consumer, const OpConfig& config, int32_t part, const Op
   // A backward op's saved output of its own forward op (same shape and dims): the region the part computes.
   if (!consumer.forward_op.empty() && consumer.forward_op == producer.name && consumer.shape == producer.shape)
     return ComputedBox(consumer, config, part);
-  Box box = FullBox(producer.shape);
-  for (size_t j = 0; j < config.degrees.size(); ++j) {
-    const int32_t axis = consumer.dims[j].input_axis;
-    if (axis < 0 || axis >= box.rank || config.degrees[j] == 1) continue;
-    Slice(&box, axis, config.degrees[j], Digit(config, part, j));
-  }
-  return box;
+  return SliceByDims(FullBox(producer.shape), consumer, config, part, &PartitionDim::input_axis);
 }
 
 int32_t NearestCopy(const Topology& topology, const OpConfig& config, const PartLayout& layout, int32_t part,

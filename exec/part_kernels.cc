@@ -10,13 +10,6 @@ namespace devplace::exec {
 
 namespace {
 
-at::Tensor BoxOf(const at::Tensor& t, const std::vector<int64_t>& lo, const std::vector<int64_t>& size) {
-  at::Tensor v = t;
-  for (size_t a = 0; a < lo.size(); ++a)
-    if (lo[a] != 0 || size[a] != t.size(static_cast<int64_t>(a))) v = v.narrow(static_cast<int64_t>(a), lo[a], size[a]);
-  return v;
-}
-
 class InputPart : public PartKernel {
  public:
   explicit InputPart(at::Tensor data) : data_(std::move(data)) {}
@@ -96,12 +89,12 @@ at::Tensor Assemble(const Assembly& a, const std::vector<at::Tensor>& slots, con
   }
   const bool whole = a.pieces.size() == 1 && !a.sum && a.pieces[0].size == a.shape;
   if (whole) {
-    t = BoxOf(slots[a.pieces[0].slot], a.pieces[0].src_lo, a.pieces[0].size).contiguous();
+    t = NarrowBox(slots[a.pieces[0].slot], a.pieces[0].src_lo, a.pieces[0].size).contiguous();
   } else {
     t = at::zeros(a.shape, at::TensorOptions().dtype(a.type).device(device));
     for (const Piece& p : a.pieces) {
-      at::Tensor into = BoxOf(t, p.dst_lo, p.size);
-      const at::Tensor from = BoxOf(slots[p.slot], p.src_lo, p.size);
+      at::Tensor into = NarrowBox(t, p.dst_lo, p.size);
+      const at::Tensor from = NarrowBox(slots[p.slot], p.src_lo, p.size);
       if (a.sum) into.add_(from);
       else into.copy_(from);
     }
@@ -182,7 +175,7 @@ std::vector<float> PartPlan::Value(const Graph& graph, const Strategy& strategy,
         dst.push_back(u.owned.lo[a]);
         size.push_back(u.owned.hi[a] - u.owned.lo[a]);
       }
-      BoxOf(value, dst, size).copy_(BoxOf(slots[u.out_slots[0]].to(at::kCPU).to(at::kFloat), lo, size));
+      NarrowBox(value, dst, size).copy_(NarrowBox(slots[u.out_slots[0]].to(at::kCPU).to(at::kFloat), lo, size));
     }
   } else if (o.role == OpRole::kBackward) {
     const Unit& first = units[unit_of[op][0]];

@@ -24,17 +24,6 @@ void TaskProgram::Dep(int32_t from, int32_t to) {
   ++tasks[to].preds;
 }
 
-namespace {
-
-at::Tensor Box(const at::Tensor& t, const std::vector<int64_t>& lo, const std::vector<int64_t>& size) {
-  at::Tensor v = t;
-  for (size_t a = 0; a < lo.size(); ++a)
-    if (lo[a] != 0 || size[a] != t.size(static_cast<int64_t>(a))) v = v.narrow(static_cast<int64_t>(a), lo[a], size[a]);
-  return v;
-}
-
-}  // namespace
-
 struct TaskRuntime::State {
   struct Worker {
     at::Device device{at::kCPU};
@@ -59,7 +48,7 @@ struct TaskRuntime::State {
     std::vector<at::Tensor>& s = *slots;
     switch (t.kind) {
       case TaskKind::kCompute: (*run)(t.unit, s); break;
-      case TaskKind::kCopy: s[t.dst] = CopyTo(Box(s[t.src], t.lo, t.size), w->device); break;
+      case TaskKind::kCopy: s[t.dst] = CopyTo(NarrowBox(s[t.src], t.lo, t.size), w->device); break;
       case TaskKind::kReceive: {
         at::Tensor chunk = CopyTo(s[t.src].narrow(t.axis, t.src_begin, t.length), w->device);
         if (t.alloc) s[t.dst] = at::zeros(s[t.src].sizes(), s[t.src].options().device(w->device));
@@ -70,7 +59,7 @@ struct TaskRuntime::State {
       }
       case TaskKind::kSend: {  // a fresh tensor: the slot may change once the send task has ended
         const at::Tensor& src = s[t.src];
-        hooks.send(t, (t.chunk ? src.narrow(t.axis, t.src_begin, t.length) : Box(src, t.lo, t.size)).clone());
+        hooks.send(t, (t.chunk ? src.narrow(t.axis, t.src_begin, t.length) : NarrowBox(src, t.lo, t.size)).clone());
         break;
       }
       case TaskKind::kArrive: break;  // not run by a worker

@@ -77,6 +77,13 @@ at::Tensor FlatConcat(const std::vector<at::Tensor>& parts) {
   return at::cat(flat, 0);
 }
 
+at::Tensor NarrowBox(const at::Tensor& t, const std::vector<int64_t>& lo, const std::vector<int64_t>& size) {
+  at::Tensor v = t;
+  for (size_t a = 0; a < lo.size(); ++a)
+    if (lo[a] != 0 || size[a] != t.size(static_cast<int64_t>(a))) v = v.narrow(static_cast<int64_t>(a), lo[a], size[a]);
+  return v;
+}
+
 int64_t Rows(at::IntArrayRef shape) {
   int64_t n = 1;
   for (size_t i = 0; i + 1 < shape.size(); ++i) n *= shape[i];

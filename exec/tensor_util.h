@@ -31,6 +31,9 @@ at::Tensor CopyTo(const at::Tensor& t, const at::Device& device);
 // The flattened concatenation of `parts` (skipping undefined ones): a weight gradient as one flat buffer.
 at::Tensor FlatConcat(const std::vector<at::Tensor>& parts);
 
+// The view of `t` over the box that starts at `lo` and spans `size` (one entry per axis of `t`).
+at::Tensor NarrowBox(const at::Tensor& t, const std::vector<int64_t>& lo, const std::vector<int64_t>& size);
+
 // Row count of a tensor seen as a matrix over its last axis: numel / last extent.
 int64_t Rows(at::IntArrayRef shape);
 

@@ -52,15 +52,23 @@ std::vector<at::Tensor> Execute(TaskProgram& program, const std::vector<int32_t>
   return slots;
 }
 
-// Builds input tasks, then the collective from `build`, and runs it.
-std::vector<at::Tensor> RunCollective(
-    const std::function<void(TaskProgram*, const CollectiveGroup&, const std::vector<int32_t>&)>& build,
-    CollectiveGroup* group, TaskProgram* program) {
-  *group = Group(program);
+using Builder = std::function<void(TaskProgram*, const CollectiveGroup&, const std::vector<int32_t>&)>;
+
+// A program of input tasks and the collective `build` appends over Group(), with the slots it left after a step.
+struct Ran {
+  TaskProgram program;
+  CollectiveGroup group;
+  std::vector<at::Tensor> slots;
+};
+
+Ran RunCollective(const Builder& build) {
+  Ran r;
+  r.group = Group(&r.program);
   std::vector<int32_t> ready(kMembers);
-  AddInputs(*program, &ready);
-  build(program, *group, ready);
-  return Execute(*program, group->slots);
+  AddInputs(r.program, &ready);
+  build(&r.program, r.group, ready);
+  r.slots = Execute(r.program, r.group.slots);
+  return r;
 }
 
 int32_t Receives(const TaskProgram& program) {
@@ -69,75 +77,62 @@ int32_t Receives(const TaskProgram& program) {
   return n;
 }
 
+at::Tensor InputSum() { return Input(0) + Input(1) + Input(2); }
+
 TEST(Collectives, AllReduceSumsOnEveryMember) {
-  TaskProgram program;
-  CollectiveGroup g;
-  const auto slots = RunCollective([](TaskProgram* p, const CollectiveGroup& group,
-                                      const std::vector<int32_t>& ready) { AppendAllReduce(p, group, ready); },
-                                   &g, &program);
-  const at::Tensor sum = Input(0) + Input(1) + Input(2);
-  for (int i = 0; i < kMembers; ++i) EXPECT_TRUE(at::equal(slots[g.slots[i]], sum)) << i;
-  EXPECT_EQ(Receives(program), kMembers * 2 * (kMembers - 1));  // 2(n - 1) steps of n sends
-  ASSERT_EQ(program.collectives.size(), 1u);
-  EXPECT_EQ(program.collectives[0].kind, "all-reduce");
+  const Ran r = RunCollective([](TaskProgram* p, const CollectiveGroup& g, const std::vector<int32_t>& ready) {
+    AppendAllReduce(p, g, ready);
+  });
+  for (int i = 0; i < kMembers; ++i) EXPECT_TRUE(at::equal(r.slots[r.group.slots[i]], InputSum())) << i;
+  EXPECT_EQ(Receives(r.program), kMembers * 2 * (kMembers - 1));  // 2(n - 1) steps of n sends
+  ASSERT_EQ(r.program.collectives.size(), 1u);
+  EXPECT_EQ(r.program.collectives[0].kind, "all-reduce");
 }
 
 TEST(Collectives, ReduceScatterLeavesChunkIOnMemberI) {
-  TaskProgram program;
-  CollectiveGroup g;
-  const auto slots = RunCollective([](TaskProgram* p, const CollectiveGroup& group,
-                                      const std::vector<int32_t>& ready) { AppendReduceScatter(p, group, ready); },
-                                   &g, &program);
-  const at::Tensor sum = Input(0) + Input(1) + Input(2);
+  const Ran r = RunCollective([](TaskProgram* p, const CollectiveGroup& g, const std::vector<int32_t>& ready) {
+    AppendReduceScatter(p, g, ready);
+  });
   for (int i = 0; i < kMembers; ++i) {
     const int64_t lo = kExtent * i / kMembers, hi = kExtent * (i + 1) / kMembers;
-    EXPECT_TRUE(at::equal(slots[g.slots[i]].narrow(0, lo, hi - lo), sum.narrow(0, lo, hi - lo))) << i;
+    EXPECT_TRUE(at::equal(r.slots[r.group.slots[i]].narrow(0, lo, hi - lo), InputSum().narrow(0, lo, hi - lo))) << i;
   }
-  EXPECT_EQ(Receives(program), kMembers * (kMembers - 1));
+  EXPECT_EQ(Receives(r.program), kMembers * (kMembers - 1));
 }
 
 TEST(Collectives, AllGatherGivesEveryMemberEveryChunk) {
-  TaskProgram program;
-  CollectiveGroup g;
-  const auto slots = RunCollective([](TaskProgram* p, const CollectiveGroup& group,
-                                      const std::vector<int32_t>& ready) { AppendAllGather(p, group, ready); },
-                                   &g, &program);
+  const Ran r = RunCollective([](TaskProgram* p, const CollectiveGroup& g, const std::vector<int32_t>& ready) {
+    AppendAllGather(p, g, ready);
+  });
   for (int i = 0; i < kMembers; ++i)
     for (int c = 0; c < kMembers; ++c) {
       const int64_t lo = kExtent * c / kMembers, hi = kExtent * (c + 1) / kMembers;
-      EXPECT_TRUE(at::equal(slots[g.slots[i]].narrow(0, lo, hi - lo), Input(c).narrow(0, lo, hi - lo))) << i << c;
+      EXPECT_TRUE(at::equal(r.slots[r.group.slots[i]].narrow(0, lo, hi - lo), Input(c).narrow(0, lo, hi - lo)))
+          << i << c;
     }
 }
 
 TEST(Collectives, AllToAllExchangesChunks) {
   kExtent = 12;
-  TaskProgram program;
-  CollectiveGroup g;
   std::vector<int32_t> out;
-  const auto slots = RunCollective(
-      [&](TaskProgram* p, const CollectiveGroup& group, const std::vector<int32_t>& ready) {
-        for (int i = 0; i < kMembers; ++i) out.push_back(p->AddSlot());
-        AppendAllToAll(p, group, out, ready);
-      },
-      &g, &program);
+  const Ran r = RunCollective([&](TaskProgram* p, const CollectiveGroup& g, const std::vector<int32_t>& ready) {
+    for (int i = 0; i < kMembers; ++i) out.push_back(p->AddSlot());
+    AppendAllToAll(p, g, out, ready);
+  });
   const int64_t len = kExtent / kMembers;
   for (int i = 0; i < kMembers; ++i)
     for (int j = 0; j < kMembers; ++j)
-      EXPECT_TRUE(at::equal(slots[out[j]].narrow(0, i * len, len), Input(i).narrow(0, j * len, len))) << i << j;
+      EXPECT_TRUE(at::equal(r.slots[out[j]].narrow(0, i * len, len), Input(i).narrow(0, j * len, len))) << i << j;
   kExtent = 10;
-  EXPECT_EQ(Receives(program), kMembers * kMembers);  // n(n - 1) sends and n local chunks
+  EXPECT_EQ(Receives(r.program), kMembers * kMembers);  // n(n - 1) sends and n local chunks
 }
 
 TEST(Collectives, BroadcastCopiesTheRootAlongTheChain) {
-  TaskProgram program;
-  CollectiveGroup g;
-  const auto slots = RunCollective(
-      [](TaskProgram* p, const CollectiveGroup& group, const std::vector<int32_t>& ready) {
-        AppendBroadcast(p, group, 4, ready);
-      },
-      &g, &program);
-  for (int i = 1; i < kMembers; ++i) EXPECT_TRUE(at::equal(slots[g.slots[i]], Input(0))) << i;
-  EXPECT_EQ(Receives(program), 4 * (kMembers - 1));
+  const Ran r = RunCollective([](TaskProgram* p, const CollectiveGroup& g, const std::vector<int32_t>& ready) {
+    AppendBroadcast(p, g, 4, ready);
+  });
+  for (int i = 1; i < kMembers; ++i) EXPECT_TRUE(at::equal(r.slots[r.group.slots[i]], Input(0))) << i;
+  EXPECT_EQ(Receives(r.program), 4 * (kMembers - 1));
 }
 
 }  // namespace
