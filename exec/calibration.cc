@@ -4,6 +4,7 @@
 #include <cmath>
 #include <thread>
 
+#include "core/quantile.h"
 #include "exec/backend.h"
 #include "exec/ready_queue.h"
 #include "exec/tensor_util.h"
@@ -59,7 +60,7 @@ std::vector<double> RoundTrips(const std::vector<int64_t>& sizes, const at::Devi
         const double t1 = exec::NowSeconds();
         if (r >= kWarmup) times.push_back(t1 - t0);
       }
-      medians.push_back(exec::Median(times));
+      medians.push_back(Median(times));
     }
     to_b.Push(-1);
   });

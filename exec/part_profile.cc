@@ -4,6 +4,7 @@
 #include <thread>
 #include <tuple>
 
+#include "core/quantile.h"
 #include "exec/backend.h"
 #include "exec/part_plan.h"
 #include "exec/profiler.h"
@@ -27,7 +28,7 @@ void TimeUnit(const exec::PartPlan& plan, int32_t unit, const ProfileOptions& op
     exec::SyncDevice(u.torch_device);
     if (run >= options.warmup_runs) times.push_back(exec::NowSeconds() - t0);
   }
-  p->seconds = std::max(exec::Median(times), 1e-9);
+  p->seconds = std::max(Median(times), 1e-9);
   p->min_seconds = *std::min_element(times.begin(), times.end());
   p->max_seconds = *std::max_element(times.begin(), times.end());
 }
@@ -92,7 +93,7 @@ Status TimeInGraph(const exec::PartPlan& plan, const at::Device& device, int cor
     OpTiming& p = (*entries)[e];
     p.min_seconds = 1e300;
     for (int32_t u : units[e]) {
-      const double seconds = exec::Median(samples[u]);
+      const double seconds = Median(samples[u]);
       p.seconds += seconds / static_cast<double>(units[e].size());
       p.min_seconds = std::min(p.min_seconds, seconds);
       p.max_seconds = std::max(p.max_seconds, seconds);

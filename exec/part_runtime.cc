@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/quantile.h"
 #include "distributed/process_group.h"
 #include "exec/backend.h"
 #include "exec/torch_errors.h"
@@ -196,17 +197,17 @@ Expected<ExecResult> Executor::RunPartitioned() {
   if (m.group)
     if (Status s = MergeCollectiveTimes(*m.group, &coll_first, &coll_last, &coll_busy); !s) return s.error();
   for (DeviceId d = 0; d < devices; ++d) {
-    result.device_busy_seconds.push_back(exec::Median(busy[d]));
-    result.device_copy_seconds.push_back(exec::Median(copy[d]));
+    result.device_busy_seconds.push_back(Median(busy[d]));
+    result.device_copy_seconds.push_back(Median(copy[d]));
   }
-  for (OpId op = 0; op < n; ++op) result.op_seconds.push_back(exec::Median(op_times[op]));
+  for (OpId op = 0; op < n; ++op) result.op_seconds.push_back(Median(op_times[op]));
   result.op_handoff_seconds.assign(n, 0.0);
   for (size_t c = 0; c < collectives; ++c) {
     std::vector<double> span;
     for (size_t k = 0; k < coll_first[c].size(); ++k) span.push_back(std::max(0.0, coll_last[c][k] - coll_first[c][k]));
     const exec::CollectiveInfo& info = program.collectives[c];
     result.collectives.push_back(
-        {info.kind, info.label, info.devices, info.bytes, exec::Median(span), exec::Median(coll_busy[c])});
+        {info.kind, info.label, info.devices, info.bytes, Median(span), Median(coll_busy[c])});
   }
   if (m.group) {
     if (Status s = exec::MergeRanks(*m.group, &result); !s) return s.error();  // before the (merged) checksums

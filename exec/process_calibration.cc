@@ -1,4 +1,5 @@
 #include "exec/process_calibration.h"
+#include "core/quantile.h"
 #include "exec/tensor_util.h"
 
 #include <algorithm>
@@ -27,7 +28,7 @@ Expected<double> TimeOp(ProcessGroup& group, int32_t repeats, const std::functio
     if (Status s = op(); !s) return s.error();
     times.push_back(Now() - t0);
   }
-  at::Tensor longest = at::full({1}, exec::Median(times), at::kDouble);
+  at::Tensor longest = at::full({1}, Median(times), at::kDouble);
   if (Status s = group.AllReduce(longest, ProcessGroup::Reduce::kMax, what); !s) return s.error();
   return longest.item<double>();
 }

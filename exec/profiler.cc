@@ -5,6 +5,7 @@
 #include <thread>
 #include <tuple>
 
+#include "core/quantile.h"
 #include "exec/backend.h"
 #include "exec/kernels.h"
 #include "exec/torch_errors.h"
@@ -88,7 +89,7 @@ Status ProfileIsolated(const Graph& graph, const std::string& kind, const at::De
       }
       if (run >= options.warmup_runs) times.push_back(seconds);
     }
-    p.seconds = exec::Median(times);
+    p.seconds = Median(times);
     p.min_seconds = *std::min_element(times.begin(), times.end());
     p.max_seconds = *std::max_element(times.begin(), times.end());
   }
@@ -108,7 +109,7 @@ std::vector<OpTiming> InGraphProfile(const Graph& graph, const std::string& kind
       samples.push_back(run.op_seconds.at(op) + run.op_handoff_seconds.at(op));
       p.stand_in = p.stand_in || run.op_stand_in.at(op);
     }
-    const double seconds = exec::Median(samples);
+    const double seconds = Median(samples);
     p.seconds += seconds / p.instances;
     p.min_seconds = std::min(p.min_seconds, seconds);
     p.max_seconds = std::max(p.max_seconds, seconds);

@@ -6,6 +6,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/quantile.h"
 #include "distributed/process_group.h"
 #include "exec/backend.h"
 #include "exec/executor.h"
@@ -434,12 +435,12 @@ Expected<ExecResult> Executor::Run() {
   }
   exec::SummariseSteps(&result);
   for (DeviceId d = 0; d < devices; ++d) {
-    result.device_busy_seconds.push_back(exec::Median(busy[d]));
-    result.device_copy_seconds.push_back(exec::Median(copy[d]));
+    result.device_busy_seconds.push_back(Median(busy[d]));
+    result.device_copy_seconds.push_back(Median(copy[d]));
   }
   for (OpId op = 0; op < n; ++op) {
-    result.op_seconds.push_back(exec::Median(op_times[op]));
-    result.op_handoff_seconds.push_back(exec::Median(op_handoffs[op]));
+    result.op_seconds.push_back(Median(op_times[op]));
+    result.op_handoff_seconds.push_back(Median(op_handoffs[op]));
   }
   if (m.options.record_checksums) result.op_checksums = m.checksums;
   if (m.options.record_values) result.op_values = std::move(m.values);

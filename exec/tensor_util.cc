@@ -5,13 +5,6 @@
 
 namespace devplace::exec {
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 namespace {
 
 uint64_t SplitMix64(uint64_t x) {

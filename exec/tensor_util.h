@@ -9,9 +9,6 @@
 
 namespace devplace::exec {
 
-// The median of `v` (the mean of the middle two for an even count); 0 for an empty `v`.
-double Median(std::vector<double> v);
-
 // A 64-bit seed from a base seed and a name (FNV-1a of the name mixed with SplitMix64), stable across platforms,
 // so that an op's inputs and weights depend on the op, not on where it runs.
 uint64_t MixSeed(uint64_t seed, std::string_view name);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/quantile.h"
 #include "exec/tensor_util.h"
 
 namespace devplace::exec {

@@ -4,32 +4,27 @@
 #include <cmath>
 #include <map>
 
+#include "core/quantile.h"
+
 namespace devplace {
 
 namespace {
-
-// Nearest-rank quantile q in [0, 1] of `values` (sorted in place). Precondition: not empty.
-double Quantile(std::vector<double>& values, double q) {
-  std::sort(values.begin(), values.end());
-  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(values.size())));
-  return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
-}
 
 struct Samples {
   std::vector<double> errors, ratios;
   double measured = 0.0, analytic = 0.0;
 };
 
-CostErrorRow Summarise(const std::string& kind, const std::string& type, Samples& s) {
+CostErrorRow Summarise(const std::string& kind, const std::string& type, const Samples& s) {
   CostErrorRow row;
   row.device_kind = kind;
   row.op_type = type;
   row.ops = static_cast<int32_t>(s.errors.size());
   row.measured_seconds = s.measured;
   row.analytic_seconds = s.analytic;
-  row.median_abs_error = Quantile(s.errors, 0.5);
-  row.p90_abs_error = Quantile(s.errors, 0.9);
-  row.median_ratio = Quantile(s.ratios, 0.5);
+  row.median_abs_error = NearestRankQuantile(s.errors, 0.5);
+  row.p90_abs_error = NearestRankQuantile(s.errors, 0.9);
+  row.median_ratio = NearestRankQuantile(s.ratios, 0.5);
   return row;
 }
 
