@@ -17,7 +17,9 @@
 #
 # Symbols: the wheel's libtorch.so exports copies of some libstdc++ functions (std::filesystem::remove_all among them)
 # that crash when called from outside it; programs list libstdc++ as their first needed library, so that the
-# dynamic linker binds those names to libstdc++ itself (CMAKE_EXE_LINKER_FLAGS below).
+# dynamic linker binds those names to libstdc++ itself (DEVPLACE_STDCXX_FIRST below: a directory link option of the
+# top-level CMakeLists.txt; ctest's stdcxx_first_test checks the binaries). An earlier version passed it in
+# CMAKE_EXE_LINKER_FLAGS, which on the GPU machine did not reach the binaries.
 #
 # ABI: PyTorch >= 2.6 wheels use the C++11 string ABI, as Debian's libraries do, so the extracted yaml-cpp, GoogleTest,
 # benchmark, ONNX and protobuf link with the wheel's LibTorch; older wheels do not (see docs/executor.md). Debian 12's
@@ -86,7 +88,7 @@ configure() {
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_PREFIX_PATH="$root/usr;$root/usr/lib/x86_64-linux-gnu/cmake;$torch" \
         -DProtobuf_PROTOC_EXECUTABLE="$root/usr/bin/protoc" \
-        -DCMAKE_EXE_LINKER_FLAGS="-Wl,--no-as-needed -lstdc++ -Wl,--as-needed" \
+        -DDEVPLACE_STDCXX_FIRST=ON \
         -DCMAKE_INSTALL_RPATH_USE_LINK_PATH=ON \
         -DDEVPLACE_PYTHON=OFF >/dev/null
 }
