@@ -133,7 +133,7 @@ Expected<ExecResult> ExecuteInLocalProcesses(const Graph& graph, const Topology&
     return Error{"the " + std::to_string(processes) + "-process run failed (see the ranks' errors above)"};
   std::ifstream in(out);
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.contains("measured_ms"))
+  if (j.is_discarded() || !j.contains("measured_ms") || !j.contains("cuda_index"))
     return Error{"rank 0 of the " + std::to_string(processes) + "-process run printed no result to " + out};
   ExecResult r;
   for (double ms : j["measured_ms"]["steps"]) r.step_seconds.push_back(ms / 1e3);
@@ -145,6 +145,8 @@ Expected<ExecResult> ExecuteInLocalProcesses(const Graph& graph, const Topology&
   r.bytes_copied = j["bytes_copied"].get<int64_t>();
   r.stand_in_ops = j["stand_in_ops"].get<int32_t>();
   r.backend.name = j["backend"].get<std::string>();
+  r.backend.note = j["backend_note"].get<std::string>();
+  r.backend.cuda_index = j["cuda_index"].get<std::vector<int32_t>>();
   return r;
 }
 

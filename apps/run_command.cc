@@ -130,6 +130,7 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
                  {"topology", topology.name()},
                  {"backend", run.backend.name},
                  {"backend_note", run.backend.note},
+                 {"cuda_index", run.backend.cuda_index},
                  {"processes", distributed ? distributed->world_size : 1},
                  {"measured_ms", {{"median", run.median_step * 1e3}, {"min", run.min_step * 1e3},
                                   {"max", run.max_step * 1e3}, {"spread", run.spread}, {"steps", steps_ms}}},

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/check.h"
+
 namespace devplace {
 
 namespace {
@@ -105,12 +107,14 @@ void SetUpWorkerThread(const at::Device& device, int core) {
 }
 
 at::Device TorchDevice(const BackendInfo& backend, DeviceId d) {
-  if (static_cast<size_t>(d) < backend.cuda_index.size()) {
-    const int32_t index = backend.cuda_index[d];
-    return index >= 0 ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index)) : at::Device(at::kCPU);
+  if (backend.cuda_index.empty()) {
+    DEVPLACE_CHECK(backend.name.rfind("cuda", 0) != 0,
+                   "a CUDA backend without its device map (BackendInfo::cuda_index)");
+    return at::Device(at::kCPU);
   }
-  if (backend.name == "cuda") return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(d));
-  return at::Device(at::kCPU);
+  DEVPLACE_CHECK(d >= 0 && static_cast<size_t>(d) < backend.cuda_index.size(), "device id outside the backend's map");
+  const int32_t index = backend.cuda_index[d];
+  return index >= 0 ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index)) : at::Device(at::kCPU);
 }
 
 int WorkerCore(const BackendInfo& backend, DeviceId d, bool pin) {

@@ -22,7 +22,7 @@ void ConfigureTorch();
 // made current with a stream of its own from the pool.
 void SetUpWorkerThread(const at::Device& device, int core);
 
-// The LibTorch device of topology device `d` under `backend`.
+// The LibTorch device of device `d` by backend.cuda_index (the CPU when empty; CHECKs a CUDA backend has the map).
 at::Device TorchDevice(const BackendInfo& backend, DeviceId d);
 
 // The core a CPU worker for device `d` is pinned to, or -1 when not pinned (GPU devices' workers are not).

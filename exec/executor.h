@@ -47,8 +47,8 @@ struct BackendInfo {
   std::string note;        // one line when the request could not be honoured (e.g. no CUDA), else empty
   int32_t cpu_cores = 0;   // cores this process may use
   int32_t cuda_devices = 0;
-  // Per topology device, the CUDA device it runs on, or -1 for a CPU worker. Empty: every device on the CPU, or
-  // (name "cuda", as a launcher's rank reports it) device d on cuda:d.
+  // Per topology device, the CUDA device it runs on, or -1 for a CPU worker; empty exactly when every device runs on
+  // the CPU (name "cpu"). Multi-process ranks print it in their JSON (`cuda_index`); the launcher carries it over.
   std::vector<int32_t> cuda_index;
 };
 

@@ -31,10 +31,29 @@ TEST(CliProcesses, TwoRanksRunAndRankZeroPrintsTheResult) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const nlohmann::json j = nlohmann::json::parse(run.out);  // exactly one object: the other rank prints nothing
   EXPECT_EQ(j["processes"], 2);
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_EQ(j["cuda_index"], nlohmann::json::array());  // the device map: empty exactly when all run on the CPU
   EXPECT_EQ(j["copies"], 1);  // x's output crosses from rank 0 to rank 1 (fc's gradient to x has no edge)
   EXPECT_EQ(j["measured_ms"]["steps"].size(), 2u);
   EXPECT_GT(j["measured_ms"]["median"].get<double>(), 0.0);
   EXPECT_GT(j["devices"][1]["busy_ms"].get<double>(), 0.0);  // rank 1's numbers reach rank 0
+}
+
+// `devplace validate` runs a multi-process twin row through the launcher (ExecuteInLocalProcesses): rank 0's JSON,
+// device map (`cuda_index`) included, becomes the row's measurement.
+TEST(CliProcesses, ValidateMeasuresTheTwinRowThroughTheLauncher) {
+  const std::string dir = Inputs("processes-validate");
+  WriteText(dir, "v.yaml",
+            "name: twins\nseed: 1\ntopology: t.yaml\ncalibrate: false\n"
+            "exec: {warmup_steps: 1, timed_steps: 2}\nprofile: {warmup_runs: 1, timed_runs: 2}\n"
+            "models: [{file: g.json}]\nalgorithms: [round-robin]\nrandom_placements: 0\n"
+            "multi_process: {processes: 2, topology: t.yaml}\n");
+  const CliRun run = RunDevplace({"validate", "--suite", "v.yaml", "-o", "out", "--json"}, dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["strategies"], 2);  // round-robin and its two-process twin
+  EXPECT_EQ(j["failed"], 0) << ReadText(dir + "/out/results.csv");
+  EXPECT_NE(ReadText(dir + "/out/results.csv").find("round-robin x2p"), std::string::npos);
 }
 
 TEST(CliProcesses, BadInputFailsOnceBeforeAnyRankStarts) {

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "core/strategy.h"
 #include "core/topology_yaml.h"
+#include "exec/backend.h"
 #include "exec/executor.h"
 #include "exec/profiler.h"
 #include "tests/testing/exec_graphs.h"
@@ -94,6 +96,24 @@ TEST(Cuda, GpuAndCpuDevicesOfOneTopologyResolveToCudaAndCpuWorkers) {
   Expected<BackendInfo> automatic = ResolveBackend("auto", t);
   ASSERT_TRUE(automatic.ok());
   EXPECT_EQ(automatic->name, "cuda+cpu");
+}
+
+// TorchDevice follows the backend's device map and nothing else: a CUDA backend without one (what a launcher's
+// result carried before its ranks reported `cuda_index`) is a bug, not cuda:d. Needs no GPU (devices are values).
+TEST(Cuda, TorchDeviceFollowsTheDeviceMap) {
+  BackendInfo cpu;
+  cpu.name = "cpu";
+  EXPECT_EQ(exec::TorchDevice(cpu, 3), at::Device(at::kCPU));
+  BackendInfo mixed;
+  mixed.name = "cuda+cpu";
+  mixed.cuda_index = {1, -1, 0};
+  EXPECT_EQ(exec::TorchDevice(mixed, 0), at::Device(at::kCUDA, 1));
+  EXPECT_EQ(exec::TorchDevice(mixed, 1), at::Device(at::kCPU));
+  EXPECT_EQ(exec::TorchDevice(mixed, 2), at::Device(at::kCUDA, 0));
+  EXPECT_THROW(exec::TorchDevice(mixed, 3), InternalError);
+  BackendInfo unmapped;
+  unmapped.name = "cuda";
+  EXPECT_THROW(exec::TorchDevice(unmapped, 0), InternalError);
 }
 
 // A step with the ops alternating between the GPU and a CPU core (tensors cross PCIe both ways) computes what the
