@@ -34,6 +34,20 @@ std::string_view ToString(PipelineSchedule schedule);
 // Parses the names ToString gives; false on an unknown name.
 bool ParsePipelineSchedule(std::string_view text, PipelineSchedule* schedule);
 
+// One entry of a stage's schedule: the forward or the backward of a micro-batch.
+struct StageStep {
+  bool forward = true;
+  int32_t microbatch = 0;
+  bool operator==(const StageStep&) const = default;
+};
+
+// Forwards stage `stage` (0-based) of `num_stages` runs before its first backward (PipelineSchedule's W).
+int32_t WarmupForwards(PipelineSchedule schedule, int32_t num_stages, int32_t stage, int32_t microbatches);
+// The order of stage `stage`'s 2 * microbatches steps: W forwards, then one backward and one forward while
+// forwards remain, then the remaining backwards. Micro-batches go forward and backward in increasing order.
+std::vector<StageStep> StageOrder(PipelineSchedule schedule, int32_t num_stages, int32_t stage,
+                                  int32_t microbatches);
+
 // Which forward ops a stage holds (its backward and update ops follow their forward op).
 // - kOpRange: the forward ops whose position in the graph's topological order lies between those of first_op and
 //   last_op (both forward ops, inclusive).

@@ -21,6 +21,7 @@
 namespace devplace {
 
 class ProcessGroup;  // distributed/process_group.h
+struct PipelinePlan;  // core/pipeline.h
 
 // Settings of an execution.
 struct ExecOptions {
@@ -67,6 +68,16 @@ struct CollectiveTime {
   double busy_seconds = 0.0;  // the summed time of its steps (copying and adding chunks)
 };
 
+// A pipeline plan's stage step as one device ran it (Executor::CreatePipeline): the forward or backward of a
+// micro-batch, or the stage's weight update (microbatch -1), from its first compute task's start to its last's end.
+struct PipelineStepTime {
+  DeviceId device = 0;
+  int32_t stage = 0;
+  bool forward = true;
+  int32_t microbatch = -1;
+  double start = 0.0, end = 0.0;  // seconds since the step's start
+};
+
 // The outcome of an execution.
 struct ExecResult {
   BackendInfo backend;
@@ -99,6 +110,9 @@ struct ExecResult {
   // shape, its parts' regions put together), a backward op's weight gradient (after synchronisation; empty for ops
   // without weights) and an update op's new weights (flat), as 32-bit floats; empty for other ops.
   std::vector<std::vector<float>> op_values;
+  // Pipeline plans, one process: every stage step of the last timed step, by device, in the order each device ran
+  // them (the schedule's order).
+  std::vector<PipelineStepTime> pipeline_steps;
 };
 
 // A graph, machine and strategy made ready to run: kernels built, weights and inputs allocated on their devices,
@@ -118,6 +132,13 @@ class Executor {
   static Expected<Executor> CreateRank(const Graph& graph, const Topology& topology, const Strategy& strategy,
                                        const ExecOptions& options, ProcessGroup& group,
                                        const std::vector<int32_t>& rank_of_device);
+  // A pipeline plan (core/pipeline.h; docs/executor.md, "Pipelines"): every micro-batch's forward and backward of
+  // each stage on the stage's devices (the plan run as MicrobatchStrategy, exec/pipeline.h), each device's stage
+  // steps in the schedule's order, weight gradients accumulated over the micro-batches and all-reduced over the
+  // stage's devices once per step, one update per step. Errors are one line: ValidatePipelinePlan's, and what
+  // MicrobatchStrategy refuses.
+  static Expected<Executor> CreatePipeline(const Graph& graph, const Topology& topology, const PipelinePlan& plan,
+                                           const ExecOptions& options = {});
   Executor(Executor&&) noexcept;
   Executor& operator=(Executor&&) noexcept;
   ~Executor();
@@ -138,9 +159,11 @@ class Executor {
                                      const ExecOptions& options, ProcessGroup* group,
                                      const std::vector<int32_t>& rank_of_device);
   explicit Executor(std::unique_ptr<Partitioned> parts);
+  // With `pipeline`, `strategy` is its MicrobatchStrategy and the steps are scheduled as the plan says.
   static Expected<Executor> CreatePartitioned(const Graph& graph, const Topology& topology, const Strategy& strategy,
                                               const ExecOptions& options, const BackendInfo& backend,
-                                              ProcessGroup* group, const std::vector<int32_t>& rank_of_device);
+                                              ProcessGroup* group, const std::vector<int32_t>& rank_of_device,
+                                              const PipelinePlan* pipeline = nullptr);
   Expected<ExecResult> RunPartitioned();
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<Partitioned> parts_;
@@ -148,6 +171,9 @@ class Executor {
 
 // Create + Run.
 Expected<ExecResult> ExecuteStrategy(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                                     const ExecOptions& options = {});
+// CreatePipeline + Run.
+Expected<ExecResult> ExecutePipeline(const Graph& graph, const Topology& topology, const PipelinePlan& plan,
                                      const ExecOptions& options = {});
 
 }  // namespace devplace

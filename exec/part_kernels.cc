@@ -187,7 +187,7 @@ std::vector<float> PartPlan::Value(const Graph& graph, const Strategy& strategy,
                                                      : slots[u.out_slots[u.weight_port]].numel());
     }
     value = at::zeros({total}, at::kFloat);
-    for (int32_t p = 0; p < parts; ++p) {
+    for (int32_t p = parts - 1; p >= 0; --p) {  // the lowest part's last: a pipeline accumulates micro-batches there
       const Unit& u = units[unit_of[op][p]];
       const at::Tensor g = slots[u.out_slots[u.weight_port]].to(at::kCPU).reshape({-1});
       if (u.grad_index.defined()) value.index_copy_(0, u.grad_index.to(at::kCPU), g);

@@ -20,8 +20,9 @@ namespace {
 class Builder {
  public:
   Builder(const Graph& graph, const Topology& topology, const Strategy& strategy,
-          const std::vector<at::Device>& device_of, Plan base, PartPlan* plan)
-      : g_(graph), topology_(topology), s_(strategy), device_of_(device_of), base_(std::move(base)), plan_(*plan) {}
+          const std::vector<at::Device>& device_of, Plan base, bool sync_replicas, PartPlan* plan)
+      : g_(graph), topology_(topology), s_(strategy), device_of_(device_of), base_(std::move(base)),
+        sync_replicas_(sync_replicas), plan_(*plan) {}
 
   void Build() {
     MakeUnits();
@@ -76,13 +77,19 @@ class Builder {
     return part_ops_.back().get();
   }
 
+  // The weights a part on `device` computes with; parts on one device holding the owner's whole weights share them
+  // (a pipeline's micro-batches).
   PartWeights* Weights(OpId owner, at::Tensor index, const at::Device& device) {
+    const auto whole = std::make_pair(owner, device.str());
+    if (!index.defined())
+      if (auto it = whole_weights_.find(whole); it != whole_weights_.end()) return it->second;
     auto w = std::make_unique<PartWeights>();
     w->owner = owner;
     const at::Tensor& full = plan_.full_weights[owner];
     w->index = index;
     w->w = (index.defined() ? full.index_select(0, index) : full.clone()).to(device);
     plan_.weights.push_back(std::move(w));
+    if (!index.defined()) whole_weights_[whole] = plan_.weights.back().get();
     return plan_.weights.back().get();
   }
 
@@ -241,6 +248,7 @@ class Builder {
       if (w) {
         u.grad_index = w->index;
         u.weight_port = static_cast<int32_t>(f_in.size());
+        u.weight_elements = w->w.numel();
         ports.push_back(FullBox({w->w.numel()}));
       }
       u.kernel = MakePartBackward(impl, w, std::move(roles), u.torch_device);
@@ -289,12 +297,14 @@ class Builder {
   const Strategy& s_;
   const std::vector<at::Device>& device_of_;
   Plan base_;
+  const bool sync_replicas_;
   PartPlan& plan_;
   std::vector<std::vector<std::pair<std::shared_ptr<const OpImpl>, PartWeights*>>> part_impl_;
   std::vector<std::unique_ptr<Op>> part_ops_;
   std::map<int32_t, std::vector<Need>> needs_;      // by unit
   std::map<int32_t, std::vector<Box>> port_box_;    // by unit: each output port's region
   std::map<int32_t, UpdateRange*> range_of_;        // by update unit
+  std::map<std::pair<OpId, std::string>, PartWeights*> whole_weights_;  // by owner and device: whole weights
   std::vector<std::vector<int32_t>> ready_;          // by unit and port: the task after which the port is final
   std::map<std::tuple<int32_t, int, DeviceId>, Box> copy_box_;
   std::map<std::tuple<int32_t, int, DeviceId>, int64_t> copy_element_bytes_;
@@ -332,7 +342,7 @@ void Builder::Collectives(OpId op) {
     }
   }
   const Unit& first = UnitAt(op, 0);
-  if (o.role != OpRole::kBackward || first.weight_port < 0 || layout.replicas < 2) return;
+  if (o.role != OpRole::kBackward || first.weight_port < 0 || layout.replicas < 2 || !sync_replicas_) return;
   // Gradient synchronisation: a ring all-reduce of each weight shard's gradient among its replicas, in every copy
   // of the op (copies compute the same gradients).
   for (int32_t ring = 0; ring < layout.copies * layout.shards; ++ring) {
@@ -467,7 +477,7 @@ void Builder::WeightGradient(int32_t unit, size_t input, int32_t edge, int pass)
 }  // namespace
 
 Expected<PartPlan> BuildPartPlan(const Graph& graph, const Topology& topology, const Strategy& strategy,
-                                 const std::vector<at::Device>& device_of, uint64_t seed) {
+                                 const std::vector<at::Device>& device_of, uint64_t seed, bool sync_replicas) {
   std::vector<at::Device> first;
   for (OpId op = 0; op < graph.num_ops(); ++op) first.push_back(device_of[strategy.configs[op].devices[0]]);
   Expected<Plan> base = BuildPlan(graph, first, seed);
@@ -476,7 +486,7 @@ Expected<PartPlan> BuildPartPlan(const Graph& graph, const Topology& topology, c
   plan.full_weights.resize(static_cast<size_t>(graph.num_ops()));
   for (OpId op = 0; op < graph.num_ops(); ++op)
     if (base->params[op]) plan.full_weights[op] = base->params[op]->weights.to(at::kCPU).clone();
-  Builder(graph, topology, strategy, device_of, std::move(*base), &plan).Build();
+  Builder(graph, topology, strategy, device_of, std::move(*base), sync_replicas, &plan).Build();
   return plan;
 }
 

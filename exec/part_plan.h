@@ -76,6 +76,7 @@ struct Unit {
   Box out_box, owned;               // port 0's region of the op's output, and the part of it this unit owns
   at::Tensor grad_index;            // backward units with weights: the flat weight indices of their gradient
   int32_t weight_port = -1;         // backward units with weights: the port of their weight gradient
+  int64_t weight_elements = 0;      // backward units with weights: the elements of that (flat) gradient
   std::vector<Assembly> inputs;     // one per in-edge of the op, in graph order
   std::vector<int32_t> out_slots;   // one per output port
   std::unique_ptr<PartKernel> kernel;
@@ -98,7 +99,8 @@ struct PartPlan {
   // Makes the weights the update parts wrote current, in every part that holds them.
   void CommitUpdates();
   // The value of `op` after a step (row-major over its whole shape), from `slots`: a forward op's output, a
-  // backward op's weight gradient (after synchronisation), an update op's new weights; empty when none.
+  // backward op's weight gradient (after synchronisation: of each weight range, the lowest part's), an update op's
+  // new weights; empty when none.
   std::vector<float> Value(const Graph& graph, const Strategy& strategy, OpId op,
                            const std::vector<at::Tensor>& slots) const;
 };
@@ -124,8 +126,10 @@ std::unique_ptr<PartKernel> MakePartBackward(std::shared_ptr<const OpImpl> impl,
                                              BackwardRoles roles, const at::Device& device);
 std::unique_ptr<PartKernel> MakePartUpdate(UpdateRange* range);
 
-// Builds the plan. `device_of` maps topology devices to LibTorch devices. Errors as BuildPlan's.
+// Builds the plan. `device_of` maps topology devices to LibTorch devices. With `sync_replicas` false the weight
+// gradients of replicated parts are left unsynchronised (a pipeline adds its own accumulation and all-reduce:
+// exec/pipeline_schedule.h). Errors as BuildPlan's.
 Expected<PartPlan> BuildPartPlan(const Graph& graph, const Topology& topology, const Strategy& strategy,
-                                 const std::vector<at::Device>& device_of, uint64_t seed);
+                                 const std::vector<at::Device>& device_of, uint64_t seed, bool sync_replicas = true);
 
 }  // namespace devplace::exec

@@ -38,7 +38,8 @@ Status MergeCollectiveTimes(ProcessGroup& group, std::vector<std::vector<double>
 
 Expected<Executor> Executor::CreatePartitioned(const Graph& graph, const Topology& topology, const Strategy& strategy,
                                                const ExecOptions& options, const BackendInfo& backend,
-                                               ProcessGroup* group, const std::vector<int32_t>& rank_of_device) {
+                                               ProcessGroup* group, const std::vector<int32_t>& rank_of_device,
+                                               const PipelinePlan* pipeline) {
   if (group != nullptr) {
     if (rank_of_device.size() != static_cast<size_t>(topology.num_devices()))
       return Error{"the rank map has " + std::to_string(rank_of_device.size()) + " entries; topology '" +
@@ -59,7 +60,7 @@ Expected<Executor> Executor::CreatePartitioned(const Graph& graph, const Topolog
   }
   Expected<exec::PartPlan> plan = [&]() -> Expected<exec::PartPlan> {
     try {
-      return exec::BuildPartPlan(graph, topology, m->strategy, device_of, options.seed);
+      return exec::BuildPartPlan(graph, topology, m->strategy, device_of, options.seed, pipeline == nullptr);
     } catch (const std::exception& e) {  // c10::Error or std::bad_alloc
       return Error{"graph '" + graph.name() + "': cannot allocate the step's tensors: " +
                    exec::DescribeTorchFailure(e, backend.name)};
@@ -67,6 +68,11 @@ Expected<Executor> Executor::CreatePartitioned(const Graph& graph, const Topolog
   }();
   if (!plan.ok()) return plan.error();
   m->plan = std::move(*plan);
+  if (pipeline != nullptr) {
+    Expected<exec::PipelineLabels> labels = exec::SchedulePipeline(graph, *pipeline, &m->plan);
+    if (!labels) return labels.error();
+    m->pipeline = std::move(*labels);
+  }
   if (group == nullptr) {
     m->runtime = std::make_unique<exec::TaskRuntime>(m->plan.program, device_of, core);
     return Executor(std::move(m));
@@ -181,6 +187,7 @@ Expected<ExecResult> Executor::RunPartitioned() {
       if (task.kind != exec::TaskKind::kArrive) c_busy[task.collective] += d;
     }
     result.step_seconds.push_back(last - first);
+    if (step == total - 1 && !m.group) result.pipeline_steps = exec::PipelineStepTimes(m.pipeline, times, first);
     result.bytes_copied = bytes;
     result.num_copies = copies;
     for (DeviceId d = 0; d < devices; ++d) {

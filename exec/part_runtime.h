@@ -6,6 +6,7 @@
 #include "exec/executor.h"
 #include "exec/part_plan.h"
 #include "exec/part_rank.h"
+#include "exec/pipeline_schedule.h"
 #include "exec/process_transport.h"
 #include "exec/task_program.h"
 
@@ -24,6 +25,7 @@ struct Executor::Partitioned {
   std::unique_ptr<exec::TaskRuntime> runtime;  // after the plan: its workers stop before the plan goes
   std::unique_ptr<exec::ProcessTransport> transport;  // last: its receivers stop before the runtime goes
   double step_start = 0.0;                  // a rank's: when its step started (after the barrier)
+  exec::PipelineLabels pipeline;            // a pipeline plan's stage steps (else empty)
 
   const exec::TaskProgram& program() const { return rank ? rank->program : plan.program; }
   // One step; a rank's sends, receives and start barrier go through the transport. Empty or the failure.

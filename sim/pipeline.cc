@@ -11,30 +11,6 @@
 
 namespace devplace {
 
-int32_t WarmupForwards(PipelineSchedule schedule, int32_t num_stages, int32_t stage, int32_t microbatches) {
-  switch (schedule) {
-    case PipelineSchedule::kGPipe: return microbatches;
-    case PipelineSchedule::kOneFOneB: return std::min(microbatches, num_stages - stage);
-    case PipelineSchedule::kEagerOneFOneB: return std::min(microbatches, 2 * (num_stages - stage) - 1);
-  }
-  return microbatches;
-}
-
-std::vector<StageStep> StageOrder(PipelineSchedule schedule, int32_t num_stages, int32_t stage,
-                                  int32_t microbatches) {
-  const int32_t warmup = WarmupForwards(schedule, num_stages, stage, microbatches);
-  std::vector<StageStep> order;
-  order.reserve(2 * static_cast<size_t>(microbatches));
-  int32_t forwards = 0, backwards = 0;
-  while (forwards < warmup) order.push_back({true, forwards++});
-  while (forwards < microbatches) {
-    order.push_back({false, backwards++});
-    order.push_back({true, forwards++});
-  }
-  while (backwards < microbatches) order.push_back({false, backwards++});
-  return order;
-}
-
 std::string_view ToString(PipelineTaskKind kind) {
   switch (kind) {
     case PipelineTaskKind::kForward: return "forward";

@@ -20,20 +20,6 @@
 
 namespace devplace {
 
-// One entry of a stage's schedule: the forward or the backward of a micro-batch.
-struct StageStep {
-  bool forward = true;
-  int32_t microbatch = 0;
-  bool operator==(const StageStep&) const = default;
-};
-
-// Forwards stage `stage` (0-based) of `num_stages` runs before its first backward (PipelineSchedule's W).
-int32_t WarmupForwards(PipelineSchedule schedule, int32_t num_stages, int32_t stage, int32_t microbatches);
-// The order of stage `stage`'s 2 * microbatches steps: W forwards, then one backward and one forward while
-// forwards remain, then the remaining backwards. Micro-batches go forward and backward in increasing order.
-std::vector<StageStep> StageOrder(PipelineSchedule schedule, int32_t num_stages, int32_t stage,
-                                  int32_t microbatches);
-
 // What a pipeline task does.
 enum class PipelineTaskKind : uint8_t {
   kForward,         // a stage's forward ops on one micro-batch (one task per device of the stage; a sharded stage:
