@@ -3,7 +3,10 @@
 // the simulated one. --op-csv FILE writes every op's measured kernel time next to the cost model's price.
 // Under torchrun's environment variables (RANK, WORLD_SIZE >= 2, MASTER_ADDR, MASTER_PORT) the process is one rank
 // of a multi-process execution and runs its devices' ops (exec/multiprocess.h); rank 0 prints the result.
-// --processes N launches N such ranks on this machine (apps/launcher.h).
+// --processes N launches N such ranks on this machine (apps/launcher.h). A strategy file in the pipeline form runs
+// its micro-batches in the schedule's order (Executor::CreatePipeline, one process) and reports each stage's
+// measured busy time next to the simulated one.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -15,11 +18,14 @@
 #include "apps/inputs.h"
 #include "apps/launcher.h"
 #include "core/atomic_file.h"
+#include "core/pipeline_json.h"
 #include "distributed/config.h"
 #include "exec/executor.h"
 #include "exec/multiprocess.h"
+#include "exec/pipeline.h"
 #include "sim/collectives.h"
 #include "sim/engine.h"
+#include "sim/pipeline.h"
 #include "sim/simulator.h"
 
 namespace devplace::cli {
@@ -40,6 +46,30 @@ double SimulatedCollective(const Topology& topology, const CollectiveTime& c) {
   sim::Engine engine;
   Expected<double> seconds = builder.Run(&engine);
   return seconds.ok() ? *seconds : -1.0;
+}
+
+// A pipeline run's stages: measured busy time (the stage's busiest device) and bubble next to the simulated ones.
+nlohmann::json PipelineRunJson(const PipelinePlan& plan, const PipelineResult& sim, const ExecResult& run,
+                               const Topology& topology) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (size_t s = 0; s < plan.stages.size(); ++s) {
+    double busy = 0.0;
+    nlohmann::json devices = nlohmann::json::array();
+    for (DeviceId d : plan.stages[s].devices) {
+      busy = std::max(busy, run.device_busy_seconds[d]);
+      devices.push_back(topology.device(d).name);
+    }
+    stages.push_back({{"name", plan.stages[s].name},
+                      {"devices", std::move(devices)},
+                      {"busy_ms", busy * 1e3},
+                      {"simulated_busy_ms", sim.stages[s].busy_seconds * 1e3},
+                      {"bubble_fraction", run.median_step > 0 ? 1.0 - busy / run.median_step : 0.0},
+                      {"simulated_bubble_fraction", sim.stages[s].bubble_fraction}});
+  }
+  return {{"schedule", std::string(ToString(plan.schedule))},
+          {"microbatches", plan.microbatches},
+          {"simulated_bubble_fraction", sim.bubble_fraction},
+          {"stages", std::move(stages)}};
 }
 
 }  // namespace
@@ -76,8 +106,14 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
   cmd->callback([opts, &ctx]() {
     Graph graph = LoadGraph(opts->graph);
     Topology topology = LoadTopology(opts->topology);
-    Strategy strategy = LoadStrategy(opts->strategy, graph, topology);
+    std::optional<PipelinePlan> plan;
+    if (Unwrap(DetectStrategyFileForm(opts->strategy)) == StrategyForm::kPipeline)
+      plan = Unwrap(ReadPipelinePlanFile(opts->strategy, graph, topology));
+    Strategy strategy =
+        plan ? Unwrap(MicrobatchStrategy(graph, topology, *plan)) : LoadStrategy(opts->strategy, graph, topology);
     CostModel cost = LoadCostModel(opts->costs);
+    if (plan && opts->processes > 1)
+      throw CliError(opts->strategy + ": a pipeline plan runs in one process (--processes is not supported for it)");
     if (opts->processes > 1) {  // the inputs are checked once, here, before any rank starts
       Unwrap(RankOfDevices(topology, strategy, opts->processes));
       ctx.exit_code = LaunchLocalRanks(opts->processes, WithoutOption(ctx.args, "--processes"), opts->timeout + 5.0);
@@ -86,14 +122,20 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
     std::optional<DistributedConfig> distributed = Unwrap(DistributedConfigFromEnv(
         [](const char* name) { return static_cast<const char*>(std::getenv(name)); }, opts->timeout));
     if (distributed && distributed->world_size < 2) distributed.reset();
-    SimResult sim = Unwrap(Simulate(graph, topology, strategy, cost));
+    if (plan && distributed)
+      throw CliError(opts->strategy + ": a pipeline plan runs in one process, not as a rank of a group");
+    std::optional<PipelineResult> piped;
+    if (plan) piped = Unwrap(SimulatePipeline(graph, topology, *plan, cost));
+    SimResult sim = piped ? piped->sim : Unwrap(Simulate(graph, topology, strategy, cost));
     ExecOptions options;
     options.warmup_steps = opts->warmup;
     options.timed_steps = opts->repeats;
     options.backend = opts->backend;
     options.seed = opts->seed;
-    ExecResult run = Unwrap(distributed ? ExecuteStrategyAsRank(graph, topology, strategy, options, *distributed)
-                                        : ExecuteStrategy(graph, topology, strategy, options));
+    ExecResult run = Unwrap(plan          ? ExecutePipeline(graph, topology, *plan, options)
+                            : distributed ? ExecuteStrategyAsRank(graph, topology, strategy, options, *distributed)
+                                          : ExecuteStrategy(graph, topology, strategy, options));
+    const nlohmann::json pipeline = plan ? PipelineRunJson(*plan, *piped, run, topology) : nlohmann::json();
     if (distributed && distributed->rank != 0) {  // rank 0 reports the whole run
       ctx.exit_code = 0;
       return;
@@ -126,24 +168,27 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
                            {"simulated_busy_ms", sim.devices[d].busy_seconds * 1e3}});
       std::vector<double> steps_ms;
       for (double s : run.step_seconds) steps_ms.push_back(s * 1e3);
-      PrintJson({{"graph", graph.name()},
-                 {"topology", topology.name()},
-                 {"backend", run.backend.name},
-                 {"backend_note", run.backend.note},
-                 {"cuda_index", run.backend.cuda_index},
-                 {"processes", distributed ? distributed->world_size : 1},
-                 {"measured_ms", {{"median", run.median_step * 1e3}, {"min", run.min_step * 1e3},
-                                  {"max", run.max_step * 1e3}, {"spread", run.spread}, {"steps", steps_ms}}},
-                 {"simulated_ms", sim.step_time * 1e3},
-                 {"error_pct", error * 100},
-                 {"cost_model", cost.Describe()},
-                 {"cost_fallbacks", sim.cost_fallbacks},
-                 {"devices", devices},
-                 {"copies", run.num_copies},
-                 {"bytes_copied", run.bytes_copied},
-                 {"stand_in_ops", run.stand_in_ops},
-                 {"stand_in_types", run.stand_in_types},
-                 {"collectives", collectives}});
+      nlohmann::json out = {{"graph", graph.name()},
+                           {"topology", topology.name()},
+                           {"backend", run.backend.name},
+                           {"backend_note", run.backend.note},
+                           {"cuda_index", run.backend.cuda_index},
+                           {"processes", distributed ? distributed->world_size : 1},
+                           {"measured_ms",
+                            {{"median", run.median_step * 1e3}, {"min", run.min_step * 1e3},
+                             {"max", run.max_step * 1e3}, {"spread", run.spread}, {"steps", steps_ms}}},
+                           {"simulated_ms", sim.step_time * 1e3},
+                           {"error_pct", error * 100},
+                           {"cost_model", cost.Describe()},
+                           {"cost_fallbacks", sim.cost_fallbacks},
+                           {"devices", devices},
+                           {"copies", run.num_copies},
+                           {"bytes_copied", run.bytes_copied},
+                           {"stand_in_ops", run.stand_in_ops},
+                           {"stand_in_types", run.stand_in_types},
+                           {"collectives", collectives}};
+      if (plan) out["pipeline"] = pipeline;
+      PrintJson(out);
     } else {
       if (!run.backend.note.empty()) std::cerr << "devplace: " << run.backend.note << "\n";
       std::cout << "executed " << graph.name() << " on " << topology.name() << " (" << run.backend.name
@@ -163,6 +208,16 @@ void RegisterRunCommand(CLI::App& app, CommandContext& ctx) {
         std::cout << (i ? ", " : " (") << run.stand_in_types[i] << (i + 1 == run.stand_in_types.size() ? ")" : "");
       std::cout << "\nsimulated: " << FormatSeconds(sim.step_time) << " (" << (error >= 0 ? "+" : "")
                 << std::round(error * 1000) / 10 << "% vs measured; " << cost.Describe() << ")\n";
+      if (plan) {
+        std::cout << "  pipeline: " << plan->stages.size() << " stages, " << plan->microbatches << " micro-batches, "
+                  << ToString(plan->schedule) << "\n";
+        for (const nlohmann::json& st : pipeline["stages"])
+          std::cout << "    stage " << st["name"].get<std::string>() << ": busy "
+                    << FormatSeconds(st["busy_ms"].get<double>() / 1e3) << " (simulated "
+                    << FormatSeconds(st["simulated_busy_ms"].get<double>() / 1e3) << "), bubble "
+                    << std::round(st["bubble_fraction"].get<double>() * 1000) / 10 << "% (simulated "
+                    << std::round(st["simulated_bubble_fraction"].get<double>() * 1000) / 10 << "%)\n";
+      }
       if (sim.cost_fallbacks > 0)
         std::cout << "  " << sim.cost_fallbacks << " ops had no profiled entry and were priced analytically\n";
       if (!run.collectives.empty()) {

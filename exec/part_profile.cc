@@ -7,6 +7,7 @@
 #include "core/quantile.h"
 #include "exec/backend.h"
 #include "exec/part_plan.h"
+#include "exec/pipeline.h"
 #include "exec/profiler.h"
 #include "exec/task_program.h"
 #include "exec/tensor_util.h"
@@ -103,12 +104,9 @@ Status TimeInGraph(const exec::PartPlan& plan, const at::Device& device, int cor
   return Status::Ok();
 }
 
-}  // namespace
-
-Expected<std::vector<OpTiming>> ProfileParts(const Graph& graph, const Topology& topology, const Strategy& strategy,
-                                             const ProfileOptions& options) {
-  if (Status s = ValidateProfileOptions(options); !s.ok()) return s.error();
-  if (Status s = ValidateStrategy(strategy, graph, topology); !s.ok()) return s.error();
+// ProfileParts of a strategy already checked (a valid one, or a pipeline's MicrobatchStrategy).
+Expected<std::vector<OpTiming>> ProfileCheckedParts(const Graph& graph, const Topology& topology,
+                                                    const Strategy& strategy, const ProfileOptions& options) {
   Expected<BackendInfo> backend = ResolveBackend(options.backend, topology);
   if (!backend.ok()) return backend.error();
   exec::ConfigureTorch();
@@ -146,6 +144,23 @@ Expected<std::vector<OpTiming>> ProfileParts(const Graph& graph, const Topology&
   worker.join();
   if (!status.ok()) return status.error();
   return entries;
+}
+
+}  // namespace
+
+Expected<std::vector<OpTiming>> ProfileParts(const Graph& graph, const Topology& topology, const Strategy& strategy,
+                                             const ProfileOptions& options) {
+  if (Status s = ValidateProfileOptions(options); !s.ok()) return s.error();
+  if (Status s = ValidateStrategy(strategy, graph, topology); !s.ok()) return s.error();
+  return ProfileCheckedParts(graph, topology, strategy, options);
+}
+
+Expected<std::vector<OpTiming>> ProfilePipelineParts(const Graph& graph, const Topology& topology,
+                                                     const PipelinePlan& plan, const ProfileOptions& options) {
+  if (Status s = ValidateProfileOptions(options); !s.ok()) return s.error();
+  Expected<Strategy> strategy = MicrobatchStrategy(graph, topology, plan);
+  if (!strategy.ok()) return strategy.error();
+  return ProfileCheckedParts(graph, topology, *strategy, options);
 }
 
 }  // namespace devplace

@@ -38,6 +38,16 @@ Status CheckExecutable(const PipelinePlan& plan) {
   return Status::Ok();
 }
 
+// A graph input (a forward op without in-edges or weights: seeded data) with an out-edge carrying part of its output
+// (e.g. the ids of one time step): the executor's parts reading such an edge need the whole input.
+bool CutInput(const Graph& graph, OpId op) {
+  const Op& o = graph.op(op);
+  if (o.role != OpRole::kForward || !graph.in_edges(op).empty() || o.param_bytes > 0) return false;
+  for (int32_t e : graph.out_edges(op))
+    if (graph.edge(e).bytes < OutputBytes(o)) return true;
+  return false;
+}
+
 }  // namespace
 
 Expected<Strategy> MicrobatchStrategy(const Graph& graph, const Topology& topology, const PipelinePlan& plan) {
@@ -53,6 +63,10 @@ Expected<Strategy> MicrobatchStrategy(const Graph& graph, const Topology& topolo
     const auto k = static_cast<int32_t>(stage.devices.size());
     if (o.role == OpRole::kUpdate) {  // every device of the stage updates its copy of the weights
       strategy.configs.push_back({stage.devices, std::vector<int32_t>(k > 1 ? o.dims.size() : 0, 1)});
+      continue;
+    }
+    if (CutInput(graph, op)) {  // read whole by every micro-batch: computed once, in the first one
+      strategy.configs.push_back({{stage.devices[0]}, {}});
       continue;
     }
     std::vector<DeviceId> places;

@@ -17,7 +17,8 @@ namespace devplace {
 // The strategy a pipeline plan runs as. With M micro-batches, every forward and backward op of a stage of k devices
 // is split along its sample dimension (output axis 0) into M x k parts, part m x k + j (micro-batch m's j-th sample
 // slice) on the stage's device j - the shares the simulator prices (sim/pipeline_build.h) - and every update op is
-// copied on each of the stage's devices. A device thus holds several parts of one op, so this is the executor's
+// copied on each of the stage's devices. A graph input whose out-edges carry part of it (the ids of one time step,
+// which the executor reads from the whole input) runs whole on the stage's first device, in micro-batch 0. A device thus holds several parts of one op, so this is the executor's
 // internal form, not a strategy ValidateStrategy accepts. Errors are one line naming the stage or op:
 // ValidatePipelinePlan's, and what the executor does not run - intra-stage sharding annotations, a stage layout
 // other than the samples split over all its devices (PipelineStage::spec empty or equal to that), weight gradients

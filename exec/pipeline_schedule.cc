@@ -9,21 +9,40 @@ namespace devplace::exec {
 
 namespace {
 
-// Whether every task of `program` can run (no cycle among the dependencies): Kahn's algorithm.
-bool Acyclic(const TaskProgram& program) {
-  std::vector<int32_t> preds, ready;
-  for (const Task& t : program.tasks) preds.push_back(t.preds);
-  for (size_t i = 0; i < preds.size(); ++i)
+// A compute task on a cycle of the dependencies, or -1 when every task can run: Kahn's algorithm from the sources,
+// then from the sinks of what is left (what remains lies on a cycle or between two).
+int32_t TaskOnCycle(const TaskProgram& program) {
+  const size_t n = program.tasks.size();
+  std::vector<int32_t> preds, succs(n, 0), ready;
+  std::vector<std::vector<int32_t>> pred_of(n);
+  for (size_t i = 0; i < n; ++i) {
+    preds.push_back(program.tasks[i].preds);
+    for (int32_t next : program.tasks[i].succ) pred_of[next].push_back(static_cast<int32_t>(i));
+  }
+  std::vector<char> gone(n, 0);
+  for (size_t i = 0; i < n; ++i)
     if (preds[i] == 0) ready.push_back(static_cast<int32_t>(i));
-  size_t done = 0;
   while (!ready.empty()) {
     const int32_t t = ready.back();
     ready.pop_back();
-    ++done;
+    gone[t] = 1;
     for (int32_t next : program.tasks[t].succ)
       if (--preds[next] == 0) ready.push_back(next);
   }
-  return done == program.tasks.size();
+  for (size_t i = 0; i < n; ++i)
+    for (int32_t next : program.tasks[i].succ) succs[i] += !gone[i] && !gone[next];
+  for (size_t i = 0; i < n; ++i)
+    if (!gone[i] && succs[i] == 0) ready.push_back(static_cast<int32_t>(i));
+  while (!ready.empty()) {
+    const int32_t t = ready.back();
+    ready.pop_back();
+    gone[t] = 1;
+    for (int32_t prev : pred_of[t])
+      if (!gone[prev] && --succs[prev] == 0) ready.push_back(prev);
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (!gone[i] && program.tasks[i].kind == TaskKind::kCompute) return static_cast<int32_t>(i);
+  return -1;
 }
 
 // Weight gradients: micro-batch m's added into micro-batch 0's on each device, then all-reduced over the stage's
@@ -48,6 +67,7 @@ void AccumulateGradients(const Graph& graph, OpId op, const std::vector<DeviceId
       add.dst = into;
       add.length = extent;
       add.add = true;
+      add.local = true;
       add.bytes = extent * 4;
       const int32_t id = program.Add(std::move(add));
       program.Dep(last, id);
@@ -90,6 +110,7 @@ Expected<PipelineLabels> SchedulePipeline(const Graph& graph, const PipelinePlan
   labels.step_of_task.assign(program.tasks.size(), -1);
   auto chain = [&](const std::vector<OpId>& ops, int32_t part, int32_t* prev) {
     for (OpId op : ops) {
+      if (part >= static_cast<int32_t>(plan->task_of[op].size())) continue;  // a whole input: in micro-batch 0
       const int32_t t = plan->task_of[op][part];
       program.Dep(*prev, t);
       *prev = t;
@@ -111,9 +132,13 @@ Expected<PipelineLabels> SchedulePipeline(const Graph& graph, const PipelinePlan
     for (OpId op : backward[s]) AccumulateGradients(graph, op, devices, M, plan);
   }
   labels.step_of_task.resize(program.tasks.size(), -1);
-  if (!Acyclic(program))
-    return Error{"pipeline: the schedule's order and the ops' data flow wait on each other (an op split that mixes "
-                 "micro-batches); this plan cannot be executed"};
+  if (const int32_t t = TaskOnCycle(program); t >= 0) {
+    const Unit& u = plan->units[program.tasks[t].unit];
+    const int32_t k = static_cast<int32_t>(pipeline.stages[(*stage_of)[u.op]].devices.size());
+    return Error{"pipeline: op '" + graph.op(u.op).name + "' of micro-batch " + std::to_string(u.part / k) +
+                 " waits on a later step of its device's schedule (its data flow mixes micro-batches); this plan "
+                 "cannot be executed"};
+  }
   return labels;
 }
 

@@ -50,7 +50,8 @@ struct TaskRuntime::State {
       case TaskKind::kCompute: (*run)(t.unit, s); break;
       case TaskKind::kCopy: s[t.dst] = CopyTo(NarrowBox(s[t.src], t.lo, t.size), w->device); break;
       case TaskKind::kReceive: {
-        at::Tensor chunk = CopyTo(s[t.src].narrow(t.axis, t.src_begin, t.length), w->device);
+        const at::Tensor from = s[t.src].narrow(t.axis, t.src_begin, t.length);
+        const at::Tensor chunk = t.local ? from : CopyTo(from, w->device);
         if (t.alloc) s[t.dst] = at::zeros(s[t.src].sizes(), s[t.src].options().device(w->device));
         at::Tensor into = s[t.dst].narrow(t.axis, t.begin, t.length);
         if (t.add) into.add_(chunk);

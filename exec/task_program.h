@@ -36,6 +36,7 @@ struct Task {
   int32_t axis = 0;
   int64_t begin = 0, src_begin = 0, length = 0;
   bool add = false, alloc = false;
+  bool local = false;  // receive: slots[src] is on `device` already, so it is read in place (no copy)
   // send: message `message` is the box [lo, lo + size) of slots[src], or with `chunk` slots[src].narrow(axis,
   // src_begin, length). arrive: message `message`, delivered from another rank, becomes slots[dst].
   int32_t message = -1;

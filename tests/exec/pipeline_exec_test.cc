@@ -190,6 +190,30 @@ TEST(PipelineExec, DevicesFollowTheScheduleAndAllReduceOncePerStep) {
   }
 }
 
+// Per-time-step embeddings read one column of the ids (an edge carrying part of the input, which the executor reads
+// from the whole input): the input runs whole in the first micro-batch, and the step still equals one device's.
+TEST(PipelineExec, InputsReadInPartRunWholeInTheFirstMicrobatch) {
+  const Topology t = FourCores();
+  LayerBuilder b("steps");
+  const OpId ids = b.Input("ids", {8, 3}, DType::kI64);
+  const OpId labels = b.Input("labels", {8}, DType::kI64);
+  const OpId x0 = b.Embedding(ids, 11, 6, "lookup", "table", 0);
+  const OpId x1 = b.Embedding(ids, 11, 6, "lookup", "table", 1);
+  b.SoftmaxCrossEntropy(b.Linear({b.Relu(b.Linear({b.Add(x0, x1)}, 12, true, "fc"))}, 5, true, "logits"), labels);
+  const Graph g = std::move(b).BuildTraining().value();
+  Expected<ExecResult> single = ExecuteStrategy(g, t, Strategy::AllOn(g.num_ops(), 0), OneStep());
+  ASSERT_TRUE(single.ok()) << single.error().message;
+  const PipelinePlan plan = Stages(g, {5}, {{0, 1}, {2}}, 2, PipelineSchedule::kOneFOneB);
+  Expected<Strategy> strategy = MicrobatchStrategy(g, t, plan);
+  ASSERT_TRUE(strategy.ok()) << strategy.error().message;
+  EXPECT_EQ(strategy->configs[g.find("ids")].devices, std::vector<DeviceId>{0});
+  EXPECT_EQ(strategy->configs[g.find("labels")].num_parts(), 4);
+  Expected<ExecResult> piped = ExecutePipeline(g, t, plan, OneStep());
+  ASSERT_TRUE(piped.ok()) << piped.error().message;
+  EXPECT_EQ(piped->stand_in_ops, 0);
+  ExpectSameStep(g, *single, *piped, "steps");
+}
+
 TEST(PipelineExec, RefusesWhatItDoesNotRunWithOneLine) {
   const Topology t = FourCores();
   const Graph g = Mlp();
