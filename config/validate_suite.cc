@@ -46,8 +46,23 @@ Expected<ValidateSuite> ValidateSuiteFromYaml(const std::string& text, const std
         entry.finish();
       }
     }
-    if (suite.algorithms.empty() && suite.random_placements == 0 && suite.shardings.empty())
-      root.fail("algorithms", "give at least one algorithm, random_placements > 0 or a sharding");
+    if (const nlohmann::json* pipelines = root.optional("pipelines")) {
+      RequireArray(*pipelines, source, "pipelines");
+      for (size_t i = 0; i < pipelines->size(); ++i) {
+        JsonObject entry((*pipelines)[i], source, "pipelines[" + std::to_string(i) + "]");
+        SuitePipeline p;
+        p.stages = static_cast<int32_t>(entry.integer_or("stages", p.stages, 1, 1024));
+        p.microbatches = static_cast<int32_t>(entry.integer_or("microbatches", p.microbatches, 1, 1 << 16));
+        p.schedule = entry.string_or("schedule", p.schedule);
+        if (p.schedule != "gpipe" && p.schedule != "1f1b" && p.schedule != "eager-1f1b")
+          entry.fail("schedule", "must be gpipe, 1f1b or eager-1f1b, not '" + p.schedule + "'");
+        suite.pipelines.push_back(p);
+        entry.finish();
+      }
+    }
+    if (suite.algorithms.empty() && suite.random_placements == 0 && suite.shardings.empty() &&
+        suite.pipelines.empty())
+      root.fail("algorithms", "give at least one algorithm, random_placements > 0, a sharding or a pipeline");
     if (const nlohmann::json* multi = root.optional("multi_process")) {
       JsonObject m(*multi, source, "multi_process");
       suite.processes = static_cast<int32_t>(m.integer_or("processes", 2, 2, 1024));

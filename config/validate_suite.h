@@ -19,6 +19,14 @@ struct SuiteSharding {
   std::string mesh;
 };
 
+// A pipeline row generated for every model (workflows/validate_pipeline.h EvenPipeline): the forward layers cut into
+// `stages` contiguous stages of similar FLOPs, each on an equal block of the machine's devices.
+struct SuitePipeline {
+  int32_t stages = 2;
+  int32_t microbatches = 2;
+  std::string schedule = "1f1b";  // gpipe, 1f1b or eager-1f1b
+};
+
 struct ValidateSuite {
   std::string name;
   uint64_t seed = 0;
@@ -37,6 +45,7 @@ struct ValidateSuite {
   std::vector<std::string> algorithms;  // placement and partitioning algorithms (agents/search.h)
   int32_t random_placements = 0;        // plus this many random placements per model (seeds seed, seed + 1, ...)
   std::vector<SuiteSharding> shardings;  // plus one strategy per sharding spec per model
+  std::vector<SuitePipeline> pipelines;  // plus one pipeline plan per entry per model
   // multi_process: every strategy above whose ops span several devices also runs as `processes` processes over
   // c10d (a row "<strategy> xNp") when RankOfDevices can map them (one per device, per host, or per device used);
   // 1: none. Such rows are simulated on

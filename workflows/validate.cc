@@ -20,9 +20,12 @@
 #include "exec/calibration.h"
 #include "exec/executor.h"
 #include "exec/multiprocess.h"
+#include "exec/pipeline.h"
 #include "exec/profiler.h"
+#include "sim/pipeline.h"
 #include "sim/simulator.h"
 #include "workflows/suite_inputs.h"
+#include "workflows/validate_pipeline.h"
 
 namespace devplace {
 
@@ -93,9 +96,10 @@ Expected<ValidateInputs> LoadInputs(const ValidateSuite& suite) {
 
 struct NamedStrategy {
   std::string name;
-  Strategy strategy;
+  Strategy strategy;      // a pipeline's: its MicrobatchStrategy
   std::string error;      // why there is no strategy
   int32_t processes = 1;  // > 1: executed as that many ranks (ValidateRunOptions::run_processes)
+  std::optional<PipelinePlan> pipeline;  // set: executed and simulated as this pipeline plan
 };
 
 // The strategies to validate for one model: the suite's algorithms, then its random placements, without repeats.
@@ -134,6 +138,22 @@ std::vector<NamedStrategy> Strategies(const ValidateSuite& suite, const Validate
     }();
     add("shard-" + stem, std::move(result));
   }
+  for (const SuitePipeline& p : suite.pipelines) {
+    PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+    ParsePipelineSchedule(p.schedule, &schedule);  // checked by the suite reader
+    NamedStrategy s{"pipeline-" + std::to_string(p.stages) + "s-m" + std::to_string(p.microbatches) + "-" + p.schedule,
+                    Strategy{}, ""};
+    Expected<PipelinePlan> plan = EvenPipeline(graph, in.topology, p.stages, p.microbatches, schedule);
+    Expected<Strategy> strategy =
+        plan ? MicrobatchStrategy(graph, in.topology, *plan) : Expected<Strategy>(plan.error());
+    if (strategy) {
+      s.strategy = std::move(strategy).value();
+      s.pipeline = std::move(plan).value();
+    } else {
+      s.error = strategy.error().message;
+    }
+    out.push_back(std::move(s));
+  }
   // Multi-process twins of the strategies whose ops span devices (one process per device), plain or split.
   auto spans_devices = [](const Strategy& strategy) {
     for (const OpConfig& c : strategy.configs)
@@ -143,7 +163,7 @@ std::vector<NamedStrategy> Strategies(const ValidateSuite& suite, const Validate
   };
   const size_t single = out.size();
   for (size_t i = 0; i < single && suite.processes > 1; ++i)
-    if (out[i].error.empty() && spans_devices(out[i].strategy) &&
+    if (out[i].error.empty() && !out[i].pipeline && spans_devices(out[i].strategy) &&
         RankOfDevices(in.topology, out[i].strategy, suite.processes).ok()) {
       NamedStrategy multi = out[i];
       multi.name += " x" + std::to_string(suite.processes) + "p";
@@ -225,7 +245,8 @@ Expected<CostTable> ExecuteRounds(const ValidateSuite& suite, const Graph& graph
       if (!row.error.empty()) continue;
       const NamedStrategy& s = strategies[i];
       Expected<ExecResult> run =
-          s.processes == 1         ? ExecuteStrategy(graph, topology, s.strategy, options)
+          s.pipeline               ? ExecutePipeline(graph, topology, *s.pipeline, options)
+          : s.processes == 1       ? ExecuteStrategy(graph, topology, s.strategy, options)
           : run_options.run_processes ? run_options.run_processes(graph, topology, s.strategy, options, s.processes)
                                       : Expected<ExecResult>(Error{"multi-process rows need a launcher (devplace "
                                                                    "validate gives one)"});
@@ -266,7 +287,9 @@ Status AddPartProfiles(const ValidateSuite& suite, const Graph& graph, const Top
   for (size_t i = 0; i < strategies.size(); ++i) {
     if (!rows[i].error.empty() || strategies[i].strategy.is_plain_placement()) continue;
     if (options.progress) options.progress("  profiling the op parts of " + strategies[i].name + " ...");
-    Expected<std::vector<OpTiming>> parts = ProfileParts(graph, topology, strategies[i].strategy, profile);
+    Expected<std::vector<OpTiming>> parts =
+        strategies[i].pipeline ? ProfilePipelineParts(graph, topology, *strategies[i].pipeline, profile)
+                               : ProfileParts(graph, topology, strategies[i].strategy, profile);
     if (!parts) return parts.error();
     for (OpTiming& e : *parts)
       if (known.emplace(e.device_kind, e.op_type, e.role, e.shape, e.flops).second)
@@ -283,7 +306,12 @@ void SimulateRows(const Graph& graph, const Topology& topology, const Topology& 
     ValidateRow& row = rows[i];
     if (!row.error.empty() || steps[i].empty()) continue;
     const Topology& machine = strategies[i].processes > 1 ? process_topology : topology;
-    Expected<SimResult> sim = Simulate(graph, machine, strategies[i].strategy, cost);
+    Expected<SimResult> sim = [&]() -> Expected<SimResult> {
+      if (!strategies[i].pipeline) return Simulate(graph, machine, strategies[i].strategy, cost);
+      Expected<PipelineResult> piped = SimulatePipeline(graph, machine, *strategies[i].pipeline, cost);
+      if (!piped) return piped.error();
+      return std::move(piped->sim);
+    }();
     if (!sim.ok()) {
       row.error = sim.error().message;
       continue;
@@ -325,7 +353,7 @@ Status ValidateModel(const ValidateSuite& suite, const ValidateInputs& in, const
   const size_t first = rows->size();
   for (const NamedStrategy& s : strategies) {
     ValidateRow row{label, s.name};
-    row.kind = s.strategy.is_plain_placement() ? "placement" : "split";
+    row.kind = s.pipeline ? "pipeline" : s.strategy.is_plain_placement() ? "placement" : "split";
     if (s.processes > 1) row.kind += " x" + std::to_string(s.processes) + "p";
     row.error = s.error;
     if (row.error.empty()) row.device_ops = OpsPerDevice(s.strategy, topology.num_devices());

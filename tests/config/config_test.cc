@@ -229,6 +229,18 @@ TEST(ValidateSuite, RejectsBadSuites) {
   EXPECT_EQ(sharded->shardings[0].mesh, "2");
   EXPECT_NE(ErrorOf(ValidateSuiteFromYaml(base + "shardings: [{file: s.yaml}]\n", "v.yaml", "")).find("shardings[0]"),
             std::string::npos);
+  Expected<ValidateSuite> piped =
+      ValidateSuiteFromYaml(base + "pipelines: [{stages: 3, microbatches: 8, schedule: eager-1f1b}, {}]\n",
+                            "v.yaml", "");
+  ASSERT_TRUE(piped.ok()) << piped.error().message;  // a pipeline alone is something to run
+  ASSERT_EQ(piped->pipelines.size(), 2u);
+  EXPECT_EQ(piped->pipelines[0].stages, 3);
+  EXPECT_EQ(piped->pipelines[0].microbatches, 8);
+  EXPECT_EQ(piped->pipelines[0].schedule, "eager-1f1b");
+  EXPECT_EQ(piped->pipelines[1].schedule, "1f1b");
+  EXPECT_NE(ErrorOf(ValidateSuiteFromYaml(base + "pipelines: [{schedule: zigzag}]\n", "v.yaml", ""))
+                .find("pipelines[0].schedule"),
+            std::string::npos);
 }
 
 TEST(ValidateSuite, ReadsMultiProcessRows) {

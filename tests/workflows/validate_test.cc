@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/graph_json.h"
+#include "datasets/layers.h"
 #include "tests/testing/exec_graphs.h"
 #include "workflows/validate.h"
 
@@ -64,6 +65,52 @@ TEST(ValidateWorkflow, ExecutesAndSimulatesEveryStrategy) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message.find("tiny.yaml: algorithms[1]: "), 0u) << bad.error().message;
   EXPECT_FALSE(std::filesystem::exists(dir / "bad"));
+  std::filesystem::remove_all(dir);
+}
+
+// Pipeline rows: a plan per suite entry (the layers cut into stages of similar FLOPs), executed with its schedule and
+// simulated as a pipeline; a plan the machine cannot hold is a failed row, not a failed suite.
+TEST(ValidateWorkflow, PipelineRowsExecuteAndSimulateTheirPlans) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("devplace-workflows-pipeline-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  LayerBuilder b("mlp");
+  const OpId labels = b.Input("labels", {8}, DType::kI64);
+  OpId h = b.Input("x", {8, 16});
+  for (int i = 0; i < 4; ++i) {
+    b.SetScope("layer" + std::to_string(i));
+    h = b.Relu(b.Linear({h}, 32, true, "fc"));
+  }
+  b.SetScope("head");
+  b.SoftmaxCrossEntropy(b.Linear({h}, 10, true, "out"), labels);
+  const Graph g = std::move(b).BuildTraining().value();
+  ASSERT_TRUE(WriteGraphFile(g, (dir / "mlp.json").string()).ok());
+  Expected<ValidateSuite> suite = ValidateSuiteFromYaml(
+      "name: piped\nseed: 2\ntopology: " DEVPLACE_SOURCE_DIR "/configs/topologies/cpu-local.yaml\ncalibrate: false\n"
+      "exec: {warmup_steps: 1, timed_steps: 2}\nprofile: {warmup_runs: 1, timed_runs: 2}\n"
+      "models: [{file: mlp.json}]\nalgorithms: [single]\n"
+      "pipelines: [{stages: 2, microbatches: 2, schedule: gpipe}, {stages: 1, microbatches: 4},\n"
+      "            {stages: 2, microbatches: 16}]\n",
+      "piped.yaml", dir.string());
+  ASSERT_TRUE(suite.ok()) << suite.error().message;
+  Expected<ValidateRun> run = RunValidateSuite(*suite, {(dir / "out").string(), "devplace validate", {}});
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  ASSERT_EQ(run->rows.size(), 4u);
+  EXPECT_EQ(run->rows[1].strategy, "pipeline-2s-m2-gpipe");
+  EXPECT_EQ(run->rows[2].strategy, "pipeline-1s-m4-1f1b");
+  for (int i : {1, 2}) {
+    const ValidateRow& row = run->rows[i];
+    EXPECT_EQ(row.kind, "pipeline");
+    EXPECT_TRUE(row.ok) << row.strategy << ": " << row.error;
+    EXPECT_GT(row.measured, 0.0);
+    EXPECT_GT(row.simulated, 0.0);
+  }
+  const std::string& parts = run->rows[2].device_ops;  // one stage on both devices: as many parts on each
+  EXPECT_EQ(parts.substr(0, parts.find('/')), parts.substr(parts.find('/') + 1));
+  EXPECT_FALSE(run->rows[3].ok);  // 16 micro-batches of a batch of 8
+  EXPECT_NE(run->rows[3].error.find("exceed the batch"), std::string::npos) << run->rows[3].error;
+  EXPECT_EQ(run->failed, 1);
   std::filesystem::remove_all(dir);
 }
 
