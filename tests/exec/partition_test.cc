@@ -56,21 +56,7 @@ Graph Cnn() {
   return std::move(b).BuildTraining().value();
 }
 
-Graph Transformer() {
-  LayerBuilder b("transformer");
-  const OpId ids = b.Input("ids", {4, 8}, DType::kI64);
-  const OpId labels = b.Input("labels", {4, 8}, DType::kI64);
-  const OpId e = b.Embedding(ids, 50, 32, "embedding");
-  const OpId q = b.Linear({e}, 32, true, "q");
-  const OpId k = b.Linear({e}, 32, true, "k");
-  const OpId v = b.Linear({e}, 32, true, "v");
-  const OpId p = b.Softmax(b.MultiHeadScores(q, k, 4, 32));
-  const OpId a = b.Add(e, b.Linear({b.MultiHeadContext(p, v, 32)}, 32, true, "proj"));
-  const OpId n = b.LayerNorm(a);
-  const OpId f = b.Linear({b.Gelu(b.Linear({n}, 64, true, "ff1"))}, 32, true, "ff2");
-  b.SoftmaxCrossEntropy(b.Linear({b.Add(n, f)}, 50, true, "logits"), labels);
-  return std::move(b).BuildTraining().value();
-}
+Graph Transformer() { return testing::TinyTransformer(4, 8, 50, 32, 4); }
 
 Strategy Searched(const Graph& g, const Topology& t, const std::string& algo) {
   SearchProblem problem{&g, &t, MakeAnalyticCostModel(), SimOptions{}};

@@ -15,6 +15,7 @@
 #include "datasets/layers.h"
 #include "exec/executor.h"
 #include "exec/pipeline.h"
+#include "tests/testing/exec_graphs.h"
 
 namespace devplace {
 namespace {
@@ -43,21 +44,7 @@ Graph Mlp() {
   return std::move(b).BuildTraining().value();
 }
 
-Graph Transformer() {
-  LayerBuilder b("transformer");
-  const OpId ids = b.Input("ids", {8, 6}, DType::kI64);
-  const OpId labels = b.Input("labels", {8, 6}, DType::kI64);
-  const OpId e = b.Embedding(ids, 40, 16, "embedding");
-  const OpId q = b.Linear({e}, 16, true, "q");
-  const OpId k = b.Linear({e}, 16, true, "k");
-  const OpId v = b.Linear({e}, 16, true, "v");
-  const OpId p = b.Softmax(b.MultiHeadScores(q, k, 2, 16));
-  const OpId a = b.Add(e, b.Linear({b.MultiHeadContext(p, v, 16)}, 16, true, "proj"));
-  const OpId n = b.LayerNorm(a);
-  const OpId f = b.Linear({b.Gelu(b.Linear({n}, 32, true, "ff1"))}, 16, true, "ff2");
-  b.SoftmaxCrossEntropy(b.Linear({b.Add(n, f)}, 40, true, "logits"), labels);
-  return std::move(b).BuildTraining().value();
-}
+Graph Transformer() { return testing::TinyTransformer(8, 6, 40, 16, 2); }
 
 // Stages over consecutive forward ops of the topological order: stage i takes `sizes[i]` of them (the last the
 // rest) and runs on `devices[i]`.

@@ -68,6 +68,22 @@ Graph SequenceTrainingGraph() {
   return std::move(b).BuildTraining().value();
 }
 
+Graph TinyTransformer(int64_t batch, int64_t seq, int64_t vocab, int64_t width, int64_t heads) {
+  LayerBuilder b("transformer");
+  const OpId ids = b.Input("ids", {batch, seq}, DType::kI64);
+  const OpId labels = b.Input("labels", {batch, seq}, DType::kI64);
+  const OpId e = b.Embedding(ids, vocab, width, "embedding");
+  const OpId q = b.Linear({e}, width, true, "q");
+  const OpId k = b.Linear({e}, width, true, "k");
+  const OpId v = b.Linear({e}, width, true, "v");
+  const OpId p = b.Softmax(b.MultiHeadScores(q, k, heads, width));
+  const OpId a = b.Add(e, b.Linear({b.MultiHeadContext(p, v, width)}, width, true, "proj"));
+  const OpId n = b.LayerNorm(a);
+  const OpId f = b.Linear({b.Gelu(b.Linear({n}, 2 * width, true, "ff1"))}, width, true, "ff2");
+  b.SoftmaxCrossEntropy(b.Linear({b.Add(n, f)}, vocab, true, "logits"), labels);
+  return std::move(b).BuildTraining().value();
+}
+
 Topology CpuLocal() { return ReadTopologyFile(DEVPLACE_SOURCE_DIR "/configs/topologies/cpu-local.yaml").value(); }
 
 Strategy SpreadGroups(const Graph& graph) {
