@@ -157,7 +157,15 @@ void PartPlan::CommitUpdates() {
   for (auto& p : weights) {
     const at::Tensor& full = full_weights[p->owner];
     p->w.copy_(p->index.defined() ? full.index_select(0, p->index) : full);
+    p->KeepPiece();
   }
+}
+
+void PartWeights::KeepPiece() {
+  if (piece_len < 0) return;
+  const at::Tensor flat = w.view({-1});
+  flat.narrow(0, 0, piece_lo).zero_();
+  flat.narrow(0, piece_lo + piece_len, flat.numel() - piece_lo - piece_len).zero_();
 }
 
 std::vector<float> PartPlan::Value(const Graph& graph, const Strategy& strategy, OpId op,
@@ -187,9 +195,16 @@ std::vector<float> PartPlan::Value(const Graph& graph, const Strategy& strategy,
                                                      : slots[u.out_slots[u.weight_port]].numel());
     }
     value = at::zeros({total}, at::kFloat);
+    const PartLayout layout = Layout(o, strategy.configs[op]);
     for (int32_t p = parts - 1; p >= 0; --p) {  // the lowest part's last: a pipeline accumulates micro-batches there
       const Unit& u = units[unit_of[op][p]];
       const at::Tensor g = slots[u.out_slots[u.weight_port]].to(at::kCPU).reshape({-1});
+      if (scattered_gradient[op]) {  // ZeRO-3: replica i holds the sum of chunk i
+        const int64_t n = g.numel(), i = ReplicaIndex(o, strategy.configs[op], p), r = layout.replicas;
+        const int64_t lo = n * i / r, len = n * (i + 1) / r - lo;
+        value.narrow(0, lo, len).copy_(g.narrow(0, lo, len));
+        continue;
+      }
       if (u.grad_index.defined()) value.index_copy_(0, u.grad_index.to(at::kCPU), g);
       else value.copy_(g);
     }

@@ -1,5 +1,6 @@
 #include "exec/part_plan.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -38,7 +39,9 @@ class Builder {
       plan_.task_of[plan_.units[u].op].push_back(id);
       ready_.emplace_back(plan_.units[u].out_slots.size(), id);
     }
+    plan_.scattered_gradient.assign(static_cast<size_t>(g_.num_ops()), 0);
     for (OpId op = 0; op < g_.num_ops(); ++op) Collectives(op);
+    for (OpId op = 0; op < g_.num_ops(); ++op) GatherWeights(op);
     Inputs();
     plan_.edges = std::move(base_.edges);  // a moved vector keeps its elements where cuts point to them
   }
@@ -77,10 +80,10 @@ class Builder {
     return part_ops_.back().get();
   }
 
-  // The weights a part on `device` computes with; parts on one device holding the owner's whole weights share them
-  // (a pipeline's micro-batches).
-  PartWeights* Weights(OpId owner, at::Tensor index, const at::Device& device) {
-    const auto whole = std::make_pair(owner, device.str());
+  // The weights a part on `place` (LibTorch device `device`) computes with; parts on one device holding the owner's
+  // whole weights share them (a pipeline's micro-batches).
+  PartWeights* Weights(OpId owner, at::Tensor index, DeviceId place, const at::Device& device) {
+    const auto whole = std::make_pair(owner, place);
     if (!index.defined())
       if (auto it = whole_weights_.find(whole); it != whole_weights_.end()) return it->second;
     auto w = std::make_unique<PartWeights>();
@@ -161,7 +164,14 @@ class Builder {
     for (int32_t p = 0; p < parts; ++p) {
       Unit& u = UnitAt(op, p);
       PartWeights* w = nullptr;
-      if (owner >= 0) w = Weights(owner, WeightIndex(op, c, p, shard_axis, base_.impls[op].get()), u.torch_device);
+      if (owner >= 0)
+        w = Weights(owner, WeightIndex(op, c, p, shard_axis, base_.impls[op].get()), u.device, u.torch_device);
+      if (w && owner == op && c.shard_weights && Layout(o, c).replicas > 1) {  // ZeRO-3: keep piece i of r
+        const int64_t n = w->w.numel(), i = ReplicaIndex(o, c, p), r = Layout(o, c).replicas;
+        w->piece_lo = n * i / r;
+        w->piece_len = n * (i + 1) / r - w->piece_lo;
+        w->KeepPiece();
+      }
       OpDesc desc;
       for (const Assembly& a : u.inputs) {
         desc.input_shapes.push_back(a.cut ? CutShape(*a.cut, a.cut_len) : a.shape);
@@ -235,7 +245,7 @@ class Builder {
         w = part_impl_[f][p].second;
       } else {
         if (same) w = part_impl_[f][p].second;
-        else if (owner >= 0) w = Weights(owner, WeightIndex(f, c, p, -1, nullptr), u.torch_device);
+        else if (owner >= 0) w = Weights(owner, WeightIndex(f, c, p, -1, nullptr), u.device, u.torch_device);
         OpDesc desc;
         desc.input_shapes = roles.slot_shapes;
         desc.input_types = roles.slot_types;
@@ -284,6 +294,12 @@ class Builder {
   }
 
   void Collectives(OpId op);
+  // ZeRO-3: whether every update part reading `op`'s weight gradient reads a range inside the chunk its source
+  // replica holds after a reduce-scatter.
+  bool UpdatesReadOwnChunks(OpId op);
+  // ZeRO-3: the all-gathers of a forward op's weight pieces before its parts and its backward op's parts compute,
+  // and the zero tasks freeing the gathered pieces after each.
+  void GatherWeights(OpId op);
   void Inputs();
   void WeightGradient(int32_t unit, size_t input, int32_t edge, int pass);
   // Pass 1: widens the copy of `src`'s port to `device` to cover `box`.
@@ -304,7 +320,8 @@ class Builder {
   std::map<int32_t, std::vector<Need>> needs_;      // by unit
   std::map<int32_t, std::vector<Box>> port_box_;    // by unit: each output port's region
   std::map<int32_t, UpdateRange*> range_of_;        // by update unit
-  std::map<std::pair<OpId, std::string>, PartWeights*> whole_weights_;  // by owner and device: whole weights
+  std::map<std::pair<OpId, DeviceId>, PartWeights*> whole_weights_;  // by owner and device: whole weights
+  std::map<std::pair<OpId, int32_t>, int32_t> released_;  // ZeRO-3, by forward op and part: its last zero task
   std::vector<std::vector<int32_t>> ready_;          // by unit and port: the task after which the port is final
   std::map<std::tuple<int32_t, int, DeviceId>, Box> copy_box_;
   std::map<std::tuple<int32_t, int, DeviceId>, int64_t> copy_element_bytes_;
@@ -361,8 +378,84 @@ void Builder::Collectives(OpId op) {
       group.slots.push_back(plan_.units[m].out_slots[first.weight_port]);
       ready.push_back(ready_[m][first.weight_port]);
     }
-    const std::vector<int32_t> done = AppendAllReduce(&plan_.program, group, ready);
+    const bool scatter = c.shard_weights && layout.shards == 1 && layout.copies == 1 && UpdatesReadOwnChunks(op);
+    plan_.scattered_gradient[op] = scatter;
+    const std::vector<int32_t> done = scatter ? AppendReduceScatter(&plan_.program, group, ready)
+                                              : AppendAllReduce(&plan_.program, group, ready);
     for (size_t i = 0; i < members.size(); ++i) ready_[members[i]][first.weight_port] = done[i];
+  }
+}
+
+bool Builder::UpdatesReadOwnChunks(OpId op) {
+  const Op& b = g_.op(op);
+  const OpConfig& cb = s_.configs[op];
+  const int32_t r = Layout(b, cb).replicas;
+  bool any = false;
+  for (const auto& [unit, range] : range_of_) {
+    const Unit& u = plan_.units[unit];
+    bool reads = false;
+    for (int32_t e : g_.in_edges(u.op)) reads = reads || g_.edge(e).src == op;
+    if (!reads) continue;
+    const int32_t source = ShardSource(b, cb, 0, u.device);
+    const int64_t n = plan_.units[plan_.unit_of[op][source]].weight_elements, i = ReplicaIndex(b, cb, source);
+    if (range->lo < n * i / r || range->lo + range->len > n * (i + 1) / r) return false;
+    any = true;
+  }
+  return any;
+}
+
+void Builder::GatherWeights(OpId op) {
+  const Op& o = g_.op(op);
+  const OpConfig& c = s_.configs[op];
+  const PartLayout layout = Layout(o, c);
+  if (o.role != OpRole::kForward || !c.shard_weights || layout.replicas < 2 || layout.shards != 1 ||
+      !part_impl_[op][0].second || base_.owner[op] != op)
+    return;
+  const OpId grad = GradOf(op);
+  for (OpId user : {op, grad}) {
+    if (user < 0 || !(s_.configs[user] == c)) continue;
+    for (int32_t copy = 0; copy < layout.copies; ++copy) {
+      CollectiveGroup group;
+      std::vector<int32_t> ready, parts;
+      for (int32_t p = copy * layout.distinct; p < (copy + 1) * layout.distinct; ++p) parts.push_back(p);
+      std::sort(parts.begin(), parts.end(), [&](int32_t a, int32_t b) {
+        return ReplicaIndex(o, c, a) < ReplicaIndex(o, c, b);
+      });
+      for (int32_t p : parts) {
+        const PartWeights& w = *part_impl_[op][p].second;
+        const int32_t slot = plan_.program.AddSlot();
+        plan_.program.bound.push_back({slot, c.devices[p], w.w});
+        group.devices.push_back(c.devices[p]);
+        group.slots.push_back(slot);
+        ready.push_back(user == op ? -1 : released_[{op, p}]);  // the backward's gather after the forward's free
+      }
+      group.extent = part_impl_[op][parts[0]].second->w.numel();
+      group.bytes = group.extent * 4;
+      group.label = g_.op(user).name + " weights";
+      const std::vector<int32_t> done = AppendAllGather(&plan_.program, group, ready);
+      for (size_t i = 0; i < parts.size(); ++i) {
+        const int32_t compute = plan_.task_of[user][parts[i]];
+        plan_.program.Dep(done[i], compute);
+        const PartWeights& w = *part_impl_[op][parts[i]].second;
+        int32_t last = -1;  // free: zero what lies outside the kept piece, once every member has read from it
+        for (const auto& [begin, length] : {std::pair<int64_t, int64_t>{0, w.piece_lo},
+                                            {w.piece_lo + w.piece_len, group.extent - w.piece_lo - w.piece_len}}) {
+          if (length == 0) continue;
+          Task zero;
+          zero.kind = TaskKind::kZero;
+          zero.device = group.devices[i];
+          zero.dst = group.slots[i];
+          zero.begin = begin;
+          zero.length = length;
+          const int32_t id = plan_.program.Add(std::move(zero));
+          plan_.program.Dep(compute, id);
+          for (int32_t d : done) plan_.program.Dep(d, id);
+          plan_.program.Dep(last, id);
+          last = id;
+        }
+        released_[{op, parts[i]}] = last;
+      }
+    }
   }
 }
 

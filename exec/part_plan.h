@@ -45,11 +45,17 @@ struct Assembly {
 };
 
 // The weights a forward or backward part computes with: the owner's flat weights at `index` (all of them when
-// undefined), on the part's device; refreshed after every step.
+// undefined), on the part's device; refreshed after every step. A ZeRO-3 part (OpConfig::shard_weights) keeps only
+// its piece [piece_lo, piece_lo + piece_len) of them between its uses (the rest zero): its all-gathers fill the rest
+// in place before the forward and the backward part compute, and a zero task frees it after each.
 struct PartWeights {
   OpId owner = -1;
   at::Tensor index;
   at::Tensor w;
+  int64_t piece_lo = 0, piece_len = -1;  // -1: all of w is kept
+
+  // Zeros w outside the kept piece.
+  void KeepPiece();
 };
 
 // An update part's Adam state over its range of the owner's flat weights.
@@ -91,6 +97,9 @@ struct PartPlan {
   std::vector<std::unique_ptr<UpdateRange>> updates;
   std::vector<at::Tensor> full_weights;  // by owner OpId (on the CPU), the weights every part's are taken from
   std::vector<EdgeTensor> edges;         // by edge id (what Assembly::cut points to)
+  // By backward op: 1 when its replicas reduce-scatter the weight gradient (ZeRO-3), so replica i holds the sum of
+  // chunk i only (exec/collectives.h's chunks of the flat gradient).
+  std::vector<char> scattered_gradient;
 
   // Assembles the unit's inputs from `slots` and runs its kernel into its output slots.
   void RunUnit(int32_t unit, std::vector<at::Tensor>& slots) const;

@@ -26,6 +26,8 @@ Expected<RankProgram> BuildRankProgram(const Graph& graph, const PartPlan& plan,
                                        const std::vector<int32_t>& rank_of_device, int32_t me,
                                        const std::vector<at::Device>& device_of) {
   const TaskProgram& full = plan.program;
+  if (!full.bound.empty())
+    return Error{"partitioned execution over processes: ZeRO-3 configs (shard_weights) run in one process only"};
   const int32_t n = static_cast<int32_t>(full.tasks.size());
   std::vector<DeviceId> slot_device(static_cast<size_t>(full.num_slots), -1);
   for (const Unit& u : plan.units)

@@ -58,6 +58,7 @@ struct TaskRuntime::State {
         else into.copy_(chunk);
         break;
       }
+      case TaskKind::kZero: s[t.dst].narrow(t.axis, t.begin, t.length).zero_(); break;
       case TaskKind::kSend: {  // a fresh tensor: the slot may change once the send task has ended
         const at::Tensor& src = s[t.src];
         hooks.send(t, (t.chunk ? src.narrow(t.axis, t.src_begin, t.length) : NarrowBox(src, t.lo, t.size)).clone());
@@ -153,6 +154,7 @@ std::string TaskRuntime::Step(const UnitRunner& run, std::vector<at::Tensor>* sl
   State& s = *state_;
   const size_t n = s.program.tasks.size();
   slots->assign(static_cast<size_t>(s.program.num_slots), at::Tensor());
+  for (const BoundSlot& b : s.program.bound) (*slots)[b.slot] = b.tensor;
   times->start.assign(n, 0.0);
   times->end.assign(n, 0.0);
   s.run = &run;

@@ -21,7 +21,7 @@
 
 namespace devplace::exec {
 
-enum class TaskKind : uint8_t { kCompute, kCopy, kReceive, kSend, kArrive };
+enum class TaskKind : uint8_t { kCompute, kCopy, kReceive, kSend, kArrive, kZero };
 
 struct Task {
   TaskKind kind = TaskKind::kCompute;
@@ -37,6 +37,7 @@ struct Task {
   int64_t begin = 0, src_begin = 0, length = 0;
   bool add = false, alloc = false;
   bool local = false;  // receive: slots[src] is on `device` already, so it is read in place (no copy)
+  // zero: slots[dst].narrow(axis, begin, length) is set to zeros (a ZeRO-3 part frees the weight pieces it gathered).
   // send: message `message` is the box [lo, lo + size) of slots[src], or with `chunk` slots[src].narrow(axis,
   // src_begin, length). arrive: message `message`, delivered from another rank, becomes slots[dst].
   int32_t message = -1;
@@ -55,10 +56,18 @@ struct CollectiveInfo {
   int64_t bytes = 0;  // the collective's size as sim/collectives.h counts it
 };
 
+// A slot that holds a tensor living across steps (a ZeRO-3 part's weights, which its all-gathers fill in place).
+struct BoundSlot {
+  int32_t slot = -1;
+  DeviceId device = 0;
+  at::Tensor tensor;
+};
+
 struct TaskProgram {
   std::vector<Task> tasks;
   int32_t num_slots = 0;
   std::vector<CollectiveInfo> collectives;
+  std::vector<BoundSlot> bound;  // set into their slots at the start of every step
 
   int32_t AddSlot() { return num_slots++; }
   // Adds a task and returns its id.

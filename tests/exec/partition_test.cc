@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <thread>
 
 #include "agents/search.h"
@@ -200,6 +201,41 @@ TEST(Partitioned, TofuDpEqualsOneDevice) {
 
 TEST(Partitioned, ParameterSplitEqualsOneDevice) {
   for (const Graph& g : {Mlp(), Cnn(), Transformer()}) ExpectSameStep(g, ParameterSplit(g), 6);
+}
+
+// ZeRO-3 (OpConfig::shard_weights on every op with weights and its backward op, the updates split as data
+// parallelism splits them): each replica keeps its piece of the weights, all-gathers the rest before its forward and
+// its backward part (freeing them after), and the gradients are reduce-scattered instead of all-reduced.
+TEST(Partitioned, ZeroThreeEqualsOneDevice) {
+  for (const Graph& g : {Mlp(), Cnn(), Transformer()}) {
+    Strategy s = Searched(g, CpuLocal(), "data-parallel");
+    int32_t weighted = 0;
+    for (OpId op = 0; op < g.num_ops(); ++op) {
+      const Op& o = g.op(op);
+      const OpId f = o.role == OpRole::kBackward ? g.find(o.forward_op) : op;
+      if (o.role == OpRole::kUpdate || f < 0 || g.op(f).param_bytes == 0) continue;
+      s.configs[op].shard_weights = true;
+      weighted += o.role == OpRole::kForward;
+    }
+    ASSERT_TRUE(ValidateStrategy(s, g, CpuLocal()).ok()) << g.name();
+    ExpectSameStep(g, s, g.num_ops());
+    Expected<ExecResult> r = ExecuteStrategy(g, CpuLocal(), s, OneStep());
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    std::map<std::string, int32_t> kinds;
+    for (const CollectiveTime& c : r->collectives) ++kinds[c.kind];
+    EXPECT_EQ(kinds["all-gather"], 2 * weighted) << g.name();  // before the forward and before the backward
+    EXPECT_EQ(kinds["reduce-scatter"], weighted) << g.name();
+    EXPECT_EQ(kinds["all-reduce"], 0) << g.name();
+    // Three steps: the updated pieces are kept and gathered again (loss and gradients of the third step).
+    ExecOptions three = OneStep();
+    three.warmup_steps = 2;
+    Expected<ExecResult> one = ExecuteStrategy(g, CpuLocal(), Strategy::AllOn(g.num_ops(), 0), three);
+    Expected<ExecResult> zero = ExecuteStrategy(g, CpuLocal(), s, three);
+    ASSERT_TRUE(one.ok() && zero.ok());
+    for (OpId op = 0; op < g.num_ops(); ++op)
+      if (g.op(op).role == OpRole::kBackward || g.op(op).type == "softmax_cross_entropy")
+        ExpectClose(one->op_values[op], zero->op_values[op], g.name() + " step 3 " + g.op(op).name);
+  }
 }
 
 // The same three strategies as two ranks over Gloo: the parts of each device run in its rank, boxes and
