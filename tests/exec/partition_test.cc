@@ -235,6 +235,11 @@ TEST(Partitioned, ZeroThreeEqualsOneDevice) {
     for (OpId op = 0; op < g.num_ops(); ++op)
       if (g.op(op).role == OpRole::kBackward || g.op(op).type == "softmax_cross_entropy")
         ExpectClose(one->op_values[op], zero->op_values[op], g.name() + " step 3 " + g.op(op).name);
+    if (g.name() != "mlp") continue;
+    Expected<ExecResult> ranks = RunAsTwoRanks(g, s, OneStep());  // one process only, said in one line
+    ASSERT_FALSE(ranks.ok());
+    EXPECT_NE(ranks.error().message.find("ZeRO-3 configs (shard_weights) run in one process only"), std::string::npos)
+        << ranks.error().message;
   }
 }
 
