@@ -27,7 +27,7 @@ std::span<const LinkId> Topology::route(DeviceId src, DeviceId dst) const {
 double Topology::transfer_time_estimate(DeviceId src, DeviceId dst, int64_t bytes) const {
   double latency = 0, bottleneck = std::numeric_limits<double>::infinity();
   for (LinkId l : route(src, dst)) {
-    latency += links_[l].latency;
+    latency += links_[l].latency + links_[l].message_cost;
     bottleneck = std::min(bottleneck, links_[l].bandwidth);
   }
   return src == dst ? 0.0 : latency + static_cast<double>(bytes) / bottleneck;
@@ -141,6 +141,10 @@ Expected<Topology> TopologyBuilder::Build() && {
     if (link.src == link.dst) return Error{label + "a link must connect two different nodes"};
     if (!Positive(link.bandwidth)) return Error{label + "bandwidth must be > 0"};
     if (link.latency < 0 || !std::isfinite(link.latency)) return Error{label + "latency must be >= 0"};
+    if (link.message_cost < 0 || !std::isfinite(link.message_cost)) return Error{label + "message cost must be >= 0"};
+    if (link.step_cost < 0 || !std::isfinite(link.step_cost)) return Error{label + "step cost must be >= 0"};
+    if (link.step_bandwidth < 0 || !std::isfinite(link.step_bandwidth))
+      return Error{label + "step bandwidth must be >= 0"};
     out_links[link.src].push_back(l);
   }
 

@@ -47,6 +47,13 @@ struct Link {
   double bandwidth = 0.0;  // bytes/s
   double latency = 0.0;    // s
   std::string kind;        // "nvlink", "pcie", "nvswitch", "infiniband", "ethernet", "qpi", "memcpy", ...
+  // Fixed costs the executor pays per use of the link, as busy time of the hop's resource (the link; on a "memcpy"
+  // link the receiving core) on top of bytes / bandwidth (docs/simulator.md, "Per-message and per-step costs").
+  // Both default to 0, which leaves a topology priced as before.
+  double message_cost = 0.0;  // s, per message: every hop of a transfer and of a collective step (e.g. the
+                              // c10d send/receive between two processes)
+  double step_cost = 0.0;     // s, per collective step on top of its message (wake-up, buffer, copy-and-add)
+  double step_bandwidth = 0.0;  // bytes/s a collective step moves (copies and adds) at; 0: `bandwidth`
 };
 
 // Immutable, validated machine model built by TopologyBuilder::Build.
@@ -71,7 +78,7 @@ class Topology {
   // The links a transfer from device `src` to device `dst` traverses, in order (empty when src == dst).
   std::span<const LinkId> route(DeviceId src, DeviceId dst) const;
   // Time to move `bytes` from src to dst on an idle machine with store-and-forward per hop
-  // (sum of latencies + bytes / bottleneck bandwidth); a quick estimate used by heuristics.
+  // (sum of latencies and per-message costs + bytes / bottleneck bandwidth); a quick estimate used by heuristics.
   double transfer_time_estimate(DeviceId src, DeviceId dst, int64_t bytes) const;
   // The device with this name, or -1.
   DeviceId find_device(std::string_view name) const;
@@ -102,7 +109,8 @@ class TopologyBuilder {
   NodeId find_node(std::string_view name) const;
 
   // Validates (unique names, positive peak/bandwidth/capacity, links between known nodes with positive
-  // bandwidth and non-negative latency, every device reachable from every other) and computes routes:
+  // bandwidth and non-negative latency, message and step costs, every device reachable from every other) and
+  // computes routes:
   // the path minimising sum(latency + 1 MiB / bandwidth), ties broken by fewer hops, then lower link ids.
   Expected<Topology> Build() &&;
 

@@ -75,14 +75,25 @@ void ReadLinks(const nlohmann::json& list, const std::string& source, TopologyBu
       obj.fail("bandwidth_gbs", "give exactly one of bandwidth_gbs (GB/s) or bandwidth_gbit (Gbit/s)");
     bandwidth = obj.has("bandwidth_gbs") ? obj.number("bandwidth_gbs", 1e-12) * kGiga
                                          : obj.number("bandwidth_gbit", 1e-12) * kGiga / 8;
-    double latency = obj.number("latency_us", 0.0) * kMicro;
-    std::string kind = obj.string("kind");
+    Link proto;
+    proto.bandwidth = bandwidth;
+    proto.latency = obj.number("latency_us", 0.0) * kMicro;
+    proto.kind = obj.string("kind");
+    proto.message_cost = obj.number_or("message_us", 0.0, 0.0) * kMicro;
+    proto.step_cost = obj.number_or("step_us", 0.0, 0.0) * kMicro;
+    proto.step_bandwidth = obj.number_or("step_bandwidth_gbs", 0.0, 0.0) * kGiga;
+    auto add = [&](NodeId a, NodeId b) {
+      Link link = proto;
+      link.src = a;
+      link.dst = b;
+      builder->add_link(std::move(link));
+    };
     int forms = obj.has("from") + obj.has("between") + obj.has("hub");
     if (forms != 1) obj.fail("from", "give exactly one of from/to, between or hub/nodes");
     if (obj.has("from")) {
       NodeId a = node(obj.required("from"), obj.path_of("from"));
       NodeId b = node(obj.required("to"), obj.path_of("to"));
-      builder->add_link(Link{a, b, bandwidth, latency, kind});
+      add(a, b);
     } else if (obj.has("between")) {
       const nlohmann::json& names = RequireArray(obj.required("between"), source, obj.path_of("between"));
       if (names.size() < 2) obj.fail("between", "needs at least two nodes");
@@ -90,13 +101,18 @@ void ReadLinks(const nlohmann::json& list, const std::string& source, TopologyBu
       for (size_t k = 0; k < names.size(); ++k)
         ids.push_back(node(names[k], obj.path_of("between") + "[" + std::to_string(k) + "]"));
       for (size_t a = 0; a < ids.size(); ++a)
-        for (size_t b = a + 1; b < ids.size(); ++b) builder->add_bidirectional_link(ids[a], ids[b], bandwidth, latency, kind);
+        for (size_t b = a + 1; b < ids.size(); ++b) {
+          add(ids[a], ids[b]);
+          add(ids[b], ids[a]);
+        }
     } else {
       NodeId hub = node(obj.required("hub"), obj.path_of("hub"));
       const nlohmann::json& names = RequireArray(obj.required("nodes"), source, obj.path_of("nodes"));
-      for (size_t k = 0; k < names.size(); ++k)
-        builder->add_bidirectional_link(hub, node(names[k], obj.path_of("nodes") + "[" + std::to_string(k) + "]"),
-                                        bandwidth, latency, kind);
+      for (size_t k = 0; k < names.size(); ++k) {
+        const NodeId other = node(names[k], obj.path_of("nodes") + "[" + std::to_string(k) + "]");
+        add(hub, other);
+        add(other, hub);
+      }
     }
     obj.finish();
   }
@@ -156,10 +172,14 @@ std::string TopologyToYaml(const Topology& topology) {
   }
   if (topology.num_links() > 0) {
     out << "links:\n";
-    for (const Link& l : topology.links())
+    for (const Link& l : topology.links()) {
       out << "  - {from: \"" << topology.node_name(l.src) << "\", to: \"" << topology.node_name(l.dst)
-          << "\", bandwidth_gbs: " << Num(l.bandwidth / kGiga) << ", latency_us: " << Num(l.latency / kMicro)
-          << ", kind: \"" << l.kind << "\"}\n";
+          << "\", bandwidth_gbs: " << Num(l.bandwidth / kGiga) << ", latency_us: " << Num(l.latency / kMicro);
+      if (l.message_cost > 0) out << ", message_us: " << Num(l.message_cost / kMicro);
+      if (l.step_cost > 0) out << ", step_us: " << Num(l.step_cost / kMicro);
+      if (l.step_bandwidth > 0) out << ", step_bandwidth_gbs: " << Num(l.step_bandwidth / kGiga);
+      out << ", kind: \"" << l.kind << "\"}\n";
+    }
   }
   return out.str();
 }

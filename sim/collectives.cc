@@ -37,7 +37,7 @@ void CommBuilder::Dep(int32_t from, int32_t to) {
   tg_.dep_to.push_back(to);
 }
 
-Ready CommBuilder::Send(DeviceId src, DeviceId dst, int64_t bytes, const Ready& after) {
+Ready CommBuilder::Hops(DeviceId src, DeviceId dst, int64_t bytes, const Ready& after, bool step) {
   DEVPLACE_CHECK(src != dst && bytes > 0, "a send needs two devices and bytes");
   const std::span<const LinkId> links = topology_.route(src, dst);
   const int64_t hops = static_cast<int64_t>(links.size());
@@ -47,7 +47,7 @@ Ready CommBuilder::Send(DeviceId src, DeviceId dst, int64_t bytes, const Ready& 
     const int64_t seg = bytes * (s + 1) / segments - bytes * s / segments;
     int32_t prev = -1;
     for (int64_t h = 0; h < hops; ++h) {
-      const HopCost hop = HopOf(topology_, links[h], dst, static_cast<double>(seg));
+      const HopCost hop = HopOf(topology_, links[h], dst, static_cast<double>(seg), step);
       const int32_t t = NewTask(hop.resource, ToTicks(hop.seconds), seg);
       if (h == 0) {
         tg_.first_hop[t] = 1;
@@ -74,7 +74,7 @@ std::vector<Ready> CommBuilder::RingSteps(const std::vector<DeviceId>& members, 
       Ready deps = received[i];
       if (k < own_until) deps.insert(deps.end(), after[i].begin(), after[i].end());
       const int32_t to = (i + 1) % n;
-      next[to] = Send(members[i], members[to], chunk, deps);
+      next[to] = Hops(members[i], members[to], chunk, deps, true);
       for (int32_t t : next[to]) {
         tg_.mem_bytes[t] = tg_.bytes[t];
         tg_.mem_device[t] = members[to];
@@ -114,7 +114,7 @@ std::vector<Ready> CommBuilder::AllToAll(const std::vector<DeviceId>& members, i
   for (int32_t k = 1; k < n; ++k)
     for (int32_t i = 0; i < n; ++i) {
       const int32_t to = (i + k) % n;
-      const Ready lasts = Send(members[i], members[to], chunk, after[i]);
+      const Ready lasts = Hops(members[i], members[to], chunk, after[i], true);
       done[to].insert(done[to].end(), lasts.begin(), lasts.end());
     }
   return done;
@@ -131,7 +131,7 @@ std::vector<Ready> CommBuilder::Broadcast(DeviceId root, const std::vector<Devic
     held[0] = after;
     for (int32_t j = 0; j < n; ++j) {
       const DeviceId from = j == 0 ? root : receivers[j - 1];
-      held[j + 1] = Send(from, receivers[j], size, held[j]);
+      held[j + 1] = Hops(from, receivers[j], size, held[j], true);
       if (k == c - 1) done[j] = held[j + 1];
     }
   }

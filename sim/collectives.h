@@ -5,13 +5,16 @@
 //
 // Every collective takes, per member, the tasks whose end makes that member's input available (`Ready`; empty: at
 // time 0) and returns, per member, the tasks whose end (plus their link's latency) completes it there. On an idle
-// machine with one direct link of bandwidth B and latency a between ring neighbours, over n members and S bytes:
-//   all-gather (S = the gathered tensor)   (n-1)(a + S/(nB))
-//   reduce-scatter (S = each input)        (n-1)(a + S/(nB))
-//   all-reduce                             2(n-1)(a + S/(nB))
-//   all-to-all (S = each member's input)   a + S/(nB) on a fully connected machine (pairwise: member i sends S/n
-//                                          to each other member; the sends share only the links their routes share)
-//   chunked ring broadcast, C chunks       (C + n - 2)(S/(CB)) + (n-1)a  over the chain root -> r1 -> ... (n-1 hops)
+// machine with one direct link of bandwidth B and latency a between ring neighbours, over n members and S bytes,
+// where every step also pays the link's per-message and per-step costs, c = message_cost + step_cost:
+//   all-gather (S = the gathered tensor)   (n-1)(a + c + S/(nB))
+//   reduce-scatter (S = each input)        (n-1)(a + c + S/(nB))
+//   all-reduce                             2(n-1)(a + c + S/(nB))
+//   all-to-all (S = each member's input)   a + c + S/(nB) on a fully connected machine (pairwise: member i sends
+//                                          S/n to each other member; the sends share only the links their routes
+//                                          share; c once when the links are distinct, as the rounds run in parallel)
+//   chunked ring broadcast, C chunks       (C + n - 2)(c + S/(CB)) + (n-1)a  over the chain root -> r1 -> ...
+// A plain Send pays the per-message cost only (a transfer, not a collective step).
 // Routes of two or more links are cut into pipelined segments (SimOptions::segment_bytes, max_segments) as in the
 // placement task graph.
 #pragma once
@@ -48,7 +51,9 @@ class CommBuilder {
 
   // A transfer of `bytes` (> 0) from `src` to `dst` (different devices) after `after`; returns the last hops of its
   // segments (all of them deliver the data).
-  Ready Send(DeviceId src, DeviceId dst, int64_t bytes, const Ready& after);
+  Ready Send(DeviceId src, DeviceId dst, int64_t bytes, const Ready& after) {
+    return Hops(src, dst, bytes, after, false);
+  }
   // Ring collectives hold each step's received bytes on the receiver from its last hop (mem_bytes / mem_device).
   // Ring all-gather: member i holds shard i (`bytes` / n of the gathered tensor) after after[i]; every member ends
   // with all shards. n - 1 steps of bytes / n around the members' order (member i sends to member i + 1).
@@ -80,6 +85,8 @@ class CommBuilder {
 
  private:
   int32_t NewTask(int32_t resource, Time duration, int64_t bytes);
+  // Send's tasks; `step`: a step of a collective (its hops also pay the links' per-step cost).
+  Ready Hops(DeviceId src, DeviceId dst, int64_t bytes, const Ready& after, bool step);
   void Dep(int32_t from, int32_t to);
   // One ring pass of `steps` steps in which member i sends `chunk(i, k)` bytes to member i + 1 in step k after what
   // it received in step k - 1 (and, in step 0 and, when `own_until` > k, its own input).

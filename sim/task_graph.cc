@@ -123,7 +123,8 @@ void TaskBuilder::AppendRoute(TaskGraph* tg, int32_t group, DeviceId src, Device
     const int64_t seg_bytes = ScaleBytes(bytes, s + 1, segments) - ScaleBytes(bytes, s, segments);
     int32_t prev = -1;
     for (int64_t h = 0; h < hops; ++h) {
-      const HopCost hop = HopOf(topology_, links[h], dst, static_cast<double>(seg_bytes));
+      const HopCost hop =
+          HopOf(topology_, links[h], dst, static_cast<double>(seg_bytes), kind == TaskKind::kCollective);
       const int32_t t = NewTask(tg, group, hop.resource, ToTicks(hop.seconds), kind, op, part);
       tg->bytes[t] = seg_bytes;
       tg->consumer[t] = consumer;

@@ -344,6 +344,43 @@ TEST(TopologyYaml, ReadsUnitsAndShortcutsAndRoundTrips) {
   }
 }
 
+// A link's per-message and per-step costs (message_us, step_us) are read in every link form, written back only
+// when set (a topology without them writes as before) and round-trip exactly.
+TEST(TopologyYaml, MessageAndStepCostsRoundTrip) {
+  Expected<Topology> plain = TopologyFromYaml(kTopologyYaml, "t.yaml");
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  for (const Link& l : plain->links()) EXPECT_EQ(l.message_cost + l.step_cost, 0.0);
+  EXPECT_EQ(TopologyToYaml(*plain).find("message_us"), std::string::npos);
+  EXPECT_EQ(TopologyToYaml(*plain).find("step_"), std::string::npos);
+  std::string text = kTopologyYaml;
+  text.replace(text.find("latency_us: 25,"), 15, "latency_us: 25, message_us: 700, step_us: 0.5,");
+  text.replace(text.find("latency_us: 2,"), 14, "latency_us: 2, step_us: 95, step_bandwidth_gbs: 4.5,");
+  Expected<Topology> t = TopologyFromYaml(text, "t.yaml");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  for (LinkId l = 0; l < 4; ++l) {  // the hub's four directions
+    EXPECT_DOUBLE_EQ(t->link(l).message_cost, 700e-6);
+    EXPECT_DOUBLE_EQ(t->link(l).step_cost, 0.5e-6);
+  }
+  EXPECT_EQ(t->link(4).message_cost, 0.0);
+  EXPECT_DOUBLE_EQ(t->link(4).step_cost, 95e-6);
+  EXPECT_DOUBLE_EQ(t->link(4).step_bandwidth, 4.5e9);
+  EXPECT_EQ(t->link(0).step_bandwidth, 0.0);
+  // The heuristics' estimate counts the per-message cost (gpu1 -> gpu0 crosses the hub: two hops).
+  EXPECT_DOUBLE_EQ(t->transfer_time_estimate(1, 0, 0), 2 * (25e-6 + 700e-6));
+  Expected<Topology> back = TopologyFromYaml(TopologyToYaml(*t), "back.yaml");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  for (LinkId l = 0; l < t->num_links(); ++l) {
+    EXPECT_DOUBLE_EQ(back->link(l).message_cost, t->link(l).message_cost) << l;
+    EXPECT_DOUBLE_EQ(back->link(l).step_cost, t->link(l).step_cost) << l;
+    EXPECT_DOUBLE_EQ(back->link(l).step_bandwidth, t->link(l).step_bandwidth) << l;
+  }
+  std::string negative = kTopologyYaml;
+  negative.replace(negative.find("latency_us: 2,"), 14, "latency_us: 2, message_us: -1,");
+  Expected<Topology> bad = TopologyFromYaml(negative, "t.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("message_us"), std::string::npos) << bad.error().message;
+}
+
 std::string TopologyError(const std::string& text) {
   Expected<Topology> t = TopologyFromYaml(text, "t.yaml");
   return t.ok() ? "" : t.error().message;

@@ -65,6 +65,19 @@ Topology FullyConnected(int n, double bandwidth, double latency) {
   return Check(std::move(b).Build());
 }
 
+Topology WithLinkCosts(const Topology& topology, double message_cost, double step_cost, double step_bandwidth) {
+  TopologyBuilder b(topology.name());
+  for (const Device& d : topology.devices()) b.add_device(d);
+  for (const Switch& s : topology.switches()) b.add_switch(s);
+  for (Link l : topology.links()) {
+    l.message_cost = message_cost;
+    l.step_cost = step_cost;
+    l.step_bandwidth = step_bandwidth;
+    b.add_link(std::move(l));
+  }
+  return Check(std::move(b).Build());
+}
+
 Topology Star(int n, double bandwidth, double latency) {
   TopologyBuilder b(Numbered("star", n));
   for (int i = 0; i < n; ++i) b.add_device(MakeDevice(Numbered("d", i)));

@@ -28,6 +28,8 @@ Topology FullyConnected(int n, double bandwidth, double latency);
 Topology Star(int n, double bandwidth, double latency);
 // Two hosts of `per_host` devices each: devices reach their host's switch; the switches are joined.
 Topology TwoHosts(int per_host, double bandwidth, double latency);
+// `topology` with every link's per-message and per-step costs (seconds) and step bandwidth (bytes/s; 0: none) set.
+Topology WithLinkCosts(const Topology& topology, double message_cost, double step_cost, double step_bandwidth = 0);
 
 // Uniform double in [0, 1) from 53 random bits (portable, unlike std::uniform_real_distribution).
 double Uniform(std::mt19937_64& rng);
