@@ -38,6 +38,14 @@ std::vector<ProcessTransport::Message> EdgeMessages(const Graph& graph, const Pl
     const Edge& edge = graph.edge(e);
     messages.push_back({rank_of_op[edge.src], rank_of_op[edge.dst], device_of_op[edge.dst], plan.edges[e].shape,
                         "'" + graph.op(edge.src).name + "'"});
+    if (graph.op(edge.src).role != OpRole::kForward || messages.back().from == messages.back().to) continue;
+    for (int32_t f : graph.out_edges(edge.src))  // the first edge of src with the same bytes to the same place
+      if (f < e && graph.edge(f).bytes == edge.bytes && plan.edges[f].shape == plan.edges[e].shape &&
+          rank_of_op[graph.edge(f).dst] == messages.back().to &&
+          device_of_op[graph.edge(f).dst] == messages.back().device && messages[f].carried_by < 0) {
+        messages.back().carried_by = f;
+        break;
+      }
   }
   return messages;
 }
@@ -55,9 +63,11 @@ ProcessTransport::ProcessTransport(ProcessGroup& group, std::vector<Message> mes
     : group_(group), messages_(std::move(messages)), fail_(std::move(fail)) {
   const int32_t me = group_.rank();
   std::vector<std::unique_ptr<Receiver>> by_peer(group_.size());
+  riders_.resize(messages_.size());
   for (int32_t m = 0; m < static_cast<int32_t>(messages_.size()); ++m) {
     const int32_t from = messages_[m].from;
-    if (messages_[m].to != me || from == me) continue;
+    if (messages_[m].carried_by >= 0) riders_[messages_[m].carried_by].push_back(m);
+    if (messages_[m].to != me || from == me || messages_[m].carried_by >= 0) continue;
     if (!by_peer[from]) {
       by_peer[from] = std::make_unique<Receiver>();
       by_peer[from]->peer = from;
@@ -125,6 +135,7 @@ Status ProcessTransport::BeginStep(int32_t step, Deliver deliver) {
 
 Status ProcessTransport::Send(int32_t message, const at::Tensor& tensor) {
   const Message& spec = messages_[message];
+  if (spec.carried_by >= 0) return Status::Ok();
   const int32_t peer = spec.to;
   const bool nccl = group_.backend() == ProcessGroup::Backend::kNccl;
   at::Tensor data = nccl ? tensor.contiguous() : tensor.to(at::kCPU).contiguous();
@@ -184,6 +195,7 @@ Status ProcessTransport::ReceiveOne(Receiver* r) {
   received_.fetch_add(1);
   received_bytes_.fetch_add(static_cast<int64_t>(data.nbytes()));
   Progress();
+  for (int32_t rider : riders_[message]) deliver_(rider, data);
   deliver_(message, std::move(data));
   return Status::Ok();
 }

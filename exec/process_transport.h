@@ -40,12 +40,18 @@ class ProcessTransport {
     at::Device device{at::kCPU};  // where the receiver needs it
     std::vector<int64_t> shape;
     std::string name;             // what is sent, for errors
+    // -1: sent on its own; else the message that carries the same tensor to the same rank (sent once, delivered
+    // as both): one transfer per (tensor, destination rank).
+    int32_t carried_by = -1;
   };
 
   // A transport for `messages` (each rank passes the same list). `group` must outlive the transport.
   ProcessTransport(ProcessGroup& group, std::vector<Message> messages, Fail fail);
   // The plain executor's: one message per edge whose producer and consumer run on different ranks (message id =
-  // edge id). `rank_of_op[op]`: the rank running op; `device_of_op`: where received tensors must end up.
+  // edge id), the edges leaving a forward op with the same bytes to one rank carried by the first of them (they
+  // carry the same tensor, as the simulator counts them: one transfer per tensor and destination).
+  // `rank_of_op[op]`: the rank running op; `device_of_op`: where received tensors must end up (the edges sharing a
+  // message must need it on the same device).
   ProcessTransport(ProcessGroup& group, const Graph& graph, const Plan& plan, std::vector<int32_t> rank_of_op,
                    const std::vector<at::Device>& device_of_op, Fail fail);
   ~ProcessTransport();
@@ -58,7 +64,8 @@ class ProcessTransport {
   // Starts a step: waits for every rank at a barrier (an error when a peer does not arrive), then starts the
   // receiving threads, which deliver each tensor through `deliver` as it arrives.
   Status BeginStep(int32_t step, Deliver deliver);
-  // Starts sending `tensor` as message `message` (the plain executor: the producer's output on that edge).
+  // Starts sending `tensor` as message `message` (the plain executor: the producer's output on that edge); a
+  // message carried by another is not sent (its carrier delivers it).
   Status Send(int32_t message, const at::Tensor& tensor);
   // Something progressed (an op finished): resets the watchdog.
   void Progress() { last_progress_.store(NowTicks(), std::memory_order_relaxed); }
@@ -86,6 +93,7 @@ class ProcessTransport {
 
   ProcessGroup& group_;
   std::vector<Message> messages_;
+  std::vector<std::vector<int32_t>> riders_;  // per message: the messages it carries besides itself
   std::vector<int32_t> rank_of_op_;  // the plain executor's (IsLocal)
   Fail fail_;
   std::vector<std::unique_ptr<Receiver>> receivers_;
