@@ -1,8 +1,9 @@
 // `devplace calibrate -t T -o T-calibrated.yaml [--max-mib M] [--repeats N] [--backend B] [--json]`: measures link
 // latency and bandwidth between the executor's workers (copies of increasing size, fitted) and each device's peak
-// FLOP/s and memory bandwidth, and writes them into a copy of the topology. As ranks of a process group (torchrun's
-// variables, or --processes N) it also measures point-to-point transfers and the ring all-reduce and all-gather
-// between the processes, and writes the all-reduce fit into the links between devices of different ranks.
+// FLOP/s and memory bandwidth, and the executor's collective steps, and writes them into a copy of the topology. As
+// ranks of a process group (torchrun's variables, or --processes N) it also measures point-to-point transfers, the
+// ring all-reduce and all-gather and the executor's own cross-process messages between the processes, and writes
+// the message fit into the links between devices of different ranks.
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -60,7 +61,7 @@ void RegisterCalibrateCommand(CLI::App& app, CommandContext& ctx) {
       GroupCalibrationOptions group_options;
       group_options.max_bytes = std::min<int64_t>(opts->max_mib, 16) << 20;
       group_options.repeats = opts->repeats;
-      group = Unwrap(CalibrateProcessGroup(*distributed, group_options));
+      group = Unwrap(CalibrateProcessGroup(*distributed, group_options, &topology));
       if (distributed->rank != 0) {  // rank 0 measures the devices and writes the topology
         ctx.exit_code = 0;
         return;
@@ -77,7 +78,9 @@ void RegisterCalibrateCommand(CLI::App& app, CommandContext& ctx) {
     if (group) {
       calibrated = Unwrap(ApplyGroupCalibration(calibrated, rank_of_device, *group));
       header += "# Links between devices of different processes (" + std::to_string(group->processes) +
-                ", c10d Gloo): ring all-reduce per step alpha " + FormatSeconds(group->all_reduce.latency) +
+                ", c10d Gloo): the executor's messages " + FormatSeconds(group->messages.latency) + " + bytes / " +
+                FormatBytes(group->messages.bandwidth) + "/s; ring all-reduce per step alpha " +
+                FormatSeconds(group->all_reduce.latency) +
                 ", 1/beta " + FormatBytes(group->all_reduce.bandwidth) + "/s; all-gather alpha " +
                 FormatSeconds(group->all_gather.latency) + ", 1/beta " + FormatBytes(group->all_gather.bandwidth) +
                 "/s; send " + FormatSeconds(group->send.latency) + " + bytes / " +
@@ -85,20 +88,23 @@ void RegisterCalibrateCommand(CLI::App& app, CommandContext& ctx) {
     }
     Check(WriteFileAtomic(opts->output, header + TopologyToYaml(calibrated)));
     if (opts->json) {
-      nlohmann::json pairs = nlohmann::json::array(), devices = nlohmann::json::array();
-      for (const PairCalibration& p : result.pairs) {
-        nlohmann::json points = nlohmann::json::array();
-        for (const CopyPoint& c : p.points) points.push_back({{"bytes", c.bytes}, {"us", c.seconds * 1e6}});
-        pairs.push_back({{"src", topology.device(p.src).name}, {"dst", topology.device(p.dst).name},
-                         {"latency_us", p.latency * 1e6}, {"bandwidth_gbs", p.bandwidth / 1e9},
-                         {"max_relative_error", p.max_relative_error}, {"points", points}});
-      }
+      nlohmann::json pairs = nlohmann::json::array(), steps = nlohmann::json::array();
+      nlohmann::json devices = nlohmann::json::array();
+      for (const auto& [list, fits] : {std::pair{&pairs, &result.pairs}, std::pair{&steps, &result.steps}})
+        for (const PairCalibration& p : *fits) {
+          nlohmann::json points = nlohmann::json::array();
+          for (const CopyPoint& c : p.points) points.push_back({{"bytes", c.bytes}, {"us", c.seconds * 1e6}});
+          list->push_back({{"src", topology.device(p.src).name}, {"dst", topology.device(p.dst).name},
+                           {"latency_us", p.latency * 1e6}, {"bandwidth_gbs", p.bandwidth / 1e9},
+                           {"max_relative_error", p.max_relative_error}, {"points", points}});
+        }
       for (DeviceId d = 0; d < topology.num_devices(); ++d)
         devices.push_back({{"name", topology.device(d).name}, {"peak_gflops", result.peak_flops[d] / 1e9},
                            {"memory_bandwidth_gbs", result.memory_bandwidth[d] / 1e9}});
       nlohmann::json out = {{"topology", topology.name()}, {"output", opts->output},
                             {"backend", result.backend.name},  {"backend_note", result.backend.note},
-                            {"pairs", pairs},                  {"devices", devices}};
+                            {"pairs", pairs},                  {"steps", steps},
+                            {"devices", devices}};
       if (group) {
         auto fit = [](const PairCalibration& p) {
           nlohmann::json points = nlohmann::json::array();
@@ -107,22 +113,25 @@ void RegisterCalibrateCommand(CLI::App& app, CommandContext& ctx) {
                                 {"max_relative_error", p.max_relative_error}, {"points", points}};
         };
         out["process_group"] = {{"processes", group->processes}, {"send", fit(group->send)},
-                                {"all_reduce", fit(group->all_reduce)}, {"all_gather", fit(group->all_gather)}};
+                                {"all_reduce", fit(group->all_reduce)}, {"all_gather", fit(group->all_gather)},
+                                {"messages", fit(group->messages)}};
       }
       PrintJson(out);
     } else {
       if (!result.backend.note.empty()) std::cerr << "devplace: " << result.backend.note << "\n";
-      for (const PairCalibration& p : result.pairs)
-        std::cout << topology.device(p.src).name << " -> " << topology.device(p.dst).name << ": latency "
-                  << FormatSeconds(p.latency) << ", bandwidth " << FormatBytes(p.bandwidth) << "/s (fit within "
-                  << static_cast<int>(p.max_relative_error * 100 + 0.5) << "% over " << p.points.size()
-                  << " sizes)\n";
+      for (const auto& [what, fits] : {std::pair{"", &result.pairs}, std::pair{" collective step", &result.steps}})
+        for (const PairCalibration& p : *fits)
+          std::cout << topology.device(p.src).name << " -> " << topology.device(p.dst).name << what << ": latency "
+                    << FormatSeconds(p.latency) << ", bandwidth " << FormatBytes(p.bandwidth) << "/s (fit within "
+                    << static_cast<int>(p.max_relative_error * 100 + 0.5) << "% over " << p.points.size()
+                    << " sizes)\n";
       for (DeviceId d = 0; d < topology.num_devices(); ++d)
         std::cout << topology.device(d).name << ": " << FormatCount(result.peak_flops[d]) << "FLOP/s, memory "
                   << FormatBytes(result.memory_bandwidth[d]) << "/s\n";
       if (group)
         for (const auto& [name, p] : {std::pair<const char*, const PairCalibration*>{"send", &group->send},
-                                      {"all-reduce", &group->all_reduce}, {"all-gather", &group->all_gather}})
+                                      {"all-reduce", &group->all_reduce}, {"all-gather", &group->all_gather},
+                                      {"executor message", &group->messages}})
           std::cout << group->processes << " processes, " << name << " per step: alpha " << FormatSeconds(p->latency)
                     << ", 1/beta " << FormatBytes(p->bandwidth) << "/s (fit within "
                     << static_cast<int>(p->max_relative_error * 100 + 0.5) << "% over " << p->points.size()

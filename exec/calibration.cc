@@ -6,7 +6,9 @@
 
 #include "core/quantile.h"
 #include "exec/backend.h"
+#include "exec/collectives.h"
 #include "exec/ready_queue.h"
+#include "exec/task_program.h"
 #include "exec/tensor_util.h"
 
 namespace devplace {
@@ -67,6 +69,55 @@ std::vector<double> RoundTrips(const std::vector<int64_t>& sizes, const at::Devi
   initiator.join();
   responder.join();
   return medians;
+}
+
+// Collective steps between a worker for `a` and one for `b` as a partitioned step runs them: per size (the whole
+// tensor's bytes), each member's worker writes a fresh tensor (as a backward op writes its weight gradient) and the
+// executor's task runtime then runs the two-member ring all-reduce over them (exec/collectives.h: each step a task
+// on the receiving worker that copies a chunk of the other member's tensor and adds or stores it). Appends, per
+// size, the median step time received by b (from a) to `to_b` and by a (from b) to `to_a`, with the chunk's bytes.
+Status RingSteps(const std::vector<int64_t>& sizes, const at::Device& a, int core_a, const at::Device& b, int core_b,
+                 int32_t repeats, std::vector<CopyPoint>* to_b, std::vector<CopyPoint>* to_a) {
+  const std::vector<at::Device> devices = {a, b};
+  for (int64_t bytes : sizes) {
+    const int64_t floats = std::max<int64_t>(2, bytes / 4);
+    exec::TaskProgram program;
+    exec::CollectiveGroup group;
+    group.devices = {0, 1};
+    group.axis = 0;
+    group.extent = floats;
+    group.bytes = floats * 4;
+    group.label = "calibration";
+    std::vector<int32_t> written;
+    for (DeviceId m = 0; m < 2; ++m) {
+      group.slots.push_back(program.AddSlot());
+      exec::Task fill;
+      fill.device = m;
+      fill.unit = m;
+      written.push_back(program.Add(std::move(fill)));
+    }
+    exec::AppendAllReduce(&program, group, written);
+    exec::TaskRuntime runtime(program, devices, {core_a, core_b});
+    const exec::UnitRunner fill = [&](int32_t unit, std::vector<at::Tensor>& slots) {
+      slots[group.slots[unit]] =
+          at::full({floats}, 1.0 + unit, at::TensorOptions().dtype(at::kFloat).device(devices[unit]));
+    };
+    std::vector<double> into_b, into_a;
+    for (int32_t r = 0; r < kWarmup + repeats; ++r) {
+      std::vector<at::Tensor> slots;
+      exec::TaskTimes times;
+      const std::string error = runtime.Step(fill, &slots, &times);
+      if (!error.empty()) return Error{"calibrating collective steps: " + error};
+      if (r < kWarmup) continue;
+      for (size_t t = 0; t < program.tasks.size(); ++t)
+        if (program.tasks[t].kind == exec::TaskKind::kReceive)
+          (program.tasks[t].device == 1 ? into_b : into_a).push_back(times.end[t] - times.start[t]);
+    }
+    const int64_t chunk = floats / 2 * 4;
+    to_b->push_back({chunk, std::max(1e-9, Median(into_b))});
+    to_a->push_back({chunk, std::max(1e-9, Median(into_a))});
+  }
+  return Status::Ok();
 }
 
 // Peak f32 FLOP/s (best of three n^3 matmuls) and memory bandwidth (best of three copies of 64 MiB on a CPU core,
@@ -176,6 +227,19 @@ Expected<CalibrationResult> Calibrate(const Topology& topology, const Calibratio
       result.pairs.push_back(std::move(pair));
     }
   }
+  for (DeviceId a = 0; a < measured; ++a)
+    for (DeviceId b = a + 1; b < measured; ++b) {
+      PairCalibration to_b{a, b}, to_a{b, a};
+      const Status ring = RingSteps(sizes, exec::TorchDevice(*backend, a),
+                                    exec::WorkerCore(*backend, a, options.pin_threads), exec::TorchDevice(*backend, b),
+                                    exec::WorkerCore(*backend, b, options.pin_threads), options.repeats,
+                                    &to_b.points, &to_a.points);
+      if (!ring.ok()) return ring.error();
+      FitLinkModel(&to_b);
+      FitLinkModel(&to_a);
+      result.steps.push_back(std::move(to_b));
+      result.steps.push_back(std::move(to_a));
+    }
   for (DeviceId d = 0; d < topology.num_devices(); ++d) {
     double flops = 0, bandwidth = 0;
     MeasureDevice(exec::TorchDevice(*backend, d), exec::WorkerCore(*backend, d, options.pin_threads),
@@ -213,6 +277,30 @@ Expected<Topology> ApplyCalibration(const Topology& topology, const CalibrationR
   }
   mean_latency /= route_links;
   mean_bandwidth /= route_links;
+  std::vector<double> step_sum(topology.num_links(), 0.0), step_bandwidth_sum(topology.num_links(), 0.0);
+  std::vector<int32_t> step_uses(topology.num_links(), 0);
+  double mean_step = 0.0, mean_step_bandwidth = 0.0;
+  int32_t step_links = 0;
+  for (const PairCalibration& st : result.steps) {
+    auto copy = std::find_if(result.pairs.begin(), result.pairs.end(),
+                             [&](const PairCalibration& p) { return p.src == st.src && p.dst == st.dst; });
+    if (copy == result.pairs.end())
+      return Error{"topology '" + topology.name() + "': collective steps " + std::to_string(st.src) + " -> " +
+                   std::to_string(st.dst) + " were measured without the copies between the same devices"};
+    const auto route = topology.route(st.src, st.dst);
+    double messages = 0.0;
+    for (LinkId l : route) messages += topology.link(l).message_cost;
+    const double hops = static_cast<double>(route.size());
+    const double fixed = std::max(0.0, st.latency - copy->latency - messages) / hops;
+    for (LinkId l : route) {
+      step_sum[l] += fixed;
+      step_bandwidth_sum[l] += st.bandwidth * hops;
+      ++step_uses[l];
+      mean_step += fixed;
+      mean_step_bandwidth += st.bandwidth * hops;
+      ++step_links;
+    }
+  }
   TopologyBuilder builder(topology.name());
   for (DeviceId d = 0; d < topology.num_devices(); ++d) {
     Device device = topology.device(d);
@@ -227,6 +315,10 @@ Expected<Topology> ApplyCalibration(const Topology& topology, const CalibrationR
     Link link = topology.link(l);
     link.latency = uses[l] ? latency_sum[l] / uses[l] : mean_latency;
     link.bandwidth = uses[l] ? bandwidth_sum[l] / uses[l] : mean_bandwidth;
+    if (step_links > 0) {
+      link.step_cost = step_uses[l] ? step_sum[l] / step_uses[l] : mean_step / step_links;
+      link.step_bandwidth = step_uses[l] ? step_bandwidth_sum[l] / step_uses[l] : mean_step_bandwidth / step_links;
+    }
     builder.add_link(std::move(link));
   }
   return std::move(builder).Build();

@@ -1,6 +1,7 @@
 // Link and device calibration: measures how long the executor takes to move a tensor between two devices (copies
-// of increasing size, least-squares fit time = latency + bytes / bandwidth), each device's peak FLOP/s (a large
-// matmul) and memory bandwidth (a large copy), and writes them into a topology. LibTorch-free header.
+// of increasing size, least-squares fit time = latency + bytes / bandwidth) and to run a step of a collective
+// between them (a ring all-reduce by the executor's task runtime, fitted the same way), each device's peak FLOP/s
+// (a large matmul) and memory bandwidth (a large copy), and writes them into a topology. LibTorch-free header.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,10 @@ struct PairCalibration {
 struct CalibrationResult {
   BackendInfo backend;
   std::vector<PairCalibration> pairs;   // every ordered pair of the first min(4, devices) devices
+  // Collective steps received by `dst` from `src`, for the same pairs: points are (bytes per step, seconds per
+  // step) of a two-member ring all-reduce run by the executor's task runtime (each step a task on the receiving
+  // worker that copies a chunk of the other member's freshly written tensor and adds it to its own).
+  std::vector<PairCalibration> steps;
   std::vector<double> peak_flops;       // by DeviceId, f32 FLOP/s
   std::vector<double> memory_bandwidth; // by DeviceId, bytes/s (read + write of a large copy)
 };
@@ -59,6 +64,10 @@ Expected<CalibrationResult> Calibrate(const Topology& topology, const Calibratio
 // f32) and memory bandwidth; each link on a measured route of h links gets latency L / h and bandwidth h x B (the
 // simulator moves a transfer hop by hop, so the route then takes L + bytes / B for transfers of one segment), a
 // link on several routes the mean of their values; links on no measured route get the mean over all pairs.
+// With measured steps (fit Ls + bytes / Bs per step), each such link also gets the per-step cost
+// max(0, Ls - L - message costs) / h and the step bandwidth h x Bs, so that a collective step over the route costs
+// the measured Ls + bytes / Bs (sim: latency + message + step cost + bytes / step bandwidth per hop); links on no
+// measured route get the mean. Without steps, the links' step fields are kept.
 Expected<Topology> ApplyCalibration(const Topology& topology, const CalibrationResult& result);
 
 }  // namespace devplace

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "distributed/process_group.h"
+#include "exec/multiprocess.h"
 
 namespace devplace {
 
@@ -47,12 +48,74 @@ Status PingPong(ProcessGroup& group, at::Tensor& buffer) {
   return Status::Ok();
 }
 
+// A chain of `length` element-wise ops over `floats` floats: an input, then relus each reading the previous op.
+Graph ChainGraph(int64_t floats, int32_t length) {
+  GraphBuilder b("message-chain");
+  for (int32_t k = 0; k < length; ++k) {
+    Op op;
+    op.name = "op" + std::to_string(k);
+    op.type = k == 0 ? "input" : "relu";
+    op.shape = {floats};
+    op.flops = static_cast<double>(floats);
+    const OpId id = b.add_op(std::move(op));
+    if (k > 0) b.add_edge(id - 1, id);
+  }
+  return std::move(b).Build().value();
+}
+
+// The executor's message cost between device `a` (rank 0) and `b` (rank 1) per size (see GroupCalibration::messages).
+Status MeasureMessages(ProcessGroup& group, const Topology& topology, const std::vector<int32_t>& rank_of_device,
+                       DeviceId a, DeviceId b, const GroupCalibrationOptions& options, PairCalibration* fit) {
+  ExecOptions run;
+  run.warmup_steps = 2;
+  run.timed_steps = options.repeats;
+  run.backend = "cpu";
+  const int32_t length = options.chain + 1;
+  for (int64_t bytes = options.min_bytes; bytes <= std::min(options.max_bytes, options.max_message_bytes);
+       bytes *= 4) {
+    const Graph graph = ChainGraph(std::max<int64_t>(1, bytes / 4), length);
+    std::vector<DeviceId> alternating, once;
+    for (int32_t k = 0; k < length; ++k) {
+      alternating.push_back(k % 2 == 0 ? a : b);
+      once.push_back(k < length / 2 ? a : b);
+    }
+    double step[2] = {0.0, 0.0};
+    for (int i = 0; i < 2; ++i) {
+      const Strategy strategy = Strategy::FromPlacement(i == 0 ? alternating : once);
+      Expected<Executor> executor = Executor::CreateRank(graph, topology, strategy, run, group, rank_of_device);
+      if (!executor) return executor.error();
+      Expected<ExecResult> result = executor->Run();
+      if (!result) return result.error();
+      step[i] = result->median_step;
+    }
+    fit->points.push_back({std::max<int64_t>(1, bytes / 4) * 4,
+                           std::max(1e-9, (step[0] - step[1]) / static_cast<double>(options.chain - 1))});
+  }
+  FitLinkModel(fit);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<GroupCalibration> CalibrateProcessGroup(const DistributedConfig& config,
-                                                 const GroupCalibrationOptions& options) {
-  if (options.min_bytes < 4 || options.max_bytes < options.min_bytes || options.repeats < 1)
-    return Error{"group calibration: sizes must satisfy 4 <= min_bytes <= max_bytes and repeats >= 1"};
+                                                 const GroupCalibrationOptions& options, const Topology* topology) {
+  if (options.min_bytes < 4 || options.max_bytes < options.min_bytes || options.repeats < 1 ||
+      options.max_message_bytes < options.min_bytes || options.chain < 2)
+    return Error{"group calibration: sizes must satisfy 4 <= min_bytes <= max_bytes, max_message_bytes, repeats >= 1 "
+                 "and chain >= 2"};
+  std::vector<int32_t> rank_of_device;
+  DeviceId a = -1, b = -1;
+  if (topology) {
+    Expected<std::vector<int32_t>> ranks = RankOfDevices(*topology, Strategy{}, config.world_size);
+    if (!ranks) return ranks.error();
+    rank_of_device = std::move(*ranks);
+    for (DeviceId d = topology->num_devices() - 1; d >= 0; --d) {
+      if (rank_of_device[d] == 0) a = d;
+      if (rank_of_device[d] == 1) b = d;
+    }
+    if (a < 0 || b < 0)
+      return Error{"group calibration: topology '" + topology->name() + "' has no device of rank 0 or 1"};
+  }
   Expected<std::unique_ptr<ProcessGroup>> connected = ProcessGroup::Connect(config);
   if (!connected) return connected.error();
   ProcessGroup& group = **connected;
@@ -90,6 +153,11 @@ Expected<GroupCalibration> CalibrateProcessGroup(const DistributedConfig& config
   FitLinkModel(&result.send);
   FitLinkModel(&result.all_reduce);
   FitLinkModel(&result.all_gather);
+  result.messages.src = a;
+  result.messages.dst = b;
+  if (topology)
+    if (Status s = MeasureMessages(group, *topology, rank_of_device, a, b, options, &result.messages); !s)
+      return s.error();
   return result;
 }
 
@@ -98,7 +166,12 @@ Expected<Topology> ApplyGroupCalibration(const Topology& topology, const std::ve
   if (rank_of_device.size() != static_cast<size_t>(topology.num_devices()))
     return Error{"topology '" + topology.name() + "': the rank map has " + std::to_string(rank_of_device.size()) +
                  " entries for " + std::to_string(topology.num_devices()) + " devices"};
-  std::vector<double> latency(topology.num_links(), 0.0), bandwidth(topology.num_links(), 0.0);
+  if (calibration.messages.points.empty())
+    return Error{"topology '" + topology.name() + "': the group calibration did not measure the executor's messages"};
+  const PairCalibration& m = calibration.messages;
+  const double wire = std::min(calibration.send.latency, m.latency);
+  std::vector<double> latency(topology.num_links(), 0.0), message(topology.num_links(), 0.0),
+      bandwidth(topology.num_links(), 0.0);
   std::vector<int32_t> uses(topology.num_links(), 0);
   for (DeviceId a = 0; a < topology.num_devices(); ++a)
     for (DeviceId b = 0; b < topology.num_devices(); ++b) {
@@ -106,8 +179,9 @@ Expected<Topology> ApplyGroupCalibration(const Topology& topology, const std::ve
       const auto route = topology.route(a, b);
       const double hops = static_cast<double>(route.size());
       for (LinkId l : route) {
-        latency[l] += calibration.all_reduce.latency / hops;
-        bandwidth[l] += calibration.all_reduce.bandwidth * hops;
+        latency[l] += wire / hops;
+        message[l] += (m.latency - wire) / hops;
+        bandwidth[l] += m.bandwidth * hops;
         ++uses[l];
       }
     }
@@ -118,7 +192,9 @@ Expected<Topology> ApplyGroupCalibration(const Topology& topology, const std::ve
     Link link = topology.link(l);
     if (uses[l] > 0) {
       link.latency = latency[l] / uses[l];
+      link.message_cost = message[l] / uses[l];
       link.bandwidth = bandwidth[l] / uses[l];
+      if (link.step_bandwidth > 0) link.step_bandwidth = 1.0 / (1.0 / link.step_bandwidth + 1.0 / link.bandwidth);
     }
     builder.add_link(std::move(link));
   }

@@ -2,8 +2,10 @@
 //   exec_rank_helper GRAPH.json TOPOLOGY.yaml STRATEGY.json OUT STEPS TIMEOUT_S [READY]
 // runs STEPS training steps (no warm-up) as this rank, rank 0 writing every op's checksum (one "%.17g" per line)
 // to OUT. With READY: runs one step, creates the file READY, then STEPS more (a peer can be killed mid-step
-// then). `exec_rank_helper --calibrate OUT TIMEOUT_S` calibrates the group instead (small sizes), rank 0 writing
-// "send|all_reduce|all_gather latency bandwidth points" lines to OUT. Failures: one line on stderr, exit status 1.
+// then). `exec_rank_helper --calibrate OUT TIMEOUT_S TOPOLOGY.yaml` calibrates the group instead (small sizes; the
+// executor's messages between the topology's devices too), rank 0 writing
+// "send|all_reduce|all_gather|messages latency bandwidth points" lines to OUT. Failures: one line on stderr, exit
+// status 1.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -36,17 +38,20 @@ devplace::Expected<devplace::DistributedConfig> GroupFromEnv(double timeout) {
   return **config;
 }
 
-int Calibrate(const std::string& out, double timeout) {
+int Calibrate(const std::string& out, double timeout, const std::string& topology_file) {
   using namespace devplace;
   Expected<DistributedConfig> config = GroupFromEnv(timeout);
   if (!config) return Fail(config.error().message);
-  Expected<GroupCalibration> c = CalibrateProcessGroup(*config, {.min_bytes = 1 << 10, .max_bytes = 1 << 18,
-                                                                 .repeats = 3});
+  Expected<Topology> topology = ReadTopologyFile(topology_file);
+  if (!topology) return Fail(topology.error().message);
+  Expected<GroupCalibration> c = CalibrateProcessGroup(
+      *config, {.min_bytes = 1 << 10, .max_bytes = 1 << 18, .repeats = 3, .chain = 8}, &*topology);
   if (!c) return Fail(c.error().message);
   if (config->rank == 0) {
     std::ofstream o(out);
     for (const auto& [name, fit] : {std::pair<const char*, const PairCalibration*>{"send", &c->send},
-                                    {"all_reduce", &c->all_reduce}, {"all_gather", &c->all_gather}})
+                                    {"all_reduce", &c->all_reduce}, {"all_gather", &c->all_gather},
+                                    {"messages", &c->messages}})
       o << name << " " << fit->latency << " " << fit->bandwidth << " " << fit->points.size() << "\n";
   }
   return 0;
@@ -54,7 +59,7 @@ int Calibrate(const std::string& out, double timeout) {
 
 int main(int argc, char** argv) {
   using namespace devplace;
-  if (argc == 4 && std::string(argv[1]) == "--calibrate") return Calibrate(argv[2], std::atof(argv[3]));
+  if (argc == 5 && std::string(argv[1]) == "--calibrate") return Calibrate(argv[2], std::atof(argv[3]), argv[4]);
   if (argc != 7 && argc != 8) return Fail("usage: GRAPH TOPOLOGY STRATEGY OUT STEPS TIMEOUT_S [READY]");
   Expected<Graph> graph = ReadGraphFile(argv[1]);
   if (!graph) return Fail(graph.error().message);

@@ -200,19 +200,20 @@ TEST(MultiProcess, ARendezvousNobodyJoinsTimesOutWithOneLine) {
   fs::remove_all(dir);
 }
 
-// Two ranks measure sends, all-reduces and all-gathers; the fits are positive and the links between the ranks'
-// devices take the all-reduce fit.
+// Two ranks measure sends, all-reduces, all-gathers and the executor's own messages (a real short calibration);
+// the fits are positive and the links between the ranks' devices take the message fit.
 TEST(MultiProcess, CalibratesTheGroupIntoTheLinksBetweenRanks) {
   const std::string dir = TempDir("calibrate");
   const int port = FreeLoopbackPort();
-  const std::vector<std::string> args{"--calibrate", dir + "/fits.txt", "60"};
+  const std::vector<std::string> args{"--calibrate", dir + "/fits.txt", "60",
+                                      DEVPLACE_SOURCE_DIR "/configs/topologies/cpu-local.yaml"};
   RankProcess r0 = Spawn(0, 2, port, args, dir), r1 = Spawn(1, 2, port, args, dir);
   ASSERT_EQ(WaitRank(r0, std::chrono::seconds(120)), 0) << ReadText(r0.stderr_path);
   ASSERT_EQ(WaitRank(r1, std::chrono::seconds(20)), 0) << ReadText(r1.stderr_path);
   std::ifstream in(dir + "/fits.txt");
   GroupCalibration c;
   c.processes = 2;
-  for (PairCalibration* fit : {&c.send, &c.all_reduce, &c.all_gather}) {
+  for (PairCalibration* fit : {&c.send, &c.all_reduce, &c.all_gather, &c.messages}) {
     std::string name;
     size_t points = 0;
     ASSERT_TRUE(in >> name >> fit->latency >> fit->bandwidth >> points);
@@ -220,17 +221,22 @@ TEST(MultiProcess, CalibratesTheGroupIntoTheLinksBetweenRanks) {
     EXPECT_GT(fit->latency, 0.0) << name;
     EXPECT_LT(fit->latency, 0.1) << name;
     EXPECT_GT(fit->bandwidth, 1e6) << name;
+    fit->points.resize(points);
   }
   const Topology t = testing::CpuLocal();
   Expected<Topology> applied = ApplyGroupCalibration(t, {0, 1}, c);
   ASSERT_TRUE(applied.ok()) << applied.error().message;
+  const double hops = static_cast<double>(t.route(0, 1).size());
   for (LinkId l = 0; l < applied->num_links(); ++l) {  // every link lies between cpu0 and cpu1
-    EXPECT_DOUBLE_EQ(applied->link(l).latency * static_cast<double>(t.route(0, 1).size()), c.all_reduce.latency);
-    EXPECT_DOUBLE_EQ(applied->link(l).bandwidth / static_cast<double>(t.route(0, 1).size()), c.all_reduce.bandwidth);
+    const Link& link = applied->link(l);
+    EXPECT_NEAR((link.latency + link.message_cost) * hops, c.messages.latency, 1e-12);
+    EXPECT_DOUBLE_EQ(link.bandwidth / hops, c.messages.bandwidth);
   }
   Expected<Topology> same_rank = ApplyGroupCalibration(t, {0, 0}, c);  // nothing crosses processes
   ASSERT_TRUE(same_rank.ok());
   for (LinkId l = 0; l < t.num_links(); ++l) EXPECT_EQ(same_rank->link(l).latency, t.link(l).latency);
+  c.messages.points.clear();
+  EXPECT_FALSE(ApplyGroupCalibration(t, {0, 1}, c).ok());  // without the executor's messages
   fs::remove_all(dir);
 }
 

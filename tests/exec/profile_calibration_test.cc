@@ -9,6 +9,7 @@
 #include "core/topology_yaml.h"
 #include "exec/calibration.h"
 #include "exec/profiler.h"
+#include "sim/collectives.h"
 #include "sim/simulator.h"
 #include "tests/testing/exec_graphs.h"
 
@@ -81,14 +82,16 @@ TEST(Profiler, TheSimulatorReadsTheTable) {
   }
 }
 
-// Why `c` is not a plausible measurement of any machine (empty when it is): links copy faster than 100 MB/s with a
-// latency between 0 and 10 ms, and a core does more than 1e8 FLOP/s and copies faster than 100 MB/s.
+// Why `c` is not a plausible measurement of any machine (empty when it is): links copy (and collective steps copy
+// and add) faster than 100 MB/s with a latency between 0 and 10 ms, and a core does more than 1e8 FLOP/s and copies
+// faster than 100 MB/s.
 std::string Implausible(const CalibrationResult& c) {
   std::string why;
-  for (const PairCalibration& p : c.pairs) {
-    if (!(p.latency > 0.0 && p.latency < 1e-2)) why += " latency " + std::to_string(p.latency) + " s;";
-    if (!(p.bandwidth > 1e8)) why += " bandwidth " + std::to_string(p.bandwidth) + " B/s;";
-  }
+  for (const auto* fits : {&c.pairs, &c.steps})
+    for (const PairCalibration& p : *fits) {
+      if (!(p.latency > 0.0 && p.latency < 1e-2)) why += " latency " + std::to_string(p.latency) + " s;";
+      if (!(p.bandwidth > 1e8)) why += " bandwidth " + std::to_string(p.bandwidth) + " B/s;";
+    }
   for (size_t d = 0; d < c.peak_flops.size(); ++d) {
     if (!(c.peak_flops[d] > 1e8)) why += " peak " + std::to_string(c.peak_flops[d]) + " FLOP/s;";
     if (!(c.memory_bandwidth[d] > 1e8)) why += " memory " + std::to_string(c.memory_bandwidth[d]) + " B/s;";
@@ -114,6 +117,53 @@ TEST(Calibration, FitsLatencyAndBandwidthEvenFromNoisyPoints) {
   EXPECT_NEAR(noisy.bandwidth, 1048576 / 200e-6, 1.0);
 }
 
+// Synthetic measurements with known parameters: the fits recover them, ApplyCalibration turns the step fit into
+// per-step costs and step bandwidths on the route's links, and the simulator then prices a collective step and a
+// copy at exactly the measured lines; steps faster than copies give no negative cost.
+TEST(Calibration, StepFitsBecomeStepCostsTheSimulatorPays) {
+  const Topology t = testing::CpuLocal();  // cpu0 -> shared-memory -> cpu1: two memcpy hops
+  const double copy_latency = 1e-6, copy_bandwidth = 40e9, step_latency = 9e-6, step_bandwidth = 4e9;
+  CalibrationResult c;
+  c.peak_flops = {1e11, 1e11};
+  c.memory_bandwidth = {3e10, 3e10};
+  for (DeviceId a : {0, 1}) {
+    PairCalibration copy{a, 1 - a}, step{a, 1 - a};
+    for (int64_t b = 1024; b <= (int64_t{16} << 20); b *= 4) {
+      copy.points.push_back({b, copy_latency + static_cast<double>(b) / copy_bandwidth});
+      step.points.push_back({b, step_latency + static_cast<double>(b) / step_bandwidth});
+    }
+    FitLinkModel(&copy);
+    FitLinkModel(&step);
+    EXPECT_NEAR(step.latency, step_latency, 1e-10);
+    EXPECT_NEAR(step.bandwidth / step_bandwidth, 1.0, 1e-6);
+    c.pairs.push_back(copy);
+    c.steps.push_back(step);
+  }
+  const Topology calibrated = ApplyCalibration(t, c).value();
+  for (const Link& l : calibrated.links()) {
+    EXPECT_NEAR(l.step_cost, (step_latency - copy_latency) / 2, 1e-12);
+    EXPECT_NEAR(l.step_bandwidth / (2 * step_bandwidth), 1.0, 1e-6);
+  }
+  // A two-member ring all-reduce of S bytes: two steps of S/2 (one segment each), at the measured step line.
+  const int64_t s = int64_t{8} << 20;
+  sim::TaskGraph tg;
+  SimOptions options;
+  sim::CommBuilder ring(calibrated, options, &tg);
+  ring.AllReduce({0, 1}, s, {{}, {}});
+  ring.Finish();
+  sim::Engine engine;
+  const double expected = 2 * (step_latency + static_cast<double>(s / 2) / step_bandwidth);
+  EXPECT_NEAR(ring.Run(&engine).value() / expected, 1.0, 1e-6);
+  sim::TaskGraph tg2;
+  sim::CommBuilder send(calibrated, options, &tg2);
+  send.Send(0, 1, s / 2, {});  // one segment (SimOptions::segment_bytes)
+  send.Finish();
+  EXPECT_NEAR(send.Run(&engine).value() / (copy_latency + static_cast<double>(s / 2) / copy_bandwidth), 1.0, 1e-6);
+  // Steps measured faster than copies (noise): no negative per-step cost.
+  for (PairCalibration& step : c.steps) step.latency = copy_latency / 2;
+  for (const Link& l : ApplyCalibration(t, c).value().links()) EXPECT_EQ(l.step_cost, 0.0);
+}
+
 TEST(Calibration, MeasuresLinksAndDevicesIntoATopology) {
   const Topology t = testing::CpuLocal();
   CalibrationOptions options;
@@ -130,6 +180,8 @@ TEST(Calibration, MeasuresLinksAndDevicesIntoATopology) {
     ASSERT_TRUE(c.ok()) << c.error().message;
     ASSERT_EQ(c->pairs.size(), 2u);  // 0 -> 1 and 1 -> 0
     for (const PairCalibration& p : c->pairs) EXPECT_EQ(p.points.size(), 6u);  // 1, 4, 16, 64, 256, 1024 KiB
+    ASSERT_EQ(c->steps.size(), 2u);  // the ring's steps into cpu1 and into cpu0
+    for (const PairCalibration& p : c->steps) EXPECT_EQ(p.points.size(), 6u);
     ASSERT_EQ(c->peak_flops.size(), 2u);
     ASSERT_EQ(c->memory_bandwidth.size(), 2u);
     why = Implausible(*c);
@@ -147,6 +199,7 @@ TEST(Calibration, MeasuresLinksAndDevicesIntoATopology) {
   for (LinkId l : route) latency += calibrated->link(l).latency;
   EXPECT_NEAR(latency, c->pairs[0].latency, 1e-12);
   EXPECT_NEAR(calibrated->link(route[0]).bandwidth, 2.0 * c->pairs[0].bandwidth, 1e-6 * c->pairs[0].bandwidth);
+  EXPECT_GT(calibrated->link(route[0]).step_bandwidth, 0.0);
   Expected<Topology> reread = TopologyFromYaml(TopologyToYaml(*calibrated), "calibrated.yaml");
   ASSERT_TRUE(reread.ok()) << reread.error().message;
   EXPECT_EQ(reread->num_links(), t.num_links());
