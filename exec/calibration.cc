@@ -235,8 +235,13 @@ Expected<CalibrationResult> Calibrate(const Topology& topology, const Calibratio
                                     exec::WorkerCore(*backend, b, options.pin_threads), options.repeats,
                                     &to_b.points, &to_a.points);
       if (!ring.ok()) return ring.error();
-      FitLinkModel(&to_b);
-      FitLinkModel(&to_a);
+      for (PairCalibration* fit : {&to_b, &to_a}) {
+        FitLinkModel(fit);
+        if (!(fit->latency > 0 && fit->latency < 1.0) || !(fit->bandwidth > 1e6 && fit->bandwidth < 1e13))
+          return Error{"calibrating collective steps " + topology.device(fit->src).name + " -> " +
+                       topology.device(fit->dst).name + ": no physical fit (" + std::to_string(fit->latency * 1e6) +
+                       " us + bytes / " + std::to_string(fit->bandwidth / 1e9) + " GB/s)"};
+      }
       result.steps.push_back(std::move(to_b));
       result.steps.push_back(std::move(to_a));
     }

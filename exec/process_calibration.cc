@@ -88,10 +88,18 @@ Status MeasureMessages(ProcessGroup& group, const Topology& topology, const std:
       if (!result) return result.error();
       step[i] = result->median_step;
     }
-    fit->points.push_back({std::max<int64_t>(1, bytes / 4) * 4,
-                           std::max(1e-9, (step[0] - step[1]) / static_cast<double>(options.chain - 1))});
+    // A difference at or below zero is noise (a descheduled step), not a measurement: the size is left out.
+    const double per_message = (step[0] - step[1]) / static_cast<double>(options.chain - 1);
+    if (per_message > 0) fit->points.push_back({std::max<int64_t>(1, bytes / 4) * 4, per_message});
   }
   FitLinkModel(fit);
+  // Refuse what no machine does (as a loaded machine's noise can make a fit do) rather than write it.
+  if (fit->points.size() < 2 || !(fit->latency > 0 && fit->latency < 1.0) || !(fit->bandwidth > 1e6) ||
+      !(fit->bandwidth < 1e13))
+    return Error{group.Who() + ": the executor's messages between the processes did not give a physical fit (" +
+                 std::to_string(fit->points.size()) + " sizes with a positive cost, " +
+                 std::to_string(fit->latency * 1e6) + " us + bytes / " + std::to_string(fit->bandwidth / 1e9) +
+                 " GB/s); is the machine loaded?"};
   return Status::Ok();
 }
 
