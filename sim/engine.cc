@@ -10,51 +10,11 @@
 
 namespace devplace::sim {
 
-namespace {
-
-// Heap keys packed into one word: (ready - base) << bits | task. The loop's ready times never decrease (every
-// entry is at least the last dequeued task's ready time), so when a ready time lies too far above `base`, `base`
-// moves up to the last dequeued ready time and every entry is lowered by the same amount, which keeps their order.
-struct PackedKeys {
-  using Item = uint64_t;
-  int bits;
-  uint64_t limit;  // ready - base must stay below this
-  int32_t* rebases;
-  Time base = 0;
-  bool Fits(Time ready) const { return static_cast<uint64_t>(ready - base) < limit; }
-  uint64_t Pack(Time ready, int32_t t) const {
-    return (static_cast<uint64_t>(ready - base) << bits) | static_cast<uint64_t>(t);
-  }
-  int32_t Task(uint64_t item) const { return static_cast<int32_t>(item & ((uint64_t{1} << bits) - 1)); }
-  // Moves base up to `floor` (at most every entry's ready time), lowering the entries; false when `ready` still
-  // does not fit.
-  bool Rebase(Time floor, Time ready, QuadHeap<uint64_t>& heap, uint64_t* next, bool has_next) {
-    const uint64_t lower = static_cast<uint64_t>(floor - base) << bits;
-    heap.Lower(lower);
-    if (has_next) *next -= lower;
-    base = floor;
-    ++*rebases;
-    return Fits(ready);
-  }
-};
-
-// Two-word keys: every ready time fits.
-struct WideKeys {
-  using Item = WideItem;
-  bool Fits(Time) const { return true; }
-  WideItem Pack(Time ready, int32_t t) const { return {ready, t}; }
-  int32_t Task(const WideItem& item) const { return item.task; }
-  bool Rebase(Time, Time, QuadHeap<WideItem>&, WideItem*, bool) { return true; }
-};
-
-}  // namespace
-
 template <Record kRecord, class Keys>
 bool Engine::Loop(const TaskGraph& tg, Timing* timing, QuadHeap<typename Keys::Item>& heap, Keys keys) {
   constexpr bool kTimes = kRecord != Record::kStepOnly, kAll = kRecord == Record::kAll;
-  using Item = typename Keys::Item;
   const int32_t n = tg.num_tasks();
-  heap.clear();
+  ReadyQueue<Keys> queue(heap, keys);
   free_.assign(static_cast<size_t>(tg.num_resources), 0);
   last_.assign(static_cast<size_t>(tg.num_resources), -1);
   Time* ready = timing->ready.data();
@@ -62,23 +22,8 @@ bool Engine::Loop(const TaskGraph& tg, Timing* timing, QuadHeap<typename Keys::I
   int32_t* crit_prev = timing->crit_prev.data();
   for (int32_t t = 0; t < n; ++t) {
     wait[t] = {0, -1, tg.pred_cnt[t]};
-    if (tg.pred_cnt[t] == 0 && tg.alive[t]) heap.push(keys.Pack(0, t));
+    if (tg.pred_cnt[t] == 0 && tg.alive[t]) queue.PushInitial(0, t);
   }
-  // A one-entry buffer in front of the heap: a task that becomes ready and is the next to run (often a hop's
-  // successor) skips the heap.
-  Item next{};
-  bool has_next = false;
-  auto push = [&](Item item) {
-    if (!has_next) {
-      next = item;
-      has_next = true;
-    } else if (item < next) {
-      heap.push(next);
-      next = item;
-    } else {
-      heap.push(item);
-    }
-  };
   Time* start_of = timing->start.data();
   Time* end_of = timing->end.data();
   int32_t* res_prev = timing->res_prev.data();
@@ -92,18 +37,10 @@ bool Engine::Loop(const TaskGraph& tg, Timing* timing, QuadHeap<typename Keys::I
   const Time* delay = tg.resource_delay.data();
   Time* free = free_.data();
   int32_t* last = last_.data();
-  while (has_next || !heap.empty()) {
-    int32_t t;
-    if (has_next && (heap.empty() || next < heap.top())) {
-      t = keys.Task(next);
-      has_next = false;
-    } else {
-      t = keys.Task(heap.top());
-      heap.pop();
-    }
+  while (!queue.empty()) {
+    const int32_t t = keys.Task(queue.Pop());
     // The heap's top is probably the next task: start loading what it will touch (large graphs miss the cache).
-    if (!heap.empty()) {
-      const int32_t u = keys.Task(heap.top());
+    if (const int32_t u = queue.PeekHeap(); u >= 0) {
       __builtin_prefetch(&wait[u]);
       __builtin_prefetch(&resource[u]);
       __builtin_prefetch(&duration[u]);
@@ -146,10 +83,7 @@ bool Engine::Loop(const TaskGraph& tg, Timing* timing, QuadHeap<typename Keys::I
       const bool tie_first = arrive == x.ready && t < x.bind;
       x.ready = later ? arrive : x.ready;
       x.bind = later || tie_first ? t : x.bind;
-      if (--x.pending == 0) {
-        if (!keys.Fits(x.ready) && !keys.Rebase(w.ready, x.ready, heap, &next, has_next)) return false;
-        push(keys.Pack(x.ready, *s));
-      }
+      if (--x.pending == 0 && !queue.Push(w.ready, x.ready, *s)) return false;
     }
   }
   if constexpr (kAll) timing->order.resize(static_cast<size_t>(done));
@@ -268,14 +202,12 @@ Time MaxEnd(const std::vector<Time>& last_end) {
   return end;
 }
 
-SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& timing,
-                   const TaskTotals& totals, const std::vector<Time>& last_end, const std::vector<int32_t>& last_task,
-                   const std::vector<int64_t>& static_bytes, const std::vector<int64_t>& dynamic_peak,
-                   const SimOptions& options) {
+SimResult AssembleTotals(const Topology& topology, Time step, const TaskTotals& totals,
+                         const std::vector<int64_t>& static_bytes, const std::vector<int64_t>& dynamic_peak) {
   SimResult result;
-  const Time step = StepTicks(tg, last_end);
   result.step_time = static_cast<double>(step) * kSecondsPerTick;
-  const int32_t d = tg.num_devices;
+  const int32_t d = topology.num_devices();
+  const int32_t num_resources = static_cast<int32_t>(totals.busy.size());
   result.devices.resize(static_cast<size_t>(d));
   for (int32_t i = 0; i < d; ++i) {
     DeviceStats& s = result.devices[i];
@@ -292,8 +224,8 @@ SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& 
                                     FormatBytes(topology.device(i).memory_bytes));
     }
   }
-  result.links.resize(static_cast<size_t>(tg.num_resources - d));
-  for (int32_t l = 0; l < tg.num_resources - d; ++l) {
+  result.links.resize(static_cast<size_t>(num_resources - d));
+  for (int32_t l = 0; l < num_resources - d; ++l) {
     LinkStats& s = result.links[l];
     s.busy_seconds = static_cast<double>(totals.busy[d + l]) * kSecondsPerTick;
     s.bytes = totals.bytes[d + l];
@@ -303,6 +235,14 @@ SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& 
   result.num_tasks = totals.num_tasks;
   result.num_compute_tasks = totals.num_compute;
   result.cost_fallbacks = totals.fallbacks;
+  return result;
+}
+
+SimResult Assemble(const Topology& topology, const TaskGraph& tg, const Timing& timing,
+                   const TaskTotals& totals, const std::vector<Time>& last_end, const std::vector<int32_t>& last_task,
+                   const std::vector<int64_t>& static_bytes, const std::vector<int64_t>& dynamic_peak,
+                   const SimOptions& options) {
+  SimResult result = AssembleTotals(topology, StepTicks(tg, last_end), totals, static_bytes, dynamic_peak);
   CriticalPath(tg, timing, last_task, &result);
   if (options.keep_timeline) {
     result.timeline.reserve(timing.order.size());

@@ -86,6 +86,89 @@ struct WideItem {
   bool operator<(const WideItem& o) const { return ready < o.ready || (ready == o.ready && task < o.task); }
 };
 
+// Heap keys packed into one word: (ready - base) << bits | task. The loop's ready times never decrease (every
+// entry is at least the last dequeued task's ready time), so when a ready time lies too far above `base`, `base`
+// moves up to the last dequeued ready time and every entry is lowered by the same amount, which keeps their order.
+struct PackedKeys {
+  using Item = uint64_t;
+  int bits;
+  uint64_t limit;  // ready - base must stay below this
+  int32_t* rebases;
+  Time base = 0;
+  bool Fits(Time ready) const { return static_cast<uint64_t>(ready - base) < limit; }
+  uint64_t Pack(Time ready, int32_t t) const {
+    return (static_cast<uint64_t>(ready - base) << bits) | static_cast<uint64_t>(t);
+  }
+  int32_t Task(uint64_t item) const { return static_cast<int32_t>(item & ((uint64_t{1} << bits) - 1)); }
+  Time Ready(uint64_t item) const { return static_cast<Time>(item >> bits) + base; }
+  // Moves base up to `floor` (at most every entry's ready time), lowering the entries; false when `ready` still
+  // does not fit.
+  bool Rebase(Time floor, Time ready, QuadHeap<uint64_t>& heap, uint64_t* next, bool has_next) {
+    const uint64_t lower = static_cast<uint64_t>(floor - base) << bits;
+    heap.Lower(lower);
+    if (has_next) *next -= lower;
+    base = floor;
+    ++*rebases;
+    return Fits(ready);
+  }
+};
+
+// Two-word keys: every ready time fits.
+struct WideKeys {
+  using Item = WideItem;
+  bool Fits(Time) const { return true; }
+  WideItem Pack(Time ready, int32_t t) const { return {ready, t}; }
+  int32_t Task(const WideItem& item) const { return item.task; }
+  Time Ready(const WideItem& item) const { return item.ready; }
+  bool Rebase(Time, Time, QuadHeap<WideItem>&, WideItem*, bool) { return true; }
+};
+
+// The ready heap of an event loop with a one-entry buffer in front: a task that becomes ready and is the next to
+// run (often a hop's successor) skips the heap. Pops in (ready, task) order.
+template <class Keys>
+class ReadyQueue {
+ public:
+  using Item = typename Keys::Item;
+  ReadyQueue(QuadHeap<Item>& heap, Keys& keys) : heap_(heap), keys_(keys) { heap_.clear(); }
+  bool empty() const { return !has_next_ && heap_.empty(); }
+  // Pushes `task` ready at `ready`, re-basing the keys when needed (`floor`: the ready time of the task being
+  // run, at most every entry's); false when the key does not fit even then.
+  bool Push(Time floor, Time ready, int32_t task) {
+    if (!keys_.Fits(ready) && !keys_.Rebase(floor, ready, heap_, &next_, has_next_)) return false;
+    const Item item = keys_.Pack(ready, task);
+    if (!has_next_) {
+      next_ = item;
+      has_next_ = true;
+    } else if (item < next_) {
+      heap_.push(next_);
+      next_ = item;
+    } else {
+      heap_.push(item);
+    }
+    return true;
+  }
+  // Pushes straight into the heap (before the loop starts).
+  void PushInitial(Time ready, int32_t task) { heap_.push(keys_.Pack(ready, task)); }
+  // Removes and returns the first entry (the queue must not be empty).
+  Item Pop() {
+    if (has_next_ && (heap_.empty() || next_ < heap_.top())) {
+      has_next_ = false;
+      return next_;
+    }
+    const Item item = heap_.top();
+    heap_.pop();
+    return item;
+  }
+  // The heap's first entry's task, probably the next to run (-1: none), for prefetching.
+  int32_t PeekHeap() const { return heap_.empty() ? -1 : keys_.Task(heap_.top()); }
+
+ private:
+  QuadHeap<Item>& heap_;
+  Keys& keys_;
+  Item next_{};
+  bool has_next_ = false;
+};
+
 // How the event loop's heap keys (ready time, task id) are stored: kAuto packs them into one 64-bit word while the
 // ready times in the heap fit (falling back to two words otherwise), kWide always uses two words. Both give the
 // same result; kWide exists to test that.
@@ -142,6 +225,11 @@ Time StepTicks(const TaskGraph& tg, const std::vector<Time>& last_end);
 
 // The latest of the per-resource last ends (0 when none ran): a bound on every task end.
 Time MaxEnd(const std::vector<Time>& last_end);
+
+// The SimResult of a step of `step` ticks from the aggregates, without the critical path and timeline: step time,
+// per-device and per-link statistics, memory (`static_bytes` and `dynamic_peak` per device) and OOM.
+SimResult AssembleTotals(const Topology& topology, Time step, const TaskTotals& totals,
+                         const std::vector<int64_t>& static_bytes, const std::vector<int64_t>& dynamic_peak);
 
 // Builds the SimResult from the aggregates. `last_end[r]` is the end of the last task on resource r (or -1 when
 // the resource ran nothing) and `last_task[r]` that task; `dynamic_peak[d]` and `static_bytes[d]` are per device.

@@ -31,9 +31,8 @@ struct FullRun {
   std::vector<int64_t> static_bytes;  // per device
 
   // Builds and runs everything for `strategy`; an error when the step is too long to simulate (CheckHorizon).
-  // `plain`: see TaskBuilder::BuildAll; `record`: what the timing keeps (Engine::Run).
-  Status Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, std::span<const DeviceId> plain,
-             Record record);
+  // `record`: what the timing keeps (Engine::Run).
+  Status Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, Record record);
 };
 
 }  // namespace devplace::sim

@@ -13,40 +13,38 @@ Time BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task) {
 }
 
 std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing& timing, Time max_end) {
-  const int32_t devices = tg.num_devices;
   const int32_t n = tg.num_tasks();
-  std::vector<int64_t> peaks(static_cast<size_t>(devices), 0);
-  // About four events per bucket on average (fewer where tasks hold no buffer), but at most about kMaxBuckets
-  // buckets in all: pass 1 adds to two of them per event at random, and arrays beyond the cache cost more in
-  // misses than larger buckets cost in pass 3. bucket = device * per_device + (time >> shift).
-  constexpr int kMaxBucketBits = 16;
-  const uint64_t per_device_events = std::max<uint64_t>(1, 2 * static_cast<uint64_t>(n) / devices);
-  const int max_bits = std::max(0, kMaxBucketBits - static_cast<int>(std::bit_width(static_cast<uint32_t>(devices))) + 1);
-  const int bits = std::max(0, std::min(static_cast<int>(std::bit_width(per_device_events)) - 2, max_bits));
-  const int shift = std::max(0, static_cast<int>(std::bit_width(static_cast<uint64_t>(max_end))) - bits);
-  const int32_t per_device = int32_t{1} << bits;
-  const size_t buckets = static_cast<size_t>(devices) * per_device;
-  upper_.assign(buckets, 0);
-  freed_.assign(buckets, 0);
-  events_.resize(2 * static_cast<size_t>(n));
-  bucket_.resize(2 * static_cast<size_t>(n));
-
-  // Pass 1: the events, and each bucket's allocations and frees.
-  int32_t k = 0;
+  Begin(tg.num_devices, n, max_end);
   for (int32_t t = 0; t < n; ++t) {
     const int64_t bytes = tg.mem_bytes[t];
     if (bytes == 0 || !tg.alive[t]) continue;
-    const Time free = BufferFree(tg, timing, t), start = timing.start[t];
-    const int32_t base = tg.mem_device[t] * per_device;
-    const int32_t bf = base + static_cast<int32_t>(free >> shift), ba = base + static_cast<int32_t>(start >> shift);
-    events_[k] = {static_cast<uint64_t>(free) << 1, -bytes};
-    events_[k + 1] = {(static_cast<uint64_t>(start) << 1) | 1, bytes};
-    bucket_[k] = bf;
-    bucket_[k + 1] = ba;
-    k += 2;
-    freed_[bf] += bytes;
-    upper_[ba] += bytes;
+    Add(tg.mem_device[t], timing.start[t], BufferFree(tg, timing, t), bytes);
   }
+  return Finish();
+}
+
+void PeakScratch::Begin(int32_t devices, int32_t tasks, Time max_end) {
+  // About four events per bucket on average (fewer where tasks hold no buffer), but at most about kMaxBuckets
+  // buckets in all: pass 1 (Add) adds to two of them per event at random, and arrays beyond the cache cost more
+  // in misses than larger buckets cost in pass 3. bucket = device * per_device + (time >> shift).
+  constexpr int kMaxBucketBits = 16;
+  const uint64_t per_device_events = std::max<uint64_t>(1, 2 * static_cast<uint64_t>(tasks) / devices);
+  const int max_bits = std::max(0, kMaxBucketBits - static_cast<int>(std::bit_width(static_cast<uint32_t>(devices))) + 1);
+  devices_ = devices;
+  bits_ = std::max(0, std::min(static_cast<int>(std::bit_width(per_device_events)) - 2, max_bits));
+  shift_ = std::max(0, static_cast<int>(std::bit_width(static_cast<uint64_t>(max_end))) - bits_);
+  per_device_ = int32_t{1} << bits_;
+  const size_t buckets = static_cast<size_t>(devices) * per_device_;
+  upper_.assign(buckets, 0);
+  freed_.assign(buckets, 0);
+  events_.resize(2 * static_cast<size_t>(tasks));
+  bucket_.resize(2 * static_cast<size_t>(tasks));
+  count_ = 0;
+}
+
+std::vector<int64_t> PeakScratch::Finish() {
+  const int32_t devices = devices_, bits = bits_, per_device = per_device_, k = count_;
+  std::vector<int64_t> peaks(static_cast<size_t>(devices), 0);
 
   // Pass 2: per device, the running sum at each bucket's start and end; the best end is a lower bound.
   for (int32_t d = 0; d < devices; ++d) {

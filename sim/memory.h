@@ -24,6 +24,21 @@ class PeakScratch {
  public:
   // Peaks of the alive tasks' buffers, indexed by device; `max_end` bounds every task end.
   std::vector<int64_t> DynamicPeaks(const TaskGraph& tg, const Timing& timing, Time max_end);
+  // The same from buffers given one by one: Begin (`devices`, at most `tasks` buffers, every time at most
+  // `max_end`), Add for each buffer (`bytes` > 0 on `device` from `start` until `free`), then Finish for the peaks.
+  void Begin(int32_t devices, int32_t tasks, Time max_end);
+  void Add(int32_t device, Time start, Time free, int64_t bytes) {
+    const int32_t base = device * per_device_;
+    const int32_t bf = base + static_cast<int32_t>(free >> shift_), ba = base + static_cast<int32_t>(start >> shift_);
+    events_[count_] = {static_cast<uint64_t>(free) << 1, -bytes};
+    events_[count_ + 1] = {(static_cast<uint64_t>(start) << 1) | 1, bytes};
+    bucket_[count_] = bf;
+    bucket_[count_ + 1] = ba;
+    count_ += 2;
+    freed_[bf] += bytes;
+    upper_[ba] += bytes;
+  }
+  std::vector<int64_t> Finish();
   int64_t memory_bytes() const {
     return static_cast<int64_t>((events_.capacity() * sizeof(Event) + bucket_.capacity() * sizeof(int32_t) +
                                  (upper_.capacity() + freed_.capacity()) * sizeof(int64_t) +
@@ -44,6 +59,8 @@ class PeakScratch {
   std::vector<int64_t> upper_;        // per bucket: allocations, then the upper bound
   std::vector<int64_t> freed_;        // per bucket: frees, then the running sum at its start
   std::vector<Candidate> candidates_;
+  // Between Begin and Finish: devices, bucket bits, buckets per device, time shift, events added.
+  int32_t devices_ = 0, bits_ = 0, per_device_ = 1, shift_ = 0, count_ = 0;
 };
 
 }  // namespace devplace::sim

@@ -27,7 +27,7 @@ void Lower(const StageGraph& sg, const Topology& topology, const CostModel& cost
   PlainCostCache cache(g.num_ops(), topology.num_devices());
   TaskBuilder builder(g, topology, cost, options, &cache);
   TaskTotals totals;
-  builder.BuildAll(sg.strategy, {}, &out->tg, &totals);
+  builder.BuildAll(sg.strategy, &out->tg, &totals);
   builder.StaticMemory(sg.strategy, {}, static_bytes);
   GraphBuilder b(g.name());
   for (const Op& o : g.ops()) {
@@ -40,7 +40,7 @@ void Lower(const StageGraph& sg, const Topology& topology, const CostModel& cost
   PlainCostCache bare_cache(g.num_ops(), topology.num_devices());
   TaskBuilder bare_builder(bare, topology, cost, options, &bare_cache);
   TaskGraph without;
-  bare_builder.BuildAll(sg.strategy, {}, &without, &totals);
+  bare_builder.BuildAll(sg.strategy, &without, &totals);
   const TaskGraph& tg = out->tg;
   out->phase.assign(static_cast<size_t>(tg.num_tasks()), Phase::kOnce);
   out->sync.assign(static_cast<size_t>(tg.num_tasks()), 0);

@@ -6,6 +6,7 @@
 #include "sim/full_run.h"
 #include "sim/memory.h"
 #include "sim/partition.h"
+#include "sim/plain_sim.h"
 
 namespace devplace {
 namespace sim {
@@ -71,14 +72,13 @@ Status CheckGraph(const Graph& graph) {
   return Status::Ok();
 }
 
-Status FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy,
-                    std::span<const DeviceId> plain, Record record) {
-  builder.BuildAll(strategy, plain, &tg, &totals);
+Status FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, Record record) {
+  builder.BuildAll(strategy, &tg, &totals);
   if (Status s = CheckHorizon(totals); !s) return s;
   engine.Run(tg, &timing, record);
   last_end = engine.last_end();
   last_task = engine.last_task();
-  builder.StaticMemory(strategy, plain, &static_bytes);
+  builder.StaticMemory(strategy, {}, &static_bytes);
   return Status::Ok();
 }
 
@@ -95,13 +95,14 @@ Status ValidateSimOptions(const SimOptions& options) {
 struct Simulator::Impl {
   Impl(const Graph& g, const Topology& t, CostModel c, SimOptions o)
       : graph(g), topology(t), cost(std::move(c)), options(o), cache(g.num_ops(), t.num_devices()),
-        builder(graph, topology, cost, options, &cache) {}
+        builder(graph, topology, cost, options, &cache), plain_sim(graph, topology, cost, options, &cache) {}
   const Graph& graph;
   const Topology& topology;
   CostModel cost;
   SimOptions options;
   sim::PlainCostCache cache;
   sim::TaskBuilder builder;
+  sim::PlainSim plain_sim;  // plain placements without a timeline
   sim::Engine engine;
   sim::PeakScratch peaks;
   sim::FullRun run;
@@ -123,8 +124,12 @@ Expected<Simulator> Simulator::Create(const Graph& graph, const Topology& topolo
 Expected<SimResult> Simulator::Run(const Strategy& strategy) {
   Impl& m = *impl_;
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy, &m.plain); !s) return s.error();
+  if (!m.plain.empty() && !m.options.keep_timeline) {
+    m.builder.StaticMemory(strategy, m.plain, &m.run.static_bytes);
+    return m.plain_sim.Run(m.plain, m.run.static_bytes);
+  }
   const sim::Record record = m.options.keep_timeline ? sim::Record::kAll : sim::Record::kTimes;
-  if (Status s = m.run.Run(m.builder, m.engine, strategy, m.plain, record); !s) return s.error();
+  if (Status s = m.run.Run(m.builder, m.engine, strategy, record); !s) return s.error();
   return sim::Assemble(m.topology, m.run.tg, m.run.timing, m.run.totals, m.run.last_end, m.run.last_task,
                        m.run.static_bytes, m.peaks.DynamicPeaks(m.run.tg, m.run.timing, sim::MaxEnd(m.run.last_end)),
                        m.options);
@@ -133,7 +138,12 @@ Expected<SimResult> Simulator::Run(const Strategy& strategy) {
 Expected<double> Simulator::RunStepTime(const Strategy& strategy) {
   Impl& m = *impl_;
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy, &m.plain); !s) return s.error();
-  m.builder.BuildAll(strategy, m.plain, &m.run.tg, &m.run.totals);
+  if (!m.plain.empty()) {
+    Expected<sim::Time> step = m.plain_sim.StepTicks(m.plain);
+    if (!step) return step.error();
+    return static_cast<double>(*step) * sim::kSecondsPerTick;
+  }
+  m.builder.BuildAll(strategy, &m.run.tg, &m.run.totals);
   if (Status s = sim::CheckHorizon(m.run.totals); !s) return s.error();
   m.engine.Run(m.run.tg, &m.run.timing, sim::Record::kStepOnly);
   return static_cast<double>(sim::StepTicks(m.run.tg, m.engine.last_end())) * sim::kSecondsPerTick;
@@ -158,7 +168,8 @@ int64_t Simulator::memory_bytes() const {
                   Bytes(tg.out_begin) + Bytes(tg.out_tasks);
   total += Bytes(tm.ready) + Bytes(tm.start) + Bytes(tm.end) + Bytes(tm.res_prev) + Bytes(tm.order) +
            Bytes(tm.crit_prev);
-  total += impl_->cache.memory_bytes() + impl_->builder.memory_bytes() + impl_->engine.memory_bytes() +
+  total += impl_->cache.memory_bytes() + impl_->builder.memory_bytes() + impl_->plain_sim.memory_bytes() +
+           impl_->engine.memory_bytes() +
            impl_->peaks.memory_bytes() + Bytes(impl_->plain);
   return total;
 }

@@ -45,36 +45,6 @@ TaskBuilder::TaskBuilder(const Graph& graph, const Topology& topology, const Cos
   resource_delay_.assign(static_cast<size_t>(topology.num_devices() + topology.num_links()), 0);
   for (LinkId l = 0; l < topology.num_links(); ++l)
     resource_delay_[topology.num_devices() + l] = LatencyTicks(topology.link(l).latency);
-  auto adjacency = [&](bool out, std::vector<int32_t>* off, std::vector<int32_t>* edges, std::vector<int32_t>* ops,
-                       std::vector<uint8_t>* empty) {
-    off->assign(1, 0);
-    for (OpId o = 0; o < graph.num_ops(); ++o) {
-      for (int32_t e : out ? graph.out_edges(o) : graph.in_edges(o)) {
-        edges->push_back(e);
-        ops->push_back(out ? graph.edge(e).dst : graph.edge(e).src);
-        empty->push_back(graph.edge(e).bytes == 0);
-        if (out) out_bytes_.push_back(graph.edge(e).bytes);
-      }
-      off->push_back(static_cast<int32_t>(edges->size()));
-    }
-  };
-  adjacency(true, &out_off_, &out_edge_, &out_op_, &out_empty_);
-  forward_.resize(n);
-  for (OpId o = 0; o < graph.num_ops(); ++o) forward_[o] = graph.op(o).role == OpRole::kForward;
-  adjacency(false, &in_off_, &in_edge_, &in_op_, &in_empty_);
-  const int32_t d = topology.num_devices();
-  route_off_.assign(1, 0);
-  for (DeviceId a = 0; a < d; ++a)
-    for (DeviceId b = 0; b < d; ++b) {
-      if (a != b)
-        for (LinkId l : topology.route(a, b)) {
-          const HopCost hop = HopOf(topology, l, b, 0.0);
-          route_resource_.push_back(hop.resource);
-          route_bandwidth_.push_back(topology.link(l).bandwidth);
-          route_latency_.push_back(hop.seconds);
-        }
-      route_off_.push_back(static_cast<int32_t>(route_resource_.size()));
-    }
 }
 
 int64_t TaskBuilder::Segments(int64_t bytes, int64_t hops, bool segmented) const {
@@ -271,18 +241,11 @@ void TaskBuilder::AddStaticMemory(OpId op, const OpConfig& config, std::vector<i
 
 int64_t TaskBuilder::memory_bytes() const {
   int64_t total = 0;
-  for (const auto* v : {&out_off_, &out_edge_, &out_op_, &in_off_, &in_edge_, &in_op_, &route_off_,
-                        &route_resource_, &firsts_, &lasts_, &share_sinks_, &share_rep_, &member_off_, &member_op_})
+  for (const auto* v : {&firsts_, &lasts_, &share_sinks_})
     total += static_cast<int64_t>(v->capacity() * sizeof(int32_t));
   for (const auto* v : {&param_bytes_, &output_bytes_, &plain_static_, &shape_scratch_})
     total += static_cast<int64_t>(v->capacity() * sizeof(int64_t));
-  total += static_cast<int64_t>(out_empty_.capacity() + in_empty_.capacity() + forward_.capacity() +
-                                out_bytes_.capacity() * sizeof(int64_t) + share_head_.capacity() * sizeof(int32_t) +
-                                share_entries_.capacity() * sizeof(ShareEntry));
-  total += static_cast<int64_t>(resource_delay_.capacity() * sizeof(Time) +
-                                (route_bandwidth_.capacity() + route_latency_.capacity()) * sizeof(double) +
-                                edge_plan_.capacity() * sizeof(EdgePlan));
-  return total;
+  return total + static_cast<int64_t>(resource_delay_.capacity() * sizeof(Time));
 }
 
 void TaskBuilder::StaticMemory(const Strategy& strategy, std::span<const DeviceId> plain,
@@ -318,25 +281,14 @@ void TaskGraph::TruncateTasks(int32_t n) {
   kind.resize(k);
 }
 
-void TaskBuilder::Reset(TaskGraph* tg, bool keep_tasks) const {
-  if (keep_tasks) {
-    for (auto* v : {&tg->group_task_begin, &tg->group_task_count, &tg->group_dep_begin, &tg->group_dep_count,
-                    &tg->dep_from, &tg->dep_to, &tg->out_begin, &tg->out_tasks})
-      v->clear();
-  } else {
-    tg->Clear();
-  }
+void TaskBuilder::Reset(TaskGraph* tg) const {
+  tg->Clear();
   tg->num_devices = topology_.num_devices();
   tg->num_resources = topology_.num_devices() + topology_.num_links();
   tg->resource_delay = resource_delay_;
 }
 
-void TaskBuilder::BuildAll(const Strategy& strategy, std::span<const DeviceId> plain, TaskGraph* tg,
-                           TaskTotals* totals) {
-  if (!plain.empty()) {
-    BuildPlain(plain, tg, totals);
-    return;
-  }
+void TaskBuilder::BuildAll(const Strategy& strategy, TaskGraph* tg, TaskTotals* totals) {
   BuildGroups(strategy, tg);
   totals->Reset(tg->num_resources);
   for (int32_t t = 0; t < tg->num_tasks(); ++t) totals->Add(*tg, t, +1);
@@ -345,7 +297,7 @@ void TaskBuilder::BuildAll(const Strategy& strategy, std::span<const DeviceId> p
 void TaskBuilder::BuildGroups(const Strategy& strategy, TaskGraph* tg) {
   const int32_t n = graph_.num_ops();
   const int32_t groups = n + graph_.num_edges();
-  Reset(tg, false);
+  Reset(tg);
   tg->group_task_begin.assign(static_cast<size_t>(groups), 0);
   tg->group_task_count.assign(static_cast<size_t>(groups), 0);
   tg->group_dep_begin.assign(static_cast<size_t>(groups), 0);

@@ -161,13 +161,9 @@ class TaskBuilder {
   TaskBuilder(const Graph& graph, const Topology& topology, const CostModel& cost, const SimOptions& options,
               PlainCostCache* cache);
 
-  // Builds the whole task graph of `strategy` and its totals. When `plain` is empty, the graph also lists each
-  // group's tasks and dependencies (which the delta simulator patches). A non-empty `plain` gives each op's
-  // device of a strategy whose ops all run whole on one device (CheckStrategy): the graph is then built directly,
-  // with the same tasks, ids, keys, successors and predecessor counts, only what a full run (Engine, memory peaks,
-  // Assemble) reads: no group lists, predecessor lists, first_hop or fallback, and part, consumer and bytes only
-  // when SimOptions::keep_timeline (those arrays are left empty). Totals are complete either way.
-  void BuildAll(const Strategy& strategy, std::span<const DeviceId> plain, TaskGraph* tg, TaskTotals* totals);
+  // Builds the whole task graph of `strategy` (with each group's tasks and dependencies, which the delta simulator
+  // patches) and its totals. Task ids increase with the tie-break keys.
+  void BuildAll(const Strategy& strategy, TaskGraph* tg, TaskTotals* totals);
   // Appends group `op`'s tasks for `config` (compute parts, reduce-scatter rings, gradient all-reduce rings)
   // and records the op's output tasks.
   void AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg);
@@ -178,32 +174,15 @@ class TaskBuilder {
   void AddStaticMemory(OpId op, const OpConfig& config, std::vector<int64_t>* per_device) const;
   // Bytes of the builder's tables (per op, edge and device pair) and scratch.
   int64_t memory_bytes() const;
-  // Static bytes of the whole strategy per device (`plain` as in BuildAll).
+  // Static bytes of the whole strategy per device; a non-empty `plain` gives each op's device of a strategy whose
+  // ops all run whole on one device (CheckStrategy), and is then read instead of the strategy.
   void StaticMemory(const Strategy& strategy, std::span<const DeviceId> plain, std::vector<int64_t>* per_device) const;
 
  private:
-  // Sets the graph's resources and clears everything else; with `keep_tasks`, the per-task arrays keep their
-  // contents (for a build that overwrites every field of every task, and so need not clear them first).
-  void Reset(TaskGraph* tg, bool keep_tasks) const;
-  // BuildAll with the group lists.
+  // Clears the graph and sets its resources.
+  void Reset(TaskGraph* tg) const;
+  // BuildAll without the totals.
   void BuildGroups(const Strategy& strategy, TaskGraph* tg);
-  // BuildAll for a strategy whose every op runs whole on one device (sim/plain_build.cc).
-  void BuildPlain(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals);
-  // BuildPlain's passes, in order. PlanPlainEdges fills share_rep_, the consumers of each transfer and edge_plan_
-  // (hop tasks only for edges that carry a transfer) and returns the task count (ops, then each carrying edge's hop
-  // tasks), with the successor entries of the compute tasks and of the hop tasks; SizePlainTasks sizes the
-  // per-task arrays a plain graph fills (sim/plain_build.cc) and the successor pool; PlainComputeTasks and
-  // PlainHopTasks write the compute and the hop tasks with their successors and predecessor counts (the hop tasks'
-  // entries after the compute tasks'), adding to the totals and to *horizon (saturating).
-  int32_t PlanPlainEdges(std::span<const DeviceId> device, int64_t* succ_entries, int64_t* hop_succ);
-  // Fills share_rep_ for a plain placement: per edge, the smallest edge of its producer (a forward op) that carries
-  // the same bytes to the same device, whose transfer it shares (the edge itself for other producers; -1: no
-  // transfer).
-  void PlanSharing(std::span<const DeviceId> device);
-  void SizePlainTasks(int32_t num_tasks, int64_t succ_entries, TaskGraph* tg) const;
-  void PlainComputeTasks(std::span<const DeviceId> device, TaskGraph* tg, TaskTotals* totals, Time* horizon);
-  void PlainHopTasks(std::span<const DeviceId> device, int32_t succ_entries, TaskGraph* tg, TaskTotals* totals,
-                     Time* horizon) const;
   // Segments a transfer of `bytes` over `hops` links is cut into.
   int64_t Segments(int64_t bytes, int64_t hops, bool segmented) const;
   int32_t NewTask(TaskGraph* tg, int32_t group, int32_t resource, Time duration, TaskKind kind, int32_t op,
@@ -241,30 +220,6 @@ class TaskBuilder {
   std::vector<int64_t> output_bytes_;  // OutputBytes per op
   std::vector<int64_t> plain_static_;  // static bytes of each op run whole on one device
   std::vector<Time> resource_delay_;   // per resource
-  // For BuildPlain: each op's out- and in-edges with the op at the other end (CSR in op order), the route of
-  // every device pair (as resources and bandwidths), and per edge of the current build its first hop task (-1:
-  // none), hops and segments.
-  std::vector<int32_t> out_off_, out_edge_, out_op_, in_off_, in_edge_, in_op_;
-  std::vector<uint8_t> out_empty_, in_empty_;  // per entry of those lists: the edge moves no bytes
-  std::vector<int64_t> out_bytes_;             // per entry of the out-lists: the edge's bytes
-  std::vector<uint8_t> forward_;               // per op: a forward op (its out-edges may share transfers)
-  std::vector<int32_t> route_off_, route_resource_;
-  std::vector<double> route_bandwidth_;
-  std::vector<double> route_latency_;   // per hop: seconds its resource is busy besides the bytes (memcpy hops)
-  struct EdgePlan {
-    int32_t first;
-    int16_t hops, segments;
-  };
-  std::vector<EdgePlan> edge_plan_;
-  // For BuildPlain's shared transfers: per edge, the edge whose transfer carries its tensor (itself, or -1 for an
-  // edge that moves nothing between devices), and per edge that carries one, the consumers it feeds (CSR by edge).
-  std::vector<int32_t> share_rep_, member_off_, member_op_;
-  struct ShareEntry {
-    int64_t bytes;
-    int32_t rep, next;
-  };
-  std::vector<ShareEntry> share_entries_;
-  std::vector<int32_t> share_head_;
   std::vector<int32_t> firsts_, lasts_, share_sinks_;
   std::vector<int64_t> shape_scratch_;
 };

@@ -142,6 +142,12 @@ TEST(Golden, FullSimulationsReproduceRecordedResults) {
     Expected<DeltaSimulator> delta = DeltaSimulator::Create(graph, topology, strategy, cost, options);
     ASSERT_TRUE(delta.ok());
     EXPECT_EQ(FingerprintOf(delta->result()), fp);
+    // Without the timeline a plain strategy takes the op-graph path (sim/plain_sim.h): the same result.
+    SimResult bare = *r;
+    bare.timeline.clear();
+    Expected<SimResult> no_timeline = Simulate(graph, topology, strategy, cost);
+    ASSERT_TRUE(no_timeline.ok());
+    EXPECT_EQ(FingerprintOf(*no_timeline), FingerprintOf(bare));
   }
 }
 

@@ -1,0 +1,429 @@
+#include "sim/plain_sim.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "core/check.h"
+
+namespace devplace::sim {
+
+namespace {
+// How many ops ahead Plan starts loading an op's price.
+constexpr int32_t kPrefetchOps = 16;
+// Adds `count` times `ticks` (>= 1) to the horizon sum, saturating at kHorizonCap as adding them one by one does.
+inline void AddHorizon(Time* horizon, Time ticks, int64_t count) {
+  if (count == 0) return;
+  const Time room = kHorizonCap - *horizon;
+  *horizon = count >= (room + ticks - 1) / ticks ? kHorizonCap : *horizon + ticks * count;
+}
+template <class V>
+int64_t Bytes(const V& v) {
+  return static_cast<int64_t>(v.capacity() * sizeof(typename V::value_type));
+}
+}  // namespace
+
+PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel& cost, const SimOptions& options,
+                   PlainCostCache* cache)
+    : graph_(graph), topology_(topology), cost_(cost), options_(options), cache_(cache) {
+  const int32_t n = graph.num_ops(), d = topology.num_devices();
+  num_resources_ = d + topology.num_links();
+  resource_delay_.assign(static_cast<size_t>(num_resources_), 0);
+  for (LinkId l = 0; l < topology.num_links(); ++l) resource_delay_[d + l] = LatencyTicks(topology.link(l).latency);
+  out_off_.assign(1, 0);
+  in_off_.assign(1, 0);
+  for (OpId o = 0; o < n; ++o) {
+    for (int32_t e : graph.out_edges(o)) {
+      out_edge_.push_back(e);
+      out_op_.push_back(graph.edge(e).dst);
+      out_empty_.push_back(graph.edge(e).bytes == 0);
+      out_bytes_.push_back(graph.edge(e).bytes);
+    }
+    out_off_.push_back(static_cast<int32_t>(out_edge_.size()));
+    for (int32_t e : graph.in_edges(o)) {
+      in_op_.push_back(graph.edge(e).src);
+      in_empty_.push_back(graph.edge(e).bytes == 0);
+    }
+    in_off_.push_back(static_cast<int32_t>(in_op_.size()));
+    forward_.push_back(graph.op(o).role == OpRole::kForward);
+    output_bytes_.push_back(OutputBytes(graph.op(o)));
+  }
+  route_off_.assign(1, 0);
+  for (DeviceId a = 0; a < d; ++a)
+    for (DeviceId b = 0; b < d; ++b) {
+      if (a != b)
+        for (LinkId l : topology.route(a, b)) {
+          const HopCost hop = HopOf(topology, l, b, 0.0);
+          route_resource_.push_back(hop.resource);
+          route_bandwidth_.push_back(topology.link(l).bandwidth);
+          route_latency_.push_back(hop.seconds);
+        }
+      route_off_.push_back(static_cast<int32_t>(route_resource_.size()));
+    }
+}
+
+void PlainSim::PlanSharing(std::span<const DeviceId> device) {
+  // The edges of one producer whose tensors cross to the same device: per device a short list of (bytes, smallest
+  // edge) entries (a forward op's output usually has one size), reset per producer.
+  share_head_.assign(static_cast<size_t>(topology_.num_devices()), -1);
+  share_rep_.resize(static_cast<size_t>(graph_.num_edges()));
+  for (OpId u = 0; u < graph_.num_ops(); ++u) {
+    const int32_t begin = out_off_[u], end = out_off_[u + 1];
+    const DeviceId du = device[u];
+    if (!forward_[u] || end - begin < 2) {  // nothing to share
+      for (int32_t k = begin; k < end; ++k)
+        share_rep_[out_edge_[k]] = device[out_op_[k]] == du || out_empty_[k] ? -1 : out_edge_[k];
+      continue;
+    }
+    share_entries_.clear();
+    for (int32_t k = begin; k < end; ++k) {
+      const int32_t e = out_edge_[k];
+      const DeviceId dv = device[out_op_[k]];
+      if (dv == du || out_empty_[k]) {
+        share_rep_[e] = -1;
+        continue;
+      }
+      const int64_t bytes = out_bytes_[k];
+      int32_t x = share_head_[dv];
+      while (x >= 0 && share_entries_[x].bytes != bytes) x = share_entries_[x].next;
+      if (x < 0) {
+        x = static_cast<int32_t>(share_entries_.size());
+        share_entries_.push_back({bytes, e, share_head_[dv]});
+        share_head_[dv] = x;
+      } else {
+        share_entries_[x].rep = std::min(share_entries_[x].rep, e);
+      }
+      share_rep_[e] = -2 - x;  // resolved below, once every edge of u has been seen
+    }
+    for (int32_t k = begin; k < end; ++k) {
+      const int32_t e = out_edge_[k];
+      if (share_rep_[e] < -1) share_rep_[e] = share_entries_[-2 - share_rep_[e]].rep;
+    }
+    for (int32_t k = begin; k < end; ++k) share_head_[device[out_op_[k]]] = -1;
+  }
+}
+
+int32_t PlainSim::Plan(std::span<const DeviceId> device) {
+  const int32_t n = graph_.num_ops();
+  totals_.Reset(num_resources_);
+  op_ticks_.resize(static_cast<size_t>(n));
+  pending_.resize(static_cast<size_t>(n));
+  Time* busy = totals_.busy.data();
+  int32_t* count = totals_.count.data();
+  int64_t* held = totals_.held.data();
+  Time horizon = 0;
+  for (OpId o = 0; o < n; ++o) {
+    const DeviceId d = device[o];
+    if (o + kPrefetchOps < n) cache_->Prefetch(o + kPrefetchOps, device[o + kPrefetchOps]);
+    const PlainCostCache::Entry& c = cache_->Get(graph_, topology_, cost_, o, d);
+    op_ticks_[o] = c.ticks;
+    busy[d] += c.ticks;
+    ++count[d];
+    held[d] += output_bytes_[o];
+    AddHorizon(&horizon, c.ticks, 1);
+    totals_.fallbacks += c.fallback;
+    int32_t direct = 0;  // inputs on the same device or moving nothing; PlanTransfers adds the transfers' segments
+    for (int32_t k = in_off_[o]; k < in_off_[o + 1]; ++k) direct += device[in_op_[k]] == d || in_empty_[k];
+    pending_[o] = direct;
+  }
+  totals_.horizon = horizon;
+  PlanSharing(device);
+  const int32_t tasks = PlanTransfers(device);
+  totals_.num_tasks = tasks;
+  totals_.num_compute = n;
+  return tasks;
+}
+
+int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device) {
+  const int32_t n = graph_.num_ops(), num_edges = graph_.num_edges(), devices = topology_.num_devices();
+  // The consumers each transfer feeds (CSR by carrying edge, in edge order).
+  member_off_.assign(static_cast<size_t>(num_edges) + 1, 0);
+  for (int32_t e = 0; e < num_edges; ++e)
+    if (share_rep_[e] >= 0) ++member_off_[share_rep_[e] + 1];
+  for (int32_t e = 0; e < num_edges; ++e) member_off_[e + 1] += member_off_[e];
+  member_op_.resize(static_cast<size_t>(member_off_[num_edges]));
+  for (int32_t e = 0; e < num_edges; ++e)
+    if (share_rep_[e] >= 0) member_op_[member_off_[share_rep_[e]]++] = graph_.edge(e).dst;
+  for (int32_t e = num_edges; e > 0; --e) member_off_[e] = member_off_[e - 1];
+  member_off_[0] = 0;
+
+  edge_xfer_.resize(static_cast<size_t>(num_edges));
+  xfers_.clear();
+  price_.clear();
+  hop_xfer_.clear();
+  Time* busy = totals_.busy.data();
+  int64_t* link_bytes = totals_.bytes.data();
+  int32_t* count = totals_.count.data();
+  Time horizon = totals_.horizon;
+  int64_t next = n;
+  for (int32_t e = 0; e < num_edges; ++e) {
+    if (share_rep_[e] != e) {
+      edge_xfer_[e] = -1;
+      continue;
+    }
+    const Edge& edge = graph_.edge(e);
+    const int32_t pair = device[edge.src] * devices + device[edge.dst];
+    const int32_t route = route_off_[pair];
+    const int64_t hops = route_off_[pair + 1] - route;
+    const int64_t segments = SegmentCount(edge.bytes, hops, options_);
+    DEVPLACE_CHECK(next + hops * segments < (int64_t{1} << 31), "task graph too large");
+    const int32_t x = static_cast<int32_t>(xfers_.size());
+    edge_xfer_[e] = x;
+    const int64_t shorter = edge.bytes / segments, longs = edge.bytes % segments;
+    xfers_.push_back({static_cast<int32_t>(next), edge.src, e, route, static_cast<int32_t>(price_.size()),
+                      static_cast<int16_t>(hops), static_cast<int16_t>(segments), static_cast<int32_t>(longs)});
+    for (int64_t h = 0; h < hops; ++h) {
+      const int32_t r = route_resource_[route + h];
+      const double latency = route_latency_[route + h], bandwidth = route_bandwidth_[route + h];
+      const Time short_ticks = ToTicks(latency + static_cast<double>(shorter) / bandwidth);
+      const Time long_ticks = longs > 0 ? ToTicks(latency + static_cast<double>(shorter + 1) / bandwidth) : short_ticks;
+      price_.push_back(short_ticks);
+      price_.push_back(long_ticks);
+      busy[r] += (segments - longs) * short_ticks + longs * long_ticks;
+      link_bytes[r] += edge.bytes;
+      count[r] += static_cast<int32_t>(segments);
+      AddHorizon(&horizon, short_ticks + resource_delay_[r], segments - longs);
+      AddHorizon(&horizon, long_ticks + resource_delay_[r], longs);
+    }
+    totals_.bytes_moved += edge.bytes;
+    totals_.held[device[edge.dst]] += edge.bytes;
+    for (int32_t m = member_off_[e]; m < member_off_[e + 1]; ++m) pending_[member_op_[m]] += static_cast<int32_t>(segments);
+    hop_xfer_.insert(hop_xfer_.end(), static_cast<size_t>(hops * segments), x);
+    next += hops * segments;
+  }
+  totals_.horizon = horizon;
+  return static_cast<int32_t>(next);
+}
+
+template <bool kFull, class Keys>
+bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::Item>& heap, Keys keys) {
+  const int32_t n = graph_.num_ops();
+  ReadyQueue<Keys> queue(heap, keys);
+  free_.assign(static_cast<size_t>(num_resources_), 0);
+  last_.assign(static_cast<size_t>(num_resources_), -1);
+  Waiting* wait = waiting_.data();
+  for (OpId o = 0; o < n; ++o) {
+    wait[o] = {0, -1, pending_[o]};
+    if (pending_[o] == 0) queue.PushInitial(0, o);
+  }
+  const DeviceId* dev = device.data();
+  const Time* ticks = op_ticks_.data();
+  const Time* delay = resource_delay_.data();
+  const Time* price = price_.data();
+  const int32_t* out_off = out_off_.data();
+  const int32_t* out_op = out_op_.data();
+  const int32_t* out_edge = out_edge_.data();
+  const uint8_t* out_empty = out_empty_.data();
+  const int32_t* edge_xfer = edge_xfer_.data();
+  const int32_t* hop_xfer = hop_xfer_.data();
+  const int32_t* members = member_op_.data();
+  const int32_t* member_off = member_off_.data();
+  const Xfer* xfers = xfers_.data();
+  Time* free = free_.data();
+  int32_t* last = last_.data();
+  Time* start_of = start_.data();
+  Time* end_of = end_.data();
+  int32_t* crit = crit_.data();
+  // Runs task `t` on resource `r` from `ready` for `duration` (its input `bind` unless it waited for `r`);
+  // returns its end.
+  auto run = [&](int32_t t, int32_t r, Time ready, Time duration, int32_t bind) {
+    const Time start = std::max(ready, free[r]);
+    if constexpr (kFull) crit[t] = free[r] > ready ? last[r] : bind;
+    free[r] = start + duration;
+    last[r] = t;
+    return start + duration;
+  };
+  // Task `from`'s output arrives at op `v` at `arrive`; `floor` is the ready time of the task being run.
+  auto deliver = [&](OpId v, Time arrive, int32_t from, Time floor) {
+    Waiting& x = wait[v];
+    const bool later = arrive > x.ready;
+    const bool tie_first = arrive == x.ready && from < x.bind;
+    x.ready = later ? arrive : x.ready;
+    x.bind = later || tie_first ? from : x.bind;
+    return --x.pending != 0 || queue.Push(floor, x.ready, v);
+  };
+  while (!queue.empty()) {
+    const typename Keys::Item item = queue.Pop();
+    const int32_t t = keys.Task(item);
+    if (const int32_t u = queue.PeekHeap(); u >= 0) {
+      if (u < n) {
+        __builtin_prefetch(&wait[u]);
+        __builtin_prefetch(&ticks[u]);
+        __builtin_prefetch(&out_off[u]);
+      } else {
+        __builtin_prefetch(&xfers[hop_xfer[u - n]]);
+      }
+    }
+    if (t < n) {  // a compute task
+      const DeviceId d = dev[t];
+      const Time ready = wait[t].ready;
+      const Time start = std::max(ready, free[d]);
+      const Time end = run(t, d, ready, ticks[t], wait[t].bind);
+      if constexpr (kFull) {
+        start_of[t] = start;
+        end_of[t] = end;
+      }
+      const Time arrive = end + delay[d];
+      for (int32_t k = out_off[t]; k < out_off[t + 1]; ++k) {
+        const OpId v = out_op[k];
+        if (dev[v] == d || out_empty[k]) {
+          if (!deliver(v, arrive, t, ready)) return false;
+        } else if (const int32_t x = edge_xfer[out_edge[k]]; x >= 0) {
+          if (!queue.Push(ready, arrive, xfers[x].first)) return false;
+        }
+      }
+      continue;
+    }
+    const int32_t x = hop_xfer[t - n];
+    const Xfer& f = xfers[x];
+    const Time ready = keys.Ready(item);
+    const int32_t local = t - f.first, hops = f.hops;
+    const int32_t* feeds = members + member_off[f.edge];
+    const int32_t num_feeds = member_off[f.edge + 1] - member_off[f.edge];
+    // After hop `h` of a segment, task `task` ending at `end` on `r`: the next hop, or the consumers.
+    auto forward = [&](int32_t task, int32_t h, int32_t r, Time end) {
+      const Time arrive = end + delay[r];
+      if (h + 1 < hops) return queue.Push(ready, arrive, task + 1);
+      for (int32_t m = 0; m < num_feeds; ++m)
+        if (!deliver(feeds[m], arrive, task, ready)) return false;
+      return true;
+    };
+    if (local == 0) {
+      // The first hops of every segment: ready together, consecutive keys, so timed one after another.
+      const int32_t r = route_resource_[f.route];
+      for (int32_t s = 0; s < f.segments; ++s) {
+        const int32_t task = f.first + s * hops;
+        const Time start = std::max(ready, free[r]);
+        const Time end = run(task, r, ready, price[f.price + Long(f, s)], f.src);
+        if (kFull && s == 0 && hops == 1) {
+          recv_start_[x] = start;
+          recv_end_[x] = end;
+        }
+        if (!forward(task, 0, r, end)) return false;
+      }
+      if constexpr (kFull) send_end_[x] = free[r];
+      continue;
+    }
+    const int32_t s = local / hops, h = local - s * hops;
+    const int32_t r = route_resource_[f.route + h];
+    const Time start = std::max(ready, free[r]);
+    const Time end = run(t, r, ready, price[f.price + 2 * h + Long(f, s)], t - 1);
+    if (kFull && s == 0 && h == hops - 1) {
+      recv_start_[x] = start;
+      recv_end_[x] = end;
+    }
+    if (!forward(t, h, r, end)) return false;
+  }
+  return true;
+}
+
+template <bool kFull>
+void PlainSim::Simulate(std::span<const DeviceId> device) {
+  waiting_.resize(static_cast<size_t>(graph_.num_ops()));
+  if constexpr (kFull) {
+    start_.resize(static_cast<size_t>(graph_.num_ops()));
+    end_.resize(static_cast<size_t>(graph_.num_ops()));
+    crit_.resize(static_cast<size_t>(num_tasks_));
+    for (auto* v : {&recv_start_, &recv_end_, &send_end_}) v->resize(xfers_.size());
+  }
+  rebases_ = 0;
+  const int bits = std::max(1, static_cast<int>(std::bit_width(static_cast<uint32_t>(num_tasks_))));
+  if (!Loop<kFull>(device, packed_, PackedKeys{bits, uint64_t{1} << (64 - bits), &rebases_}))
+    Loop<kFull>(device, wide_heap_, WideKeys{});
+}
+
+Expected<Time> PlainSim::StepTicks(std::span<const DeviceId> device) {
+  num_tasks_ = Plan(device);
+  if (Status s = CheckHorizon(totals_); !s) return s.error();
+  Simulate<false>(device);
+  Time step = 0;
+  for (int32_t r = 0; r < num_resources_; ++r)
+    if (last_[r] >= 0) step = std::max(step, free_[r] + resource_delay_[r]);
+  return step;
+}
+
+std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
+  Time max_end = 0;
+  for (int32_t r = 0; r < num_resources_; ++r)
+    if (last_[r] >= 0) max_end = std::max(max_end, free_[r]);
+  peaks_.Begin(topology_.num_devices(), num_tasks_, max_end);
+  // An op's output lives from its start until it and every reader on its device and every first hop of the
+  // transfers carrying it have ended; a transfer's receive buffer from the start of its first segment's last hop
+  // until that hop and every consumer it feeds have ended (BufferFree in the general path).
+  for (OpId o = 0; o < graph_.num_ops(); ++o) {
+    if (output_bytes_[o] == 0) continue;
+    const DeviceId d = device[o];
+    Time free = end_[o];
+    for (int32_t k = out_off_[o]; k < out_off_[o + 1]; ++k) {
+      const OpId v = out_op_[k];
+      if (device[v] == d || out_empty_[k]) {
+        free = std::max(free, end_[v]);
+      } else if (const int32_t x = edge_xfer_[out_edge_[k]]; x >= 0) {
+        free = std::max(free, send_end_[x]);
+      }
+    }
+    peaks_.Add(d, start_[o], free, output_bytes_[o]);
+  }
+  for (size_t x = 0; x < xfers_.size(); ++x) {
+    const Edge& edge = graph_.edge(xfers_[x].edge);
+    Time free = recv_end_[x];
+    for (int32_t m = member_off_[xfers_[x].edge]; m < member_off_[xfers_[x].edge + 1]; ++m)
+      free = std::max(free, end_[member_op_[m]]);
+    peaks_.Add(device[edge.dst], recv_start_[x], free, edge.bytes);
+  }
+  return peaks_.Finish();
+}
+
+void PlainSim::CriticalPath(SimResult* result) const {
+  // From the last task to finish (the smallest id on ties), back through crit_ (Engine::Run's crit_prev).
+  int32_t t = -1;
+  Time best = -1;
+  for (int32_t r = 0; r < num_resources_; ++r) {
+    const int32_t x = last_[r];
+    if (x < 0) continue;
+    const Time finish = free_[r] + resource_delay_[r];
+    if (finish > best || (finish == best && x < t)) {
+      best = finish;
+      t = x;
+    }
+  }
+  std::vector<OpId> ops;
+  Time compute = 0;
+  for (; t >= 0; t = crit_[t]) {
+    if (t >= graph_.num_ops()) continue;
+    ops.push_back(t);
+    compute += op_ticks_[t];
+  }
+  std::reverse(ops.begin(), ops.end());
+  result->critical_path = std::move(ops);
+  result->critical_compute_seconds = static_cast<double>(compute) * kSecondsPerTick;
+}
+
+Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::vector<int64_t>& static_bytes) {
+  num_tasks_ = Plan(device);
+  if (Status s = CheckHorizon(totals_); !s) return s.error();
+  Simulate<true>(device);
+  Time step = 0;
+  for (int32_t r = 0; r < num_resources_; ++r)
+    if (last_[r] >= 0) step = std::max(step, free_[r] + resource_delay_[r]);
+  SimResult result = AssembleTotals(topology_, step, totals_, static_bytes, DynamicPeaks(device));
+  CriticalPath(&result);
+  return result;
+}
+
+int64_t PlainSim::memory_bytes() const {
+  int64_t total = 0;
+  for (const auto* v : {&out_off_, &out_edge_, &out_op_, &in_off_, &in_op_, &route_off_, &route_resource_,
+                        &share_head_, &share_rep_, &edge_xfer_, &member_off_, &member_op_, &hop_xfer_, &pending_,
+                        &last_, &crit_})
+    total += Bytes(*v);
+  for (const auto* v : {&out_bytes_, &output_bytes_, &price_, &op_ticks_, &free_, &start_, &end_, &recv_start_,
+                        &recv_end_, &send_end_, &resource_delay_})
+    total += Bytes(*v);
+  total += Bytes(out_empty_) + Bytes(in_empty_) + Bytes(forward_) + Bytes(route_bandwidth_) + Bytes(route_latency_) +
+           Bytes(share_entries_) + Bytes(xfers_) + Bytes(waiting_) +
+           static_cast<int64_t>(packed_.capacity() * sizeof(uint64_t) + wide_heap_.capacity() * sizeof(WideItem)) +
+           peaks_.memory_bytes();
+  return total;
+}
+
+}  // namespace devplace::sim

@@ -1,0 +1,123 @@
+// Full simulation of a plain placement (every op whole on one device) on the op graph itself (internal to sim/).
+// The tasks are those of the general task graph (sim/task_graph.h: one compute task per op, task id = op id, then
+// the hop tasks of each transfer, one transfer per tensor and destination device, in edge order) and so are the
+// ids, tie-break keys and the event loop's rules (sim/engine.h), so the results equal the general path's bit for
+// bit; but no per-task arrays are built: an op keeps compact per-op records, a transfer one record with its route
+// and two prices per hop (its segments carry floor(bytes / segments) or one byte more), and a hop task is timed
+// from its transfer when it leaves the ready heap. A transfer's first hops of all segments become ready at the
+// producer's end with consecutive keys, so they leave the heap one after another and are timed together.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/status.h"
+#include "core/topology.h"
+#include "sim/engine.h"
+#include "sim/memory.h"
+#include "sim/simulator.h"
+#include "sim/task_graph.h"
+
+namespace devplace::sim {
+
+class PlainSim {
+ public:
+  // `graph`, `topology`, `cost`, `options` and `cache` must outlive the object.
+  PlainSim(const Graph& graph, const Topology& topology, const CostModel& cost, const SimOptions& options,
+           PlainCostCache* cache);
+
+  // Simulates the placement `device` (op o whole on device[o], every device in range) and returns the result
+  // without a timeline, with `static_bytes` (per device) as its static memory; equal to the general path's
+  // (TaskBuilder::BuildAll, Engine::Run, PeakScratch, Assemble). An error when the step is too long to simulate.
+  Expected<SimResult> Run(std::span<const DeviceId> device, const std::vector<int64_t>& static_bytes);
+  // The step time in ticks of the same simulation, without the memory peaks and critical path.
+  Expected<Time> StepTicks(std::span<const DeviceId> device);
+  // Bytes of the per-graph tables and per-run scratch.
+  int64_t memory_bytes() const;
+
+ private:
+  // One transfer: the tensor of edge `edge` (its producer `src`) to the consumers member_op_[member_off_[edge] ..
+  // member_off_[edge + 1]) on one device, over the `hops` links from route_off_'s entry `route`, in `segments`
+  // segments; its hop tasks have the ids first + segment * hops + hop. `price` indexes price_: per hop, the ticks
+  // of a segment of floor(bytes / segments) bytes and of one byte more; segment s carries the larger share when
+  // Long(s) (the general build's split of the bytes).
+  struct Xfer {
+    int32_t first, src, edge, route, price;
+    int16_t hops, segments;
+    int32_t longs;  // bytes % segments: how many segments carry one byte more
+  };
+  // Per op while it waits for its inputs (as Engine::Waiting).
+  struct Waiting {
+    Time ready;
+    int32_t bind;
+    int32_t pending;
+  };
+  // Prices every op, plans the transfers, sums the totals and counts each op's inputs; returns the task count.
+  int32_t Plan(std::span<const DeviceId> device);
+  // PlanSharing as in the general build: per edge, the edge whose transfer carries its tensor (itself, another
+  // edge of the same forward producer with the same bytes to the same device, or -1 when nothing crosses).
+  void PlanSharing(std::span<const DeviceId> device);
+  // Plan's pass over the transfers (after PlanSharing): fills xfers_, members, price_, hop_xfer_ and their
+  // totals and horizon; returns the task count.
+  int32_t PlanTransfers(std::span<const DeviceId> device);
+  // The event loop; with kFull it also records what the memory peaks and the critical path need. False when a
+  // one-word heap key did not fit (then the run is repeated with two-word keys).
+  template <bool kFull, class Keys>
+  bool Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::Item>& heap, Keys keys);
+  // Runs the loop (falling back to two-word keys when needed).
+  template <bool kFull>
+  void Simulate(std::span<const DeviceId> device);
+  bool Long(const Xfer& x, int32_t segment) const {
+    const int64_t s = segment, r = x.longs, n = x.segments;
+    return (s + 1) * r / n - s * r / n != 0;
+  }
+  // Peaks of the buffers (per device) from the last kFull run.
+  std::vector<int64_t> DynamicPeaks(std::span<const DeviceId> device);
+  // The critical path of the last kFull run into `result`.
+  void CriticalPath(SimResult* result) const;
+
+  const Graph& graph_;
+  const Topology& topology_;
+  const CostModel& cost_;
+  const SimOptions& options_;
+  PlainCostCache* cache_;
+  int32_t num_resources_ = 0;
+  std::vector<Time> resource_delay_;  // per resource
+  // Per graph: each op's out- and in-edges with the op at the other end (CSR in op order), whether an entry's
+  // edge moves no bytes, the out-edges' bytes, forward ops, output bytes; the route of every device pair (as
+  // resources, bandwidths and the seconds a hop's resource is busy besides the bytes).
+  std::vector<int32_t> out_off_, out_edge_, out_op_, in_off_, in_op_;
+  std::vector<uint8_t> out_empty_, in_empty_, forward_;
+  std::vector<int64_t> out_bytes_, output_bytes_;
+  std::vector<int32_t> route_off_, route_resource_;
+  std::vector<double> route_bandwidth_, route_latency_;
+  // Per run: sharing (see PlanSharing), per edge its transfer (-1: none), the transfers and their consumers,
+  // prices, per hop task its transfer, per op its price and waiting record.
+  struct ShareEntry {
+    int64_t bytes;
+    int32_t rep, next;
+  };
+  std::vector<ShareEntry> share_entries_;
+  std::vector<int32_t> share_head_, share_rep_, edge_xfer_, member_off_, member_op_, hop_xfer_;
+  std::vector<Xfer> xfers_;
+  std::vector<Time> price_, op_ticks_;
+  std::vector<int32_t> pending_;  // per op: inputs it waits for (direct inputs and transfer segments)
+  std::vector<Waiting> waiting_;
+  TaskTotals totals_;
+  int32_t num_tasks_ = 0;
+  // Per run of the loop: each resource's free time and last task; with kFull, per op its start and end, per
+  // transfer the start and end of its buffer's task (segment 0's last hop) and the end of its last first hop,
+  // and per task the task before it on a critical path (as Timing::crit_prev).
+  std::vector<Time> free_;
+  std::vector<int32_t> last_;
+  std::vector<Time> start_, end_, recv_start_, recv_end_, send_end_;
+  std::vector<int32_t> crit_;
+  QuadHeap<uint64_t> packed_;
+  QuadHeap<WideItem> wide_heap_;
+  int32_t rebases_ = 0;
+  PeakScratch peaks_;
+};
+
+}  // namespace devplace::sim

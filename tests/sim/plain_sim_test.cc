@@ -1,0 +1,159 @@
+// The op-graph simulation of plain placements (sim/plain_sim.h, what Simulator::Run and RunStepTime use for a
+// strategy whose every op runs whole on one device) against the general task-graph path (taken with
+// keep_timeline): every field of the result equal, over random graphs, placements, machines and segmentings.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/topology_yaml.h"
+#include "sim/simulator.h"
+#include "tests/testing/sim_fixtures.h"
+
+namespace devplace {
+namespace {
+
+using testing::UniformInt;
+
+Topology Preset(const std::string& name) {
+  Expected<Topology> t = ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/" + name);
+  if (!t) throw std::runtime_error(t.error().message);
+  return std::move(t).value();
+}
+
+// A random DAG of forward ops (so that transfers are shared per tensor) whose edges carry the full output, part of
+// it, or nothing.
+Graph RandomForwardGraph(uint64_t seed, int ops) {
+  std::mt19937_64 rng(seed);
+  GraphBuilder b("dag" + std::to_string(seed));
+  for (int k = 0; k < ops; ++k) {
+    const int64_t features = 64 << UniformInt(rng, 6);
+    b.add_op(testing::MakeOp("op" + std::to_string(k), 1e5 * (1 + UniformInt(rng, 50)), {16, features},
+                             UniformInt(rng, 2) ? 0 : 4096));
+    std::vector<OpId> from;
+    for (int f = UniformInt(rng, 4); f > 0 && k > 0; --f) {
+      const OpId src = k - 1 - UniformInt(rng, std::min(k, 8));
+      if (std::find(from.begin(), from.end(), src) != from.end()) continue;
+      from.push_back(src);
+      const int kind = UniformInt(rng, 4);
+      b.add_edge(src, k, kind == 0 ? 0 : kind == 1 ? 1000 + UniformInt(rng, 5000) : -1);
+    }
+  }
+  Expected<Graph> g = std::move(b).Build();
+  if (!g) throw std::runtime_error(g.error().message);
+  return std::move(g).value();
+}
+
+// Devices of a random placement: by runs of ops (as searches place groups), some runs scattered op by op.
+Strategy RandomPlacement(const Graph& graph, int devices, std::mt19937_64& rng) {
+  std::vector<DeviceId> device(static_cast<size_t>(graph.num_ops()));
+  DeviceId current = 0;
+  for (OpId o = 0; o < graph.num_ops(); ++o) {
+    if (UniformInt(rng, 4) == 0) current = UniformInt(rng, devices);
+    device[o] = UniformInt(rng, 3) == 0 ? UniformInt(rng, devices) : current;
+  }
+  return Strategy::FromPlacement(device);
+}
+
+void ExpectSameResult(const SimResult& a, const SimResult& b) {
+  EXPECT_EQ(a.step_time, b.step_time);
+  ASSERT_EQ(a.devices.size(), b.devices.size());
+  for (size_t d = 0; d < a.devices.size(); ++d) {
+    SCOPED_TRACE("device " + std::to_string(d));
+    EXPECT_EQ(a.devices[d].busy_seconds, b.devices[d].busy_seconds);
+    EXPECT_EQ(a.devices[d].utilisation, b.devices[d].utilisation);
+    EXPECT_EQ(a.devices[d].static_bytes, b.devices[d].static_bytes);
+    EXPECT_EQ(a.devices[d].peak_bytes, b.devices[d].peak_bytes);
+    EXPECT_EQ(a.devices[d].overage_bytes, b.devices[d].overage_bytes);
+    EXPECT_EQ(a.devices[d].num_tasks, b.devices[d].num_tasks);
+  }
+  ASSERT_EQ(a.links.size(), b.links.size());
+  for (size_t l = 0; l < a.links.size(); ++l) {
+    SCOPED_TRACE("link " + std::to_string(l));
+    EXPECT_EQ(a.links[l].busy_seconds, b.links[l].busy_seconds);
+    EXPECT_EQ(a.links[l].bytes, b.links[l].bytes);
+    EXPECT_EQ(a.links[l].num_tasks, b.links[l].num_tasks);
+  }
+  EXPECT_EQ(a.oom, b.oom);
+  EXPECT_EQ(a.oom_messages, b.oom_messages);
+  EXPECT_EQ(a.bytes_moved, b.bytes_moved);
+  EXPECT_EQ(a.num_tasks, b.num_tasks);
+  EXPECT_EQ(a.num_compute_tasks, b.num_compute_tasks);
+  EXPECT_EQ(a.cost_fallbacks, b.cost_fallbacks);
+  EXPECT_EQ(a.critical_path, b.critical_path);
+  EXPECT_EQ(a.critical_compute_seconds, b.critical_compute_seconds);
+  EXPECT_TRUE(a.timeline.empty());
+}
+
+TEST(PlainSim, EqualsTheGeneralPathOnRandomGraphsAndPlacements) {
+  const Topology topologies[] = {testing::FullyConnected(4, 50e9, 2e-6), testing::Star(5, 25e9, 1e-6),
+                                 testing::TwoHosts(3, 12e9, 3e-6), Preset("dgx1-v100.yaml"),
+                                 Preset("p100-4x4-ib.yaml"), Preset("cpu-local.yaml")};
+  int cases = 0, multi_segment = 0, critical_with_transfers = 0;
+  for (uint64_t seed = 1; seed <= 36; ++seed) {
+    std::mt19937_64 rng(seed);
+    const Topology& topology = topologies[seed % 6];
+    const Graph graph = seed % 2 ? testing::RandomTrainingGraph(seed, 40 + UniformInt(rng, 200))
+                                 : RandomForwardGraph(seed, 30 + UniformInt(rng, 150));
+    SimOptions options;
+    if (seed % 3 == 0) {  // many uneven segments
+      options.segment_bytes = 1 + UniformInt(rng, 3000);
+      options.max_segments = 2 + UniformInt(rng, 12);
+    }
+    SimOptions general = options;
+    general.keep_timeline = true;
+    const CostModel cost = MakeAnalyticCostModel();
+    Simulator sim = std::move(Simulator::Create(graph, topology, cost, options)).value();
+    for (int p = 0; p < 4; ++p) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + ", placement " + std::to_string(p));
+      const Strategy strategy = RandomPlacement(graph, topology.num_devices(), rng);
+      const Expected<SimResult> expected = Simulate(graph, topology, strategy, cost, general);
+      ASSERT_TRUE(expected.ok()) << expected.error().message;
+      const Expected<SimResult> got = sim.Run(strategy);
+      ASSERT_TRUE(got.ok()) << got.error().message;
+      ExpectSameResult(*got, *expected);
+      EXPECT_EQ(*sim.RunStepTime(strategy), expected->step_time);
+      ++cases;
+      int compute_on_path = static_cast<int>(expected->critical_path.size());
+      critical_with_transfers += expected->critical_compute_seconds < expected->step_time && compute_on_path > 1;
+      for (const TimelineTask& t : expected->timeline)
+        if (t.kind == TimelineTask::Kind::kTransfer && t.bytes < graph.op(t.op).shape.back() * 4 * 16) {
+          ++multi_segment;
+          break;
+        }
+    }
+  }
+  EXPECT_EQ(cases, 144);
+  EXPECT_GT(multi_segment, 20);            // segmented transfers were exercised
+  EXPECT_GT(critical_with_transfers, 20);  // and critical paths through transfers and busy resources
+}
+
+TEST(PlainSim, OutOfMemoryAndOneDeviceMatch) {
+  // Devices of 1 MiB: every placement of this graph runs out of memory somewhere, also all on one device.
+  const Graph graph = testing::RandomTrainingGraph(5, 200);
+  TopologyBuilder b("tiny");
+  for (int d = 0; d < 3; ++d) b.add_device(testing::MakeDevice("d" + std::to_string(d), int64_t{1} << 20));
+  for (int i = 0; i < 3; ++i)
+    for (int j = i + 1; j < 3; ++j) b.add_bidirectional_link(i, j, 10e9, 1e-6, "nvlink");
+  Expected<Topology> tiny = std::move(b).Build();
+  ASSERT_TRUE(tiny.ok()) << tiny.error().message;
+  SimOptions general;
+  general.keep_timeline = true;
+  Simulator sim = std::move(Simulator::Create(graph, *tiny, MakeAnalyticCostModel())).value();
+  std::mt19937_64 rng(9);
+  for (int p = 0; p < 3; ++p) {
+    const Strategy strategy = p == 0 ? Strategy::FromPlacement(std::vector<DeviceId>(static_cast<size_t>(graph.num_ops()), 1))
+                                     : RandomPlacement(graph, 3, rng);
+    const Expected<SimResult> expected = Simulate(graph, *tiny, strategy, MakeAnalyticCostModel(), general);
+    ASSERT_TRUE(expected.ok()) << expected.error().message;
+    EXPECT_TRUE(expected->oom);
+    const Expected<SimResult> got = sim.Run(strategy);
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    ExpectSameResult(*got, *expected);
+  }
+}
+
+}  // namespace
+}  // namespace devplace
