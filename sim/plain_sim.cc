@@ -12,9 +12,9 @@ namespace {
 constexpr int32_t kPrefetchOps = 16;
 // Adds `count` times `ticks` (>= 1) to the horizon sum, saturating at kHorizonCap as adding them one by one does.
 inline void AddHorizon(Time* horizon, Time ticks, int64_t count) {
-  if (count == 0) return;
-  const Time room = kHorizonCap - *horizon;
-  *horizon = count >= (room + ticks - 1) / ticks ? kHorizonCap : *horizon + ticks * count;
+  Time add;
+  *horizon = __builtin_mul_overflow(ticks, count, &add) || add >= kHorizonCap - *horizon ? kHorizonCap
+                                                                                          : *horizon + add;
 }
 template <class V>
 int64_t Bytes(const V& v) {
@@ -27,12 +27,15 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
     : graph_(graph), topology_(topology), cost_(cost), options_(options), cache_(cache) {
   const int32_t n = graph.num_ops(), d = topology.num_devices();
   num_resources_ = d + topology.num_links();
+  DEVPLACE_CHECK(num_resources_ <= INT16_MAX, "too many devices and links for a hop task's resource");
   resource_delay_.assign(static_cast<size_t>(num_resources_), 0);
   for (LinkId l = 0; l < topology.num_links(); ++l) resource_delay_[d + l] = LatencyTicks(topology.link(l).latency);
   out_off_.assign(1, 0);
   in_off_.assign(1, 0);
+  edge_out_.resize(static_cast<size_t>(graph.num_edges()));
   for (OpId o = 0; o < n; ++o) {
     for (int32_t e : graph.out_edges(o)) {
+      edge_out_[e] = static_cast<int32_t>(out_edge_.size());
       out_edge_.push_back(e);
       out_op_.push_back(graph.edge(e).dst);
       out_empty_.push_back(graph.edge(e).bytes == 0);
@@ -146,48 +149,63 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device) {
   for (int32_t e = num_edges; e > 0; --e) member_off_[e] = member_off_[e - 1];
   member_off_[0] = 0;
 
-  edge_xfer_.resize(static_cast<size_t>(num_edges));
+  out_target_.resize(static_cast<size_t>(num_edges));
+  out_xfer_.resize(static_cast<size_t>(num_edges));
   xfers_.clear();
-  price_.clear();
-  hop_xfer_.clear();
+  xfer_edge_.clear();
+  hop_tasks_.clear();
   Time* busy = totals_.busy.data();
   int64_t* link_bytes = totals_.bytes.data();
   int32_t* count = totals_.count.data();
   Time horizon = totals_.horizon;
   int64_t next = n;
   for (int32_t e = 0; e < num_edges; ++e) {
+    const Edge& edge = graph_.edge(e);
     if (share_rep_[e] != e) {
-      edge_xfer_[e] = -1;
+      out_target_[edge_out_[e]] = share_rep_[e] < 0 ? edge.dst : -1;
       continue;
     }
-    const Edge& edge = graph_.edge(e);
     const int32_t pair = device[edge.src] * devices + device[edge.dst];
     const int32_t route = route_off_[pair];
-    const int64_t hops = route_off_[pair + 1] - route;
+    const int32_t hops = route_off_[pair + 1] - route;
     const int64_t segments = SegmentCount(edge.bytes, hops, options_);
     DEVPLACE_CHECK(next + hops * segments < (int64_t{1} << 31), "task graph too large");
     const int32_t x = static_cast<int32_t>(xfers_.size());
-    edge_xfer_[e] = x;
+    out_target_[edge_out_[e]] = static_cast<int32_t>(-2 - next);
+    out_xfer_[edge_out_[e]] = x;
+    xfers_.push_back({static_cast<int32_t>(next), edge.src, member_off_[e], member_off_[e + 1] - member_off_[e],
+                      static_cast<int16_t>(hops), static_cast<int16_t>(segments)});
+    xfer_edge_.push_back(e);
+    // Segment s carries floor((s + 1) bytes / segments) - floor(s bytes / segments) bytes: `shorter` or one more.
     const int64_t shorter = edge.bytes / segments, longs = edge.bytes % segments;
-    xfers_.push_back({static_cast<int32_t>(next), edge.src, e, route, static_cast<int32_t>(price_.size()),
-                      static_cast<int16_t>(hops), static_cast<int16_t>(segments), static_cast<int32_t>(longs)});
-    for (int64_t h = 0; h < hops; ++h) {
+    hop_price_.resize(2 * static_cast<size_t>(hops));
+    for (int32_t h = 0; h < hops; ++h) {
       const int32_t r = route_resource_[route + h];
       const double latency = route_latency_[route + h], bandwidth = route_bandwidth_[route + h];
       const Time short_ticks = ToTicks(latency + static_cast<double>(shorter) / bandwidth);
       const Time long_ticks = longs > 0 ? ToTicks(latency + static_cast<double>(shorter + 1) / bandwidth) : short_ticks;
-      price_.push_back(short_ticks);
-      price_.push_back(long_ticks);
+      hop_price_[2 * h] = short_ticks;
+      hop_price_[2 * h + 1] = long_ticks;
       busy[r] += (segments - longs) * short_ticks + longs * long_ticks;
       link_bytes[r] += edge.bytes;
       count[r] += static_cast<int32_t>(segments);
       AddHorizon(&horizon, short_ticks + resource_delay_[r], segments - longs);
       AddHorizon(&horizon, long_ticks + resource_delay_[r], longs);
     }
+    for (int64_t s = 0, acc = 0; s < segments; ++s) {
+      acc += longs;  // the share grows by one byte more when (s + 1) * longs passes a multiple of segments
+      const bool is_long = acc >= segments;
+      acc -= is_long ? segments : 0;
+      for (int32_t h = 0; h < hops; ++h) {
+        const uint8_t what = (h == 0 ? kFirstHop : 0) | (h + 1 == hops ? kLastHop : 0) |
+                             (s == 0 && h + 1 == hops ? kBuffer : 0);
+        hop_tasks_.push_back({hop_price_[2 * h + is_long], x, static_cast<int16_t>(route_resource_[route + h]), what});
+      }
+    }
     totals_.bytes_moved += edge.bytes;
     totals_.held[device[edge.dst]] += edge.bytes;
-    for (int32_t m = member_off_[e]; m < member_off_[e + 1]; ++m) pending_[member_op_[m]] += static_cast<int32_t>(segments);
-    hop_xfer_.insert(hop_xfer_.end(), static_cast<size_t>(hops * segments), x);
+    for (int32_t m = member_off_[e]; m < member_off_[e + 1]; ++m)
+      pending_[member_op_[m]] += static_cast<int32_t>(segments);
     next += hops * segments;
   }
   totals_.horizon = horizon;
@@ -208,15 +226,11 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
   const DeviceId* dev = device.data();
   const Time* ticks = op_ticks_.data();
   const Time* delay = resource_delay_.data();
-  const Time* price = price_.data();
   const int32_t* out_off = out_off_.data();
-  const int32_t* out_op = out_op_.data();
-  const int32_t* out_edge = out_edge_.data();
-  const uint8_t* out_empty = out_empty_.data();
-  const int32_t* edge_xfer = edge_xfer_.data();
-  const int32_t* hop_xfer = hop_xfer_.data();
+  const int32_t* out_target = out_target_.data();
+  const int32_t* out_xfer = out_xfer_.data();
+  const HopTask* hop_tasks = hop_tasks_.data();
   const int32_t* members = member_op_.data();
-  const int32_t* member_off = member_off_.data();
   const Xfer* xfers = xfers_.data();
   Time* free = free_.data();
   int32_t* last = last_.data();
@@ -250,7 +264,7 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
         __builtin_prefetch(&ticks[u]);
         __builtin_prefetch(&out_off[u]);
       } else {
-        __builtin_prefetch(&xfers[hop_xfer[u - n]]);
+        __builtin_prefetch(&hop_tasks[u - n]);
       }
     }
     if (t < n) {  // a compute task
@@ -264,54 +278,54 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       }
       const Time arrive = end + delay[d];
       for (int32_t k = out_off[t]; k < out_off[t + 1]; ++k) {
-        const OpId v = out_op[k];
-        if (dev[v] == d || out_empty[k]) {
-          if (!deliver(v, arrive, t, ready)) return false;
-        } else if (const int32_t x = edge_xfer[out_edge[k]]; x >= 0) {
-          if (!queue.Push(ready, arrive, xfers[x].first)) return false;
+        const int32_t target = out_target[k];
+        if (target >= 0) {
+          if (!deliver(target, arrive, t, ready)) return false;
+        } else if (target < -1) {
+          // Its first hop leaves the heap later: load what it will read meanwhile.
+          __builtin_prefetch(&hop_tasks[-2 - target - n]);
+          __builtin_prefetch(&xfers[out_xfer[k]]);
+          if (!queue.Push(ready, arrive, -2 - target)) return false;
         }
       }
       continue;
     }
-    const int32_t x = hop_xfer[t - n];
-    const Xfer& f = xfers[x];
+    const HopTask& hop = hop_tasks[t - n];
     const Time ready = keys.Ready(item);
-    const int32_t local = t - f.first, hops = f.hops;
-    const int32_t* feeds = members + member_off[f.edge];
-    const int32_t num_feeds = member_off[f.edge + 1] - member_off[f.edge];
-    // After hop `h` of a segment, task `task` ending at `end` on `r`: the next hop, or the consumers.
-    auto forward = [&](int32_t task, int32_t h, int32_t r, Time end) {
-      const Time arrive = end + delay[r];
-      if (h + 1 < hops) return queue.Push(ready, arrive, task + 1);
-      for (int32_t m = 0; m < num_feeds; ++m)
-        if (!deliver(feeds[m], arrive, task, ready)) return false;
+    // After hop task `task` (`what` it is) ends at `end` on `r`: the next hop, or the consumers.
+    auto forward = [&](int32_t task, const HopTask& k, Time end) {
+      const Time arrive = end + delay[k.resource];
+      if (!(k.what & kLastHop)) return queue.Push(ready, arrive, task + 1);
+      const Xfer& f = xfers[k.xfer];
+      for (int32_t m = 0; m < f.member_count; ++m)
+        if (!deliver(members[f.member_begin + m], arrive, task, ready)) return false;
       return true;
     };
-    if (local == 0) {
-      // The first hops of every segment: ready together, consecutive keys, so timed one after another.
-      const int32_t r = route_resource_[f.route];
+    if (hop.what & kFirstHop) {
+      // Segment 0's first hop: the first hops of every segment are ready together with consecutive keys, so they
+      // leave the heap one after another; timed here together.
+      const Xfer& f = xfers[hop.xfer];
       for (int32_t s = 0; s < f.segments; ++s) {
-        const int32_t task = f.first + s * hops;
-        const Time start = std::max(ready, free[r]);
-        const Time end = run(task, r, ready, price[f.price + Long(f, s)], f.src);
-        if (kFull && s == 0 && hops == 1) {
-          recv_start_[x] = start;
-          recv_end_[x] = end;
+        const int32_t task = t + s * f.hops;
+        const HopTask& k = hop_tasks[task - n];
+        const Time start = std::max(ready, free[k.resource]);
+        const Time end = run(task, k.resource, ready, k.price, f.src);
+        if (kFull && (k.what & kBuffer)) {
+          recv_start_[hop.xfer] = start;
+          recv_end_[hop.xfer] = end;
         }
-        if (!forward(task, 0, r, end)) return false;
+        if (!forward(task, k, end)) return false;
       }
-      if constexpr (kFull) send_end_[x] = free[r];
+      if constexpr (kFull) send_end_[hop.xfer] = free[hop.resource];
       continue;
     }
-    const int32_t s = local / hops, h = local - s * hops;
-    const int32_t r = route_resource_[f.route + h];
-    const Time start = std::max(ready, free[r]);
-    const Time end = run(t, r, ready, price[f.price + 2 * h + Long(f, s)], t - 1);
-    if (kFull && s == 0 && h == hops - 1) {
-      recv_start_[x] = start;
-      recv_end_[x] = end;
+    const Time start = std::max(ready, free[hop.resource]);
+    const Time end = run(t, hop.resource, ready, hop.price, t - 1);
+    if (kFull && (hop.what & kBuffer)) {
+      recv_start_[hop.xfer] = start;
+      recv_end_[hop.xfer] = end;
     }
-    if (!forward(t, h, r, end)) return false;
+    if (!forward(t, hop, end)) return false;
   }
   return true;
 }
@@ -354,20 +368,20 @@ std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
     const DeviceId d = device[o];
     Time free = end_[o];
     for (int32_t k = out_off_[o]; k < out_off_[o + 1]; ++k) {
-      const OpId v = out_op_[k];
-      if (device[v] == d || out_empty_[k]) {
-        free = std::max(free, end_[v]);
-      } else if (const int32_t x = edge_xfer_[out_edge_[k]]; x >= 0) {
-        free = std::max(free, send_end_[x]);
+      const int32_t target = out_target_[k];
+      if (target >= 0) {
+        free = std::max(free, end_[target]);
+      } else if (target < -1) {
+        free = std::max(free, send_end_[hop_tasks_[-2 - target - graph_.num_ops()].xfer]);
       }
     }
     peaks_.Add(d, start_[o], free, output_bytes_[o]);
   }
   for (size_t x = 0; x < xfers_.size(); ++x) {
-    const Edge& edge = graph_.edge(xfers_[x].edge);
+    const Edge& edge = graph_.edge(xfer_edge_[x]);
     Time free = recv_end_[x];
-    for (int32_t m = member_off_[xfers_[x].edge]; m < member_off_[xfers_[x].edge + 1]; ++m)
-      free = std::max(free, end_[member_op_[m]]);
+    for (int32_t m = 0; m < xfers_[x].member_count; ++m)
+      free = std::max(free, end_[member_op_[xfers_[x].member_begin + m]]);
     peaks_.Add(device[edge.dst], recv_start_[x], free, edge.bytes);
   }
   return peaks_.Finish();
@@ -413,14 +427,14 @@ Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::v
 int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
   for (const auto* v : {&out_off_, &out_edge_, &out_op_, &in_off_, &in_op_, &route_off_, &route_resource_,
-                        &share_head_, &share_rep_, &edge_xfer_, &member_off_, &member_op_, &hop_xfer_, &pending_,
+                        &share_head_, &share_rep_, &out_target_, &out_xfer_, &xfer_edge_, &edge_out_, &member_off_, &member_op_, &pending_,
                         &last_, &crit_})
     total += Bytes(*v);
-  for (const auto* v : {&out_bytes_, &output_bytes_, &price_, &op_ticks_, &free_, &start_, &end_, &recv_start_,
+  for (const auto* v : {&out_bytes_, &output_bytes_, &hop_price_, &op_ticks_, &free_, &start_, &end_, &recv_start_,
                         &recv_end_, &send_end_, &resource_delay_})
     total += Bytes(*v);
   total += Bytes(out_empty_) + Bytes(in_empty_) + Bytes(forward_) + Bytes(route_bandwidth_) + Bytes(route_latency_) +
-           Bytes(share_entries_) + Bytes(xfers_) + Bytes(waiting_) +
+           Bytes(share_entries_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
            static_cast<int64_t>(packed_.capacity() * sizeof(uint64_t) + wide_heap_.capacity() * sizeof(WideItem)) +
            peaks_.memory_bytes();
   return total;

@@ -2,9 +2,9 @@
 // The tasks are those of the general task graph (sim/task_graph.h: one compute task per op, task id = op id, then
 // the hop tasks of each transfer, one transfer per tensor and destination device, in edge order) and so are the
 // ids, tie-break keys and the event loop's rules (sim/engine.h), so the results equal the general path's bit for
-// bit; but no per-task arrays are built: an op keeps compact per-op records, a transfer one record with its route
-// and two prices per hop (its segments carry floor(bytes / segments) or one byte more), and a hop task is timed
-// from its transfer when it leaves the ready heap. A transfer's first hops of all segments become ready at the
+// bit; but no general task graph is built: an op keeps compact per-op records (its out-edges say directly which
+// op or transfer its end starts), a transfer one record, and a hop task 16 bytes (price, transfer, resource), read
+// once when it leaves the ready heap. A transfer's first hops of all segments become ready at the
 // producer's end with consecutive keys, so they leave the heap one after another and are timed together.
 #pragma once
 
@@ -38,15 +38,21 @@ class PlainSim {
   int64_t memory_bytes() const;
 
  private:
-  // One transfer: the tensor of edge `edge` (its producer `src`) to the consumers member_op_[member_off_[edge] ..
-  // member_off_[edge + 1]) on one device, over the `hops` links from route_off_'s entry `route`, in `segments`
-  // segments; its hop tasks have the ids first + segment * hops + hop. `price` indexes price_: per hop, the ticks
-  // of a segment of floor(bytes / segments) bytes and of one byte more; segment s carries the larger share when
-  // Long(s) (the general build's split of the bytes).
+  // One transfer: the tensor of an edge leaving op `src`, to the `member_count` consumers from member_op_'s entry
+  // `member_begin` (all on one device), over `hops` links in `segments` segments; its hop tasks have the ids
+  // first + segment * hops + hop.
   struct Xfer {
-    int32_t first, src, edge, route, price;
+    int32_t first, src, member_begin, member_count;
     int16_t hops, segments;
-    int32_t longs;  // bytes % segments: how many segments carry one byte more
+  };
+  // One hop task (hop_tasks_[id - ops]): its price, transfer, resource and what it is (kFirstHop: the first hop of
+  // a segment, kLastHop: the last, kBuffer: segment 0's last hop, which holds the receive buffer).
+  static constexpr uint8_t kFirstHop = 1, kLastHop = 2, kBuffer = 4;
+  struct HopTask {
+    Time price;
+    int32_t xfer;
+    int16_t resource;
+    uint8_t what;
   };
   // Per op while it waits for its inputs (as Engine::Waiting).
   struct Waiting {
@@ -59,8 +65,8 @@ class PlainSim {
   // PlanSharing as in the general build: per edge, the edge whose transfer carries its tensor (itself, another
   // edge of the same forward producer with the same bytes to the same device, or -1 when nothing crosses).
   void PlanSharing(std::span<const DeviceId> device);
-  // Plan's pass over the transfers (after PlanSharing): fills xfers_, members, price_, hop_xfer_ and their
-  // totals and horizon; returns the task count.
+  // Plan's pass over the transfers (after PlanSharing): fills out_target_, xfers_, their members and hop tasks,
+  // their totals and horizon; returns the task count.
   int32_t PlanTransfers(std::span<const DeviceId> device);
   // The event loop; with kFull it also records what the memory peaks and the critical path need. False when a
   // one-word heap key did not fit (then the run is repeated with two-word keys).
@@ -69,10 +75,6 @@ class PlainSim {
   // Runs the loop (falling back to two-word keys when needed).
   template <bool kFull>
   void Simulate(std::span<const DeviceId> device);
-  bool Long(const Xfer& x, int32_t segment) const {
-    const int64_t s = segment, r = x.longs, n = x.segments;
-    return (s + 1) * r / n - s * r / n != 0;
-  }
   // Peaks of the buffers (per device) from the last kFull run.
   std::vector<int64_t> DynamicPeaks(std::span<const DeviceId> device);
   // The critical path of the last kFull run into `result`.
@@ -89,20 +91,24 @@ class PlainSim {
   // edge moves no bytes, the out-edges' bytes, forward ops, output bytes; the route of every device pair (as
   // resources, bandwidths and the seconds a hop's resource is busy besides the bytes).
   std::vector<int32_t> out_off_, out_edge_, out_op_, in_off_, in_op_;
+  std::vector<int32_t> edge_out_;  // per edge: its entry in the out-lists
   std::vector<uint8_t> out_empty_, in_empty_, forward_;
   std::vector<int64_t> out_bytes_, output_bytes_;
   std::vector<int32_t> route_off_, route_resource_;
   std::vector<double> route_bandwidth_, route_latency_;
-  // Per run: sharing (see PlanSharing), per edge its transfer (-1: none), the transfers and their consumers,
-  // prices, per hop task its transfer, per op its price and waiting record.
+  // Per run: sharing (see PlanSharing); per entry of the out-lists what the op's end starts: the consumer (>= 0)
+  // when the edge joins ops directly, -2 - the first hop task of the transfer it carries, or -1 (another edge's
+  // transfer carries it), and in out_xfer_ that transfer; the transfers, their edges, consumers and hop tasks, per
+  // op its price and waiting record.
   struct ShareEntry {
     int64_t bytes;
     int32_t rep, next;
   };
   std::vector<ShareEntry> share_entries_;
-  std::vector<int32_t> share_head_, share_rep_, edge_xfer_, member_off_, member_op_, hop_xfer_;
+  std::vector<int32_t> share_head_, share_rep_, out_target_, out_xfer_, xfer_edge_, member_off_, member_op_;
   std::vector<Xfer> xfers_;
-  std::vector<Time> price_, op_ticks_;
+  std::vector<HopTask> hop_tasks_;
+  std::vector<Time> op_ticks_, hop_price_;  // hop_price_: scratch, per hop of a route its short and long price
   std::vector<int32_t> pending_;  // per op: inputs it waits for (direct inputs and transfer segments)
   std::vector<Waiting> waiting_;
   TaskTotals totals_;
