@@ -133,7 +133,7 @@ class ReadyQueue {
   bool empty() const { return !has_next_ && heap_.empty(); }
   // Pushes `task` ready at `ready`, re-basing the keys when needed (`floor`: the ready time of the task being
   // run, at most every entry's); false when the key does not fit even then.
-  bool Push(Time floor, Time ready, int32_t task) {
+  [[gnu::always_inline]] bool Push(Time floor, Time ready, int32_t task) {
     if (!keys_.Fits(ready) && !keys_.Rebase(floor, ready, heap_, &next_, has_next_)) return false;
     const Item item = keys_.Pack(ready, task);
     if (!has_next_) {

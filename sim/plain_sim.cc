@@ -10,11 +10,13 @@ namespace devplace::sim {
 namespace {
 // How many ops ahead Plan starts loading an op's price.
 constexpr int32_t kPrefetchOps = 16;
-// Adds `count` times `ticks` (>= 1) to the horizon sum, saturating at kHorizonCap as adding them one by one does.
-inline void AddHorizon(Time* horizon, Time ticks, int64_t count) {
-  Time add;
-  *horizon = __builtin_mul_overflow(ticks, count, &add) || add >= kHorizonCap - *horizon ? kHorizonCap
-                                                                                          : *horizon + add;
+// Most distinct (latency, bandwidth) pairs of a machine's hops for which edge prices are kept.
+constexpr size_t kMaxPriceClasses = 8;
+// The horizon is summed exactly (at most 2^31 tasks of at most about 2^62 ticks each) and then capped at
+// kHorizonCap, which is what the general build's saturating sum gives.
+using HorizonSum = unsigned __int128;
+inline Time CapHorizon(HorizonSum sum) {
+  return sum >= static_cast<HorizonSum>(kHorizonCap) ? kHorizonCap : static_cast<Time>(sum);
 }
 template <class V>
 int64_t Bytes(const V& v) {
@@ -62,6 +64,19 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
         }
       route_off_.push_back(static_cast<int32_t>(route_resource_.size()));
     }
+  // Hop prices depend on the bytes and the hop's (latency, bandwidth): with few distinct pairs, each edge's
+  // single-segment price per pair is kept once computed (0: not yet).
+  std::vector<std::pair<double, double>> classes;
+  for (size_t i = 0; i < route_resource_.size(); ++i) {
+    const std::pair<double, double> c{route_latency_[i], route_bandwidth_[i]};
+    auto it = std::find(classes.begin(), classes.end(), c);
+    route_class_.push_back(static_cast<int32_t>(it - classes.begin()));
+    if (it == classes.end()) classes.push_back(c);
+  }
+  if (classes.size() <= kMaxPriceClasses) {
+    num_classes_ = static_cast<int32_t>(classes.size());
+    edge_price_.assign(static_cast<size_t>(graph.num_edges()) * num_classes_, 0);
+  }
 }
 
 void PlainSim::PlanSharing(std::span<const DeviceId> device) {
@@ -69,12 +84,15 @@ void PlainSim::PlanSharing(std::span<const DeviceId> device) {
   // edge) entries (a forward op's output usually has one size), reset per producer.
   share_head_.assign(static_cast<size_t>(topology_.num_devices()), -1);
   share_rep_.resize(static_cast<size_t>(graph_.num_edges()));
+  member_next_.resize(static_cast<size_t>(graph_.num_edges()));
   for (OpId u = 0; u < graph_.num_ops(); ++u) {
     const int32_t begin = out_off_[u], end = out_off_[u + 1];
     const DeviceId du = device[u];
     if (!forward_[u] || end - begin < 2) {  // nothing to share
-      for (int32_t k = begin; k < end; ++k)
+      for (int32_t k = begin; k < end; ++k) {
         share_rep_[out_edge_[k]] = device[out_op_[k]] == du || out_empty_[k] ? -1 : out_edge_[k];
+        member_next_[out_edge_[k]] = -1;
+      }
       continue;
     }
     share_entries_.clear();
@@ -97,9 +115,14 @@ void PlainSim::PlanSharing(std::span<const DeviceId> device) {
       }
       share_rep_[e] = -2 - x;  // resolved below, once every edge of u has been seen
     }
+    for (int32_t k = begin; k < end; ++k) member_next_[out_edge_[k]] = -1;
     for (int32_t k = begin; k < end; ++k) {
       const int32_t e = out_edge_[k];
-      if (share_rep_[e] < -1) share_rep_[e] = share_entries_[-2 - share_rep_[e]].rep;
+      if (share_rep_[e] >= -1) continue;
+      const int32_t rep = share_rep_[e] = share_entries_[-2 - share_rep_[e]].rep;
+      if (rep == e) continue;
+      member_next_[e] = member_next_[rep];  // into the list of the consumers that rep's transfer feeds
+      member_next_[rep] = e;
     }
     for (int32_t k = begin; k < end; ++k) share_head_[device[out_op_[k]]] = -1;
   }
@@ -113,7 +136,7 @@ int32_t PlainSim::Plan(std::span<const DeviceId> device) {
   Time* busy = totals_.busy.data();
   int32_t* count = totals_.count.data();
   int64_t* held = totals_.held.data();
-  Time horizon = 0;
+  HorizonSum horizon = 0;
   for (OpId o = 0; o < n; ++o) {
     const DeviceId d = device[o];
     if (o + kPrefetchOps < n) cache_->Prefetch(o + kPrefetchOps, device[o + kPrefetchOps]);
@@ -122,33 +145,22 @@ int32_t PlainSim::Plan(std::span<const DeviceId> device) {
     busy[d] += c.ticks;
     ++count[d];
     held[d] += output_bytes_[o];
-    AddHorizon(&horizon, c.ticks, 1);
+    horizon += static_cast<HorizonSum>(c.ticks);
     totals_.fallbacks += c.fallback;
     int32_t direct = 0;  // inputs on the same device or moving nothing; PlanTransfers adds the transfers' segments
     for (int32_t k = in_off_[o]; k < in_off_[o + 1]; ++k) direct += device[in_op_[k]] == d || in_empty_[k];
     pending_[o] = direct;
   }
-  totals_.horizon = horizon;
   PlanSharing(device);
-  const int32_t tasks = PlanTransfers(device);
+  const int32_t tasks = PlanTransfers(device, &horizon);
+  totals_.horizon = CapHorizon(horizon);
   totals_.num_tasks = tasks;
   totals_.num_compute = n;
   return tasks;
 }
 
-int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device) {
+int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int128* horizon) {
   const int32_t n = graph_.num_ops(), num_edges = graph_.num_edges(), devices = topology_.num_devices();
-  // The consumers each transfer feeds (CSR by carrying edge, in edge order).
-  member_off_.assign(static_cast<size_t>(num_edges) + 1, 0);
-  for (int32_t e = 0; e < num_edges; ++e)
-    if (share_rep_[e] >= 0) ++member_off_[share_rep_[e] + 1];
-  for (int32_t e = 0; e < num_edges; ++e) member_off_[e + 1] += member_off_[e];
-  member_op_.resize(static_cast<size_t>(member_off_[num_edges]));
-  for (int32_t e = 0; e < num_edges; ++e)
-    if (share_rep_[e] >= 0) member_op_[member_off_[share_rep_[e]]++] = graph_.edge(e).dst;
-  for (int32_t e = num_edges; e > 0; --e) member_off_[e] = member_off_[e - 1];
-  member_off_[0] = 0;
-
   out_target_.resize(static_cast<size_t>(num_edges));
   out_xfer_.resize(static_cast<size_t>(num_edges));
   xfers_.clear();
@@ -157,7 +169,6 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device) {
   Time* busy = totals_.busy.data();
   int64_t* link_bytes = totals_.bytes.data();
   int32_t* count = totals_.count.data();
-  Time horizon = totals_.horizon;
   int64_t next = n;
   for (int32_t e = 0; e < num_edges; ++e) {
     const Edge& edge = graph_.edge(e);
@@ -173,43 +184,73 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device) {
     const int32_t x = static_cast<int32_t>(xfers_.size());
     out_target_[edge_out_[e]] = static_cast<int32_t>(-2 - next);
     out_xfer_[edge_out_[e]] = x;
-    xfers_.push_back({static_cast<int32_t>(next), edge.src, member_off_[e], member_off_[e + 1] - member_off_[e],
-                      static_cast<int16_t>(hops), static_cast<int16_t>(segments)});
+    xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, member_next_[e], static_cast<int16_t>(hops),
+                      static_cast<int16_t>(segments)});
     xfer_edge_.push_back(e);
-    // Segment s carries floor((s + 1) bytes / segments) - floor(s bytes / segments) bytes: `shorter` or one more.
-    const int64_t shorter = edge.bytes / segments, longs = edge.bytes % segments;
-    hop_price_.resize(2 * static_cast<size_t>(hops));
-    for (int32_t h = 0; h < hops; ++h) {
-      const int32_t r = route_resource_[route + h];
-      const double latency = route_latency_[route + h], bandwidth = route_bandwidth_[route + h];
-      const Time short_ticks = ToTicks(latency + static_cast<double>(shorter) / bandwidth);
-      const Time long_ticks = longs > 0 ? ToTicks(latency + static_cast<double>(shorter + 1) / bandwidth) : short_ticks;
-      hop_price_[2 * h] = short_ticks;
-      hop_price_[2 * h + 1] = long_ticks;
-      busy[r] += (segments - longs) * short_ticks + longs * long_ticks;
-      link_bytes[r] += edge.bytes;
-      count[r] += static_cast<int32_t>(segments);
-      AddHorizon(&horizon, short_ticks + resource_delay_[r], segments - longs);
-      AddHorizon(&horizon, long_ticks + resource_delay_[r], longs);
-    }
-    for (int64_t s = 0, acc = 0; s < segments; ++s) {
-      acc += longs;  // the share grows by one byte more when (s + 1) * longs passes a multiple of segments
-      const bool is_long = acc >= segments;
-      acc -= is_long ? segments : 0;
+    if (segments == 1) {  // the common case: one task per hop, carrying every byte
       for (int32_t h = 0; h < hops; ++h) {
-        const uint8_t what = (h == 0 ? kFirstHop : 0) | (h + 1 == hops ? kLastHop : 0) |
-                             (s == 0 && h + 1 == hops ? kBuffer : 0);
-        hop_tasks_.push_back({hop_price_[2 * h + is_long], x, static_cast<int16_t>(route_resource_[route + h]), what});
+        const int32_t r = route_resource_[route + h];
+        const Time price = EdgePrice(e, route + h);
+        busy[r] += price;
+        link_bytes[r] += edge.bytes;
+        ++count[r];
+        *horizon += static_cast<HorizonSum>(price + resource_delay_[r]);
+        const uint8_t what = h + 1 < hops ? (h == 0 ? kFirstHop : 0) : (h == 0 ? kFirstHop : 0) | kLastHop | kBuffer;
+        hop_tasks_.push_back({price, x, static_cast<int16_t>(r), what});
       }
+    } else {
+      PlanSegments(e, x, route, hops, segments, horizon);
     }
     totals_.bytes_moved += edge.bytes;
     totals_.held[device[edge.dst]] += edge.bytes;
-    for (int32_t m = member_off_[e]; m < member_off_[e + 1]; ++m)
-      pending_[member_op_[m]] += static_cast<int32_t>(segments);
+    pending_[edge.dst] += static_cast<int32_t>(segments);
+    for (int32_t m = member_next_[e]; m >= 0; m = member_next_[m])
+      pending_[graph_.edge(m).dst] += static_cast<int32_t>(segments);
     next += hops * segments;
   }
-  totals_.horizon = horizon;
   return static_cast<int32_t>(next);
+}
+
+Time PlainSim::EdgePrice(int32_t e, int32_t route_entry) {
+  const Edge& edge = graph_.edge(e);
+  auto price = [&] {
+    return ToTicks(route_latency_[route_entry] + static_cast<double>(edge.bytes) / route_bandwidth_[route_entry]);
+  };
+  if (num_classes_ == 0) return price();
+  Time& memo = edge_price_[static_cast<size_t>(e) * num_classes_ + route_class_[route_entry]];
+  if (memo == 0) memo = price();
+  return memo;
+}
+
+void PlainSim::PlanSegments(int32_t e, int32_t x, int32_t route, int32_t hops, int64_t segments,
+                            unsigned __int128* horizon) {
+  const Edge& edge = graph_.edge(e);
+  // Segment s carries floor((s + 1) bytes / segments) - floor(s bytes / segments) bytes: `shorter` or one more.
+  const int64_t shorter = edge.bytes / segments, longs = edge.bytes % segments;
+  hop_price_.resize(2 * static_cast<size_t>(hops));
+  for (int32_t h = 0; h < hops; ++h) {
+    const int32_t r = route_resource_[route + h];
+    const double latency = route_latency_[route + h], bandwidth = route_bandwidth_[route + h];
+    const Time short_ticks = ToTicks(latency + static_cast<double>(shorter) / bandwidth);
+    const Time long_ticks = longs > 0 ? ToTicks(latency + static_cast<double>(shorter + 1) / bandwidth) : short_ticks;
+    hop_price_[2 * h] = short_ticks;
+    hop_price_[2 * h + 1] = long_ticks;
+    totals_.busy[r] += (segments - longs) * short_ticks + longs * long_ticks;
+    totals_.bytes[r] += edge.bytes;
+    totals_.count[r] += static_cast<int32_t>(segments);
+    *horizon += static_cast<HorizonSum>(segments - longs) * static_cast<HorizonSum>(short_ticks + resource_delay_[r]) +
+                static_cast<HorizonSum>(longs) * static_cast<HorizonSum>(long_ticks + resource_delay_[r]);
+  }
+  for (int64_t s = 0, acc = 0; s < segments; ++s) {
+    acc += longs;  // the share grows by one byte more when (s + 1) * longs passes a multiple of segments
+    const bool is_long = acc >= segments;
+    acc -= is_long ? segments : 0;
+    for (int32_t h = 0; h < hops; ++h) {
+      const uint8_t what = (h == 0 ? kFirstHop : 0) | (h + 1 == hops ? kLastHop : 0) |
+                           (s == 0 && h + 1 == hops ? kBuffer : 0);
+      hop_tasks_.push_back({hop_price_[2 * h + is_long], x, static_cast<int16_t>(route_resource_[route + h]), what});
+    }
+  }
 }
 
 template <bool kFull, class Keys>
@@ -230,7 +271,8 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
   const int32_t* out_target = out_target_.data();
   const int32_t* out_xfer = out_xfer_.data();
   const HopTask* hop_tasks = hop_tasks_.data();
-  const int32_t* members = member_op_.data();
+  const int32_t* member_next = member_next_.data();
+  const Edge* edges = graph_.edges().data();
   const Xfer* xfers = xfers_.data();
   Time* free = free_.data();
   int32_t* last = last_.data();
@@ -297,8 +339,9 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       const Time arrive = end + delay[k.resource];
       if (!(k.what & kLastHop)) return queue.Push(ready, arrive, task + 1);
       const Xfer& f = xfers[k.xfer];
-      for (int32_t m = 0; m < f.member_count; ++m)
-        if (!deliver(members[f.member_begin + m], arrive, task, ready)) return false;
+      if (!deliver(f.dst, arrive, task, ready)) return false;
+      for (int32_t m = f.more; m >= 0; m = member_next[m])
+        if (!deliver(edges[m].dst, arrive, task, ready)) return false;
       return true;
     };
     if (hop.what & kFirstHop) {
@@ -380,8 +423,8 @@ std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
   for (size_t x = 0; x < xfers_.size(); ++x) {
     const Edge& edge = graph_.edge(xfer_edge_[x]);
     Time free = recv_end_[x];
-    for (int32_t m = 0; m < xfers_[x].member_count; ++m)
-      free = std::max(free, end_[member_op_[xfers_[x].member_begin + m]]);
+    free = std::max(free, end_[xfers_[x].dst]);
+    for (int32_t m = xfers_[x].more; m >= 0; m = member_next_[m]) free = std::max(free, end_[graph_.edge(m).dst]);
     peaks_.Add(device[edge.dst], recv_start_[x], free, edge.bytes);
   }
   return peaks_.Finish();
@@ -427,10 +470,10 @@ Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::v
 int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
   for (const auto* v : {&out_off_, &out_edge_, &out_op_, &in_off_, &in_op_, &route_off_, &route_resource_,
-                        &share_head_, &share_rep_, &out_target_, &out_xfer_, &xfer_edge_, &edge_out_, &member_off_, &member_op_, &pending_,
+                        &share_head_, &share_rep_, &out_target_, &out_xfer_, &xfer_edge_, &edge_out_, &member_next_, &pending_, &route_class_,
                         &last_, &crit_})
     total += Bytes(*v);
-  for (const auto* v : {&out_bytes_, &output_bytes_, &hop_price_, &op_ticks_, &free_, &start_, &end_, &recv_start_,
+  for (const auto* v : {&out_bytes_, &output_bytes_, &hop_price_, &edge_price_, &op_ticks_, &free_, &start_, &end_, &recv_start_,
                         &recv_end_, &send_end_, &resource_delay_})
     total += Bytes(*v);
   total += Bytes(out_empty_) + Bytes(in_empty_) + Bytes(forward_) + Bytes(route_bandwidth_) + Bytes(route_latency_) +

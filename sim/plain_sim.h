@@ -38,11 +38,11 @@ class PlainSim {
   int64_t memory_bytes() const;
 
  private:
-  // One transfer: the tensor of an edge leaving op `src`, to the `member_count` consumers from member_op_'s entry
-  // `member_begin` (all on one device), over `hops` links in `segments` segments; its hop tasks have the ids
-  // first + segment * hops + hop.
+  // One transfer: the tensor of an edge from op `src` to op `dst`, which it also carries to the consumers of the
+  // edges listed from `more` on (member_next_; all on dst's device), over `hops` links in `segments` segments; its
+  // hop tasks have the ids first + segment * hops + hop.
   struct Xfer {
-    int32_t first, src, member_begin, member_count;
+    int32_t first, src, dst, more;
     int16_t hops, segments;
   };
   // One hop task (hop_tasks_[id - ops]): its price, transfer, resource and what it is (kFirstHop: the first hop of
@@ -63,11 +63,17 @@ class PlainSim {
   // Prices every op, plans the transfers, sums the totals and counts each op's inputs; returns the task count.
   int32_t Plan(std::span<const DeviceId> device);
   // PlanSharing as in the general build: per edge, the edge whose transfer carries its tensor (itself, another
-  // edge of the same forward producer with the same bytes to the same device, or -1 when nothing crosses).
+  // edge of the same forward producer with the same bytes to the same device, or -1 when nothing crosses); and
+  // the lists of the edges each transfer carries besides its own (member_next_).
   void PlanSharing(std::span<const DeviceId> device);
   // Plan's pass over the transfers (after PlanSharing): fills out_target_, xfers_, their members and hop tasks,
-  // their totals and horizon; returns the task count.
-  int32_t PlanTransfers(std::span<const DeviceId> device);
+  // their totals, and adds their task times to `horizon`; returns the task count.
+  int32_t PlanTransfers(std::span<const DeviceId> device, unsigned __int128* horizon);
+  // The hop tasks and totals of transfer `x` (edge `e`) cut into `segments` > 1 segments over `hops` links from
+  // route_off_'s entry `route`.
+  void PlanSegments(int32_t e, int32_t x, int32_t route, int32_t hops, int64_t segments, unsigned __int128* horizon);
+  // Ticks of edge `e`'s whole tensor over the hop at route entry `route_entry`.
+  Time EdgePrice(int32_t e, int32_t route_entry);
   // The event loop; with kFull it also records what the memory peaks and the critical path need. False when a
   // one-word heap key did not fit (then the run is repeated with two-word keys).
   template <bool kFull, class Keys>
@@ -96,6 +102,11 @@ class PlainSim {
   std::vector<int64_t> out_bytes_, output_bytes_;
   std::vector<int32_t> route_off_, route_resource_;
   std::vector<double> route_bandwidth_, route_latency_;
+  // Per route entry its (latency, bandwidth) class, and per edge and class the ticks of its tensor over such a hop
+  // (0: not computed yet; empty when the machine has too many classes).
+  std::vector<int32_t> route_class_;
+  int32_t num_classes_ = 0;
+  std::vector<Time> edge_price_;
   // Per run: sharing (see PlanSharing); per entry of the out-lists what the op's end starts: the consumer (>= 0)
   // when the edge joins ops directly, -2 - the first hop task of the transfer it carries, or -1 (another edge's
   // transfer carries it), and in out_xfer_ that transfer; the transfers, their edges, consumers and hop tasks, per
@@ -105,7 +116,9 @@ class PlainSim {
     int32_t rep, next;
   };
   std::vector<ShareEntry> share_entries_;
-  std::vector<int32_t> share_head_, share_rep_, out_target_, out_xfer_, xfer_edge_, member_off_, member_op_;
+  std::vector<int32_t> share_head_, share_rep_, out_target_, out_xfer_, xfer_edge_;
+  // Per edge whose transfer another edge carries: the next edge in that transfer's list (-1: the last).
+  std::vector<int32_t> member_next_;
   std::vector<Xfer> xfers_;
   std::vector<HopTask> hop_tasks_;
   std::vector<Time> op_ticks_, hop_price_;  // hop_price_: scratch, per hop of a route its short and long price
