@@ -415,7 +415,7 @@ std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
       if (target >= 0) {
         free = std::max(free, end_[target]);
       } else if (target < -1) {
-        free = std::max(free, send_end_[hop_tasks_[-2 - target - graph_.num_ops()].xfer]);
+        free = std::max(free, send_end_[out_xfer_[k]]);
       }
     }
     peaks_.Add(d, start_[o], free, output_bytes_[o]);
