@@ -29,7 +29,6 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
     : graph_(graph), topology_(topology), cost_(cost), options_(options), cache_(cache) {
   const int32_t n = graph.num_ops(), d = topology.num_devices();
   num_resources_ = d + topology.num_links();
-  DEVPLACE_CHECK(num_resources_ <= INT16_MAX, "too many devices and links for a hop task's resource");
   resource_delay_.assign(static_cast<size_t>(num_resources_), 0);
   for (LinkId l = 0; l < topology.num_links(); ++l) resource_delay_[d + l] = LatencyTicks(topology.link(l).latency);
   out_off_.assign(1, 0);

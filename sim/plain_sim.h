@@ -28,6 +28,8 @@ class PlainSim {
   PlainSim(const Graph& graph, const Topology& topology, const CostModel& cost, const SimOptions& options,
            PlainCostCache* cache);
 
+  // Whether the machine fits the compact records (at most 32,767 devices and links); else use the general path.
+  bool usable() const { return num_resources_ <= INT16_MAX; }
   // Simulates the placement `device` (op o whole on device[o], every device in range) and returns the result
   // without a timeline, with `static_bytes` (per device) as its static memory; equal to the general path's
   // (TaskBuilder::BuildAll, Engine::Run, PeakScratch, Assemble). An error when the step is too long to simulate.

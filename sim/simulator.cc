@@ -124,7 +124,7 @@ Expected<Simulator> Simulator::Create(const Graph& graph, const Topology& topolo
 Expected<SimResult> Simulator::Run(const Strategy& strategy) {
   Impl& m = *impl_;
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy, &m.plain); !s) return s.error();
-  if (!m.plain.empty() && !m.options.keep_timeline) {
+  if (!m.plain.empty() && !m.options.keep_timeline && m.plain_sim.usable()) {
     m.builder.StaticMemory(strategy, m.plain, &m.run.static_bytes);
     return m.plain_sim.Run(m.plain, m.run.static_bytes);
   }
@@ -138,7 +138,7 @@ Expected<SimResult> Simulator::Run(const Strategy& strategy) {
 Expected<double> Simulator::RunStepTime(const Strategy& strategy) {
   Impl& m = *impl_;
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy, &m.plain); !s) return s.error();
-  if (!m.plain.empty()) {
+  if (!m.plain.empty() && m.plain_sim.usable()) {
     Expected<sim::Time> step = m.plain_sim.StepTicks(m.plain);
     if (!step) return step.error();
     return static_cast<double>(*step) * sim::kSecondsPerTick;
