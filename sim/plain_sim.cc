@@ -373,7 +373,9 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
 }
 
 template <bool kFull>
-void PlainSim::Simulate(std::span<const DeviceId> device) {
+Expected<Time> PlainSim::Simulate(std::span<const DeviceId> device) {
+  num_tasks_ = Plan(device);
+  if (Status s = CheckHorizon(totals_); !s) return s.error();
   waiting_.resize(static_cast<size_t>(graph_.num_ops()));
   if constexpr (kFull) {
     start_.resize(static_cast<size_t>(graph_.num_ops()));
@@ -385,17 +387,13 @@ void PlainSim::Simulate(std::span<const DeviceId> device) {
   const int bits = std::max(1, static_cast<int>(std::bit_width(static_cast<uint32_t>(num_tasks_))));
   if (!Loop<kFull>(device, packed_, PackedKeys{bits, uint64_t{1} << (64 - bits), &rebases_}))
     Loop<kFull>(device, wide_heap_, WideKeys{});
-}
-
-Expected<Time> PlainSim::StepTicks(std::span<const DeviceId> device) {
-  num_tasks_ = Plan(device);
-  if (Status s = CheckHorizon(totals_); !s) return s.error();
-  Simulate<false>(device);
   Time step = 0;
   for (int32_t r = 0; r < num_resources_; ++r)
     if (last_[r] >= 0) step = std::max(step, free_[r] + resource_delay_[r]);
   return step;
 }
+
+Expected<Time> PlainSim::StepTicks(std::span<const DeviceId> device) { return Simulate<false>(device); }
 
 std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
   Time max_end = 0;
@@ -455,13 +453,9 @@ void PlainSim::CriticalPath(SimResult* result) const {
 }
 
 Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::vector<int64_t>& static_bytes) {
-  num_tasks_ = Plan(device);
-  if (Status s = CheckHorizon(totals_); !s) return s.error();
-  Simulate<true>(device);
-  Time step = 0;
-  for (int32_t r = 0; r < num_resources_; ++r)
-    if (last_[r] >= 0) step = std::max(step, free_[r] + resource_delay_[r]);
-  SimResult result = AssembleTotals(topology_, step, totals_, static_bytes, DynamicPeaks(device));
+  const Expected<Time> step = Simulate<true>(device);
+  if (!step) return step.error();
+  SimResult result = AssembleTotals(topology_, *step, totals_, static_bytes, DynamicPeaks(device));
   CriticalPath(&result);
   return result;
 }

@@ -80,9 +80,10 @@ class PlainSim {
   // one-word heap key did not fit (then the run is repeated with two-word keys).
   template <bool kFull, class Keys>
   bool Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::Item>& heap, Keys keys);
-  // Runs the loop (falling back to two-word keys when needed).
+  // Plans and runs the loop (falling back to two-word keys when needed); returns the step in ticks, or an error
+  // when the step is too long to simulate.
   template <bool kFull>
-  void Simulate(std::span<const DeviceId> device);
+  Expected<Time> Simulate(std::span<const DeviceId> device);
   // Peaks of the buffers (per device) from the last kFull run.
   std::vector<int64_t> DynamicPeaks(std::span<const DeviceId> device);
   // The critical path of the last kFull run into `result`.

@@ -17,6 +17,9 @@ namespace {
 
 using testing::UniformInt;
 
+// `prefix` followed by `n` (built without operator+ on a literal, which GCC 12 warns about wrongly).
+std::string Named(const char* prefix, int64_t n) { return std::string(prefix).append(std::to_string(n)); }
+
 Topology Preset(const std::string& name) {
   Expected<Topology> t = ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/" + name);
   if (!t) throw std::runtime_error(t.error().message);
@@ -27,10 +30,10 @@ Topology Preset(const std::string& name) {
 // it, or nothing.
 Graph RandomForwardGraph(uint64_t seed, int ops) {
   std::mt19937_64 rng(seed);
-  GraphBuilder b("dag" + std::to_string(seed));
+  GraphBuilder b(Named("dag", static_cast<int64_t>(seed)));
   for (int k = 0; k < ops; ++k) {
     const int64_t features = 64 << UniformInt(rng, 6);
-    b.add_op(testing::MakeOp("op" + std::to_string(k), 1e5 * (1 + UniformInt(rng, 50)), {16, features},
+    b.add_op(testing::MakeOp(Named("op", k), 1e5 * (1 + UniformInt(rng, 50)), {16, features},
                              UniformInt(rng, 2) ? 0 : 4096));
     std::vector<OpId> from;
     for (int f = UniformInt(rng, 4); f > 0 && k > 0; --f) {
@@ -61,7 +64,7 @@ void ExpectSameResult(const SimResult& a, const SimResult& b) {
   EXPECT_EQ(a.step_time, b.step_time);
   ASSERT_EQ(a.devices.size(), b.devices.size());
   for (size_t d = 0; d < a.devices.size(); ++d) {
-    SCOPED_TRACE("device " + std::to_string(d));
+    SCOPED_TRACE(Named("device ", static_cast<int64_t>(d)));
     EXPECT_EQ(a.devices[d].busy_seconds, b.devices[d].busy_seconds);
     EXPECT_EQ(a.devices[d].utilisation, b.devices[d].utilisation);
     EXPECT_EQ(a.devices[d].static_bytes, b.devices[d].static_bytes);
@@ -71,7 +74,7 @@ void ExpectSameResult(const SimResult& a, const SimResult& b) {
   }
   ASSERT_EQ(a.links.size(), b.links.size());
   for (size_t l = 0; l < a.links.size(); ++l) {
-    SCOPED_TRACE("link " + std::to_string(l));
+    SCOPED_TRACE(Named("link ", static_cast<int64_t>(l)));
     EXPECT_EQ(a.links[l].busy_seconds, b.links[l].busy_seconds);
     EXPECT_EQ(a.links[l].bytes, b.links[l].bytes);
     EXPECT_EQ(a.links[l].num_tasks, b.links[l].num_tasks);
@@ -107,7 +110,7 @@ TEST(PlainSim, EqualsTheGeneralPathOnRandomGraphsAndPlacements) {
     const CostModel cost = MakeAnalyticCostModel();
     Simulator sim = std::move(Simulator::Create(graph, topology, cost, options)).value();
     for (int p = 0; p < 4; ++p) {
-      SCOPED_TRACE("seed " + std::to_string(seed) + ", placement " + std::to_string(p));
+      SCOPED_TRACE(Named("seed ", static_cast<int64_t>(seed)) + Named(", placement ", p));
       const Strategy strategy = RandomPlacement(graph, topology.num_devices(), rng);
       const Expected<SimResult> expected = Simulate(graph, topology, strategy, cost, general);
       ASSERT_TRUE(expected.ok()) << expected.error().message;
@@ -134,7 +137,7 @@ TEST(PlainSim, OutOfMemoryAndOneDeviceMatch) {
   // Devices of 1 MiB: every placement of this graph runs out of memory somewhere, also all on one device.
   const Graph graph = testing::RandomTrainingGraph(5, 200);
   TopologyBuilder b("tiny");
-  for (int d = 0; d < 3; ++d) b.add_device(testing::MakeDevice("d" + std::to_string(d), int64_t{1} << 20));
+  for (int d = 0; d < 3; ++d) b.add_device(testing::MakeDevice(Named("d", d), int64_t{1} << 20));
   for (int i = 0; i < 3; ++i)
     for (int j = i + 1; j < 3; ++j) b.add_bidirectional_link(i, j, 10e9, 1e-6, "nvlink");
   Expected<Topology> tiny = std::move(b).Build();
