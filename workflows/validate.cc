@@ -195,6 +195,10 @@ Expected<std::string> PrepareMachine(const ValidateSuite& suite, const ValidateR
   for (const PairCalibration& p : c->pairs)
     machine << "- " << topology->device(p.src).name << " -> " << topology->device(p.dst).name << ": latency "
             << FormatSeconds(p.latency) << ", bandwidth " << FormatBytes(p.bandwidth) << "/s\n";
+  for (const PairCalibration& p : c->steps)
+    machine << "- " << topology->device(p.src).name << " -> " << topology->device(p.dst).name
+            << ", a collective step (copy and add): " << FormatSeconds(p.latency) << " + bytes / "
+            << FormatBytes(p.bandwidth) << "/s\n";
   for (DeviceId d = 0; d < topology->num_devices(); ++d)
     machine << "- " << topology->device(d).name << ": " << FormatCount(c->peak_flops[d]) << "FLOP/s peak (matmul), "
             << FormatBytes(c->memory_bandwidth[d]) << "/s copy bandwidth\n";
@@ -388,8 +392,8 @@ Expected<ValidateRun> RunValidateSuite(const ValidateSuite& suite, const Validat
     if (!calibrated) return calibrated.error();
     in->process_topology = std::move(calibrated).value();
     *machine += "\nMulti-process rows: simulated on `" + out + "` (devplace calibrate --processes " +
-                std::to_string(suite.processes) + ": links between the processes' devices from the ring all-reduce "
-                "fit).\n";
+                std::to_string(suite.processes) + ": links between the processes' devices from the executor's "
+                "messages between them; the fits are in the file's first lines).\n";
   }
 
   ValidateRun run;
