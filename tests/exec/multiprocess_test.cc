@@ -19,6 +19,7 @@
 #include "core/graph_json.h"
 #include "core/strategy_json.h"
 #include "core/topology_yaml.h"
+#include "datasets/layers.h"
 #include "exec/multiprocess.h"
 #include "exec/process_calibration.h"
 #include "tests/testing/env_fixtures.h"
@@ -238,6 +239,48 @@ TEST(MultiProcess, CalibratesTheGroupIntoTheLinksBetweenRanks) {
   c.messages.points.clear();
   EXPECT_FALSE(ApplyGroupCalibration(t, {0, 1}, c).ok());  // without the executor's messages
   fs::remove_all(dir);
+}
+
+// A tensor read by k ops on another rank crosses once (one message per tensor and destination device), as it is
+// copied once in one process; the numbers are those of one process.
+TEST(MultiProcess, ATensorReadByKOpsOnAnotherRankIsSentOnce) {
+  LayerBuilder b("fan");
+  const OpId a = b.Relu(b.Input("x", {8, 16}), "a");
+  for (int k = 0; k < 3; ++k) b.Relu(a, "c" + std::to_string(k));
+  const Graph g = std::move(b).BuildTraining().value();
+  std::vector<DeviceId> devices;
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    const Op& o = g.op(op);
+    devices.push_back((o.forward_op.empty() ? o.name : o.forward_op).find("c") != std::string::npos ? 1 : 0);
+  }
+  const Strategy strategy = Strategy::FromPlacement(devices);
+  ExecOptions options;
+  options.warmup_steps = 0;
+  options.timed_steps = 1;
+  options.backend = "cpu";
+  options.record_checksums = true;
+  const Topology t = testing::CpuLocal();
+  Expected<ExecResult> one = ExecuteStrategy(g, t, strategy, options);
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  const int port = testing::FreeLoopbackPort();
+  Expected<ExecResult> ranks[2] = {Error{"not run"}, Error{"not run"}};
+  std::vector<std::thread> threads;
+  for (int32_t r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      DistributedConfig config{.rank = r, .world_size = 2, .local_rank = r, .master_addr = "127.0.0.1",
+                               .master_port = port, .timeout_seconds = 60.0};
+      ranks[r] = ExecuteStrategyAsRank(g, t, strategy, options, config);
+    });
+  for (std::thread& r : threads) r.join();
+  ASSERT_TRUE(ranks[0].ok()) << ranks[0].error().message;
+  ASSERT_TRUE(ranks[1].ok()) << ranks[1].error().message;
+  int32_t crossing = 0;  // edges between the ranks
+  for (int32_t e = 0; e < g.num_edges(); ++e) crossing += devices[g.edge(e).src] != devices[g.edge(e).dst];
+  EXPECT_EQ(ranks[0]->num_copies, one->num_copies);
+  // a's output, read by c0..c2 and their backward ops (6 edges), is one message; the 3 gradients back are 3.
+  EXPECT_EQ(crossing, 9);
+  EXPECT_EQ(ranks[0]->num_copies, 4);
+  for (OpId op = 0; op < g.num_ops(); ++op) EXPECT_EQ(ranks[0]->op_checksums[op], one->op_checksums[op]) << op;
 }
 
 TEST(MultiProcess, DevicesMapToRanksPerDevicePerHostOrPerUsedDevice) {
