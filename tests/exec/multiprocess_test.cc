@@ -24,6 +24,7 @@
 #include "exec/process_calibration.h"
 #include "tests/testing/env_fixtures.h"
 #include "tests/testing/exec_graphs.h"
+#include "tests/testing/exec_ranks.h"
 #include "tests/testing/ranks.h"
 
 namespace devplace {
@@ -262,16 +263,7 @@ TEST(MultiProcess, ATensorReadByKOpsOnAnotherRankIsSentOnce) {
   const Topology t = testing::CpuLocal();
   Expected<ExecResult> one = ExecuteStrategy(g, t, strategy, options);
   ASSERT_TRUE(one.ok()) << one.error().message;
-  const int port = testing::FreeLoopbackPort();
-  Expected<ExecResult> ranks[2] = {Error{"not run"}, Error{"not run"}};
-  std::vector<std::thread> threads;
-  for (int32_t r = 0; r < 2; ++r)
-    threads.emplace_back([&, r] {
-      DistributedConfig config{.rank = r, .world_size = 2, .local_rank = r, .master_addr = "127.0.0.1",
-                               .master_port = port, .timeout_seconds = 60.0};
-      ranks[r] = ExecuteStrategyAsRank(g, t, strategy, options, config);
-    });
-  for (std::thread& r : threads) r.join();
+  const std::vector<Expected<ExecResult>> ranks = testing::RunAsTwoRanks(g, t, strategy, options);
   ASSERT_TRUE(ranks[0].ok()) << ranks[0].error().message;
   ASSERT_TRUE(ranks[1].ok()) << ranks[1].error().message;
   int32_t crossing = 0;  // edges between the ranks

@@ -18,7 +18,7 @@
 #include "exec/profiler.h"
 #include "sim/cost_model.h"
 #include "tests/testing/exec_graphs.h"
-#include "tests/testing/ranks.h"
+#include "tests/testing/exec_ranks.h"
 
 namespace devplace {
 namespace {
@@ -116,20 +116,9 @@ void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, const
   EXPECT_LE(diff, 1e-5 * std::max(scale, 1e-30)) << what << ": max difference " << diff << " at scale " << scale;
 }
 
-// `strategy` run as two ranks of a Gloo group on loopback (device d on rank d), each rank a thread of this
-// process with a process group of its own; rank 0's result (every rank gets the whole result).
+// `strategy` run as two ranks of a Gloo group on loopback (device d on rank d); rank 0's result.
 Expected<ExecResult> RunAsTwoRanks(const Graph& g, const Strategy& strategy, const ExecOptions& options) {
-  const Topology t = CpuLocal();
-  const int port = testing::FreeLoopbackPort();
-  Expected<ExecResult> results[2] = {Error{"not run"}, Error{"not run"}};
-  std::vector<std::thread> ranks;
-  for (int32_t r = 0; r < 2; ++r)
-    ranks.emplace_back([&, r] {
-      DistributedConfig config{.rank = r, .world_size = 2, .local_rank = r, .master_addr = "127.0.0.1",
-                               .master_port = port, .timeout_seconds = 60.0};
-      results[r] = ExecuteStrategyAsRank(g, t, strategy, options, config);
-    });
-  for (std::thread& r : ranks) r.join();
+  std::vector<Expected<ExecResult>> results = testing::RunAsTwoRanks(g, CpuLocal(), strategy, options);
   if (!results[1]) return results[1].error();
   return results[0];
 }
