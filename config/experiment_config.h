@@ -12,6 +12,7 @@
 #include "core/status.h"
 #include "datasets/graph_source.h"
 #include "env/config.h"
+#include "env/observation.h"
 
 namespace devplace {
 
@@ -25,6 +26,10 @@ struct PolicyConfig {
   int32_t feedforward = 128;         // transformer: feed-forward width
   int32_t segment = 64;              // transformer: nodes per segment (memory = the previous segment)
   int32_t max_devices = 8;           // devices the output layer can address
+  // SOAP: how many of the candidate feature columns (env/observation.h CandidateFeature) the policy reads, the
+  // first kCandidateFeatureDimV1 (what policies trained before the uniform columns read, the default, so their
+  // checkpoints keep loading) or all kCandidateFeatureDim.
+  int32_t candidate_features = kCandidateFeatureDimV1;
   // Not a `policy:` key: copied from env.data_parallel_action by the reader, so that the output layer also
   // scores the environment's data-parallel action.
   bool data_parallel_action = false;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/partition.h"
 #include "sim/estimates.h"
 
 namespace devplace {
@@ -64,6 +65,7 @@ Status PlacementGame::Init() {
   if (Status s = InitReference(); !s) return s;
   InitEstimates();
   InitSplits();
+  if (Status s = InitUniformSteps(); !s) return s;
   InitNodeFeatures();
   InitDeviceFeatures();
   InitCandidateFeatures();
@@ -231,6 +233,10 @@ void PlacementGame::InitSplits() {
   split_seconds_.assign(static_cast<size_t>(num_groups()) * positions_, 0.0);
   for (int32_t grp = 0; grp < num_groups(); ++grp)
     for (int32_t c = 0; c < num_cand; ++c) InitSplitGroup(grp, c, rings[c]);
+  uniform_reshard_seconds_.assign(cells, 0.0);
+  neighbour_legal_.assign(cells, 1.0f);
+  for (int32_t grp = 0; grp < num_groups(); ++grp)
+    for (int32_t c = 0; c < num_cand; ++c) InitUniformReshard(grp, c, rings[c]);
 }
 
 void PlacementGame::InitSplitGroup(int32_t grp, int32_t c, const RingHops& ring) {
@@ -278,6 +284,66 @@ void PlacementGame::InitSplitGroup(int32_t grp, int32_t c, const RingHops& ring)
   if (reshard_bytes > 0) reshard_seconds_[cell] = RingTime(*topology_, ring, static_cast<int64_t>(reshard_bytes / static_cast<double>(n)));
 }
 
+void PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops& ring) {
+  const size_t cell = static_cast<size_t>(grp) * candidates_.size() + c;
+  if (!can_split_[cell]) return;
+  const Graph& g = *graph_;
+  const SplitCandidate& cand = candidates_[c];
+  const auto n = static_cast<int32_t>(cand.devices.size());
+  const double spread = static_cast<double>(n - 1) / static_cast<double>(n);
+  const int32_t action = num_devices() + c;
+  // Bytes the consumer's parts miss of the producer's output when both take the candidate.
+  auto missing = [&](OpId producer, OpId consumer, double bytes) {
+    const Op& from = g.op(producer);
+    const Op& to = g.op(consumer);
+    const OpConfig from_config = *CandidateOpConfig(from, cand), to_config = *CandidateOpConfig(to, cand);
+    int64_t volume = 0;
+    for (int32_t p = 0; p < n; ++p) {
+      const Box need = NeededBox(to, to_config, p, from);
+      volume += Volume(need) - OverlapVolume(need, OwnedBox(from, from_config, p));
+    }
+    return bytes * static_cast<double>(volume) / static_cast<double>(std::max<int64_t>(1, NumElements(from)));
+  };
+  double reshard = 0.0, edge_bytes = 0.0, legal_bytes = 0.0;
+  for (OpId op : groups_.members[grp]) {
+    const Op& o = g.op(op);
+    const OpConfig config = *CandidateOpConfig(o, cand);
+    bool partial = false, sliced_input = false;
+    for (size_t k = 0; k < config.degrees.size(); ++k) {
+      if (config.degrees[k] <= 1) continue;
+      partial |= o.dims[k].output_axis < 0;
+      sliced_input |= o.dims[k].input_axis >= 0;
+    }
+    if (partial) reshard += static_cast<double>(OutputBytes(o)) * spread;
+    for (int32_t e : g.in_edges(op)) {
+      const int32_t other = groups_.group_of_op[g.edge(e).src];
+      if (other == grp) continue;
+      const auto bytes = static_cast<double>(g.edge(e).bytes);
+      edge_bytes += bytes;
+      if (can_split(other, action)) {
+        legal_bytes += bytes;
+        reshard += missing(g.edge(e).src, op, bytes);
+      } else {
+        reshard += bytes * (sliced_input ? spread : static_cast<double>(n - 1));
+      }
+    }
+    for (int32_t e : g.out_edges(op)) {
+      const int32_t other = groups_.group_of_op[g.edge(e).dst];
+      if (other == grp) continue;
+      const auto bytes = static_cast<double>(g.edge(e).bytes);
+      edge_bytes += bytes;
+      if (can_split(other, action)) {
+        legal_bytes += bytes;
+        reshard += missing(op, g.edge(e).dst, bytes);
+      } else {
+        reshard += bytes * spread;
+      }
+    }
+  }
+  if (edge_bytes > 0) neighbour_legal_[cell] = static_cast<float>(legal_bytes / edge_bytes);
+  if (reshard > 0) uniform_reshard_seconds_[cell] = RingTime(*topology_, ring, static_cast<int64_t>(reshard / n));
+}
+
 double PlacementGame::split_seconds(int32_t group, int32_t action, DeviceId device) const {
   const int32_t p = position(action, device);
   if (p < 0) return 0.0;
@@ -291,6 +357,21 @@ double PlacementGame::split_slowest_seconds(int32_t group, int32_t action) const
   return *std::max_element(row, row + candidates_[c].devices.size());
 }
 
+Status PlacementGame::InitUniformSteps() {
+  uniform_step_times_.assign(candidates_.size(), 0.0);
+  std::vector<int32_t> placement(num_groups());
+  for (int32_t c = 0; c < num_candidates(); ++c) {
+    if (candidates_[c].kind && *candidates_[c].kind != DimKind::kSample) continue;
+    const int32_t action = num_devices() + c;
+    for (int32_t grp = 0; grp < num_groups(); ++grp)
+      placement[grp] = can_split(grp, action) ? action : reference_device_;
+    Expected<SimResult> result = Evaluate(placement);
+    if (!result) return result.error();
+    uniform_step_times_[c] = PenalisedTime(CostOf(*result, *topology_));
+  }
+  return Status::Ok();
+}
+
 void PlacementGame::InitCandidateFeatures() {
   const int32_t num_grp = num_groups(), num_cand = num_candidates(), num_dev = num_devices();
   candidate_features_.assign(static_cast<size_t>(num_grp) * num_cand * kCandidateFeatureDim, 0.0f);
@@ -302,8 +383,16 @@ void PlacementGame::InitCandidateFeatures() {
   for (DeviceId a = 0; a < num_dev; ++a)
     for (DeviceId b = 0; b < num_dev; ++b)
       if (a != b) fastest = std::min(fastest, topology_->transfer_time_estimate(a, b, kMiB));
+  double best_uniform = std::numeric_limits<double>::infinity();
+  for (double u : uniform_step_times_)
+    if (u > 0) best_uniform = std::min(best_uniform, u);
   for (int32_t c = 0; c < num_cand; ++c) {
     const SplitCandidate& cand = candidates_[c];
+    const double u = uniform_step_times_[c];
+    const float speedup = u > 0 && num_dev > 1 ? static_cast<float>(std::clamp(
+                                                     std::log(reference_time_ / u) / std::log(num_dev), -1.0, 1.0))
+                                               : 0.0f;
+    const float best = u > 0 ? static_cast<float>(best_uniform / u) : 0.0f;
     std::unordered_map<std::string, int32_t> spanned;
     int64_t capacity = std::numeric_limits<int64_t>::max();
     for (DeviceId d : cand.devices) {
@@ -335,6 +424,13 @@ void PlacementGame::InitCandidateFeatures() {
                                                     static_cast<double>(group_memory_[grp]), 1.0)
                                        : 1.0f;
       row[kCandidateLinkSpeed] = slowest > 0 && std::isfinite(fastest) ? static_cast<float>(std::min(1.0, fastest / slowest)) : 1.0f;
+      const double uniform = split_uniform_reshard_seconds(grp, action), ucost = saved + sync + uniform;
+      row[kCandidateUniformNetGain] = static_cast<float>(
+          std::clamp(num_grp * (saved - sync - uniform) / (4.0 * total_reference_seconds_), -1.0, 1.0));
+      row[kCandidateUniformReshardShare] = ucost > 0 ? static_cast<float>(uniform / ucost) : 0.0f;
+      row[kCandidateNeighbourLegal] = neighbour_legal_[SplitIndex(grp, action)];
+      row[kCandidateUniformSpeedup] = speedup;
+      row[kCandidateUniformBest] = best;
     }
   }
 }

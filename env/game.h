@@ -83,6 +83,19 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   double split_reshard_seconds(int32_t group, int32_t action) const {
     return reshard_seconds_[SplitIndex(group, action)];
   }
+  // The resharding left when every neighbour group that can take the same split action takes it: for an edge to
+  // such a group, the bytes each part needs of the other side's tensor and its own part on that device does not
+  // hold (core/partition.h NeededBox, OwnedBox; part p of both on the subset's p-th device), plus the reduce-scatter
+  // of partial-sum outputs ((n - 1) / n of them); edges to groups that cannot take it count as in
+  // split_reshard_seconds. The total divided by n moves over the slowest hop of the subset's ring.
+  double split_uniform_reshard_seconds(int32_t group, int32_t action) const {
+    return uniform_reshard_seconds_[SplitIndex(group, action)];
+  }
+  // The penalised step time (PenalisedTime) of the strategy in which every group that can take the candidate
+  // `c` (0 <= c < num_candidates()) takes it and every other group runs on the reference device; simulated at
+  // Create for the candidates of kind sample (and the kind-less one), 0 for the others (one simulation each,
+  // so a 50k-op graph on an 8-GPU machine pays three).
+  double uniform_step_time(int32_t c) const { return uniform_step_times_[c]; }
   // Group-level edges: a -> b when some op of group a feeds some op of group b (deduplicated, no self loops,
   // sorted by (src, dst)). Groups that colocate forward and backward ops make this graph cyclic in general
   // (forward a -> b, gradient b -> a); both directions are kept.
@@ -142,6 +155,9 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // The hops (src, dst) of a ring over a candidate's devices.
   using RingHops = std::vector<std::pair<DeviceId, DeviceId>>;
   void InitSplitGroup(int32_t group, int32_t c, const RingHops& ring);
+  // Fills uniform_reshard_seconds_ and neighbour_legal_ of one group and candidate (after every can_split_ is set).
+  void InitUniformReshard(int32_t group, int32_t c, const RingHops& ring);
+  Status InitUniformSteps();
   void InitCandidateFeatures();
   size_t SplitIndex(int32_t group, int32_t action) const {
     return static_cast<size_t>(group) * candidates_.size() + static_cast<size_t>(action - num_devices());
@@ -170,7 +186,9 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   std::vector<uint8_t> can_split_;        // [group x candidate]
   std::vector<int64_t> split_memory_;     // [group x candidate]
   std::vector<double> split_seconds_;     // [group x positions]
-  std::vector<double> sync_seconds_, reshard_seconds_;  // [group x candidate]
+  std::vector<double> sync_seconds_, reshard_seconds_, uniform_reshard_seconds_;  // [group x candidate]
+  std::vector<float> neighbour_legal_;  // [group x candidate]: kCandidateNeighbourLegal
+  std::vector<double> uniform_step_times_;  // [candidate]
   std::vector<float> candidate_features_;
   int64_t total_memory_ = 0;
   double total_reference_seconds_ = 0.0;

@@ -63,8 +63,22 @@ enum CandidateFeature : int32_t {
   kCandidateMemoryRatio,      // split_memory_bytes / group_memory_bytes, capped at 1 (1 when the group has none)
   kCandidateLinkSpeed,        // the machine's fastest device-pair transfer of 1 MiB / the subset ring's slowest
                               // hop for 1 MiB (Topology::transfer_time_estimate), in (0, 1]
+  // Columns as if the neighbours took the same candidate (PlacementGame::split_uniform_reshard_seconds: the
+  // resharding left when every neighbour group that can take the candidate does; a data-parallel chain has none),
+  // with ucost = saved + sync + uniform reshard:
+  kCandidateUniformNetGain,   // N (saved - sync - uniform reshard) / (4 x total reference compute), in [-1, 1]
+  kCandidateUniformReshardShare,  // uniform reshard / ucost (0 when ucost is 0)
+  kCandidateNeighbourLegal,   // bytes of the group's edges to other groups that can take the candidate / bytes of
+                              // all its edges to other groups (1 when it has none)
+  // Graph-level columns of sample-kind candidates (0 for the other kinds; PlacementGame::uniform_step_time): the
+  // simulated step time u when every group that can take the candidate does, the others on the reference device.
+  kCandidateUniformSpeedup,   // log(reference time / u) / log(num_devices), clamped to [-1, 1] (0 on one device)
+  kCandidateUniformBest,      // the smallest u over the sample-kind candidates / u, in (0, 1]
   kCandidateFeatureDim        // number of columns
 };
+// The columns of the first SOAP feature set (up to kCandidateLinkSpeed), which policies trained before the uniform
+// columns read (PolicyConfig::candidate_features).
+inline constexpr int32_t kCandidateFeatureDimV1 = kCandidateLinkSpeed + 1;
 
 // One observation, filled in place by PlacementState::FillObservation (vectors are resized, so a reused
 // Observation allocates nothing after the first fill for a given game).

@@ -91,9 +91,9 @@ TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : confi
   if (config.data_parallel_action) parallel_head_ = register_module("parallel_head", torch::nn::Linear(h, 1));
   if (config.soap) {
     candidate_query_ = register_module("candidate_query", torch::nn::Linear(h, h));
-    candidate_key_ = register_module("candidate_key", torch::nn::Linear(kCandidateFeatureDim, h));
+    candidate_key_ = register_module("candidate_key", torch::nn::Linear(config.candidate_features, h));
     candidate_head_ = register_module("candidate_head", torch::nn::Linear(h, 1));
-    candidate_linear_ = register_module("candidate_linear", torch::nn::Linear(kCandidateFeatureDim, 1));
+    candidate_linear_ = register_module("candidate_linear", torch::nn::Linear(config.candidate_features, 1));
   }
   value1_ = register_module("value1", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, h));
   value2_ = register_module("value2", torch::nn::Linear(h, 1));
@@ -138,8 +138,9 @@ OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
   if (config_.data_parallel_action) logits = torch::cat({logits, parallel_head_(h)}, 1);
   if (config_.soap) {
     // [N, C]: each candidate scored from the group's state and the candidate's features.
-    torch::Tensor z = torch::relu(candidate_query_(h).unsqueeze(1) + candidate_key_(game.candidate_x));
-    torch::Tensor split = candidate_head_(z).squeeze(2) + candidate_linear_(game.candidate_x).squeeze(2);
+    torch::Tensor x = game.candidate_x.slice(2, 0, config_.candidate_features);  // the columns it was trained on
+    torch::Tensor z = torch::relu(candidate_query_(h).unsqueeze(1) + candidate_key_(x));
+    torch::Tensor split = candidate_head_(z).squeeze(2) + candidate_linear_(x).squeeze(2);
     logits = torch::cat({logits, split}, 1);
   }
   torch::Tensor summary = torch::cat({h.mean(0), std::get<0>(h.max(0)), game.device_x.mean(0), scalars});

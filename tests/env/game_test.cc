@@ -483,6 +483,37 @@ TEST(SoapActionSpace, CandidatesSplitAlongTheirKindAndPriceTheirCosts) {
   // The ring over both hosts crosses the slow switch link; host h0's ring does not.
   const float* h0 = &f[(static_cast<size_t>(g) * 12 + 4) * kCandidateFeatureDim];
   EXPECT_LT(param[kCandidateLinkSpeed], h0[kCandidateLinkSpeed]);
+  // Uniform columns: relu0's neighbours (fc0, fc1) take the sample split too, so a data-parallel chain leaves
+  // nothing to reshard there, while the neighbour-blind estimate scatters and gathers every edge.
+  EXPECT_GT(game->split_reshard_seconds(relu, 4), 0.0);
+  EXPECT_EQ(game->split_uniform_reshard_seconds(relu, 4), 0.0);
+  const float* relu_dp = &f[(static_cast<size_t>(relu) * 12 + 0) * kCandidateFeatureDim];
+  EXPECT_EQ(relu_dp[kCandidateNeighbourLegal], 1.0f);
+  EXPECT_EQ(relu_dp[kCandidateUniformReshardShare], 0.0f);
+  EXPECT_GT(relu_dp[kCandidateUniformNetGain], relu_dp[kCandidateNetGain]);
+  // So is fc0 between x and relu0 (every op here has a batch axis).
+  EXPECT_EQ(game->split_uniform_reshard_seconds(g, 4), 0.0);
+  EXPECT_GT(game->split_reshard_seconds(g, 4), 0.0);
+  // Neither x nor relu0 can take a parameter split: sharding fc0's parameters keeps the neighbour-blind price.
+  EXPECT_EQ(param[kCandidateNeighbourLegal], 0.0f);
+  EXPECT_GT(game->split_uniform_reshard_seconds(g, all_param), 0.0);
+  EXPECT_EQ(game->split_uniform_reshard_seconds(g, all_param), game->split_reshard_seconds(g, all_param));
+  // A reduction split reduce-scatters its partial sums whatever the neighbours do.
+  EXPECT_GT(game->split_uniform_reshard_seconds(g, all_reduce), 0.0);
+  // Uniform step times: simulated for the sample-kind candidates (all, each host), 0 for the other kinds; the
+  // columns compare them with the reference time and with the best of them.
+  std::vector<int32_t> everywhere(game->num_groups(), 4);
+  EXPECT_EQ(game->uniform_step_time(0), game->PenalisedTime(CostOf(*game->Evaluate(everywhere), game->topology())));
+  double best = game->uniform_step_time(0);
+  for (int32_t c = 0; c < 12; ++c) {
+    EXPECT_EQ(game->uniform_step_time(c) > 0, c % 4 == 0) << c;
+    if (c % 4 == 0) best = std::min(best, game->uniform_step_time(c));
+  }
+  EXPECT_FLOAT_EQ(relu_dp[kCandidateUniformBest], static_cast<float>(best / game->uniform_step_time(0)));
+  EXPECT_FLOAT_EQ(relu_dp[kCandidateUniformSpeedup],
+                  static_cast<float>(std::clamp(std::log(game->reference_time() / game->uniform_step_time(0)) /
+                                                    std::log(4.0), -1.0, 1.0)));
+  EXPECT_EQ(param[kCandidateUniformSpeedup], 0.0f);
 
   // The whole action space plays: a split group lowers to a valid strategy the simulator runs.
   PlacementState s = game->NewInitialState(0);

@@ -73,6 +73,26 @@ TEST(SoapPolicy, ScoresEveryCandidateAndSamplesOnlyLegalActions) {
   EXPECT_TRUE(torch::isfinite(r.old_logp).all().item<bool>());
 }
 
+// A policy reads the candidate columns its config names: one trained on the first 14 ignores the uniform columns,
+// one trained on all 19 does not.
+TEST(SoapPolicy, ReadsOnlyTheCandidateColumnsItWasTrainedOn) {
+  auto game = OnDgx1("transformer");
+  GameEntry entry = MakeGameEntry(game, "transformer");
+  GameTensors changed = entry.tensors;
+  changed.candidate_x = entry.tensors.candidate_x.clone();
+  changed.candidate_x.slice(2, kCandidateFeatureDimV1).add_(0.5);
+  for (int32_t columns : {kCandidateFeatureDimV1, static_cast<int32_t>(kCandidateFeatureDim)}) {
+    PolicyConfig config = SoapPolicy();
+    config.max_devices = 8;
+    config.candidate_features = columns;
+    PolicyNet net(config, 4);
+    torch::NoGradGuard no_grad;
+    const torch::Tensor before = net.transformer()->forward(entry.tensors).logits;
+    const torch::Tensor after = net.transformer()->forward(changed).logits;
+    EXPECT_EQ(torch::equal(before, after), columns == kCandidateFeatureDimV1) << columns << " columns";
+  }
+}
+
 // Tofu-DP splits every op of a small transformer member over the eight GPUs.
 TEST(SoapDemonstration, TofuDpIsProjectedOntoLegalCandidates) {
   auto game = OnDgx1("transformer");
