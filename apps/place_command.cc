@@ -1,4 +1,4 @@
-// `devplace place [--policy DIR] -g G -t T [--samples K] [--mesh RxC] [--finetune-evals N] [--seed S] [--costs C]
+// `devplace place [--policy DIR] -g G -t T [--samples K] [--uniform] [--mesh RxC] [--finetune-evals N] [--seed S] [--costs C]
 // -o P.json [--json]`: places a graph with a trained policy (the shipped models/general when --policy is not
 // given), zero-shot (greedy, or the best of greedy and K sampled placements) or after fine-tuning within a budget
 // of simulator evaluations. A SOAP policy also splits over the lines of the topology file's meshes and --mesh.
@@ -24,6 +24,7 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
     int32_t samples = 0;
     double sample_temperature = 0;
     uint64_t seed = 0;
+    bool uniform = false;
     bool json = false;
   };
   auto opts = std::make_shared<Options>();
@@ -48,6 +49,9 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
                   "A SOAP policy also splits over the lines of this mesh shape's axes, e.g. 2x4 (beside the "
                   "topology file's meshes:)");
   cmd->add_option("--seed", opts->seed, "Seed for sampling and fine-tuning (default 0)");
+  cmd->add_flag("--uniform", opts->uniform,
+                "Also try the fastest uniform split (every group on one sample split, e.g. data parallelism; one "
+                "simulation) and keep it if it beats the policy");
   cmd->add_option("--costs", opts->costs, "Profiled cost table (default: the analytic cost model)");
   cmd->add_option("-o,--output", opts->output, "Output strategy JSON file")->required();
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");
@@ -76,6 +80,7 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
     options.samples = opts->samples;
     options.sample_temperature = opts->sample_temperature;
     options.seed = opts->seed;
+    options.uniform = opts->uniform;
     const bool draw_progress = !opts->json && StderrIsTerminal() && opts->finetune_evals > 0;
     if (draw_progress) {
       options.progress = [](int64_t evaluations, double best) {
@@ -99,6 +104,7 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
                  {"samples", opts->samples},
                  {"sampled_step_time", result.sampled_step_time},
                  {"sampled_oom", result.sampled_oom},
+                 {"uniform_step_time", result.uniform_step_time},
                  {"evaluations", result.evaluations},
                  {"seconds", result.seconds},
                  {"output", opts->output}});

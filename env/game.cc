@@ -357,15 +357,18 @@ double PlacementGame::split_slowest_seconds(int32_t group, int32_t action) const
   return *std::max_element(row, row + candidates_[c].devices.size());
 }
 
+std::vector<int32_t> PlacementGame::UniformPlacement(int32_t c) const {
+  const int32_t action = num_devices() + c;
+  std::vector<int32_t> placement(num_groups());
+  for (int32_t grp = 0; grp < num_groups(); ++grp) placement[grp] = can_split(grp, action) ? action : reference_device_;
+  return placement;
+}
+
 Status PlacementGame::InitUniformSteps() {
   uniform_step_times_.assign(candidates_.size(), 0.0);
-  std::vector<int32_t> placement(num_groups());
   for (int32_t c = 0; c < num_candidates(); ++c) {
     if (candidates_[c].kind && *candidates_[c].kind != DimKind::kSample) continue;
-    const int32_t action = num_devices() + c;
-    for (int32_t grp = 0; grp < num_groups(); ++grp)
-      placement[grp] = can_split(grp, action) ? action : reference_device_;
-    Expected<SimResult> result = Evaluate(placement);
+    Expected<SimResult> result = Evaluate(UniformPlacement(c));
     if (!result) return result.error();
     uniform_step_times_[c] = PenalisedTime(CostOf(*result, *topology_));
   }

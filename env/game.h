@@ -96,6 +96,8 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // Create for the candidates of kind sample (and the kind-less one), 0 for the others (one simulation each,
   // so a 50k-op graph on an 8-GPU machine pays three).
   double uniform_step_time(int32_t c) const { return uniform_step_times_[c]; }
+  // That strategy's action per group: split action num_devices() + c where can_split, else the reference device.
+  std::vector<int32_t> UniformPlacement(int32_t c) const;
   // Group-level edges: a -> b when some op of group a feeds some op of group b (deduplicated, no self loops,
   // sorted by (src, dst)). Groups that colocate forward and backward ops make this graph cyclic in general
   // (forward a -> b, gradient b -> a); both directions are kept.

@@ -88,6 +88,10 @@ struct PlaceOptions {
   // (env/candidates.h MachineSubsets), as training does with its topologies' `meshes:`. Only for a policy of the
   // SOAP action space (Place returns an error otherwise).
   std::vector<Mesh> meshes;
+  // true: also consider the game's fastest uniform split (PlacementGame::uniform_step_time: every group that can
+  // takes one sample-kind candidate, e.g. data parallelism over all devices), one more simulation, and keep it
+  // when it beats the policy's placements (before fine-tuning, which then starts from it as its best).
+  bool uniform = false;
   int32_t finetune_samples = 0;      // episodes per fine-tuning iteration (0: the experiment's samples_per_graph)
   double finetune_lr = 0.0;          // (0: the experiment's ppo.lr)
   double finetune_temperature = 0.0; // sampling temperature while fine-tuning (0: the experiment's ppo.temperature)
@@ -103,6 +107,7 @@ struct PlaceResult {
   bool zero_shot_oom = false;
   double sampled_step_time = 0.0;    // of the best of the greedy and the sampled placements (0 without samples)
   bool sampled_oom = false;
+  double uniform_step_time = 0.0;    // of the fastest uniform split (0 without PlaceOptions::uniform or candidates)
   int64_t evaluations = 0;        // simulator evaluations used
   double seconds = 0.0;
   int32_t num_groups = 0;         // colocation groups placed

@@ -85,6 +85,23 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
     result.sampled_step_time = best.cost.step_time;
     result.sampled_oom = best.cost.oom;
   }
+  if (options.uniform) {
+    const PlacementGame& game = *entry.game;
+    int32_t fastest = -1;
+    for (int32_t c = 0; c < game.num_candidates(); ++c)
+      if (game.uniform_step_time(c) > 0 && (fastest < 0 || game.uniform_step_time(c) < game.uniform_step_time(fastest)))
+        fastest = c;
+    if (fastest >= 0) {
+      EpisodeResult uniform;
+      uniform.placement = game.UniformPlacement(fastest);
+      Expected<SimResult> sim = game.Evaluate(uniform.placement);
+      if (!sim) return sim.error();
+      ++result.evaluations;
+      uniform.cost = CostOf(*sim, game.topology());
+      result.uniform_step_time = uniform.cost.step_time;
+      if (uniform.cost < best.cost) best = std::move(uniform);
+    }
+  }
   if (options.finetune_evaluations > 0) {
     std::unique_ptr<PolicyNet> net = impl_->net->Clone();
     PpoConfig ppo = exp.ppo;

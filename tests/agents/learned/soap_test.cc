@@ -135,6 +135,17 @@ TEST(SoapPlacement, MeshesOfTheTargetTopologyReachTheCandidates) {
   ASSERT_TRUE(meshed.ok()) << meshed.error().message;
   EXPECT_EQ(meshed->num_actions, 8 + 4 * static_cast<int32_t>(subsets));
   EXPECT_TRUE(ValidateStrategy(meshed->strategy, g, t).ok());
+  // --uniform: one more simulation, the fastest uniform sample split, kept only when it beats the greedy one.
+  EXPECT_EQ(plain->uniform_step_time, 0.0);
+  PlaceOptions uniform;
+  uniform.uniform = true;
+  Expected<PlaceResult> both = (*policy)->Place(g, t, MakeAnalyticCostModel(), {}, uniform);
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  EXPECT_EQ(both->evaluations, plain->evaluations + 1);
+  EXPECT_GT(both->uniform_step_time, 0.0);
+  EXPECT_EQ(both->zero_shot_step_time, plain->step_time);
+  EXPECT_EQ(both->step_time, std::min(plain->step_time, both->uniform_step_time));
+  EXPECT_DOUBLE_EQ(Simulate(g, t, both->strategy, MakeAnalyticCostModel())->step_time, both->step_time);
 
   std::filesystem::create_directories(dir + "/devices");
   Expected<TrainSummary> devices =
