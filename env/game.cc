@@ -305,6 +305,19 @@ void PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops& r
     return bytes * static_cast<double>(volume) / static_cast<double>(std::max<int64_t>(1, NumElements(from)));
   };
   double reshard = 0.0, edge_bytes = 0.0, legal_bytes = 0.0;
+  // One edge producer -> consumer to group `other`: priced as both split alike when `other` can take the
+  // candidate, else at `blind` times its bytes (split_reshard_seconds' rule).
+  auto edge = [&](int32_t e, int32_t other, double blind) {
+    if (other == grp) return;
+    const auto bytes = static_cast<double>(g.edge(e).bytes);
+    edge_bytes += bytes;
+    if (!can_split(other, action)) {
+      reshard += bytes * blind;
+      return;
+    }
+    legal_bytes += bytes;
+    reshard += missing(g.edge(e).src, g.edge(e).dst, bytes);
+  };
   for (OpId op : groups_.members[grp]) {
     const Op& o = g.op(op);
     const OpConfig config = *CandidateOpConfig(o, cand);
@@ -315,30 +328,9 @@ void PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops& r
       sliced_input |= o.dims[k].input_axis >= 0;
     }
     if (partial) reshard += static_cast<double>(OutputBytes(o)) * spread;
-    for (int32_t e : g.in_edges(op)) {
-      const int32_t other = groups_.group_of_op[g.edge(e).src];
-      if (other == grp) continue;
-      const auto bytes = static_cast<double>(g.edge(e).bytes);
-      edge_bytes += bytes;
-      if (can_split(other, action)) {
-        legal_bytes += bytes;
-        reshard += missing(g.edge(e).src, op, bytes);
-      } else {
-        reshard += bytes * (sliced_input ? spread : static_cast<double>(n - 1));
-      }
-    }
-    for (int32_t e : g.out_edges(op)) {
-      const int32_t other = groups_.group_of_op[g.edge(e).dst];
-      if (other == grp) continue;
-      const auto bytes = static_cast<double>(g.edge(e).bytes);
-      edge_bytes += bytes;
-      if (can_split(other, action)) {
-        legal_bytes += bytes;
-        reshard += missing(op, g.edge(e).dst, bytes);
-      } else {
-        reshard += bytes * spread;
-      }
-    }
+    for (int32_t e : g.in_edges(op))
+      edge(e, groups_.group_of_op[g.edge(e).src], sliced_input ? spread : static_cast<double>(n - 1));
+    for (int32_t e : g.out_edges(op)) edge(e, groups_.group_of_op[g.edge(e).dst], spread);
   }
   if (edge_bytes > 0) neighbour_legal_[cell] = static_cast<float>(legal_bytes / edge_bytes);
   if (reshard > 0) uniform_reshard_seconds_[cell] = RingTime(*topology_, ring, static_cast<int64_t>(reshard / n));
