@@ -463,11 +463,11 @@ Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::v
 int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
   for (const auto* v : {&out_off_, &out_edge_, &out_op_, &in_off_, &in_op_, &route_off_, &route_resource_,
-                        &share_head_, &share_rep_, &out_target_, &out_xfer_, &xfer_edge_, &edge_out_, &member_next_, &pending_, &route_class_,
-                        &last_, &crit_})
+                        &share_head_, &share_rep_, &out_target_, &out_xfer_, &xfer_edge_, &edge_out_, &member_next_,
+                        &pending_, &route_class_, &last_, &crit_})
     total += Bytes(*v);
-  for (const auto* v : {&out_bytes_, &output_bytes_, &hop_price_, &edge_price_, &op_ticks_, &free_, &start_, &end_, &recv_start_,
-                        &recv_end_, &send_end_, &resource_delay_})
+  for (const auto* v : {&out_bytes_, &output_bytes_, &hop_price_, &edge_price_, &op_ticks_, &free_, &start_, &end_,
+                        &recv_start_, &recv_end_, &send_end_, &resource_delay_})
     total += Bytes(*v);
   total += Bytes(out_empty_) + Bytes(in_empty_) + Bytes(forward_) + Bytes(route_bandwidth_) + Bytes(route_latency_) +
            Bytes(share_entries_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +

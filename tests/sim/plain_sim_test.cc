@@ -147,8 +147,8 @@ TEST(PlainSim, OutOfMemoryAndOneDeviceMatch) {
   Simulator sim = std::move(Simulator::Create(graph, *tiny, MakeAnalyticCostModel())).value();
   std::mt19937_64 rng(9);
   for (int p = 0; p < 3; ++p) {
-    const Strategy strategy = p == 0 ? Strategy::FromPlacement(std::vector<DeviceId>(static_cast<size_t>(graph.num_ops()), 1))
-                                     : RandomPlacement(graph, 3, rng);
+    const Strategy strategy =
+        p == 0 ? Strategy::AllOn(graph.num_ops(), 1) : RandomPlacement(graph, 3, rng);
     const Expected<SimResult> expected = Simulate(graph, *tiny, strategy, MakeAnalyticCostModel(), general);
     ASSERT_TRUE(expected.ok()) << expected.error().message;
     EXPECT_TRUE(expected->oom);
