@@ -269,6 +269,7 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
   const int32_t* out_off = out_off_.data();
   const int32_t* out_target = out_target_.data();
   const int32_t* out_xfer = out_xfer_.data();
+  const int32_t* out_op = out_op_.data();
   const HopTask* hop_tasks = hop_tasks_.data();
   const int32_t* member_next = member_next_.data();
   const Edge* edges = graph_.edges().data();
@@ -323,9 +324,11 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
         if (target >= 0) {
           if (!deliver(target, arrive, t, ready)) return false;
         } else if (target < -1) {
-          // Its first hop leaves the heap later: load what it will read meanwhile.
+          // Its first hop leaves the heap later: load what it will read meanwhile (with the consumer's record,
+          // which its last hop updates).
           __builtin_prefetch(&hop_tasks[-2 - target - n]);
           __builtin_prefetch(&xfers[out_xfer[k]]);
+          __builtin_prefetch(&wait[out_op[k]]);
           if (!queue.Push(ready, arrive, -2 - target)) return false;
         }
       }
