@@ -158,5 +158,30 @@ TEST(PlainSim, OutOfMemoryAndOneDeviceMatch) {
   }
 }
 
+TEST(PlainSim, StepsBeyondOneWordHeapKeysMatch) {
+  // A 2e6 s op among a few small ones: its consumers become ready more than 2^60 ticks after anything dequeued
+  // before, beyond one-word heap keys of a 16-task graph, so the loop runs again with two-word keys.
+  GraphBuilder b("long");
+  for (int k = 0; k < 6; ++k) b.add_op(testing::MakeOp(Named("op", k), k == 2 ? 2e15 : 1e6, {256, 256}));
+  for (int k = 1; k < 6; ++k) b.add_edge(k - 1, k);
+  b.add_edge(0, 3);
+  const Graph graph = std::move(b).Build().value();
+  const Topology topology = testing::TwoHosts(2, 10e9, 2e-6);
+  const CostModel cost = testing::FixedRateCost();
+  SimOptions general;
+  general.keep_timeline = true;
+  Simulator sim = std::move(Simulator::Create(graph, topology, cost)).value();
+  for (const std::vector<DeviceId>& devices : {std::vector<DeviceId>{0, 2, 1, 3, 0, 2}, {0, 0, 0, 1, 1, 1}}) {
+    const Strategy strategy = Strategy::FromPlacement(devices);
+    const Expected<SimResult> expected = Simulate(graph, topology, strategy, cost, general);
+    ASSERT_TRUE(expected.ok()) << expected.error().message;
+    EXPECT_GT(expected->step_time, 2e6);
+    const Expected<SimResult> got = sim.Run(strategy);
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    ExpectSameResult(*got, *expected);
+    EXPECT_EQ(*sim.RunStepTime(strategy), expected->step_time);
+  }
+}
+
 }  // namespace
 }  // namespace devplace
