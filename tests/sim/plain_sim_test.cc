@@ -91,9 +91,13 @@ void ExpectSameResult(const SimResult& a, const SimResult& b) {
 }
 
 TEST(PlainSim, EqualsTheGeneralPathOnRandomGraphsAndPlacements) {
-  const Topology topologies[] = {testing::FullyConnected(4, 50e9, 2e-6), testing::Star(5, 25e9, 1e-6),
-                                 testing::TwoHosts(3, 12e9, 3e-6), Preset("dgx1-v100.yaml"),
-                                 Preset("p100-4x4-ib.yaml"), Preset("cpu-local.yaml")};
+  // Every other machine with per-message and per-step link costs (a transfer's hops pay the message cost).
+  const Topology topologies[] = {testing::FullyConnected(4, 50e9, 2e-6),
+                                 testing::WithLinkCosts(testing::Star(5, 25e9, 1e-6), 3e-6, 5e-6, 20e9),
+                                 testing::TwoHosts(3, 12e9, 3e-6),
+                                 testing::WithLinkCosts(Preset("dgx1-v100.yaml"), 1.5e-6, 0.0),
+                                 Preset("p100-4x4-ib.yaml"),
+                                 testing::WithLinkCosts(Preset("cpu-local.yaml"), 4e-6, 2e-6)};
   int cases = 0, multi_segment = 0, critical_with_transfers = 0;
   for (uint64_t seed = 1; seed <= 36; ++seed) {
     std::mt19937_64 rng(seed);
