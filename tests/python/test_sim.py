@@ -122,6 +122,11 @@ class PlaceTest(unittest.TestCase):
         self.assertLessEqual(sampled_info["step_time"], info["step_time"])
         self.assertAlmostEqual(devplace.simulate(g, t, sampled).step_time, sampled_info["step_time"],
                                delta=sampled_info["step_time"] * 1e-9)
+        uniform, uniform_info = devplace.place(g, t, uniform=True)
+        self.assertGreater(uniform_info["uniform_step_time"], 0)
+        self.assertEqual(uniform_info["step_time"], min(info["step_time"], uniform_info["uniform_step_time"]))
+        self.assertAlmostEqual(devplace.simulate(g, t, uniform).step_time, uniform_info["step_time"],
+                               delta=uniform_info["step_time"] * 1e-9)
 
     def test_bad_policy_raises_with_the_programs_message(self):
         g, t = small_graph(), k80()
