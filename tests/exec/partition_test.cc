@@ -25,16 +25,6 @@ namespace {
 
 using testing::CpuLocal;
 
-ExecOptions OneStep() {
-  ExecOptions options;
-  options.warmup_steps = 0;
-  options.timed_steps = 1;
-  options.backend = "cpu";
-  options.pin_threads = false;
-  options.record_values = true;
-  return options;
-}
-
 Graph Mlp() {
   LayerBuilder b("mlp");
   const OpId x = b.Input("x", {8, 32});
@@ -125,8 +115,10 @@ Expected<ExecResult> RunAsTwoRanks(const Graph& g, const Strategy& strategy, con
 
 void ExpectSameStep(const Graph& g, const Strategy& strategy, int32_t min_split_ops, bool two_ranks = false) {
   const Topology t = CpuLocal();
-  Expected<ExecResult> one = ExecuteStrategy(g, t, Strategy::AllOn(g.num_ops(), 0), OneStep());
-  Expected<ExecResult> split = two_ranks ? RunAsTwoRanks(g, strategy, OneStep()) : ExecuteStrategy(g, t, strategy, OneStep());
+  Expected<ExecResult> one = ExecuteStrategy(g, t, Strategy::AllOn(g.num_ops(), 0), testing::OneRecordedCpuStep());
+  const ExecOptions options = testing::OneRecordedCpuStep();
+  Expected<ExecResult> split =
+      two_ranks ? RunAsTwoRanks(g, strategy, options) : ExecuteStrategy(g, t, strategy, options);
   ASSERT_TRUE(one.ok()) << one.error().message;
   ASSERT_TRUE(split.ok()) << split.error().message;
   EXPECT_EQ(split->stand_in_ops, 0) << (split->stand_in_types.empty() ? "" : split->stand_in_types[0]);
@@ -158,7 +150,7 @@ TEST(Partitioned, DataParallelEqualsOneDevice) {
   for (const Graph& g : {Mlp(), Cnn(), Transformer()}) {
     const Strategy dp = Searched(g, CpuLocal(), "data-parallel");
     ExpectSameStep(g, dp, g.num_ops());
-    Expected<ExecResult> r = ExecuteStrategy(g, CpuLocal(), dp, OneStep());
+    Expected<ExecResult> r = ExecuteStrategy(g, CpuLocal(), dp, testing::OneRecordedCpuStep());
     ASSERT_TRUE(r.ok());
     int32_t all_reduces = 0;
     for (const CollectiveTime& c : r->collectives) {
@@ -208,7 +200,7 @@ TEST(Partitioned, ZeroThreeEqualsOneDevice) {
     }
     ASSERT_TRUE(ValidateStrategy(s, g, CpuLocal()).ok()) << g.name();
     ExpectSameStep(g, s, g.num_ops());
-    Expected<ExecResult> r = ExecuteStrategy(g, CpuLocal(), s, OneStep());
+    Expected<ExecResult> r = ExecuteStrategy(g, CpuLocal(), s, testing::OneRecordedCpuStep());
     ASSERT_TRUE(r.ok()) << r.error().message;
     std::map<std::string, int32_t> kinds;
     for (const CollectiveTime& c : r->collectives) ++kinds[c.kind];
@@ -216,7 +208,7 @@ TEST(Partitioned, ZeroThreeEqualsOneDevice) {
     EXPECT_EQ(kinds["reduce-scatter"], weighted) << g.name();
     EXPECT_EQ(kinds["all-reduce"], 0) << g.name();
     // Three steps: the updated pieces are kept and gathered again (loss and gradients of the third step).
-    ExecOptions three = OneStep();
+    ExecOptions three = testing::OneRecordedCpuStep();
     three.warmup_steps = 2;
     Expected<ExecResult> one = ExecuteStrategy(g, CpuLocal(), Strategy::AllOn(g.num_ops(), 0), three);
     Expected<ExecResult> zero = ExecuteStrategy(g, CpuLocal(), s, three);
@@ -225,7 +217,8 @@ TEST(Partitioned, ZeroThreeEqualsOneDevice) {
       if (g.op(op).role == OpRole::kBackward || g.op(op).type == "softmax_cross_entropy")
         ExpectClose(one->op_values[op], zero->op_values[op], g.name() + " step 3 " + g.op(op).name);
     if (g.name() != "mlp") continue;
-    Expected<ExecResult> ranks = RunAsTwoRanks(g, s, OneStep());  // one process only, said in one line
+    // one process only, said in one line
+    Expected<ExecResult> ranks = RunAsTwoRanks(g, s, testing::OneRecordedCpuStep());
     ASSERT_FALSE(ranks.ok());
     EXPECT_NE(ranks.error().message.find("ZeRO-3 configs (shard_weights) run in one process only"), std::string::npos)
         << ranks.error().message;
@@ -247,7 +240,7 @@ TEST(Partitioned, TwoRanksEqualOneDevice) {
 // second and third step (with the weights the ranks exchanged) still run.
 TEST(Partitioned, TwoRanksReportTimesOfBothDevices) {
   const Graph g = Transformer();
-  ExecOptions options = OneStep();
+  ExecOptions options = testing::OneRecordedCpuStep();
   options.warmup_steps = 1;
   options.timed_steps = 2;
   options.record_values = false;
@@ -286,7 +279,7 @@ TEST(Partitioned, TimeStepEmbeddingsSplitExactly) {
 TEST(Partitioned, EveryOpTypeRunsDataParallel) {
   for (const Graph& g : {testing::ConvTrainingGraph(), testing::SequenceTrainingGraph()}) {
     const Strategy dp = Searched(g, CpuLocal(), "data-parallel");
-    ExecOptions options = OneStep();
+    ExecOptions options = testing::OneRecordedCpuStep();
     options.warmup_steps = 1;
     Expected<ExecResult> r = ExecuteStrategy(g, CpuLocal(), dp, options);
     ASSERT_TRUE(r.ok()) << g.name() << ": " << r.error().message;
@@ -330,7 +323,7 @@ TEST(Partitioned, ATensorMovesOncePerDestinationDevice) {
   const Graph g = std::move(b).BuildTraining().value();
   Strategy plain = Strategy::AllOn(g.num_ops(), 1);
   plain.configs[g.find("x")].devices = {0};
-  Expected<ExecResult> r = ExecuteStrategy(g, CpuLocal(), plain, OneStep());
+  Expected<ExecResult> r = ExecuteStrategy(g, CpuLocal(), plain, testing::OneRecordedCpuStep());
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->num_copies, 1);
   EXPECT_EQ(r->bytes_copied, 8 * 16 * 4);
@@ -338,7 +331,7 @@ TEST(Partitioned, ATensorMovesOncePerDestinationDevice) {
   Strategy split = plain;
   for (OpId op = 0; op < g.num_ops(); ++op)
     if (op != g.find("x")) split.configs[op] = *SplitConfig(g.op(op), {0, 1});
-  r = ExecuteStrategy(g, CpuLocal(), split, OneStep());
+  r = ExecuteStrategy(g, CpuLocal(), split, testing::OneRecordedCpuStep());
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->num_copies, 1);
   EXPECT_EQ(r->bytes_copied, 4 * 16 * 4);

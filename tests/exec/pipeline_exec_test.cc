@@ -70,16 +70,6 @@ PipelinePlan Stages(const Graph& g, const std::vector<int32_t>& sizes,
   return plan;
 }
 
-ExecOptions OneStep() {
-  ExecOptions options;
-  options.warmup_steps = 0;
-  options.timed_steps = 1;
-  options.backend = "cpu";
-  options.pin_threads = false;
-  options.record_values = true;
-  return options;
-}
-
 // The largest |a - b| over the elements where `keep` holds, relative to the largest |a|.
 double RelativeDifference(const std::vector<float>& a, const std::vector<float>& b, const std::vector<char>& keep) {
   double scale = 1e-30, diff = 0.0;
@@ -126,7 +116,8 @@ TEST(PipelineExec, PipelinedStepEqualsOneDevice) {
       {Transformer(), {4, 5}, {{0, 1}, {2}, {3}}},
   };
   for (const Case& c : cases) {
-    Expected<ExecResult> single = ExecuteStrategy(c.graph, t, Strategy::AllOn(c.graph.num_ops(), 0), OneStep());
+    Expected<ExecResult> single =
+        ExecuteStrategy(c.graph, t, Strategy::AllOn(c.graph.num_ops(), 0), testing::OneRecordedCpuStep());
     ASSERT_TRUE(single.ok()) << single.error().message;
     for (int32_t microbatches : {2, 4})
       for (PipelineSchedule schedule :
@@ -134,7 +125,7 @@ TEST(PipelineExec, PipelinedStepEqualsOneDevice) {
         const PipelinePlan plan = Stages(c.graph, c.sizes, c.devices, microbatches, schedule);
         const std::string what = c.graph.name() + " " + std::to_string(plan.stages.size()) + " stages, M = " +
                                  std::to_string(microbatches) + ", " + std::string(ToString(schedule));
-        Expected<ExecResult> piped = ExecutePipeline(c.graph, t, plan, OneStep());
+        Expected<ExecResult> piped = ExecutePipeline(c.graph, t, plan, testing::OneRecordedCpuStep());
         ASSERT_TRUE(piped.ok()) << what << ": " << piped.error().message;
         EXPECT_EQ(piped->stand_in_ops, 0) << what;
         ExpectSameStep(c.graph, *single, *piped, what);
@@ -150,7 +141,7 @@ TEST(PipelineExec, DevicesFollowTheScheduleAndAllReduceOncePerStep) {
   for (PipelineSchedule schedule :
        {PipelineSchedule::kGPipe, PipelineSchedule::kOneFOneB, PipelineSchedule::kEagerOneFOneB}) {
     const PipelinePlan plan = Stages(g, {4, 3}, {{0}, {1, 2}, {3}}, 4, schedule);
-    Expected<ExecResult> r = ExecutePipeline(g, t, plan, OneStep());
+    Expected<ExecResult> r = ExecutePipeline(g, t, plan, testing::OneRecordedCpuStep());
     ASSERT_TRUE(r.ok()) << r.error().message;
     for (int32_t s = 0; s < 3; ++s)
       for (DeviceId d : plan.stages[s].devices) {
@@ -188,14 +179,14 @@ TEST(PipelineExec, InputsReadInPartRunWholeInTheFirstMicrobatch) {
   const OpId x1 = b.Embedding(ids, 11, 6, "lookup", "table", 1);
   b.SoftmaxCrossEntropy(b.Linear({b.Relu(b.Linear({b.Add(x0, x1)}, 12, true, "fc"))}, 5, true, "logits"), labels);
   const Graph g = std::move(b).BuildTraining().value();
-  Expected<ExecResult> single = ExecuteStrategy(g, t, Strategy::AllOn(g.num_ops(), 0), OneStep());
+  Expected<ExecResult> single = ExecuteStrategy(g, t, Strategy::AllOn(g.num_ops(), 0), testing::OneRecordedCpuStep());
   ASSERT_TRUE(single.ok()) << single.error().message;
   const PipelinePlan plan = Stages(g, {5}, {{0, 1}, {2}}, 2, PipelineSchedule::kOneFOneB);
   Expected<Strategy> strategy = MicrobatchStrategy(g, t, plan);
   ASSERT_TRUE(strategy.ok()) << strategy.error().message;
   EXPECT_EQ(strategy->configs[g.find("ids")].devices, std::vector<DeviceId>{0});
   EXPECT_EQ(strategy->configs[g.find("labels")].num_parts(), 4);
-  Expected<ExecResult> piped = ExecutePipeline(g, t, plan, OneStep());
+  Expected<ExecResult> piped = ExecutePipeline(g, t, plan, testing::OneRecordedCpuStep());
   ASSERT_TRUE(piped.ok()) << piped.error().message;
   EXPECT_EQ(piped->stand_in_ops, 0);
   ExpectSameStep(g, *single, *piped, "steps");
@@ -206,7 +197,7 @@ TEST(PipelineExec, RefusesWhatItDoesNotRunWithOneLine) {
   const Graph g = Mlp();
   const PipelinePlan base = Stages(g, {4}, {{0, 1}, {2}}, 2, PipelineSchedule::kOneFOneB);
   auto refused = [&](PipelinePlan plan, const std::string& needle) {
-    Expected<ExecResult> r = ExecutePipeline(g, t, plan, OneStep());
+    Expected<ExecResult> r = ExecutePipeline(g, t, plan, testing::OneRecordedCpuStep());
     ASSERT_FALSE(r.ok()) << needle;
     EXPECT_NE(r.error().message.find(needle), std::string::npos) << r.error().message;
     EXPECT_EQ(r.error().message.find('\n'), std::string::npos) << r.error().message;
@@ -229,7 +220,7 @@ TEST(PipelineExec, RefusesWhatItDoesNotRunWithOneLine) {
   // The sample-split layout spelled out is the default and runs.
   p = base;
   p.stages[0].spec = "S0,R";
-  EXPECT_TRUE(ExecutePipeline(g, t, p, OneStep()).ok());
+  EXPECT_TRUE(ExecutePipeline(g, t, p, testing::OneRecordedCpuStep()).ok());
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Small training graphs for the executor tests, together covering every op type the executor reconstructs.
+// Small training graphs for the executor tests, together covering every op type the executor reconstructs, and
+// the options those tests run them with.
 #pragma once
 
 #include <cstdint>
@@ -6,6 +7,7 @@
 #include "core/graph.h"
 #include "core/strategy.h"
 #include "core/topology.h"
+#include "exec/executor.h"
 
 namespace devplace::testing {
 
@@ -23,5 +25,16 @@ Graph TinyTransformer(int64_t batch, int64_t seq, int64_t vocab, int64_t width, 
 Topology CpuLocal();
 // Colocation groups spread round-robin over two devices (a valid strategy that moves many tensors).
 Strategy SpreadGroups(const Graph& graph);
+// One timed step and no warm-up on the CPU backend, threads unpinned, with every value recorded (loss, gradients,
+// new weights): what the tests that compare a strategy's step with the single-device step run.
+inline ExecOptions OneRecordedCpuStep() {
+  ExecOptions options;
+  options.warmup_steps = 0;
+  options.timed_steps = 1;
+  options.backend = "cpu";
+  options.pin_threads = false;
+  options.record_values = true;
+  return options;
+}
 
 }  // namespace devplace::testing
