@@ -164,17 +164,17 @@ class PlacementVecEnvTest(unittest.TestCase):
         return devplace.PlacementEnv(self.graph, self.topology).num_nodes
 
     def test_step_releases_the_gil(self):
-        # The last step of a one-shot episode simulates the whole placement: 4 simulations of a 20k-op graph
-        # spread over the 8 devices (about 30 ms each).
+        # The last step of a one-shot episode simulates the whole placement: 8 simulations of a 20k-op graph
+        # spread over the 8 devices (about 7-8 ms each since plain placements are simulated on the op graph).
         g = devplace.family("transformer", 42, 20000)
-        vec = devplace.PlacementVecEnv(g, self.topology, 4, "one-shot", seed=0, num_threads=1,
+        vec = devplace.PlacementVecEnv(g, self.topology, 8, "one-shot", seed=0, num_threads=1,
                                        memory_aware_mask=False)
         vec.reset()
         for step in range(vec.num_nodes - 1):
-            vec.step(np.full(4, step % 8, dtype=np.int32))
+            vec.step(np.full(8, step % 8, dtype=np.int32))
         with CountingThread() as counter:
             start = time.perf_counter()
-            _, _, terminated, _, _ = vec.step(np.zeros(4, dtype=np.int32))
+            _, _, terminated, _, _ = vec.step(np.zeros(8, dtype=np.int32))
             end = time.perf_counter()
         self.assertTrue(terminated.all())
         # The call must outlast a few of CPython's 5 ms switch intervals for the middle-half check to mean anything
