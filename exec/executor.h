@@ -108,7 +108,8 @@ struct ExecResult {
   std::vector<CollectiveTime> collectives;
   // Per op, when ExecOptions::record_values: in the last step, a forward op's output (row-major over its whole
   // shape, its parts' regions put together), a backward op's weight gradient (after synchronisation; empty for ops
-  // without weights) and an update op's new weights (flat), as 32-bit floats; empty for other ops.
+  // whose weight gradient no update reads: without weights, or sharing weights another op owns) and an update op's
+  // new weights (flat), as 32-bit floats; empty for other ops.
   std::vector<std::vector<float>> op_values;
   // Pipeline plans, one process: every stage step of the last timed step, by device, in the order each device ran
   // them (the schedule's order).

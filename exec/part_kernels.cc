@@ -187,7 +187,7 @@ std::vector<float> PartPlan::Value(const Graph& graph, const Strategy& strategy,
     }
   } else if (o.role == OpRole::kBackward) {
     const Unit& first = units[unit_of[op][0]];
-    if (first.weight_port < 0) return {};
+    if (first.weight_port < 0 || !UpdateReads(graph, op)) return {};
     int64_t total = 0;
     for (int32_t p = 0; p < parts; ++p) {
       const Unit& u = units[unit_of[op][p]];

@@ -359,7 +359,9 @@ void Builder::Collectives(OpId op) {
     }
   }
   const Unit& first = UnitAt(op, 0);
-  if (o.role != OpRole::kBackward || first.weight_port < 0 || layout.replicas < 2 || !sync_replicas_) return;
+  if (o.role != OpRole::kBackward || first.weight_port < 0 || layout.replicas < 2 || !sync_replicas_ ||
+      !UpdateReads(g_, op))
+    return;
   // Gradient synchronisation: a ring all-reduce of each weight shard's gradient among its replicas, in every copy
   // of the op (copies compute the same gradients).
   for (int32_t ring = 0; ring < layout.copies * layout.shards; ++ring) {
@@ -568,6 +570,12 @@ void Builder::WeightGradient(int32_t unit, size_t input, int32_t edge, int pass)
 }
 
 }  // namespace
+
+bool UpdateReads(const Graph& graph, OpId op) {
+  for (int32_t e : graph.out_edges(op))
+    if (graph.op(graph.edge(e).dst).role == OpRole::kUpdate) return true;
+  return false;
+}
 
 Expected<PartPlan> BuildPartPlan(const Graph& graph, const Topology& topology, const Strategy& strategy,
                                  const std::vector<at::Device>& device_of, uint64_t seed, bool sync_replicas) {

@@ -108,8 +108,8 @@ struct PartPlan {
   // Makes the weights the update parts wrote current, in every part that holds them.
   void CommitUpdates();
   // The value of `op` after a step (row-major over its whole shape), from `slots`: a forward op's output, a
-  // backward op's weight gradient (after synchronisation: of each weight range, the lowest part's), an update op's
-  // new weights; empty when none.
+  // backward op's weight gradient that an update reads (after synchronisation: of each weight range, the lowest
+  // part's), an update op's new weights; empty when none.
   std::vector<float> Value(const Graph& graph, const Strategy& strategy, OpId op,
                            const std::vector<at::Tensor>& slots) const;
 };
@@ -125,6 +125,13 @@ struct BackwardRoles {
   std::vector<int64_t> out_shape;
   std::vector<char> need;
 };
+
+// Whether an update op reads backward op `op`'s output: the weight gradient of a weight's owner. A backward op of an
+// op that uses weights another op owns (an unrolled RNN's later time steps, datasets/layers.h's shared weights)
+// computes a weight gradient no update reads, so it is neither synchronised between replicas (nor accumulated over
+// a pipeline's micro-batches) nor reported as a value, as the simulator prices it (sim/partition.h's ParamBytesOf
+// is 0 for such an op).
+bool UpdateReads(const Graph& graph, OpId op);
 
 // The part kernels. Forward: the output from the inputs (port 0). Backward: the gradient of each forward input
 // slot (ports 0 .. slots-1, zeros where not computed) and the weight gradient (port `slots`). Update: Adam on the

@@ -201,7 +201,8 @@ Expected<std::vector<std::vector<float>>> RankValues(const Graph& graph, const S
         into.copy_(from);
         mark.fill_(1.0);
       }
-    } else if (o.role == OpRole::kBackward && plan.units[plan.unit_of[op][0]].weight_port >= 0) {
+    } else if (o.role == OpRole::kBackward && plan.units[plan.unit_of[op][0]].weight_port >= 0 &&
+               UpdateReads(graph, op)) {
       const int64_t len = static_cast<int64_t>(lengths[op].item<double>());
       value[op] = at::zeros({len}, at::kFloat);
       cover[op] = at::zeros({len}, at::kFloat);

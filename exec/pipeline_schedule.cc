@@ -51,7 +51,7 @@ void AccumulateGradients(const Graph& graph, OpId op, const std::vector<DeviceId
                          PartPlan* plan) {
   TaskProgram& program = plan->program;
   const Unit& first = plan->units[plan->unit_of[op][0]];
-  if (first.weight_port < 0) return;
+  if (first.weight_port < 0 || !UpdateReads(graph, op)) return;
   const int32_t k = static_cast<int32_t>(devices.size()), port = first.weight_port;
   const int64_t extent = first.weight_elements;
   std::vector<int32_t> final(static_cast<size_t>(k)), slots;

@@ -141,7 +141,7 @@ struct Executor::Impl {
       t = io.produced[0];
     } else if (o.role == OpRole::kBackward && !io.produced.empty()) {
       const OpId f = graph.find(o.forward_op);
-      if (f >= 0 && graph.op(f).role == OpRole::kForward && plan.owner[f] >= 0) t = io.produced.back();
+      if (f >= 0 && graph.op(f).role == OpRole::kForward && plan.owner[f] == f) t = io.produced.back();
     }
     if (!t.defined()) return {};
     t = t.to(at::kCPU).to(at::kFloat).contiguous();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "agents/search.h"
@@ -17,6 +18,7 @@
 #include "exec/multiprocess.h"
 #include "exec/profiler.h"
 #include "sim/cost_model.h"
+#include "sim/partition.h"
 #include "tests/testing/exec_graphs.h"
 #include "tests/testing/exec_ranks.h"
 
@@ -272,6 +274,36 @@ TEST(Partitioned, TimeStepEmbeddingsSplitExactly) {
   EXPECT_GT(dp.configs[g.find("lookup")].num_parts(), 1);
   ExpectSameStep(g, dp, g.num_ops());
   ExpectSameStep(g, dp, g.num_ops(), true);
+}
+
+// Shared weights (an unrolled RNN's embedding table): only the owner's weight gradient feeds an update, so only it
+// is all-reduced between the replicas - as the simulator prices it (a gradient ring for the backward ops with
+// ParamBytesOf > 0) - and the later time step's gradient, which nothing reads, is neither synchronised nor reported.
+TEST(Partitioned, OnlyGradientsAnUpdateReadsAreAllReduced) {
+  LayerBuilder b("shared");
+  const OpId ids = b.Input("ids", {4, 3}, DType::kI64);
+  const OpId labels = b.Input("labels", {4}, DType::kI64);
+  const OpId x0 = b.Embedding(ids, 11, 6, "lookup", "table", 0);
+  const OpId x1 = b.Embedding(ids, 11, 6, "lookup", "table", 1);
+  b.SoftmaxCrossEntropy(b.Linear({b.Add(x0, x1)}, 5, true, "logits"), labels);
+  const Graph g = std::move(b).BuildTraining().value();
+  const Strategy dp = Searched(g, CpuLocal(), "data-parallel");
+  const OpId shared_grad = g.find(g.op(x1).name + "/grad");
+  ASSERT_GE(shared_grad, 0);
+  ASSERT_GT(dp.configs[shared_grad].num_parts(), 1);
+  std::multiset<std::string> priced;
+  for (OpId op = 0; op < g.num_ops(); ++op)
+    if (g.op(op).role == OpRole::kBackward && sim::ParamBytesOf(g, op) > 0 && dp.configs[op].num_parts() > 1)
+      priced.insert(g.op(op).name);
+  EXPECT_EQ(priced, (std::multiset<std::string>{"lookup/grad", "logits/grad"}));
+  Expected<ExecResult> r = ExecuteStrategy(g, CpuLocal(), dp, testing::OneRecordedCpuStep());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  std::multiset<std::string> reduced;
+  for (const CollectiveTime& c : r->collectives)
+    if (c.kind == "all-reduce") reduced.insert(c.label);
+  EXPECT_EQ(reduced, priced);
+  EXPECT_TRUE(r->op_values[shared_grad].empty());
+  EXPECT_FALSE(r->op_values[g.find("lookup/grad")].empty());
 }
 
 // Every op type of the executor's test graphs runs split data-parallel (cut edges, shared weights, broadcast keys
