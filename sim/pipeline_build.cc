@@ -149,9 +149,9 @@ class PipelineBuilder {
             if (kept) stash_[x] += output;
           } else if (plan_.delay_weight_gradients && params > 0) {
             bwd[x] += seconds / 2;  // the input gradient and the weight gradient: half the FLOPs each
-            wgt[x] += seconds / 2;
+            wgt[x] += seconds / 2 + Accumulation(m, params / ModelDegree(s), dev);
           } else {
-            bwd[x] += seconds;
+            bwd[x] += seconds + Accumulation(m, params / ModelDegree(s), dev);
           }
         }
       }
@@ -406,6 +406,13 @@ class PipelineBuilder {
         if (update_[base + group[i]] >= 0)
           for (int32_t task : done[i]) Dep(task, update_[base + group[i]]);
     }
+  }
+
+  // The time micro-batch m's weight gradient of `bytes` (0 for an op without weights) takes to be added into the
+  // sum on `device`, in place, as the executor does after each micro-batch but the first: a pass reading both and
+  // writing one, 3 x bytes over the device's memory bandwidth (which counts bytes read plus written).
+  static double Accumulation(int32_t m, int64_t bytes, const Device& device) {
+    return m > 0 ? 3.0 * static_cast<double>(bytes) / device.memory_bandwidth : 0.0;
   }
 
   // The product of the extents of the mesh axes stage s's layout does not split the samples over (1 for a

@@ -230,8 +230,11 @@ TEST(Pipeline, DataParallelStagesSplitTheWorkAndAllReduceOncePerStep) {
   const PipelineResult one = Simulated(graph, machine, EqualStages(graph, 4, 2, 4, PipelineSchedule::kOneFOneB, 1));
   const PipelineResult two = Simulated(graph, machine, EqualStages(graph, 4, 2, 4, PipelineSchedule::kOneFOneB, 2));
   const double update = 2 * 10.0 * params / 4 * kRate;  // two layers' updates per stage
-  EXPECT_NEAR(one.stages[0].busy_seconds, 3 * kFlops * kRate * 2 + update, 1e-9);
-  EXPECT_NEAR(two.stages[0].busy_seconds, 3 * kFlops * kRate + update, 1e-9);
+  // Micro-batches 1..3 add both layers' weight gradients into the sum on every device: 3 x bytes at the devices'
+  // memory bandwidth (1e11 B/s) each, on one device or two alike.
+  const double accumulate = (4 - 1) * 2 * 3.0 * params / 1e11;
+  EXPECT_NEAR(one.stages[0].busy_seconds, 3 * kFlops * kRate * 2 + update + accumulate, 1e-9);
+  EXPECT_NEAR(two.stages[0].busy_seconds, 3 * kFlops * kRate + update + accumulate, 1e-9);
   // Links carry the activations of f1 and their gradient (one batch-sized tensor each way, device i to device
   // i) and each stage's ring: 2 (k - 1) steps from each of k = 2 members of (2 layers' gradients) / k bytes.
   int64_t moved = 0;
