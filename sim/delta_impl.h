@@ -31,6 +31,10 @@ inline int32_t FreshSlot(int32_t k) { return k + k / (kHoleEvery - 1); }
 // stretch of the order so tightly that the order is laid out afresh.
 inline constexpr int32_t kRelayoutDivisor = 16;
 inline constexpr int32_t kRelayoutMinSlots = 1024;
+// A change that re-times more than 1/kMergeDivisor of the tasks (and at least kRelayoutMinSlots) is not placed
+// slot by slot: the new order is written out whole and laid out afresh (DeltaSimulator::Impl::LayoutMerged),
+// which costs about what placing a quarter of the tasks does.
+inline constexpr int32_t kMergeDivisor = 4;
 // Task states during a change: unchanged so far, to be re-timed, re-timed, replaced by the change.
 enum : uint8_t { kClean = 0, kDirty = 1, kDone = 2, kRemoved = 3 };
 
@@ -190,6 +194,11 @@ struct DeltaSimulator::Impl {
   void Layout();
   // Lays the current order out afresh (holes spread evenly, chunk shifts folded into the stored times).
   void Relayout();
+  // Finish's alternative to Place for a large window: writes the new order (the window merged with the tasks
+  // that kept their slots, each window task after those before its `after`; the tasks from `cut` on moved by
+  // `shift`) with absolute times into run.timing and lays it out afresh (Layout). The removed tasks must have
+  // left their slots.
+  void LayoutMerged(int32_t cut, sim::Time shift);
   // Sizes the chunk bounds (and the dropped-slot flags) to the layout and computes them.
   void IndexChunks();
   void GrowScratch();

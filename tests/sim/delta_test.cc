@@ -239,6 +239,46 @@ TEST(DeltaSimulator, EqualsFullSimulationOnLargerGraphs) {
   EXPECT_EQ(total, 240);
 }
 
+// Changes that re-time most of the schedule (an op early in it moved on a random placement, where every device
+// waits for the others) are not placed slot by slot: the new order is written out whole and laid out afresh.
+// Made and undone, alternately with changes that re-time little, on a graph of several thousand tasks.
+TEST(DeltaSimulator, EqualsFullSimulationWhenAChangeRetimesMostOfTheSchedule) {
+  FamilyOptions options;
+  options.target_ops = 2000;
+  const Expected<Graph> graph = GenerateFamilyMember("nmt", 42, options);
+  ASSERT_TRUE(graph.ok()) << graph.error().message;
+  const Topology topology =
+      ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml").value();
+  const int devices = topology.num_devices();
+  const CostModel cost = MakeAnalyticCostModel();
+  // Each forward op on a random device, its backward and update ops with it.
+  std::mt19937_64 rng(41);
+  std::vector<DeviceId> placement(static_cast<size_t>(graph->num_ops()));
+  for (OpId op = 0; op < graph->num_ops(); ++op)
+    if (graph->op(op).role == OpRole::kForward) placement[op] = testing::UniformInt(rng, devices);
+  for (OpId op = 0; op < graph->num_ops(); ++op)
+    if (graph->op(op).role != OpRole::kForward) placement[op] = placement[graph->find(graph->op(op).forward_op)];
+  Expected<DeltaSimulator> delta = DeltaSimulator::Create(*graph, topology, Strategy::FromPlacement(placement), cost);
+  ASSERT_TRUE(delta.ok()) << delta.error().message;
+  const int64_t tasks = delta->result().num_tasks;
+  int large = 0;
+  for (int k = 0; k < 200; ++k) {
+    const OpId op = testing::UniformInt(rng, graph->num_ops());
+    const OpConfig old = delta->strategy().configs[op];
+    ASSERT_TRUE(delta->SetConfig(op, RandomConfig(*graph, op, devices, 0.0, rng)).ok());
+    large += 4 * delta->last_retimed_tasks() > tasks && delta->last_retimed_tasks() > 1024;
+    Expected<SimResult> full = Simulate(*graph, topology, delta->strategy(), cost);
+    ASSERT_TRUE(full.ok()) << full.error().message;
+    ExpectSameResult(delta->result(), *full, "change " + std::to_string(k));
+    if (::testing::Test::HasFailure()) return;
+    if (k % 3 == 0) {
+      ASSERT_TRUE(delta->SetConfig(op, old).ok());
+      ASSERT_EQ(delta->step_time(), Simulate(*graph, topology, delta->strategy(), cost)->step_time);
+    }
+  }
+  EXPECT_GE(large, 8) << "of " << tasks << " tasks";  // 11 when written
+}
+
 // oom() follows the memory model: a graph that only fits when spread out is OOM on one small device.
 // A contiguous placement of a larger graph (2,283 ops) on two hosts, where the sweep jumps over long stretches of tasks that
 // keep their times; among these changes are ones where a task in such a stretch waits for a dirty task that lies
