@@ -111,7 +111,7 @@ struct DeltaSimulator::Impl {
   sim::TaskBuilder builder;
   sim::Engine engine;
   // The task graph and totals; run.timing.res_prev and run.last_task (the last task of each resource) are kept up
-  // to date, run.timing's times and order only describe the last full run.
+  // to date, run.timing's times and order only describe the last fresh layout (a full run, or LayoutMerged's).
   sim::FullRun run;
   mutable sim::PeakScratch peaks;     // memory peaks are computed on demand by result()
   mutable sim::Timing materialized;   // absolute times and the compact order, for result() and oom()
