@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/check.h"
+#include "core/tensor_sharing.h"
 
 namespace devplace::exec {
 
@@ -33,19 +34,24 @@ constexpr int64_t kMaxRank = 8;  // header: id, scalar type, rank, then up to kM
 std::vector<ProcessTransport::Message> EdgeMessages(const Graph& graph, const Plan& plan,
                                                     const std::vector<int32_t>& rank_of_op,
                                                     const std::vector<at::Device>& device_of_op) {
+  // An op's place is its (rank, device): edges carrying one tensor to one place share a message
+  // (core/tensor_sharing.h, the rule the simulator counts transfers by); messages within a rank are not sent.
+  std::vector<std::pair<int32_t, at::Device>> places;
+  std::vector<int32_t> place(static_cast<size_t>(graph.num_ops()));
+  for (OpId o = 0; o < graph.num_ops(); ++o) {
+    const std::pair<int32_t, at::Device> at{rank_of_op[o], device_of_op[o]};
+    const auto it = std::find(places.begin(), places.end(), at);
+    place[o] = static_cast<int32_t>(it - places.begin());
+    if (it == places.end()) places.push_back(at);
+  }
+  const std::vector<int32_t> carrier = CarrierEdges(graph, place);
   std::vector<ProcessTransport::Message> messages;
   for (int32_t e = 0; e < graph.num_edges(); ++e) {
     const Edge& edge = graph.edge(e);
     messages.push_back({rank_of_op[edge.src], rank_of_op[edge.dst], device_of_op[edge.dst], plan.edges[e].shape,
                         "'" + graph.op(edge.src).name + "'"});
-    if (graph.op(edge.src).role != OpRole::kForward || messages.back().from == messages.back().to) continue;
-    for (int32_t f : graph.out_edges(edge.src))  // the first edge of src with the same bytes to the same place
-      if (f < e && graph.edge(f).bytes == edge.bytes && plan.edges[f].shape == plan.edges[e].shape &&
-          rank_of_op[graph.edge(f).dst] == messages.back().to &&
-          device_of_op[graph.edge(f).dst] == messages.back().device && messages[f].carried_by < 0) {
-        messages.back().carried_by = f;
-        break;
-      }
+    if (messages.back().from != messages.back().to && carrier[e] >= 0 && carrier[e] != e)
+      messages.back().carried_by = carrier[e];
   }
   return messages;
 }

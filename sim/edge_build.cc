@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/tensor_sharing.h"
 #include "sim/partition.h"
 #include "sim/task_graph.h"
 
@@ -22,7 +23,7 @@ bool TaskBuilder::SharedTransfer(int32_t edge, int32_t part, int32_t consumer_pa
   const Box owned = cu.num_parts() == 1 ? FullBox(u.shape) : OwnedBox(u, cu, part);
   for (int32_t other : graph_.out_edges(e.src)) {
     const Edge& x = graph_.edge(other);
-    if (x.bytes != e.bytes) continue;
+    if (!SameTensor(graph_, edge, other)) continue;
     const OpConfig& cx = strategy.configs[x.dst];
     for (int32_t q = 0; q < cx.num_parts(); ++q) {
       if (cx.devices[q] != dst || src == dst) continue;
@@ -49,10 +50,10 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
   const int32_t ubase = tg->out_begin[e.src];
   const int32_t vbase = tg->group_task_begin[e.dst];
 
-  // A forward op's output moves once per (tensor, part, destination device): the first edge of a shared
-  // transfer (SharedTransfer) carries it to every consumer part that reads it there, the others add nothing.
-  // `in_place`: the bytes land in a buffer the consumer's device already holds (no receive buffer).
-  const bool shares = u.role == OpRole::kForward && !weight_gradient;
+  // A tensor moves once per (tensor, part, destination device) (core/tensor_sharing.h): the first edge of a
+  // shared transfer (SharedTransfer) carries it to every consumer part that reads it there, the others add
+  // nothing. `in_place`: the bytes land in a buffer the consumer's device already holds (no receive buffer).
+  const bool shares = SharesTensor(graph_, edge);
   auto connect = [&](int32_t p, int32_t q, int64_t bytes, const Box& region, bool in_place = false) {
     const int32_t* outs = &tg->out_tasks[ubase + TaskGraph::kOutsPerPart * p];
     const int32_t sink = vbase + q;

@@ -26,7 +26,7 @@ int64_t Bytes(const V& v) {
 
 PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel& cost, const SimOptions& options,
                    PlainCostCache* cache)
-    : graph_(graph), topology_(topology), cost_(cost), options_(options), cache_(cache) {
+    : graph_(graph), topology_(topology), cost_(cost), options_(options), cache_(cache), carriers_(graph) {
   const int32_t n = graph.num_ops(), d = topology.num_devices();
   num_resources_ = d + topology.num_links();
   resource_delay_.assign(static_cast<size_t>(num_resources_), 0);
@@ -48,7 +48,6 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
       in_empty_.push_back(graph.edge(e).bytes == 0);
     }
     in_off_.push_back(static_cast<int32_t>(in_op_.size()));
-    forward_.push_back(graph.op(o).role == OpRole::kForward);
     output_bytes_.push_back(OutputBytes(graph.op(o)));
   }
   route_off_.assign(1, 0);
@@ -78,55 +77,6 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
   }
 }
 
-void PlainSim::PlanSharing(std::span<const DeviceId> device) {
-  // The edges of one producer whose tensors cross to the same device: per device a short list of (bytes, smallest
-  // edge) entries (a forward op's output usually has one size), reset per producer.
-  share_head_.assign(static_cast<size_t>(topology_.num_devices()), -1);
-  share_rep_.resize(static_cast<size_t>(graph_.num_edges()));
-  member_next_.resize(static_cast<size_t>(graph_.num_edges()));
-  for (OpId u = 0; u < graph_.num_ops(); ++u) {
-    const int32_t begin = out_off_[u], end = out_off_[u + 1];
-    const DeviceId du = device[u];
-    if (!forward_[u] || end - begin < 2) {  // nothing to share
-      for (int32_t k = begin; k < end; ++k) {
-        share_rep_[out_edge_[k]] = device[out_op_[k]] == du || out_empty_[k] ? -1 : out_edge_[k];
-        member_next_[out_edge_[k]] = -1;
-      }
-      continue;
-    }
-    share_entries_.clear();
-    for (int32_t k = begin; k < end; ++k) {
-      const int32_t e = out_edge_[k];
-      const DeviceId dv = device[out_op_[k]];
-      if (dv == du || out_empty_[k]) {
-        share_rep_[e] = -1;
-        continue;
-      }
-      const int64_t bytes = out_bytes_[k];
-      int32_t x = share_head_[dv];
-      while (x >= 0 && share_entries_[x].bytes != bytes) x = share_entries_[x].next;
-      if (x < 0) {
-        x = static_cast<int32_t>(share_entries_.size());
-        share_entries_.push_back({bytes, e, share_head_[dv]});
-        share_head_[dv] = x;
-      } else {
-        share_entries_[x].rep = std::min(share_entries_[x].rep, e);
-      }
-      share_rep_[e] = -2 - x;  // resolved below, once every edge of u has been seen
-    }
-    for (int32_t k = begin; k < end; ++k) member_next_[out_edge_[k]] = -1;
-    for (int32_t k = begin; k < end; ++k) {
-      const int32_t e = out_edge_[k];
-      if (share_rep_[e] >= -1) continue;
-      const int32_t rep = share_rep_[e] = share_entries_[-2 - share_rep_[e]].rep;
-      if (rep == e) continue;
-      member_next_[e] = member_next_[rep];  // into the list of the consumers that rep's transfer feeds
-      member_next_[rep] = e;
-    }
-    for (int32_t k = begin; k < end; ++k) share_head_[device[out_op_[k]]] = -1;
-  }
-}
-
 int32_t PlainSim::Plan(std::span<const DeviceId> device) {
   const int32_t n = graph_.num_ops();
   totals_.Reset(num_resources_);
@@ -150,7 +100,6 @@ int32_t PlainSim::Plan(std::span<const DeviceId> device) {
     for (int32_t k = in_off_[o]; k < in_off_[o + 1]; ++k) direct += device[in_op_[k]] == d || in_empty_[k];
     pending_[o] = direct;
   }
-  PlanSharing(device);
   const int32_t tasks = PlanTransfers(device, &horizon);
   totals_.horizon = CapHorizon(horizon);
   totals_.num_tasks = tasks;
@@ -160,6 +109,9 @@ int32_t PlainSim::Plan(std::span<const DeviceId> device) {
 
 int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int128* horizon) {
   const int32_t n = graph_.num_ops(), num_edges = graph_.num_edges(), devices = topology_.num_devices();
+  carrier_.resize(static_cast<size_t>(num_edges));
+  member_next_.resize(static_cast<size_t>(num_edges));
+  carriers_.Assign(device, devices, carrier_);
   out_target_.resize(static_cast<size_t>(num_edges));
   out_xfer_.resize(static_cast<size_t>(num_edges));
   xfers_.clear();
@@ -171,8 +123,17 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
   int64_t next = n;
   for (int32_t e = 0; e < num_edges; ++e) {
     const Edge& edge = graph_.edge(e);
-    if (share_rep_[e] != e) {
-      out_target_[edge_out_[e]] = share_rep_[e] < 0 ? edge.dst : -1;
+    const int32_t carrier = carrier_[e];
+    if (carrier < 0) {
+      out_target_[edge_out_[e]] = edge.dst;
+      continue;
+    }
+    if (carrier != e) {  // rides on the carrier's transfer (made before: carrier < e), waiting for its segments
+      out_target_[edge_out_[e]] = -1;
+      Xfer& f = xfers_[out_xfer_[edge_out_[carrier]]];
+      member_next_[e] = f.more;
+      f.more = e;
+      pending_[edge.dst] += f.segments;
       continue;
     }
     const int32_t pair = device[edge.src] * devices + device[edge.dst];
@@ -183,7 +144,7 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     const int32_t x = static_cast<int32_t>(xfers_.size());
     out_target_[edge_out_[e]] = static_cast<int32_t>(-2 - next);
     out_xfer_[edge_out_[e]] = x;
-    xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, member_next_[e], static_cast<int16_t>(hops),
+    xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, -1, static_cast<int16_t>(hops),
                       static_cast<int16_t>(segments)});
     xfer_edge_.push_back(e);
     if (segments == 1) {  // the common case: one task per hop, carrying every byte
@@ -203,8 +164,6 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     totals_.bytes_moved += edge.bytes;
     totals_.held[device[edge.dst]] += edge.bytes;
     pending_[edge.dst] += static_cast<int32_t>(segments);
-    for (int32_t m = member_next_[e]; m >= 0; m = member_next_[m])
-      pending_[graph_.edge(m).dst] += static_cast<int32_t>(segments);
     next += hops * segments;
   }
   return static_cast<int32_t>(next);
@@ -466,14 +425,14 @@ Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::v
 int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
   for (const auto* v : {&out_off_, &out_edge_, &out_op_, &in_off_, &in_op_, &route_off_, &route_resource_,
-                        &share_head_, &share_rep_, &out_target_, &out_xfer_, &xfer_edge_, &edge_out_, &member_next_,
+                        &carrier_, &out_target_, &out_xfer_, &xfer_edge_, &edge_out_, &member_next_,
                         &pending_, &route_class_, &last_, &crit_})
     total += Bytes(*v);
   for (const auto* v : {&out_bytes_, &output_bytes_, &hop_price_, &edge_price_, &op_ticks_, &free_, &start_, &end_,
                         &recv_start_, &recv_end_, &send_end_, &resource_delay_})
     total += Bytes(*v);
-  total += Bytes(out_empty_) + Bytes(in_empty_) + Bytes(forward_) + Bytes(route_bandwidth_) + Bytes(route_latency_) +
-           Bytes(share_entries_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
+  total += Bytes(out_empty_) + Bytes(in_empty_) + Bytes(route_bandwidth_) + Bytes(route_latency_) +
+           carriers_.memory_bytes() + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
            static_cast<int64_t>(packed_.capacity() * sizeof(uint64_t) + wide_heap_.capacity() * sizeof(WideItem)) +
            peaks_.memory_bytes();
   return total;

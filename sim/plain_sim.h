@@ -14,6 +14,7 @@
 
 #include "core/graph.h"
 #include "core/status.h"
+#include "core/tensor_sharing.h"
 #include "core/topology.h"
 #include "sim/engine.h"
 #include "sim/memory.h"
@@ -64,12 +65,9 @@ class PlainSim {
   };
   // Prices every op, plans the transfers, sums the totals and counts each op's inputs; returns the task count.
   int32_t Plan(std::span<const DeviceId> device);
-  // PlanSharing as in the general build: per edge, the edge whose transfer carries its tensor (itself, another
-  // edge of the same forward producer with the same bytes to the same device, or -1 when nothing crosses); and
-  // the lists of the edges each transfer carries besides its own (member_next_).
-  void PlanSharing(std::span<const DeviceId> device);
-  // Plan's pass over the transfers (after PlanSharing): fills out_target_, xfers_, their members and hop tasks,
-  // their totals, and adds their task times to `horizon`; returns the task count.
+  // Plan's pass over the transfers: per edge its carrier (core/tensor_sharing.h: the edge whose transfer carries
+  // its tensor, -1 when nothing crosses), then out_target_, xfers_, their members and hop tasks, their totals;
+  // adds their task times to `horizon` and returns the task count.
   int32_t PlanTransfers(std::span<const DeviceId> device, unsigned __int128* horizon);
   // The hop tasks and totals of transfer `x` (edge `e`) cut into `segments` > 1 segments over `hops` links from
   // route_off_'s entry `route`.
@@ -101,7 +99,7 @@ class PlainSim {
   // resources, bandwidths and the seconds a hop's resource is busy besides the bytes).
   std::vector<int32_t> out_off_, out_edge_, out_op_, in_off_, in_op_;
   std::vector<int32_t> edge_out_;  // per edge: its entry in the out-lists
-  std::vector<uint8_t> out_empty_, in_empty_, forward_;
+  std::vector<uint8_t> out_empty_, in_empty_;
   std::vector<int64_t> out_bytes_, output_bytes_;
   std::vector<int32_t> route_off_, route_resource_;
   std::vector<double> route_bandwidth_, route_latency_;
@@ -110,16 +108,12 @@ class PlainSim {
   std::vector<int32_t> route_class_;
   int32_t num_classes_ = 0;
   std::vector<Time> edge_price_;
-  // Per run: sharing (see PlanSharing); per entry of the out-lists what the op's end starts: the consumer (>= 0)
-  // when the edge joins ops directly, -2 - the first hop task of the transfer it carries, or -1 (another edge's
-  // transfer carries it), and in out_xfer_ that transfer; the transfers, their edges, consumers and hop tasks, per
-  // op its price and waiting record.
-  struct ShareEntry {
-    int64_t bytes;
-    int32_t rep, next;
-  };
-  std::vector<ShareEntry> share_entries_;
-  std::vector<int32_t> share_head_, share_rep_, out_target_, out_xfer_, xfer_edge_;
+  // Which edges carry one tensor (per graph), and per run: per edge its carrier; per entry of the out-lists what
+  // the op's end starts: the consumer (>= 0) when the edge joins ops directly, -2 - the first hop task of the
+  // transfer it carries, or -1 (another edge's transfer carries it), and in out_xfer_ that transfer; the
+  // transfers, their edges, consumers and hop tasks, per op its price and waiting record.
+  TensorCarriers carriers_;
+  std::vector<int32_t> carrier_, out_target_, out_xfer_, xfer_edge_;
   // Per edge whose transfer another edge carries: the next edge in that transfer's list (-1: the last).
   std::vector<int32_t> member_next_;
   std::vector<Xfer> xfers_;

@@ -112,6 +112,37 @@ TEST(TransferShare, PartialReadsAndGradientsAreTensorsOfTheirOwn) {
   EXPECT_EQ(r.bytes_moved, 4 * kOutput);
 }
 
+TEST(TransferShare, AnUpdateConsumerGetsItsOwnTransferAndTheOtherConsumerStillWaits) {
+  // A forward op read by an update op (edge 0) and a forward op (edge 1) on one remote device: the update op's
+  // edge is not shared (core/tensor_sharing.h), so each edge moves the output and the forward consumer starts
+  // after its own transfer, in the general path (timeline) and the plain one alike.
+  GraphBuilder b("update-reader");
+  const OpId u = b.add_op(MakeOp("u", 1e6, {kRows, kCols}));
+  Op w = MakeOp("w", 1e6, {kRows, kCols});
+  w.role = OpRole::kUpdate;
+  const OpId wid = b.add_op(w);
+  const OpId v = b.add_op(MakeOp("v", 1e6, {kRows, kCols}));
+  b.add_edge(u, wid);
+  b.add_edge(u, v);
+  const Graph g = std::move(b).Build().value();
+  const Topology topo = testing::FullyConnected(2, 10e9, 1e-6);
+  SimOptions general;
+  general.keep_timeline = true;
+  const Expected<SimResult> r = Simulate(g, topo, Placed({0, 1, 1}), FixedRateCost(), general);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->bytes_moved, 2 * kOutput);
+  double v_start = -1, v_transfer_end = -1;
+  for (const TimelineTask& t : r->timeline) {
+    if (t.kind == TimelineTask::Kind::kCompute && t.op == v) v_start = t.start;
+    if (t.kind == TimelineTask::Kind::kTransfer && t.consumer == v) v_transfer_end = t.end;
+  }
+  ASSERT_GE(v_transfer_end, 0);
+  EXPECT_GE(v_start, v_transfer_end);
+  const SimResult plain = Sim(g, topo, Placed({0, 1, 1}));
+  EXPECT_EQ(plain.bytes_moved, r->bytes_moved);
+  EXPECT_EQ(plain.step_time, r->step_time);
+}
+
 TEST(TransferShare, SplitConsumersSharePerRegion) {
   const Topology topo = testing::FullyConnected(4, 10e9, 1e-6);
   const Graph g = Star(3);
