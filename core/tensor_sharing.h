@@ -25,25 +25,29 @@ bool SharesTensor(const Graph& graph, int32_t e);
 // the same bytes (true for e == f when e takes part).
 bool SameTensor(const Graph& graph, int32_t e, int32_t f);
 
-// The carriers of a graph's edges for any placement of its ops on places, computed per placement in one pass.
-// The per-graph part (the classes of edges that may share) is built once.
+// The carriers of a graph's edges for any placement of its ops on places, assigned per placement in one pass
+// over the edges that may share (the classes of edges carrying one tensor, built once per graph).
 class TensorCarriers {
  public:
   // `graph` must outlive the object.
   explicit TensorCarriers(const Graph& graph);
 
-  // Per edge e into carrier[e] (carrier.size() == num_edges), given each op's place (place[op] in [0, num_places),
-  // place.size() == num_ops): -1 when e moves nothing across (its ends share a place, or it carries no bytes);
-  // e itself when it carries its tensor; else the smallest edge carrying the same tensor to the same place.
-  void Assign(std::span<const int32_t> place, int32_t num_places, std::span<int32_t> carrier);
+  // Assigns the carriers for each op's place (place[op] in [0, num_places), place.size() == num_ops).
+  void Assign(std::span<const int32_t> place, int32_t num_places);
+  // After Assign: the carrier of edge `e`, where `crosses` says whether its ends are at different places: -1 when
+  // it moves nothing across (its ends share a place, or it carries no bytes); e itself when it carries its tensor;
+  // else the smallest edge carrying the same tensor to the same place.
+  int32_t carrier(int32_t e, bool crosses) const { return crosses ? carrier_[e] : -1; }
 
   // Bytes of the per-graph tables and scratch.
   int64_t memory_bytes() const;
 
  private:
-  const Graph& graph_;
-  // The edges of each class (one producer, the same bytes, at least two edges taking part), ascending.
-  std::vector<int32_t> class_off_, class_edge_;
+  // Per class (one producer, the same bytes, at least two edges taking part) its producer and its edges,
+  // ascending, with their consumers.
+  std::vector<int32_t> class_off_, class_src_, class_edge_, class_dst_;
+  // Per edge: its carrier when it crosses (-1 without bytes, itself outside classes; per placement in classes).
+  std::vector<int32_t> carrier_;
   std::vector<int32_t> first_;  // per place: the class's carrier there (-1: none yet), reset after each class
 };
 

@@ -49,6 +49,7 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
     }
     in_off_.push_back(static_cast<int32_t>(in_op_.size()));
     output_bytes_.push_back(OutputBytes(graph.op(o)));
+    output_ops_ += output_bytes_.back() > 0;
   }
   route_off_.assign(1, 0);
   for (DeviceId a = 0; a < d; ++a)
@@ -109,9 +110,8 @@ int32_t PlainSim::Plan(std::span<const DeviceId> device) {
 
 int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int128* horizon) {
   const int32_t n = graph_.num_ops(), num_edges = graph_.num_edges(), devices = topology_.num_devices();
-  carrier_.resize(static_cast<size_t>(num_edges));
   member_next_.resize(static_cast<size_t>(num_edges));
-  carriers_.Assign(device, devices, carrier_);
+  carriers_.Assign(device, devices);
   out_target_.resize(static_cast<size_t>(num_edges));
   out_xfer_.resize(static_cast<size_t>(num_edges));
   xfers_.clear();
@@ -123,7 +123,7 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
   int64_t next = n;
   for (int32_t e = 0; e < num_edges; ++e) {
     const Edge& edge = graph_.edge(e);
-    const int32_t carrier = carrier_[e];
+    const int32_t carrier = carriers_.carrier(e, device[edge.src] != device[edge.dst]);
     if (carrier < 0) {
       out_target_[edge_out_[e]] = edge.dst;
       continue;
@@ -235,14 +235,14 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
   const Xfer* xfers = xfers_.data();
   Time* free = free_.data();
   int32_t* last = last_.data();
-  Time* start_of = start_.data();
   Time* end_of = end_.data();
-  int32_t* crit = crit_.data();
+  int32_t* hop_crit = hop_crit_.data();
+  XferTimes* xfer_times = xfer_times_.data();
   // Runs task `t` on resource `r` from `ready` for `duration` (its input `bind` unless it waited for `r`);
-  // returns its end.
-  auto run = [&](int32_t t, int32_t r, Time ready, Time duration, int32_t bind) {
+  // sets `crit` to the task before it on a critical path and returns its end.
+  auto run = [&](int32_t t, int32_t r, Time ready, Time duration, int32_t bind, int32_t* crit) {
     const Time start = std::max(ready, free[r]);
-    if constexpr (kFull) crit[t] = free[r] > ready ? last[r] : bind;
+    if constexpr (kFull) *crit = free[r] > ready ? last[r] : bind;
     free[r] = start + duration;
     last[r] = t;
     return start + duration;
@@ -271,12 +271,8 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
     if (t < n) {  // a compute task
       const DeviceId d = dev[t];
       const Time ready = wait[t].ready;
-      const Time start = std::max(ready, free[d]);
-      const Time end = run(t, d, ready, ticks[t], wait[t].bind);
-      if constexpr (kFull) {
-        start_of[t] = start;
-        end_of[t] = end;
-      }
+      const Time end = run(t, d, ready, ticks[t], wait[t].bind, &wait[t].bind);  // bind is not needed after
+      if constexpr (kFull) end_of[t] = end;
       const Time arrive = end + delay[d];
       for (int32_t k = out_off[t]; k < out_off[t + 1]; ++k) {
         const int32_t target = out_target[k];
@@ -312,23 +308,15 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       for (int32_t s = 0; s < f.segments; ++s) {
         const int32_t task = t + s * f.hops;
         const HopTask& k = hop_tasks[task - n];
-        const Time start = std::max(ready, free[k.resource]);
-        const Time end = run(task, k.resource, ready, k.price, f.src);
-        if (kFull && (k.what & kBuffer)) {
-          recv_start_[hop.xfer] = start;
-          recv_end_[hop.xfer] = end;
-        }
+        const Time end = run(task, k.resource, ready, k.price, f.src, kFull ? &hop_crit[task - n] : nullptr);
+        if (kFull && (k.what & kBuffer)) xfer_times[hop.xfer].recv = {end - k.price, end};
         if (!forward(task, k, end)) return false;
       }
-      if constexpr (kFull) send_end_[hop.xfer] = free[hop.resource];
+      if constexpr (kFull) xfer_times[hop.xfer].send_end = free[hop.resource];
       continue;
     }
-    const Time start = std::max(ready, free[hop.resource]);
-    const Time end = run(t, hop.resource, ready, hop.price, t - 1);
-    if (kFull && (hop.what & kBuffer)) {
-      recv_start_[hop.xfer] = start;
-      recv_end_[hop.xfer] = end;
-    }
+    const Time end = run(t, hop.resource, ready, hop.price, t - 1, kFull ? &hop_crit[t - n] : nullptr);
+    if (kFull && (hop.what & kBuffer)) xfer_times[hop.xfer].recv = {end - hop.price, end};
     if (!forward(t, hop, end)) return false;
   }
   return true;
@@ -340,10 +328,9 @@ Expected<Time> PlainSim::Simulate(std::span<const DeviceId> device) {
   if (Status s = CheckHorizon(totals_); !s) return s.error();
   waiting_.resize(static_cast<size_t>(graph_.num_ops()));
   if constexpr (kFull) {
-    start_.resize(static_cast<size_t>(graph_.num_ops()));
     end_.resize(static_cast<size_t>(graph_.num_ops()));
-    crit_.resize(static_cast<size_t>(num_tasks_));
-    for (auto* v : {&recv_start_, &recv_end_, &send_end_}) v->resize(xfers_.size());
+    hop_crit_.resize(static_cast<size_t>(num_tasks_ - graph_.num_ops()));
+    xfer_times_.resize(xfers_.size());
   }
   rebases_ = 0;
   const int bits = std::max(1, static_cast<int>(std::bit_width(static_cast<uint32_t>(num_tasks_))));
@@ -361,7 +348,7 @@ std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
   Time max_end = 0;
   for (int32_t r = 0; r < num_resources_; ++r)
     if (last_[r] >= 0) max_end = std::max(max_end, free_[r]);
-  peaks_.Begin(topology_.num_devices(), num_tasks_, max_end);
+  peaks_.Begin(topology_.num_devices(), output_ops_ + static_cast<int32_t>(xfers_.size()), max_end);
   // An op's output lives from its start until it and every reader on its device and every first hop of the
   // transfers carrying it have ended; a transfer's receive buffer from the start of its first segment's last hop
   // until that hop and every consumer it feeds have ended (BufferFree in the general path).
@@ -374,17 +361,18 @@ std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
       if (target >= 0) {
         free = std::max(free, end_[target]);
       } else if (target < -1) {
-        free = std::max(free, send_end_[out_xfer_[k]]);
+        free = std::max(free, xfer_times_[out_xfer_[k]].send_end);
       }
     }
-    peaks_.Add(d, start_[o], free, output_bytes_[o]);
+    peaks_.Add(d, end_[o] - op_ticks_[o], free, output_bytes_[o]);
   }
   for (size_t x = 0; x < xfers_.size(); ++x) {
     const Edge& edge = graph_.edge(xfer_edge_[x]);
-    Time free = recv_end_[x];
-    free = std::max(free, end_[xfers_[x].dst]);
-    for (int32_t m = xfers_[x].more; m >= 0; m = member_next_[m]) free = std::max(free, end_[graph_.edge(m).dst]);
-    peaks_.Add(device[edge.dst], recv_start_[x], free, edge.bytes);
+    const Xfer& f = xfers_[x];
+    const XferTimes& times = xfer_times_[x];
+    Time free = std::max(times.recv.end, end_[f.dst]);
+    for (int32_t m = f.more; m >= 0; m = member_next_[m]) free = std::max(free, end_[graph_.edge(m).dst]);
+    peaks_.Add(device[edge.dst], times.recv.start, free, edge.bytes);
   }
   return peaks_.Finish();
 }
@@ -404,10 +392,15 @@ void PlainSim::CriticalPath(SimResult* result) const {
   }
   std::vector<OpId> ops;
   Time compute = 0;
-  for (; t >= 0; t = crit_[t]) {
-    if (t >= graph_.num_ops()) continue;
+  const int32_t n = graph_.num_ops();
+  for (; t >= 0;) {
+    if (t >= n) {
+      t = hop_crit_[t - n];
+      continue;
+    }
     ops.push_back(t);
     compute += op_ticks_[t];
+    t = waiting_[t].bind;
   }
   std::reverse(ops.begin(), ops.end());
   result->critical_path = std::move(ops);
@@ -425,14 +418,14 @@ Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::v
 int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
   for (const auto* v : {&out_off_, &out_edge_, &out_op_, &in_off_, &in_op_, &route_off_, &route_resource_,
-                        &carrier_, &out_target_, &out_xfer_, &xfer_edge_, &edge_out_, &member_next_,
-                        &pending_, &route_class_, &last_, &crit_})
+                        &out_target_, &out_xfer_, &xfer_edge_, &edge_out_, &member_next_,
+                        &pending_, &route_class_, &last_, &hop_crit_})
     total += Bytes(*v);
-  for (const auto* v : {&out_bytes_, &output_bytes_, &hop_price_, &edge_price_, &op_ticks_, &free_, &start_, &end_,
-                        &recv_start_, &recv_end_, &send_end_, &resource_delay_})
+  for (const auto* v : {&out_bytes_, &output_bytes_, &hop_price_, &edge_price_, &op_ticks_, &free_, &end_,
+                        &resource_delay_})
     total += Bytes(*v);
   total += Bytes(out_empty_) + Bytes(in_empty_) + Bytes(route_bandwidth_) + Bytes(route_latency_) +
-           carriers_.memory_bytes() + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
+           carriers_.memory_bytes() + Bytes(xfer_times_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
            static_cast<int64_t>(packed_.capacity() * sizeof(uint64_t) + wide_heap_.capacity() * sizeof(WideItem)) +
            peaks_.memory_bytes();
   return total;

@@ -101,6 +101,7 @@ class PlainSim {
   std::vector<int32_t> edge_out_;  // per edge: its entry in the out-lists
   std::vector<uint8_t> out_empty_, in_empty_;
   std::vector<int64_t> out_bytes_, output_bytes_;
+  int32_t output_ops_ = 0;  // ops whose output holds bytes (one buffer each per run)
   std::vector<int32_t> route_off_, route_resource_;
   std::vector<double> route_bandwidth_, route_latency_;
   // Per route entry its (latency, bandwidth) class, and per edge and class the ticks of its tensor over such a hop
@@ -108,12 +109,12 @@ class PlainSim {
   std::vector<int32_t> route_class_;
   int32_t num_classes_ = 0;
   std::vector<Time> edge_price_;
-  // Which edges carry one tensor (per graph), and per run: per edge its carrier; per entry of the out-lists what
+  // Which edges carry one tensor (per graph, carriers per run), and per run: per entry of the out-lists what
   // the op's end starts: the consumer (>= 0) when the edge joins ops directly, -2 - the first hop task of the
   // transfer it carries, or -1 (another edge's transfer carries it), and in out_xfer_ that transfer; the
   // transfers, their edges, consumers and hop tasks, per op its price and waiting record.
   TensorCarriers carriers_;
-  std::vector<int32_t> carrier_, out_target_, out_xfer_, xfer_edge_;
+  std::vector<int32_t> out_target_, out_xfer_, xfer_edge_;
   // Per edge whose transfer another edge carries: the next edge in that transfer's list (-1: the last).
   std::vector<int32_t> member_next_;
   std::vector<Xfer> xfers_;
@@ -123,13 +124,22 @@ class PlainSim {
   std::vector<Waiting> waiting_;
   TaskTotals totals_;
   int32_t num_tasks_ = 0;
-  // Per run of the loop: each resource's free time and last task; with kFull, per op its start and end, per
-  // transfer the start and end of its buffer's task (segment 0's last hop) and the end of its last first hop,
-  // and per task the task before it on a critical path (as Timing::crit_prev).
+  // Per run of the loop: each resource's free time and last task; with kFull, per op its end (its start is that
+  // less its price), per transfer the start and end of its buffer's task (segment 0's last hop) and the end of
+  // its last first hop,
+  // and per hop task the task before it on a critical path (as Timing::crit_prev; an op's is left in its
+  // waiting record's `bind`, which the op no longer needs once it runs).
+  struct XferTimes {
+    struct {
+      Time start, end;
+    } recv;
+    Time send_end;
+  };
   std::vector<Time> free_;
   std::vector<int32_t> last_;
-  std::vector<Time> start_, end_, recv_start_, recv_end_, send_end_;
-  std::vector<int32_t> crit_;
+  std::vector<Time> end_;
+  std::vector<XferTimes> xfer_times_;
+  std::vector<int32_t> hop_crit_;
   QuadHeap<uint64_t> packed_;
   QuadHeap<WideItem> wide_heap_;
   int32_t rebases_ = 0;

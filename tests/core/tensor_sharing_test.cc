@@ -131,8 +131,10 @@ TEST(TensorSharing, RandomGraphsFollowTheRuleAndAssignIsReusable) {
       const int places = 1 + pick(4);
       std::vector<int32_t> place(static_cast<size_t>(ops));
       for (int32_t& p : place) p = pick(places);
-      std::vector<int32_t> carrier(static_cast<size_t>(g.num_edges()), 99);
-      carriers.Assign(place, places, carrier);
+      carriers.Assign(place, places);
+      std::vector<int32_t> carrier(static_cast<size_t>(g.num_edges()));
+      for (int32_t e = 0; e < g.num_edges(); ++e)
+        carrier[e] = carriers.carrier(e, place[g.edge(e).src] != place[g.edge(e).dst]);
       ASSERT_EQ(carrier, ByDefinition(g, place)) << "round " << round << ", placement " << placement;
     }
   }
