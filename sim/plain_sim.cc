@@ -110,7 +110,7 @@ int32_t PlainSim::Plan(std::span<const DeviceId> device) {
 
 int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int128* horizon) {
   const int32_t n = graph_.num_ops(), num_edges = graph_.num_edges(), devices = topology_.num_devices();
-  member_next_.resize(static_cast<size_t>(num_edges));
+  members_.clear();
   carriers_.Assign(device, devices);
   out_target_.resize(static_cast<size_t>(num_edges));
   out_xfer_.resize(static_cast<size_t>(num_edges));
@@ -131,8 +131,8 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     if (carrier != e) {  // rides on the carrier's transfer (made before: carrier < e), waiting for its segments
       out_target_[edge_out_[e]] = -1;
       Xfer& f = xfers_[out_xfer_[edge_out_[carrier]]];
-      member_next_[e] = f.more;
-      f.more = e;
+      members_.push_back({edge.dst, f.more});
+      f.more = static_cast<int32_t>(members_.size()) - 1;
       pending_[edge.dst] += f.segments;
       continue;
     }
@@ -230,8 +230,7 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
   const int32_t* out_xfer = out_xfer_.data();
   const int32_t* out_op = out_op_.data();
   const HopTask* hop_tasks = hop_tasks_.data();
-  const int32_t* member_next = member_next_.data();
-  const Edge* edges = graph_.edges().data();
+  const Member* members = members_.data();
   const Xfer* xfers = xfers_.data();
   Time* free = free_.data();
   int32_t* last = last_.data();
@@ -297,8 +296,8 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       if (!(k.what & kLastHop)) return queue.Push(ready, arrive, task + 1);
       const Xfer& f = xfers[k.xfer];
       if (!deliver(f.dst, arrive, task, ready)) return false;
-      for (int32_t m = f.more; m >= 0; m = member_next[m])
-        if (!deliver(edges[m].dst, arrive, task, ready)) return false;
+      for (int32_t m = f.more; m >= 0; m = members[m].next)
+        if (!deliver(members[m].dst, arrive, task, ready)) return false;
       return true;
     };
     if (hop.what & kFirstHop) {
@@ -371,7 +370,7 @@ std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
     const Xfer& f = xfers_[x];
     const XferTimes& times = xfer_times_[x];
     Time free = std::max(times.recv.end, end_[f.dst]);
-    for (int32_t m = f.more; m >= 0; m = member_next_[m]) free = std::max(free, end_[graph_.edge(m).dst]);
+    for (int32_t m = f.more; m >= 0; m = members_[m].next) free = std::max(free, end_[members_[m].dst]);
     peaks_.Add(device[edge.dst], times.recv.start, free, edge.bytes);
   }
   return peaks_.Finish();
@@ -418,14 +417,14 @@ Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::v
 int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
   for (const auto* v : {&out_off_, &out_edge_, &out_op_, &in_off_, &in_op_, &route_off_, &route_resource_,
-                        &out_target_, &out_xfer_, &xfer_edge_, &edge_out_, &member_next_,
+                        &out_target_, &out_xfer_, &xfer_edge_, &edge_out_,
                         &pending_, &route_class_, &last_, &hop_crit_})
     total += Bytes(*v);
   for (const auto* v : {&out_bytes_, &output_bytes_, &hop_price_, &edge_price_, &op_ticks_, &free_, &end_,
                         &resource_delay_})
     total += Bytes(*v);
   total += Bytes(out_empty_) + Bytes(in_empty_) + Bytes(route_bandwidth_) + Bytes(route_latency_) +
-           carriers_.memory_bytes() + Bytes(xfer_times_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
+           carriers_.memory_bytes() + Bytes(members_) + Bytes(xfer_times_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
            static_cast<int64_t>(packed_.capacity() * sizeof(uint64_t) + wide_heap_.capacity() * sizeof(WideItem)) +
            peaks_.memory_bytes();
   return total;

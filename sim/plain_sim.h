@@ -42,7 +42,7 @@ class PlainSim {
 
  private:
   // One transfer: the tensor of an edge from op `src` to op `dst`, which it also carries to the consumers of the
-  // edges listed from `more` on (member_next_; all on dst's device), over `hops` links in `segments` segments; its
+  // consumers listed from members_[more] on (all on dst's device), over `hops` links in `segments` segments; its
   // hop tasks have the ids first + segment * hops + hop.
   struct Xfer {
     int32_t first, src, dst, more;
@@ -115,8 +115,12 @@ class PlainSim {
   // transfers, their edges, consumers and hop tasks, per op its price and waiting record.
   TensorCarriers carriers_;
   std::vector<int32_t> out_target_, out_xfer_, xfer_edge_;
-  // Per edge whose transfer another edge carries: the next edge in that transfer's list (-1: the last).
-  std::vector<int32_t> member_next_;
+  // Per edge whose transfer another edge carries, in edge order: its consumer and the next entry of that
+  // transfer's list (-1: the last).
+  struct Member {
+    int32_t dst, next;
+  };
+  std::vector<Member> members_;
   std::vector<Xfer> xfers_;
   std::vector<HopTask> hop_tasks_;
   std::vector<Time> op_ticks_, hop_price_;  // hop_price_: scratch, per hop of a route its short and long price
