@@ -234,9 +234,9 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
   const Xfer* xfers = xfers_.data();
   Time* free = free_.data();
   int32_t* last = last_.data();
-  Time* end_of = end_.data();
+  OpTimes* op_times = op_times_.data();
   int32_t* hop_crit = hop_crit_.data();
-  XferTimes* xfer_times = xfer_times_.data();
+  BufferTimes* recv = recv_.data();
   // Runs task `t` on resource `r` from `ready` for `duration` (its input `bind` unless it waited for `r`);
   // sets `crit` to the task before it on a critical path and returns its end.
   auto run = [&](int32_t t, int32_t r, Time ready, Time duration, int32_t bind, int32_t* crit) {
@@ -271,7 +271,7 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       const DeviceId d = dev[t];
       const Time ready = wait[t].ready;
       const Time end = run(t, d, ready, ticks[t], wait[t].bind, &wait[t].bind);  // bind is not needed after
-      if constexpr (kFull) end_of[t] = end;
+      if constexpr (kFull) op_times[t] = {end, end};
       const Time arrive = end + delay[d];
       for (int32_t k = out_off[t]; k < out_off[t + 1]; ++k) {
         const int32_t target = out_target[k];
@@ -308,14 +308,17 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
         const int32_t task = t + s * f.hops;
         const HopTask& k = hop_tasks[task - n];
         const Time end = run(task, k.resource, ready, k.price, f.src, kFull ? &hop_crit[task - n] : nullptr);
-        if (kFull && (k.what & kBuffer)) xfer_times[hop.xfer].recv = {end - k.price, end};
+        if (kFull && (k.what & kBuffer)) recv[hop.xfer] = {end - k.price, end};
         if (!forward(task, k, end)) return false;
       }
-      if constexpr (kFull) xfer_times[hop.xfer].send_end = free[hop.resource];
+      if constexpr (kFull) {  // the producer's record, written when it ran (its end starts these hops)
+        Time& sent = op_times[f.src].sent;
+        sent = std::max(sent, free[hop.resource]);
+      }
       continue;
     }
     const Time end = run(t, hop.resource, ready, hop.price, t - 1, kFull ? &hop_crit[t - n] : nullptr);
-    if (kFull && (hop.what & kBuffer)) xfer_times[hop.xfer].recv = {end - hop.price, end};
+    if (kFull && (hop.what & kBuffer)) recv[hop.xfer] = {end - hop.price, end};
     if (!forward(t, hop, end)) return false;
   }
   return true;
@@ -327,9 +330,9 @@ Expected<Time> PlainSim::Simulate(std::span<const DeviceId> device) {
   if (Status s = CheckHorizon(totals_); !s) return s.error();
   waiting_.resize(static_cast<size_t>(graph_.num_ops()));
   if constexpr (kFull) {
-    end_.resize(static_cast<size_t>(graph_.num_ops()));
+    op_times_.resize(static_cast<size_t>(graph_.num_ops()));
     hop_crit_.resize(static_cast<size_t>(num_tasks_ - graph_.num_ops()));
-    xfer_times_.resize(xfers_.size());
+    recv_.resize(xfers_.size());
   }
   rebases_ = 0;
   const int bits = std::max(1, static_cast<int>(std::bit_width(static_cast<uint32_t>(num_tasks_))));
@@ -354,24 +357,17 @@ std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
   for (OpId o = 0; o < graph_.num_ops(); ++o) {
     if (output_bytes_[o] == 0) continue;
     const DeviceId d = device[o];
-    Time free = end_[o];
-    for (int32_t k = out_off_[o]; k < out_off_[o + 1]; ++k) {
-      const int32_t target = out_target_[k];
-      if (target >= 0) {
-        free = std::max(free, end_[target]);
-      } else if (target < -1) {
-        free = std::max(free, xfer_times_[out_xfer_[k]].send_end);
-      }
-    }
-    peaks_.Add(d, end_[o] - op_ticks_[o], free, output_bytes_[o]);
+    Time free = op_times_[o].sent;
+    for (int32_t k = out_off_[o]; k < out_off_[o + 1]; ++k)
+      if (const int32_t target = out_target_[k]; target >= 0) free = std::max(free, op_times_[target].end);
+    peaks_.Add(d, op_times_[o].end - op_ticks_[o], free, output_bytes_[o]);
   }
   for (size_t x = 0; x < xfers_.size(); ++x) {
     const Edge& edge = graph_.edge(xfer_edge_[x]);
     const Xfer& f = xfers_[x];
-    const XferTimes& times = xfer_times_[x];
-    Time free = std::max(times.recv.end, end_[f.dst]);
-    for (int32_t m = f.more; m >= 0; m = members_[m].next) free = std::max(free, end_[members_[m].dst]);
-    peaks_.Add(device[edge.dst], times.recv.start, free, edge.bytes);
+    Time free = std::max(recv_[x].end, op_times_[f.dst].end);
+    for (int32_t m = f.more; m >= 0; m = members_[m].next) free = std::max(free, op_times_[members_[m].dst].end);
+    peaks_.Add(device[edge.dst], recv_[x].start, free, edge.bytes);
   }
   return peaks_.Finish();
 }
@@ -420,11 +416,11 @@ int64_t PlainSim::memory_bytes() const {
                         &out_target_, &out_xfer_, &xfer_edge_, &edge_out_,
                         &pending_, &route_class_, &last_, &hop_crit_})
     total += Bytes(*v);
-  for (const auto* v : {&out_bytes_, &output_bytes_, &hop_price_, &edge_price_, &op_ticks_, &free_, &end_,
+  for (const auto* v : {&out_bytes_, &output_bytes_, &hop_price_, &edge_price_, &op_ticks_, &free_,
                         &resource_delay_})
     total += Bytes(*v);
   total += Bytes(out_empty_) + Bytes(in_empty_) + Bytes(route_bandwidth_) + Bytes(route_latency_) +
-           carriers_.memory_bytes() + Bytes(members_) + Bytes(xfer_times_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
+           carriers_.memory_bytes() + Bytes(members_) + Bytes(op_times_) + Bytes(recv_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
            static_cast<int64_t>(packed_.capacity() * sizeof(uint64_t) + wide_heap_.capacity() * sizeof(WideItem)) +
            peaks_.memory_bytes();
   return total;

@@ -129,20 +129,20 @@ class PlainSim {
   TaskTotals totals_;
   int32_t num_tasks_ = 0;
   // Per run of the loop: each resource's free time and last task; with kFull, per op its end (its start is that
-  // less its price), per transfer the start and end of its buffer's task (segment 0's last hop) and the end of
-  // its last first hop,
-  // and per hop task the task before it on a critical path (as Timing::crit_prev; an op's is left in its
-  // waiting record's `bind`, which the op no longer needs once it runs).
-  struct XferTimes {
-    struct {
-      Time start, end;
-    } recv;
-    Time send_end;
+  // less its price) and the end of the last first hop of the transfers carrying its output (at least its end),
+  // per transfer the start and end of its buffer's task (segment 0's last hop), and per hop task the task before
+  // it on a critical path (as Timing::crit_prev; an op's is left in its waiting record's `bind`, which the op no
+  // longer needs once it runs).
+  struct OpTimes {
+    Time end, sent;
+  };
+  struct BufferTimes {
+    Time start, end;
   };
   std::vector<Time> free_;
   std::vector<int32_t> last_;
-  std::vector<Time> end_;
-  std::vector<XferTimes> xfer_times_;
+  std::vector<OpTimes> op_times_;
+  std::vector<BufferTimes> recv_;
   std::vector<int32_t> hop_crit_;
   QuadHeap<uint64_t> packed_;
   QuadHeap<WideItem> wide_heap_;
