@@ -32,22 +32,13 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
   resource_delay_.assign(static_cast<size_t>(num_resources_), 0);
   for (LinkId l = 0; l < topology.num_links(); ++l) resource_delay_[d + l] = LatencyTicks(topology.link(l).latency);
   out_off_.assign(1, 0);
-  in_off_.assign(1, 0);
   edge_out_.resize(static_cast<size_t>(graph.num_edges()));
   for (OpId o = 0; o < n; ++o) {
     for (int32_t e : graph.out_edges(o)) {
-      edge_out_[e] = static_cast<int32_t>(out_edge_.size());
-      out_edge_.push_back(e);
+      edge_out_[e] = static_cast<int32_t>(out_op_.size());
       out_op_.push_back(graph.edge(e).dst);
-      out_empty_.push_back(graph.edge(e).bytes == 0);
-      out_bytes_.push_back(graph.edge(e).bytes);
     }
-    out_off_.push_back(static_cast<int32_t>(out_edge_.size()));
-    for (int32_t e : graph.in_edges(o)) {
-      in_op_.push_back(graph.edge(e).src);
-      in_empty_.push_back(graph.edge(e).bytes == 0);
-    }
-    in_off_.push_back(static_cast<int32_t>(in_op_.size()));
+    out_off_.push_back(static_cast<int32_t>(out_op_.size()));
     output_bytes_.push_back(OutputBytes(graph.op(o)));
     output_ops_ += output_bytes_.back() > 0;
   }
@@ -82,7 +73,7 @@ int32_t PlainSim::Plan(std::span<const DeviceId> device) {
   const int32_t n = graph_.num_ops();
   totals_.Reset(num_resources_);
   op_ticks_.resize(static_cast<size_t>(n));
-  pending_.resize(static_cast<size_t>(n));
+  pending_.assign(static_cast<size_t>(n), 0);  // PlanTransfers counts the inputs
   Time* busy = totals_.busy.data();
   int32_t* count = totals_.count.data();
   int64_t* held = totals_.held.data();
@@ -97,9 +88,6 @@ int32_t PlainSim::Plan(std::span<const DeviceId> device) {
     held[d] += output_bytes_[o];
     horizon += static_cast<HorizonSum>(c.ticks);
     totals_.fallbacks += c.fallback;
-    int32_t direct = 0;  // inputs on the same device or moving nothing; PlanTransfers adds the transfers' segments
-    for (int32_t k = in_off_[o]; k < in_off_[o + 1]; ++k) direct += device[in_op_[k]] == d || in_empty_[k];
-    pending_[o] = direct;
   }
   const int32_t tasks = PlanTransfers(device, &horizon);
   totals_.horizon = CapHorizon(horizon);
@@ -124,8 +112,9 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
   for (int32_t e = 0; e < num_edges; ++e) {
     const Edge& edge = graph_.edge(e);
     const int32_t carrier = carriers_.carrier(e, device[edge.src] != device[edge.dst]);
-    if (carrier < 0) {
+    if (carrier < 0) {  // joins the ops directly
       out_target_[edge_out_[e]] = edge.dst;
+      ++pending_[edge.dst];
       continue;
     }
     if (carrier != e) {  // rides on the carrier's transfer (made before: carrier < e), waiting for its segments
@@ -412,14 +401,14 @@ Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::v
 
 int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
-  for (const auto* v : {&out_off_, &out_edge_, &out_op_, &in_off_, &in_op_, &route_off_, &route_resource_,
+  for (const auto* v : {&out_off_, &out_op_, &route_off_, &route_resource_,
                         &out_target_, &out_xfer_, &xfer_edge_, &edge_out_,
                         &pending_, &route_class_, &last_, &hop_crit_})
     total += Bytes(*v);
-  for (const auto* v : {&out_bytes_, &output_bytes_, &hop_price_, &edge_price_, &op_ticks_, &free_,
+  for (const auto* v : {&output_bytes_, &hop_price_, &edge_price_, &op_ticks_, &free_,
                         &resource_delay_})
     total += Bytes(*v);
-  total += Bytes(out_empty_) + Bytes(in_empty_) + Bytes(route_bandwidth_) + Bytes(route_latency_) +
+  total += Bytes(route_bandwidth_) + Bytes(route_latency_) +
            carriers_.memory_bytes() + Bytes(members_) + Bytes(op_times_) + Bytes(recv_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
            static_cast<int64_t>(packed_.capacity() * sizeof(uint64_t) + wide_heap_.capacity() * sizeof(WideItem)) +
            peaks_.memory_bytes();

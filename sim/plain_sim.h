@@ -94,13 +94,12 @@ class PlainSim {
   PlainCostCache* cache_;
   int32_t num_resources_ = 0;
   std::vector<Time> resource_delay_;  // per resource
-  // Per graph: each op's out- and in-edges with the op at the other end (CSR in op order), whether an entry's
-  // edge moves no bytes, the out-edges' bytes, forward ops, output bytes; the route of every device pair (as
-  // resources, bandwidths and the seconds a hop's resource is busy besides the bytes).
-  std::vector<int32_t> out_off_, out_edge_, out_op_, in_off_, in_op_;
+  // Per graph: each op's out-edges' consumers (CSR in op order, the edges in the graph's out-edge order), each
+  // op's output bytes; the route of every device pair (as resources, bandwidths and the seconds a hop's resource
+  // is busy besides the bytes).
+  std::vector<int32_t> out_off_, out_op_;
   std::vector<int32_t> edge_out_;  // per edge: its entry in the out-lists
-  std::vector<uint8_t> out_empty_, in_empty_;
-  std::vector<int64_t> out_bytes_, output_bytes_;
+  std::vector<int64_t> output_bytes_;
   int32_t output_ops_ = 0;  // ops whose output holds bytes (one buffer each per run)
   std::vector<int32_t> route_off_, route_resource_;
   std::vector<double> route_bandwidth_, route_latency_;
