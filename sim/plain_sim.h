@@ -73,7 +73,7 @@ class PlainSim {
   // route_off_'s entry `route`.
   void PlanSegments(int32_t e, int32_t x, int32_t route, int32_t hops, int64_t segments, unsigned __int128* horizon);
   // Ticks of edge `e`'s whole tensor over the hop at route entry `route_entry`.
-  Time EdgePrice(int32_t e, int32_t route_entry);
+  [[gnu::always_inline]] inline Time EdgePrice(int32_t e, int32_t route_entry);
   // The event loop; with kFull it also records what the memory peaks and the critical path need. False when a
   // one-word heap key did not fit (then the run is repeated with two-word keys).
   template <bool kFull, class Keys>
