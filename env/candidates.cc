@@ -3,17 +3,23 @@
 #include <algorithm>
 #include <map>
 
+#include "core/device_order.h"
+
 namespace devplace {
 namespace {
 
 constexpr DimKind kKinds[] = {DimKind::kSample, DimKind::kAttribute, DimKind::kParameter, DimKind::kReduction};
 
-// Appends `devices` (sorted first) under `name` unless it has fewer than 2 devices or is already listed.
+// Appends `devices` under `name` unless it has fewer than 2 devices or its set is already listed.
 void AddSubset(std::vector<DeviceId> devices, std::string name, std::vector<DeviceSubset>* out) {
-  std::sort(devices.begin(), devices.end());
   if (devices.size() < 2) return;
-  for (const DeviceSubset& s : *out)
-    if (s.devices == devices) return;
+  std::vector<DeviceId> sorted = devices;
+  std::sort(sorted.begin(), sorted.end());
+  for (const DeviceSubset& s : *out) {
+    std::vector<DeviceId> listed = s.devices;
+    std::sort(listed.begin(), listed.end());
+    if (listed == sorted) return;
+  }
   out->push_back({std::move(devices), std::move(name)});
 }
 
@@ -53,6 +59,7 @@ std::vector<DeviceSubset> MachineSubsets(const Topology& topology, const std::ve
     AddSubset({devs.begin(), mid}, "half:" + h + ":0", &out);
     AddSubset({mid, devs.end()}, "half:" + h + ":1", &out);
   }
+  for (DeviceSubset& s : out) s.devices = FastRingOrder(topology, std::move(s.devices));
   for (const Mesh& mesh : meshes)
     for (int32_t a = 0; a < mesh.rank(); ++a)
       if (mesh.shape[a] >= 2) AddMeshLines(mesh, a, &out);

@@ -22,7 +22,7 @@ namespace devplace {
 
 // One split action: the ops of a group split evenly over `devices` (part p on devices[p]).
 struct SplitCandidate {
-  std::vector<DeviceId> devices;  // >= 2 devices, ascending ids, none twice
+  std::vector<DeviceId> devices;  // >= 2 devices, none twice, in the subset's order (MachineSubsets)
   // The kind of dimension each op is split along (CandidateOpConfig). std::nullopt: every op's SplitConfig
   // (its first sample dimension, else any dimension), the environment's single data-parallel action.
   std::optional<DimKind> kind;
@@ -33,7 +33,10 @@ struct SplitCandidate {
 // host's devices when there are >= 2 hosts; the first and second half (in id order) of each host with >= 4
 // devices; for each mesh and axis of extent >= 2, the lines of devices along that axis (the other coordinates
 // fixed). Names: "all", "host:H", "half:H:0|1", "mesh:M:AXIS:i" (i = the line's index in row-major order of
-// the other coordinates). Preconditions: the meshes are valid for the topology (core/mesh.h ValidateMesh).
+// the other coordinates). The machine's subsets (all, hosts, halves) list their devices in core/device_order.h's
+// FastRingOrder, the order Tofu-DP's splits use, so that the rings of a split over them (gradient all-reduce,
+// reduce-scatter) run over fast links (a DGX-1's all: 0 1 2 3 7 5 6 4, all NVLink); a mesh line keeps the mesh's
+// order. Preconditions: the meshes are valid for the topology (core/mesh.h ValidateMesh).
 struct DeviceSubset {
   std::vector<DeviceId> devices;
   std::string name;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/colocation.h"
+#include "core/topology_yaml.h"
 #include "env/config.h"
 #include "env/game.h"
 #include "env/state.h"
@@ -434,6 +435,29 @@ TEST(SoapActionSpace, SubsetsFollowHostsHalvesAndMeshAxes) {
   const std::vector<SplitCandidate> candidates = SoapCandidates(topo, {mesh});
   ASSERT_EQ(candidates.size(), 4u * with_mesh.size());
   EXPECT_EQ(candidates[5].name, "host:h0/attribute");
+}
+
+TEST(SoapActionSpace, MachineSubsetsRingOverFastLinks) {
+  // On a DGX-1 the id-order ring crosses PCIe/QPI (3 -> 4, 7 -> 0); the candidates list the all-NVLink ring that
+  // Tofu-DP's splits use, and data parallelism along it is faster than along id order.
+  auto topo = std::make_shared<const Topology>(
+      ReadTopologyFile(DEVPLACE_SOURCE_DIR "/configs/topologies/dgx1-v100.yaml").value());
+  auto graph = Share(MatmulTrainingGraph(2));
+  EnvConfig config;
+  config.kind = MdpKind::kOneShot;
+  config.action_space = ActionSpace::kSoap;
+  auto game = Game(graph, topo, config);
+  ASSERT_NE(game, nullptr);
+  const int32_t all_sample = game->data_parallel_action();
+  ASSERT_EQ(game->candidate(all_sample - game->num_devices()).name, "all/sample");
+  EXPECT_EQ(game->candidate(all_sample - game->num_devices()).devices, (std::vector<DeviceId>{0, 1, 2, 3, 7, 5, 6, 4}));
+  const std::vector<int32_t> everywhere(game->num_groups(), all_sample);
+  Strategy ring = game->StrategyFromGroups(everywhere), id_order = ring;
+  for (OpConfig& c : id_order.configs) std::sort(c.devices.begin(), c.devices.end());
+  Expected<SimResult> along_ring = Simulate(*graph, *topo, ring, PeakRateCost(), config.sim);
+  Expected<SimResult> along_ids = Simulate(*graph, *topo, id_order, PeakRateCost(), config.sim);
+  ASSERT_TRUE(along_ring.ok() && along_ids.ok());
+  EXPECT_LT(along_ring->step_time, along_ids->step_time);
 }
 
 TEST(SoapActionSpace, CandidatesSplitAlongTheirKindAndPriceTheirCosts) {
