@@ -6,9 +6,11 @@
 # single, expert, data-parallel, Tofu-DP, MCMC with EVALS evaluations (seed 1), the shipped general policy
 # (8-device machines only) and POLICY zero-shot (and fine-tuned with EVALS evaluations when FINETUNE=1). With
 # SAMPLES=K the zero-shot row is the best of the greedy and K sampled placements (`devplace place --samples K
-# --seed 1`, temperature SAMPLE_TEMPERATURE, default the policy's), named NAME-kK.
+# --seed 1`, temperature SAMPLE_TEMPERATURE, default the policy's), named NAME-kK. With UNIFORM=1 the zero-shot and
+# fine-tuned rows also try the fastest uniform sample split (`--uniform`, one more evaluation, counted in the
+# fine-tuning's budget), named NAME-u.
 # Usage: scripts/soap_eval.sh DEVPLACE POLICY OUT_DIR   (env: EVALS=2000, FINETUNE=0, ONLY="base"|"policy"|"",
-#        NAME=soap: the policy's method name, SAMPLES=0, SAMPLE_TEMPERATURE)
+#        NAME=soap: the policy's method name, SAMPLES=0, SAMPLE_TEMPERATURE, UNIFORM=0)
 # Writes OUT_DIR/results.csv: case,topology,method,step_time_ms,oom.
 set -euo pipefail
 DEVPLACE=$1 POLICY=$2 OUT=$3
@@ -19,6 +21,7 @@ if [ "$SAMPLES" != 0 ]; then
   [ -n "${SAMPLE_TEMPERATURE:-}" ] && SAMPLING+=(--sample-temperature "$SAMPLE_TEMPERATURE")
   NAME=$NAME-k$SAMPLES
 fi
+if [ "${UNIFORM:-0}" = 1 ]; then SAMPLING+=(--uniform); NAME=$NAME-u; fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TOPO=$ROOT/configs/topologies
 mkdir -p "$OUT/graphs" "$OUT/p"
@@ -51,7 +54,7 @@ run_case() {  # family seed target topology
   if [ "$ONLY" != base ]; then
     row "$c" "$t" "$NAME" "$("$DEVPLACE" place --policy "$POLICY" -g "$g" -t "$T" "${SAMPLING[@]}" -o "$P-$NAME.json" --json)"
     if [ "$FINETUNE" = 1 ]; then
-      row "$c" "$t" "$NAME-ft-$EVALS" "$("$DEVPLACE" place --policy "$POLICY" -g "$g" -t "$T" --finetune-evals "$EVALS" --finetune-temperature 3 --seed 1 -o "$P-$NAME-ft.json" --json)"
+      row "$c" "$t" "$NAME-ft-$EVALS" "$("$DEVPLACE" place --policy "$POLICY" -g "$g" -t "$T" "${SAMPLING[@]}" --finetune-evals "$EVALS" --finetune-temperature 3 --seed 1 -o "$P-$NAME-ft.json" --json)"
     fi
   fi
 }
