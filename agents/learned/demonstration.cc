@@ -41,7 +41,10 @@ int32_t ProjectedSplit(const PlacementGame& game, const Strategy& strategy, int3
   int32_t same_devices = -1;
   for (int32_t a = game.num_devices(); a < game.num_actions(); ++a) {
     const SplitCandidate& c = game.candidate(a - game.num_devices());
-    if (!game.can_split(g, a) || c.devices != devices) continue;
+    if (!game.can_split(g, a)) continue;
+    std::vector<DeviceId> set = c.devices;  // candidates list their devices in ring order (env/candidates.h)
+    std::sort(set.begin(), set.end());
+    if (set != devices) continue;
     if (c.kind == kind) return a;
     if (same_devices < 0) same_devices = a;
   }
