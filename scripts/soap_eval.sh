@@ -17,7 +17,7 @@ DEVPLACE=$1 POLICY=$2 OUT=$3
 EVALS=${EVALS:-2000} FINETUNE=${FINETUNE:-0} ONLY=${ONLY:-} NAME=${NAME:-soap} SAMPLES=${SAMPLES:-0}
 SAMPLING=()
 if [ "$SAMPLES" != 0 ]; then
-  SAMPLING=(--samples "$SAMPLES" --seed 1)
+  SAMPLING=(--samples "$SAMPLES")
   [ -n "${SAMPLE_TEMPERATURE:-}" ] && SAMPLING+=(--sample-temperature "$SAMPLE_TEMPERATURE")
   NAME=$NAME-k$SAMPLES
 fi
@@ -52,7 +52,7 @@ run_case() {  # family seed target topology
     fi
   fi
   if [ "$ONLY" != base ]; then
-    row "$c" "$t" "$NAME" "$("$DEVPLACE" place --policy "$POLICY" -g "$g" -t "$T" "${SAMPLING[@]}" -o "$P-$NAME.json" --json)"
+    row "$c" "$t" "$NAME" "$("$DEVPLACE" place --policy "$POLICY" -g "$g" -t "$T" "${SAMPLING[@]}" --seed 1 -o "$P-$NAME.json" --json)"
     if [ "$FINETUNE" = 1 ]; then
       row "$c" "$t" "$NAME-ft-$EVALS" "$("$DEVPLACE" place --policy "$POLICY" -g "$g" -t "$T" "${SAMPLING[@]}" --finetune-evals "$EVALS" --finetune-temperature 3 --seed 1 -o "$P-$NAME-ft.json" --json)"
     fi
