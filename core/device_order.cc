@@ -22,7 +22,8 @@ std::pair<double, double> Score(LinkLoadMeter* meter, const std::vector<int32_t>
                                 std::vector<std::pair<size_t, size_t>>* scratch) {
   const size_t n = order.size();
   scratch->clear();
-  for (size_t i = 0; i < n; ++i) scratch->push_back({static_cast<size_t>(order[i]), static_cast<size_t>(order[(i + 1) % n])});
+  for (size_t i = 0; i < n; ++i)
+    scratch->push_back({static_cast<size_t>(order[i]), static_cast<size_t>(order[(i + 1) % n])});
   const double ring = meter->SecondsPerByte(*scratch);
   double cuts = 0.0;
   if (!std::has_single_bit(n)) return {ring, cuts};
