@@ -83,8 +83,18 @@ class UpdatePart : public PartKernel {
 at::Tensor Assemble(const Assembly& a, const std::vector<at::Tensor>& slots, const at::Device& device) {
   at::Tensor t;
   if (!a.scatter.empty()) {
+    // One gradient already in the flat weights' order (a replicated weight's) that covers the range: the range
+    // itself, a view, rather than a pass over all the weights for each update part.
+    if (a.scatter.size() == 1 && !a.scatter[0].second.defined()) {
+      const at::Tensor g = slots[a.scatter[0].first].reshape({-1});
+      if (a.lo + a.len <= g.numel()) return g.narrow(0, a.lo, a.len);
+    }
     at::Tensor full = at::zeros({a.full}, at::TensorOptions().dtype(at::kFloat).device(device));
-    for (const auto& [slot, index] : a.scatter) full.index_copy_(0, index, slots[slot].reshape({-1}));
+    for (const auto& [slot, index] : a.scatter) {
+      const at::Tensor g = slots[slot].reshape({-1});
+      if (index.defined()) full.index_copy_(0, index, g);
+      else full.narrow(0, 0, g.numel()).copy_(g);
+    }
     return full.narrow(0, a.lo, a.len);
   }
   const bool whole = a.pieces.size() == 1 && !a.sum && a.pieces[0].size == a.shape;

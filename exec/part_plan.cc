@@ -557,8 +557,7 @@ void Builder::WeightGradient(int32_t unit, size_t input, int32_t edge, int pass)
     }
     Box slot_box;
     const auto [slot, ready] = Source(pu, s.weight_port, u.device, &slot_box);
-    const at::Tensor index = s.grad_index.defined() ? s.grad_index : at::arange(slot_box.hi[0], at::kLong);
-    a.scatter.emplace_back(slot, index.to(u.torch_device));
+    a.scatter.emplace_back(slot, s.grad_index.defined() ? s.grad_index.to(u.torch_device) : at::Tensor());
     plan_.program.Dep(ready, plan_.task_of[u.op][u.part]);
   }
   if (pass == 1 && range) {

@@ -38,8 +38,9 @@ struct Assembly {
   const EdgeTensor* cut = nullptr;      // set: the edge carries part of the assembled tensor (ForEdge)
   int64_t cut_lo = 0, cut_len = -1;     // with cut: the rows of it the part reads (Need::cut_lo; -1: all)
   int64_t index_bound = 2;              // integer inputs: exclusive bound of the values the kernel accepts
-  // An update part's gradient: flat shard gradients (slot, flat indices) scattered into `full` elements, of which
-  // the range [lo, lo + len) is the input.
+  // An update part's gradient: flat shard gradients (slot, flat indices; undefined indices: the slot holds the
+  // gradient in the flat weights' order from 0) scattered into `full` elements, of which the range [lo, lo + len) is
+  // the input (a view of the slot when one such gradient covers it).
   std::vector<std::pair<int32_t, at::Tensor>> scatter;
   int64_t full = 0, lo = 0, len = 0;
 };
