@@ -277,6 +277,18 @@ Expected<at::Tensor> ProcessGroup::AllGather(const at::Tensor& input, const std:
   return out;
 }
 
+Status ProcessGroup::AllToAll(at::Tensor& output, const at::Tensor& input, const std::vector<int64_t>& out_splits,
+                              const std::vector<int64_t>& in_splits, const std::string& what) {
+  DEVPLACE_CHECK(input.is_contiguous() && output.is_contiguous() && input.dim() == 1 && output.dim() == 1,
+                 "all-to-all of flat contiguous tensors");
+  DEVPLACE_CHECK(static_cast<int32_t>(out_splits.size()) == size() && static_cast<int32_t>(in_splits.size()) == size(),
+                 "one piece per rank");
+  std::vector<int64_t> out(out_splits), in(in_splits);
+  at::Tensor o = output;
+  at::Tensor i = input;
+  return impl_->Run([&](auto& g) { return g.alltoall_base(o, i, out, in); }, what);
+}
+
 Status ProcessGroup::Barrier(const std::string& what) {
   c10d::BarrierOptions options;
   options.timeout = impl_->timeout;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "distributed/config.h"
@@ -63,6 +64,11 @@ class ProcessGroup {
   Status AllReduceSum(at::Tensor& tensor, const std::string& what) { return AllReduce(tensor, Reduce::kSum, what); }
   // Every rank's `input` (same shape everywhere) concatenated along a new first dimension in rank order.
   Expected<at::Tensor> AllGather(const at::Tensor& input, const std::string& what);
+  // Every rank sends piece r of `input` (flat, contiguous; pieces of in_splits[r] elements along dimension 0, in
+  // rank order) to rank r and receives rank r's piece for it into piece r of `output` (out_splits[r] elements).
+  // Every rank must call it in the same place of its sequence of collectives.
+  Status AllToAll(at::Tensor& output, const at::Tensor& input, const std::vector<int64_t>& out_splits,
+                  const std::vector<int64_t>& in_splits, const std::string& what);
   // Waits until every rank has called Barrier.
   Status Barrier(const std::string& what);
   // Rank `root`'s `bytes` on every rank (the argument is ignored elsewhere).

@@ -1,5 +1,6 @@
 #include "exec/part_rank.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <tuple>
@@ -20,11 +21,73 @@ std::vector<std::string> SlotNames(const Graph& graph, const PartPlan& plan) {
   return name;
 }
 
+// The collectives of `full` that run on the process group: by task, its collective when it is a step of one
+// (else -1); `grouped` lists them.
+std::vector<int32_t> GroupedCollectives(const TaskProgram& full, const std::vector<int32_t>& rank_of_device,
+                                        int32_t world, std::vector<int32_t>* grouped) {
+  std::vector<char> on_group(full.collectives.size(), 0);
+  for (size_t c = 0; c < full.collectives.size(); ++c) {
+    std::vector<int32_t> ranks;
+    for (DeviceId d : full.collectives[c].devices) ranks.push_back(rank_of_device[d]);
+    on_group[c] = RunsOnProcessGroup(full.collectives[c].kind, ranks, world);
+    if (on_group[c]) grouped->push_back(static_cast<int32_t>(c));
+  }
+  std::vector<int32_t> collective_of(full.tasks.size(), -1);
+  for (size_t t = 0; t < full.tasks.size(); ++t) {
+    const Task& task = full.tasks[t];
+    if (task.kind == TaskKind::kReceive && task.collective >= 0 && on_group[task.collective])
+      collective_of[t] = task.collective;
+  }
+  return collective_of;
+}
+
+// Estimated durations for OrderCollectives: a part's FLOPs at 10 GFLOP/s, bytes moved at 1 GB/s, and 1 ns each.
+std::vector<double> TaskCosts(const Graph& graph, const PartPlan& plan) {
+  std::vector<double> cost;
+  for (const Task& t : plan.program.tasks) {
+    double c = 1e-9 + static_cast<double>(t.bytes) * 1e-9;
+    if (t.kind == TaskKind::kCompute && t.unit >= 0) {
+      const OpId op = plan.units[t.unit].op;
+      c += graph.op(op).flops / static_cast<double>(plan.unit_of[op].size()) * 1e-10;
+    }
+    cost.push_back(c);
+  }
+  return cost;
+}
+
+// This rank's collective task for collective `c` of `full` (whose steps are `steps`), and its entry.
+ProcessCollective LocalCollective(const TaskProgram& full, int32_t c, const std::vector<int32_t>& steps,
+                                  const std::vector<int32_t>& rank_of_device, int32_t me, int32_t world,
+                                  TaskProgram* local) {
+  const CollectiveInfo& info = full.collectives[c];
+  ProcessCollective out;
+  out.collective = c;
+  out.scatter = info.kind == "reduce-scatter";
+  out.what = "the " + info.kind + " of '" + info.label + "'";
+  out.member_of_rank.assign(world, -1);
+  for (size_t i = 0; i < info.devices.size(); ++i) out.member_of_rank[rank_of_device[info.devices[i]]] = i;
+  const DeviceId mine = info.devices[out.member_of_rank[me]];
+  Task task;
+  task.kind = TaskKind::kCollective;
+  task.device = mine;
+  task.collective = c;
+  task.bytes = info.bytes;
+  for (int32_t t : steps) {  // the member's slot, the axis, and the extent all chunks cover
+    const Task& step = full.tasks[t];
+    if (step.device == mine) task.dst = step.dst;
+    task.axis = step.axis;
+    task.length = std::max(task.length, step.begin + step.length);
+  }
+  DEVPLACE_CHECK(task.dst >= 0, "a member of a collective receives a step");
+  out.task = local->Add(std::move(task));
+  return out;
+}
+
 }  // namespace
 
 Expected<RankProgram> BuildRankProgram(const Graph& graph, const PartPlan& plan,
-                                       const std::vector<int32_t>& rank_of_device, int32_t me,
-                                       const std::vector<at::Device>& device_of) {
+                                       const std::vector<int32_t>& rank_of_device, int32_t me, int32_t world,
+                                       const std::vector<at::Device>& device_of, bool group_collectives) {
   const TaskProgram& full = plan.program;
   if (!full.bound.empty())
     return Error{"partitioned execution over processes: ZeRO-3 configs (shard_weights) run in one process only"};
@@ -43,11 +106,31 @@ Expected<RankProgram> BuildRankProgram(const Graph& graph, const PartPlan& plan,
   local.collectives = full.collectives;
   out.local_unit.assign(plan.units.size(), 0);
   for (const Unit& u : plan.units) out.local_unit[&u - plan.units.data()] = rank_of_device[u.device] == me;
+  // The collectives the process group runs: one collective task each on this rank, in an order all ranks share.
+  std::vector<int32_t> grouped;
+  const std::vector<int32_t> collective_of =
+      group_collectives ? GroupedCollectives(full, rank_of_device, world, &grouped) : std::vector<int32_t>(n, -1);
+  std::vector<int32_t> collective_task(full.collectives.size(), -1);
+  if (!grouped.empty()) {
+    Expected<std::vector<int32_t>> order = OrderCollectives(full, collective_of, TaskCosts(graph, plan), grouped);
+    if (!order) return order.error();
+    std::vector<std::vector<int32_t>> steps(full.collectives.size());
+    for (int32_t t = 0; t < n; ++t)
+      if (collective_of[t] >= 0) steps[collective_of[t]].push_back(t);
+    for (int32_t c : *order) {
+      out.collectives.push_back(LocalCollective(full, c, steps[c], rank_of_device, me, world, &local));
+      collective_task[c] = out.collectives.back().task;
+    }
+  }
   // Per task of the full program: the rank of the slot it reads when that is another rank's (else -1), its id
-  // in this rank's program, and the send task serving it on this rank.
+  // in this rank's program (a grouped collective's steps: its collective task), and the send task serving it here.
   std::vector<int32_t> reads_from(n, -1), id(n, -1), sender(n, -1);
   for (int32_t t = 0; t < n; ++t) {
     const Task& task = full.tasks[t];
+    if (collective_of[t] >= 0) {
+      if (rank(t) == me) id[t] = collective_task[collective_of[t]];
+      continue;
+    }
     const bool reads = task.kind == TaskKind::kCopy || task.kind == TaskKind::kReceive;
     DEVPLACE_CHECK(!reads || slot_device[task.src] >= 0, "a copy or collective step reads a slot some task writes");
     if (reads && rank_of_device[slot_device[task.src]] != rank(t)) reads_from[t] = rank_of_device[slot_device[task.src]];
@@ -105,7 +188,9 @@ Expected<RankProgram> BuildRankProgram(const Graph& graph, const PartPlan& plan,
   for (int32_t x = 0; x < n; ++x)
     for (int32_t y : full.tasks[x].succ) {
       const int32_t rx = rank(x), ry = rank(y);
-      if (rx == me && ry == me) {
+      if (collective_of[y] >= 0 && (rx != ry || collective_of[x] == collective_of[y])) {
+        continue;  // a member's input on another rank, or a step of the same collective: the group's call has them
+      } else if (rx == me && ry == me) {
         local.Dep(id[x], id[y]);
       } else if (rx == ry) {
         continue;
@@ -119,8 +204,10 @@ Expected<RankProgram> BuildRankProgram(const Graph& graph, const PartPlan& plan,
                      std::to_string(y) + ") is not supported"};
       }
     }
-  for (const Task& t : local.tasks)
+  for (const Task& t : local.tasks) {
     DEVPLACE_CHECK(t.kind != TaskKind::kSend || t.preds > 0, "a send waits for what it sends to be written");
+    DEVPLACE_CHECK(t.kind != TaskKind::kCollective || t.preds > 0, "a collective waits for its member's input");
+  }
   return out;
 }
 

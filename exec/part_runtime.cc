@@ -77,7 +77,8 @@ Expected<Executor> Executor::CreatePartitioned(const Graph& graph, const Topolog
     m->runtime = std::make_unique<exec::TaskRuntime>(m->plan.program, device_of, core);
     return Executor(std::move(m));
   }
-  Expected<exec::RankProgram> rank = exec::BuildRankProgram(graph, m->plan, rank_of_device, group->rank(), device_of);
+  Expected<exec::RankProgram> rank =
+      exec::BuildRankProgram(graph, m->plan, rank_of_device, group->rank(), group->size(), device_of);
   if (!rank) return rank.error();
   m->group = group;
   m->rank = std::make_unique<exec::RankProgram>(std::move(*rank));
@@ -86,13 +87,16 @@ Expected<Executor> Executor::CreatePartitioned(const Graph& graph, const Topolog
   m->transport = std::make_unique<exec::ProcessTransport>(*group, m->rank->messages, [p](const std::string& message) {
     p->runtime->Abort(message);
   });
+  m->sequencer = std::make_unique<exec::CollectiveSequencer>(*group, m->rank->program, m->rank->collectives);
   m->runtime->SetHooks({[p](const exec::Task& send, at::Tensor data) {
                           if (Status s = p->transport->Send(send.message, data); !s) {
                             p->runtime->Abort(s.error().message);
                             p->transport->Abort();
+                            p->sequencer->Abort();
                           }
                         },
-                        [p] { p->transport->Progress(); }});
+                        [p] { p->transport->Progress(); },
+                        [p](int32_t task, std::vector<at::Tensor>& slots) { p->sequencer->Ready(task, slots); }});
   return Executor(std::move(m));
 }
 
@@ -103,10 +107,22 @@ std::string Executor::Partitioned::Step(int32_t step, std::vector<at::Tensor>* s
     const Status begun = transport->BeginStep(step, [this](int32_t message, at::Tensor t) {
       runtime->Deliver(rank->arrival_of[message], std::move(t));
     });
-    if (!begun) runtime->Abort(begun.error().message);
+    if (!begun) {
+      runtime->Abort(begun.error().message);
+    } else {  // after the barrier: the group's collectives of the step follow it on every rank
+      sequencer->BeginStep([this](int32_t task, double start) { runtime->Complete(task, start); },
+                           [this](const std::string& message) {
+                             runtime->Abort(message);
+                             transport->Abort();
+                           });
+    }
     step_start = exec::NowSeconds();
   });
-  if (!error.empty()) transport->Abort();  // receives still waiting end at once
+  if (!error.empty()) {  // receives still waiting end at once; no further collective starts
+    transport->Abort();
+    sequencer->Abort();
+  }
+  sequencer->EndStep();
   const Status ended = transport->EndStep();
   if (error.empty() && !ended) error = ended.error().message;
   return error;
@@ -174,7 +190,8 @@ Expected<ExecResult> Executor::RunPartitioned() {
         op_time[m.plan.units[task.unit].op] += d;
         continue;
       }
-      if (task.kind != exec::TaskKind::kArrive) dev_copy[task.device] += d;  // an arrival only waits
+      // an arrival only waits; a process-group collective runs off the workers (its time is the collective's)
+      if (task.kind != exec::TaskKind::kArrive && task.kind != exec::TaskKind::kCollective) dev_copy[task.device] += d;
       if (task.collective < 0) {
         if (task.kind == exec::TaskKind::kCopy || task.kind == exec::TaskKind::kArrive) {  // copies end on their device
           bytes += task.bytes;

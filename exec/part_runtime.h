@@ -7,6 +7,7 @@
 #include "exec/part_plan.h"
 #include "exec/part_rank.h"
 #include "exec/pipeline_schedule.h"
+#include "exec/process_collectives.h"
 #include "exec/process_transport.h"
 #include "exec/task_program.h"
 
@@ -23,7 +24,8 @@ struct Executor::Partitioned {
   ProcessGroup* group = nullptr;            // a rank of a multi-process execution, else null
   std::unique_ptr<exec::RankProgram> rank;  // with a group: this rank's program
   std::unique_ptr<exec::TaskRuntime> runtime;  // after the plan: its workers stop before the plan goes
-  std::unique_ptr<exec::ProcessTransport> transport;  // last: its receivers stop before the runtime goes
+  std::unique_ptr<exec::ProcessTransport> transport;  // its receivers stop before the runtime goes
+  std::unique_ptr<exec::CollectiveSequencer> sequencer;  // last: a rank's process-group collectives
   double step_start = 0.0;                  // a rank's: when its step started (after the barrier)
   exec::PipelineLabels pipeline;            // a pipeline plan's stage steps (else empty)
 

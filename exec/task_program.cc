@@ -64,7 +64,8 @@ struct TaskRuntime::State {
         hooks.send(t, (t.chunk ? src.narrow(t.axis, t.src_begin, t.length) : NarrowBox(src, t.lo, t.size)).clone());
         break;
       }
-      case TaskKind::kArrive: break;  // not run by a worker
+      case TaskKind::kArrive:
+      case TaskKind::kCollective: break;  // not run by a worker
     }
     SyncDevice(w->device);
   }
@@ -76,6 +77,8 @@ struct TaskRuntime::State {
         if (program.tasks[next].kind == TaskKind::kArrive) {
           times->end[next] = NowSeconds();
           Release(next);
+        } else if (program.tasks[next].kind == TaskKind::kCollective) {
+          hooks.collective(next, *slots);
         } else {
           workers[program.tasks[next].device]->queue.Push(next);
         }
@@ -111,7 +114,7 @@ TaskRuntime::TaskRuntime(const TaskProgram& program, std::vector<at::Device> tor
   State& s = *state_;
   s.workers.resize(torch_device.size());
   for (const Task& t : program.tasks) {
-    if (t.kind == TaskKind::kArrive) continue;
+    if (t.kind == TaskKind::kArrive || t.kind == TaskKind::kCollective) continue;
     auto& w = s.workers[t.device];
     if (!w) {
       w = std::make_unique<State::Worker>();
@@ -149,6 +152,14 @@ void TaskRuntime::Deliver(int32_t task, at::Tensor data) {
   }
 }
 
+void TaskRuntime::Complete(int32_t task, double start) {
+  State& s = *state_;
+  if (s.gate.abort().load()) return;
+  s.times->start[task] = start;
+  s.times->end[task] = NowSeconds();
+  s.Release(task);
+}
+
 std::string TaskRuntime::Step(const UnitRunner& run, std::vector<at::Tensor>* slots, TaskTimes* times,
                               const std::function<void()>& started) {
   State& s = *state_;
@@ -168,7 +179,8 @@ std::string TaskRuntime::Step(const UnitRunner& run, std::vector<at::Tensor>* sl
     s.remaining[i].store(t.preds + (t.kind == TaskKind::kArrive ? 1 : 0), std::memory_order_relaxed);
   }
   for (size_t i = 0; i < n; ++i)
-    if (s.program.tasks[i].preds == 0 && s.program.tasks[i].kind != TaskKind::kArrive)
+    if (s.program.tasks[i].preds == 0 && s.program.tasks[i].kind != TaskKind::kArrive &&
+        s.program.tasks[i].kind != TaskKind::kCollective)
       s.workers[s.program.tasks[i].device]->queue.Push(static_cast<int32_t>(i));
   if (started) started();
   int32_t workers = 0;

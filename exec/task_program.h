@@ -5,7 +5,8 @@
 // tensor copied to this device and stored into, or added to, this member's tensor). Slots are written once per step
 // (receives update their member's tensor in place, in the order the collective's dependencies fix). On a rank of a
 // multi-process execution (exec/part_rank.h) a send task hands a box of a slot to the transport and an arrival task
-// stands for a tensor another rank sends: it ends once the tensor has been delivered and its predecessors ended.
+// stands for a tensor another rank sends: it ends once the tensor has been delivered and its predecessors ended;
+// a collective task is this rank's part of a process-group collective (exec/process_collectives.h).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -21,7 +22,7 @@
 
 namespace devplace::exec {
 
-enum class TaskKind : uint8_t { kCompute, kCopy, kReceive, kSend, kArrive, kZero };
+enum class TaskKind : uint8_t { kCompute, kCopy, kReceive, kSend, kArrive, kZero, kCollective };
 
 struct Task {
   TaskKind kind = TaskKind::kCompute;
@@ -40,6 +41,8 @@ struct Task {
   // zero: slots[dst].narrow(axis, begin, length) is set to zeros (a ZeRO-3 part frees the weight pieces it gathered).
   // send: message `message` is the box [lo, lo + size) of slots[src], or with `chunk` slots[src].narrow(axis,
   // src_begin, length). arrive: message `message`, delivered from another rank, becomes slots[dst].
+  // collective: this rank's member of a collective between processes on slots[dst] (axis, extent `length`), run by
+  // the process group when its predecessors have ended (TaskHooks::collective; TaskRuntime::Complete ends it).
   int32_t message = -1;
   bool chunk = false;
   int32_t collective = -1;  // receive (and the send and arrival serving it): index into TaskProgram::collectives
@@ -88,10 +91,12 @@ struct TaskTimes {
 struct TaskHooks {
   std::function<void(const Task& send, at::Tensor data)> send;  // posts the message (data: a fresh tensor)
   std::function<void()> progress;                                // a task ended
+  // A collective task's predecessors have ended (it runs off the workers; Complete ends it).
+  std::function<void(int32_t task, std::vector<at::Tensor>& slots)> collective;
 };
 
 // Worker threads, one per device that has compute, copy, receive or send tasks, each pinned like the plain
-// executor's. Arrival tasks run on no worker: Deliver ends them.
+// executor's. Arrival and collective tasks run on no worker: Deliver and Complete end them.
 class TaskRuntime {
  public:
   // `program` must outlive the runtime; `torch_device` and `core` give each device's LibTorch device and core
@@ -108,6 +113,9 @@ class TaskRuntime {
   void SetHooks(TaskHooks hooks);
   // During a Step: the message of arrival task `task` arrived as `data` (already on the task's device).
   void Deliver(int32_t task, at::Tensor data);
+  // During a Step: collective task `task`, handed to TaskHooks::collective, ended (it started at `start`, on
+  // exec::NowSeconds' clock).
+  void Complete(int32_t task, double start);
   // During a Step: abandons it with `message` (the first failure wins).
   void Abort(const std::string& message);
 

@@ -1,0 +1,168 @@
+#include "exec/process_collectives.h"
+
+#include <algorithm>
+#include <deque>
+#include <set>
+
+#include "core/check.h"
+#include "exec/backend.h"
+#include "exec/torch_errors.h"
+
+namespace devplace::exec {
+
+bool RunsOnProcessGroup(const std::string& kind, const std::vector<int32_t>& member_ranks, int32_t world) {
+  if (world < 2 || (kind != "all-reduce" && kind != "reduce-scatter")) return false;
+  const std::set<int32_t> ranks(member_ranks.begin(), member_ranks.end());
+  return static_cast<int32_t>(member_ranks.size()) == world && static_cast<int32_t>(ranks.size()) == world;
+}
+
+Expected<std::vector<int32_t>> OrderCollectives(const TaskProgram& program, const std::vector<int32_t>& collective_of,
+                                                const std::vector<double>& task_cost,
+                                                const std::vector<int32_t>& collectives) {
+  const int32_t n = static_cast<int32_t>(program.tasks.size());
+  const int32_t nodes = n + static_cast<int32_t>(program.collectives.size());
+  // Node of a task: itself, or (for a step of an ordered collective) the collective as one unit.
+  auto node = [&](int32_t t) { return collective_of[t] >= 0 ? n + collective_of[t] : t; };
+  std::vector<double> cost(nodes, 0.0), start(nodes, 0.0);
+  std::vector<int32_t> indegree(nodes, 0);
+  std::vector<char> present(nodes, 0);
+  for (int32_t t = 0; t < n; ++t) {
+    cost[node(t)] += task_cost[t];
+    present[node(t)] = 1;
+    for (int32_t s : program.tasks[t].succ)
+      if (node(s) != node(t)) ++indegree[node(s)];
+  }
+  std::vector<std::vector<int32_t>> members(program.collectives.size());
+  for (int32_t t = 0; t < n; ++t)
+    if (collective_of[t] >= 0) members[collective_of[t]].push_back(t);
+  std::deque<int32_t> queue;
+  for (int32_t v = 0; v < nodes; ++v)
+    if (present[v] && indegree[v] == 0) queue.push_back(v);
+  int32_t visited = 0, total = 0;
+  for (int32_t v = 0; v < nodes; ++v) total += present[v];
+  while (!queue.empty()) {
+    const int32_t v = queue.front();
+    queue.pop_front();
+    ++visited;
+    const std::vector<int32_t> one{v};
+    for (int32_t t : v >= n ? members[v - n] : one)
+      for (int32_t s : program.tasks[t].succ) {
+        const int32_t w = node(s);
+        if (w == v) continue;
+        start[w] = std::max(start[w], start[v] + cost[v]);
+        if (--indegree[w] == 0) queue.push_back(w);
+      }
+  }
+  if (visited != total)
+    return Error{"partitioned execution over processes: collectives depend on each other both ways, so they cannot "
+                 "run as process-group collectives in one order"};
+  std::vector<int32_t> order = collectives;
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return start[n + a] != start[n + b] ? start[n + a] < start[n + b] : a < b;
+  });
+  return order;
+}
+
+CollectiveSequencer::CollectiveSequencer(ProcessGroup& group, const TaskProgram& program,
+                                         std::vector<ProcessCollective> order)
+    : group_(group), program_(program), order_(std::move(order)), index_of_task_(program.tasks.size(), -1) {
+  for (size_t k = 0; k < order_.size(); ++k) index_of_task_[order_[k].task] = static_cast<int32_t>(k);
+  ready_.assign(order_.size(), 0);
+}
+
+CollectiveSequencer::~CollectiveSequencer() {
+  Abort();
+  EndStep();
+}
+
+void CollectiveSequencer::BeginStep(Complete complete, Fail fail) {
+  EndStep();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_.assign(order_.size(), 0);
+    slots_ = nullptr;
+    aborted_ = false;
+    complete_ = std::move(complete);
+    fail_ = std::move(fail);
+  }
+  if (!order_.empty()) thread_ = std::thread(&CollectiveSequencer::Main, this);
+}
+
+void CollectiveSequencer::Ready(int32_t task, std::vector<at::Tensor>& slots) {
+  const int32_t k = index_of_task_[task];
+  DEVPLACE_CHECK(k >= 0, "a collective task the sequencer runs");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_[k] = 1;
+    slots_ = &slots;
+  }
+  cv_.notify_all();
+}
+
+void CollectiveSequencer::Abort() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_ = true;
+  }
+  cv_.notify_all();
+}
+
+void CollectiveSequencer::EndStep() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void CollectiveSequencer::Main() {
+  for (size_t k = 0; k < order_.size(); ++k) {
+    std::vector<at::Tensor>* slots = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return aborted_ || ready_[k]; });
+      if (aborted_) return;
+      slots = slots_;
+    }
+    const ProcessCollective& c = order_[k];
+    const double start = NowSeconds();
+    Status s = Status::Ok();
+    try {
+      s = Run(c, (*slots)[program_.tasks[c.task].dst]);
+    } catch (const std::exception& e) {
+      s = Error{group_.Who() + ": " + c.what + ": " + DescribeTorchFailure(e, "cpu")};
+    }
+    if (!s) {
+      fail_(s.error().message);
+      return;
+    }
+    complete_(c.task, start);
+  }
+}
+
+Status CollectiveSequencer::Run(const ProcessCollective& c, at::Tensor& slot) {
+  const Task& t = program_.tasks[c.task];
+  at::Tensor view = slot.narrow(t.axis, 0, t.length);
+  if (!c.scatter) {
+    at::Tensor flat = view.is_contiguous() ? view : view.contiguous();
+    if (Status s = group_.AllReduceSum(flat, c.what); !s) return s;
+    if (!view.is_contiguous()) view.copy_(flat);
+    return Status::Ok();
+  }
+  // Reduce-scatter: rank r receives every rank's chunk of its member, and adds them up in rank order.
+  const int64_t n = static_cast<int64_t>(c.member_of_rank.size());
+  auto chunk = [&](int64_t i) { return view.narrow(t.axis, t.length * i / n, t.length * (i + 1) / n - t.length * i / n); };
+  std::vector<at::Tensor> pieces;
+  std::vector<int64_t> in_splits, out_splits;
+  at::Tensor mine = chunk(c.member_of_rank[group_.rank()]);
+  for (int32_t r = 0; r < group_.size(); ++r) {
+    pieces.push_back(chunk(c.member_of_rank[r]).contiguous().reshape({-1}));
+    in_splits.push_back(pieces.back().numel());
+    out_splits.push_back(mine.numel());
+  }
+  at::Tensor input = at::cat(pieces);
+  at::Tensor output = at::empty({mine.numel() * group_.size()}, input.options());
+  if (Status s = group_.AllToAll(output, input, out_splits, in_splits, c.what); !s) return s;
+  at::Tensor sum = output.narrow(0, 0, mine.numel()).clone();
+  for (int32_t r = 1; r < group_.size(); ++r) sum.add_(output.narrow(0, r * mine.numel(), mine.numel()));
+  mine.copy_(sum.view(mine.sizes()));
+  return Status::Ok();
+}
+
+}  // namespace devplace::exec
