@@ -50,9 +50,10 @@ struct Link {
   // Fixed costs the executor pays per use of the link, as busy time of the hop's resource (the link; on a "memcpy"
   // link the receiving core) on top of bytes / bandwidth (docs/simulator.md, "Per-message and per-step costs").
   // Both default to 0, which leaves a topology priced as before.
-  double message_cost = 0.0;  // s, per message: every hop of a transfer and of a collective step (e.g. the
-                              // c10d send/receive between two processes)
-  double step_cost = 0.0;     // s, per collective step on top of its message (wake-up, buffer, copy-and-add)
+  double message_cost = 0.0;  // s, per message: every hop of a transfer (e.g. the c10d send/receive between two
+                              // processes)
+  double step_cost = 0.0;     // s, per collective step, instead of the message cost (wake-up, buffer, copy-and-add;
+                              // between processes a step of the process group's collective)
   double step_bandwidth = 0.0;  // bytes/s a collective step moves (copies and adds) at; 0: `bandwidth`
 };
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <thread>
 
+#include "core/check.h"
 #include "core/quantile.h"
 #include "exec/backend.h"
 #include "exec/collectives.h"
@@ -150,9 +151,30 @@ void MeasureDevice(const at::Device& device, int core, int64_t n, double* flops,
 
 }  // namespace
 
+std::vector<CopyPoint> OneWayPoints(const std::vector<int64_t>& sizes, const std::vector<double>& round_trips) {
+  DEVPLACE_CHECK(round_trips.size() == sizes.size() + 1, "a token round trip, then one per size");
+  // A round trip is one transfer of the size plus one of the token; a token round trip is two token transfers.
+  const double token_one_way = round_trips[0] / 2.0;
+  std::vector<CopyPoint> points;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const double one_way = round_trips[i + 1] - token_one_way;
+    if (one_way > 0 && std::isfinite(one_way)) points.push_back({sizes[i], one_way});
+  }
+  return points;
+}
+
+Status CheckPhysicalFit(const PairCalibration& fit, const std::string& what) {
+  if (fit.points.size() >= 2 && fit.latency > 0 && fit.latency < 1.0 && fit.bandwidth > 1e6 && fit.bandwidth < 1e13)
+    return Status::Ok();
+  return Error{what + ": no physical fit (" + std::to_string(fit.latency * 1e6) + " us + bytes / " +
+               std::to_string(fit.bandwidth / 1e9) + " GB/s from " + std::to_string(fit.points.size()) +
+               " usable points; a loaded machine? measure again when it is idle)"};
+}
+
 void FitLinkModel(PairCalibration* pair) {
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const CopyPoint& p : pair->points) {
+    if (!(p.seconds > 0)) continue;  // no time: no weight (OneWayPoints drops them)
     const double w = 1.0 / (p.seconds * p.seconds);
     const double x = static_cast<double>(p.bytes);
     sw += w;
@@ -178,6 +200,7 @@ void FitLinkModel(PairCalibration* pair) {
   pair->bandwidth = 1.0 / slope;
   pair->max_relative_error = 0.0;
   for (const CopyPoint& p : pair->points) {
+    if (!(p.seconds > 0)) continue;
     const double model = pair->latency + static_cast<double>(p.bytes) / pair->bandwidth;
     pair->max_relative_error = std::max(pair->max_relative_error, std::abs(model - p.seconds) / p.seconds);
   }
@@ -219,11 +242,12 @@ Expected<CalibrationResult> Calibrate(const Topology& topology, const Calibratio
       PairCalibration pair;
       pair.src = a;
       pair.dst = b;
-      // A round trip is one transfer of the size plus one of the token; a token round trip is two token transfers.
-      const double token_one_way = rt[0] / 2.0;
-      for (size_t i = 0; i < sizes.size(); ++i)
-        pair.points.push_back({sizes[i], std::max(1e-9, rt[i + 1] - token_one_way)});
+      pair.points = OneWayPoints(sizes, rt);
       FitLinkModel(&pair);
+      if (Status s = CheckPhysicalFit(pair, "calibrating copies " + topology.device(a).name + " -> " +
+                                                topology.device(b).name);
+          !s)
+        return s.error();
       result.pairs.push_back(std::move(pair));
     }
   }
@@ -237,10 +261,10 @@ Expected<CalibrationResult> Calibrate(const Topology& topology, const Calibratio
       if (!ring.ok()) return ring.error();
       for (PairCalibration* fit : {&to_b, &to_a}) {
         FitLinkModel(fit);
-        if (!(fit->latency > 0 && fit->latency < 1.0) || !(fit->bandwidth > 1e6 && fit->bandwidth < 1e13))
-          return Error{"calibrating collective steps " + topology.device(fit->src).name + " -> " +
-                       topology.device(fit->dst).name + ": no physical fit (" + std::to_string(fit->latency * 1e6) +
-                       " us + bytes / " + std::to_string(fit->bandwidth / 1e9) + " GB/s)"};
+        if (Status s = CheckPhysicalFit(*fit, "calibrating collective steps " + topology.device(fit->src).name +
+                                                  " -> " + topology.device(fit->dst).name);
+            !s)
+          return s.error();
       }
       result.steps.push_back(std::move(to_b));
       result.steps.push_back(std::move(to_a));
@@ -293,10 +317,8 @@ Expected<Topology> ApplyCalibration(const Topology& topology, const CalibrationR
       return Error{"topology '" + topology.name() + "': collective steps " + std::to_string(st.src) + " -> " +
                    std::to_string(st.dst) + " were measured without the copies between the same devices"};
     const auto route = topology.route(st.src, st.dst);
-    double messages = 0.0;
-    for (LinkId l : route) messages += topology.link(l).message_cost;
     const double hops = static_cast<double>(route.size());
-    const double fixed = std::max(0.0, st.latency - copy->latency - messages) / hops;
+    const double fixed = std::max(0.0, st.latency - copy->latency) / hops;
     for (LinkId l : route) {
       step_sum[l] += fixed;
       step_bandwidth_sum[l] += st.bandwidth * hops;

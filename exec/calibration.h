@@ -52,7 +52,17 @@ struct CalibrationResult {
   std::vector<double> memory_bandwidth; // by DeviceId, bytes/s (read + write of a large copy)
 };
 
-// Fits pair->latency and pair->bandwidth to pair->points (least squares of seconds = latency + bytes / bandwidth,
+// The one-way points of a pair: round_trips[0] is the 4-byte token's round trip, round_trips[i + 1] that of
+// sizes[i] (one transfer of the size plus one of the token), so a size's one-way time is its round trip minus half
+// the token's. Points whose time is not positive (noise on a loaded machine) are dropped: a fit weighted by
+// 1 / seconds^2 would follow them to an unphysical bandwidth.
+std::vector<CopyPoint> OneWayPoints(const std::vector<int64_t>& sizes, const std::vector<double>& round_trips);
+
+// Ok when `fit` has at least two points, a latency in (0, 1 s) and a bandwidth in (1 MB/s, 10 TB/s); else one line
+// starting with `what`.
+Status CheckPhysicalFit(const PairCalibration& fit, const std::string& what);
+
+// Fits pair->latency and pair->bandwidth to pair->points (points without a positive time are ignored) (least squares of seconds = latency + bytes / bandwidth,
 // weights 1 / seconds^2, i.e. relative errors) and sets pair->max_relative_error over the points.
 void FitLinkModel(PairCalibration* pair);
 
@@ -65,9 +75,9 @@ Expected<CalibrationResult> Calibrate(const Topology& topology, const Calibratio
 // simulator moves a transfer hop by hop, so the route then takes L + bytes / B for transfers of one segment), a
 // link on several routes the mean of their values; links on no measured route get the mean over all pairs.
 // With measured steps (fit Ls + bytes / Bs per step), each such link also gets the per-step cost
-// max(0, Ls - L - message costs) / h and the step bandwidth h x Bs, so that a collective step over the route costs
-// the measured Ls + bytes / Bs (sim: latency + message + step cost + bytes / step bandwidth per hop); links on no
-// measured route get the mean. Without steps, the links' step fields are kept.
+// max(0, Ls - L) / h and the step bandwidth h x Bs, so that a collective step over the route costs the measured
+// Ls + bytes / Bs (sim: latency + step cost + bytes / step bandwidth per hop); links on no measured route get the
+// mean. Without steps, the links' step fields are kept.
 Expected<Topology> ApplyCalibration(const Topology& topology, const CalibrationResult& result);
 
 }  // namespace devplace

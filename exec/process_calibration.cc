@@ -177,9 +177,13 @@ Expected<Topology> ApplyGroupCalibration(const Topology& topology, const std::ve
   if (calibration.messages.points.empty())
     return Error{"topology '" + topology.name() + "': the group calibration did not measure the executor's messages"};
   const PairCalibration& m = calibration.messages;
+  const PairCalibration& ar = calibration.all_reduce;
+  const std::string where = "topology '" + topology.name() + "': the group calibration's ";
+  if (Status s = CheckPhysicalFit(m, where + "messages"); !s) return s.error();
+  if (Status s = CheckPhysicalFit(ar, where + "all-reduce steps"); !s) return s.error();
   const double wire = std::min(calibration.send.latency, m.latency);
   std::vector<double> latency(topology.num_links(), 0.0), message(topology.num_links(), 0.0),
-      bandwidth(topology.num_links(), 0.0);
+      bandwidth(topology.num_links(), 0.0), step(topology.num_links(), 0.0), step_bandwidth(topology.num_links(), 0.0);
   std::vector<int32_t> uses(topology.num_links(), 0);
   for (DeviceId a = 0; a < topology.num_devices(); ++a)
     for (DeviceId b = 0; b < topology.num_devices(); ++b) {
@@ -190,6 +194,8 @@ Expected<Topology> ApplyGroupCalibration(const Topology& topology, const std::ve
         latency[l] += wire / hops;
         message[l] += (m.latency - wire) / hops;
         bandwidth[l] += m.bandwidth * hops;
+        step[l] += std::max(0.0, ar.latency - wire) / hops;
+        step_bandwidth[l] += ar.bandwidth * hops;
         ++uses[l];
       }
     }
@@ -202,7 +208,8 @@ Expected<Topology> ApplyGroupCalibration(const Topology& topology, const std::ve
       link.latency = latency[l] / uses[l];
       link.message_cost = message[l] / uses[l];
       link.bandwidth = bandwidth[l] / uses[l];
-      if (link.step_bandwidth > 0) link.step_bandwidth = 1.0 / (1.0 / link.step_bandwidth + 1.0 / link.bandwidth);
+      link.step_cost = step[l] / uses[l];
+      link.step_bandwidth = step_bandwidth[l] / uses[l];
     }
     builder.add_link(std::move(link));
   }

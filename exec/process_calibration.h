@@ -51,10 +51,12 @@ Expected<GroupCalibration> CalibrateProcessGroup(const DistributedConfig& config
 // `topology` with every link on a route of h links between devices of different ranks (rank_of_device, as
 // RankOfDevices maps them) set from the executor's messages (alpha + bytes / B per message) and the one-way send
 // (latency a): latency a / h, per-message cost max(0, alpha - a) / h and bandwidth h x B, so that a transfer
-// between the ranks costs alpha + bytes / B; a collective step there also copies and adds what arrived, so the
-// link's step bandwidth becomes that of the two in series (1 / (1 / step bandwidth + 1 / bandwidth), when one is
-// set) and its per-step cost is kept. A link on several such routes gets the mean. Other links and the devices are
-// unchanged. Errors when the messages were not measured.
+// between the ranks costs alpha + bytes / B; and from the process group's all-reduce (alpha_s + bytes / B_s per
+// ring step; the executor runs collectives between processes on the group): per-step cost max(0, alpha_s - a) / h
+// and step bandwidth h x B_s, so that a ring step between the ranks costs alpha_s + bytes / B_s (the simulator
+// prices a step at latency + step cost + bytes / step bandwidth per hop). A link on several such routes gets the
+// mean. Other links and the devices are unchanged. Errors when the messages were not measured, or when the message
+// or all-reduce fit is unphysical (CheckPhysicalFit).
 Expected<Topology> ApplyGroupCalibration(const Topology& topology, const std::vector<int32_t>& rank_of_device,
                                          const GroupCalibration& calibration);
 

@@ -6,7 +6,7 @@
 // Every collective takes, per member, the tasks whose end makes that member's input available (`Ready`; empty: at
 // time 0) and returns, per member, the tasks whose end (plus their link's latency) completes it there. On an idle
 // machine with one direct link of bandwidth B and latency a between ring neighbours, over n members and S bytes,
-// where every step also pays the link's per-message and per-step costs, c = message_cost + step_cost:
+// where every step also pays the link's per-step cost, c = step_cost (instead of a transfer's message_cost):
 //   all-gather (S = the gathered tensor)   (n-1)(a + c + S/(nB))
 //   reduce-scatter (S = each input)        (n-1)(a + c + S/(nB))
 //   all-reduce                             2(n-1)(a + c + S/(nB))

@@ -50,16 +50,17 @@ inline int64_t ScaleBytes(int64_t total, int64_t part, int64_t whole) {
 // link, for bytes / bandwidth (its latency is the link resource's delay after the hop); or, over a link of kind
 // "memcpy" (CPU cores sharing memory: the consuming core copies, as the executor's CPU backend does), the core
 // `dst` itself for latency + bytes / bandwidth, so that copies and collective steps take that core's time from
-// its ops (docs/simulator.md, "Copies between CPU cores"). Either way the hop also takes the link's per-message
-// cost, and a hop of a collective step (`step`) the link's per-step cost as well and moves its bytes at the link's
-// step bandwidth when one is set ("Per-message and per-step costs").
+// its ops (docs/simulator.md, "Copies between CPU cores"). Either way a hop of a transfer also takes the link's
+// per-message cost, and a hop of a collective step (`step`) the link's per-step cost instead and moves its bytes at
+// the link's step bandwidth when one is set ("Per-message and per-step costs": between processes the executor runs
+// collectives on the process group, not as messages).
 struct HopCost {
   int32_t resource = 0;
   double seconds = 0.0;
 };
 inline HopCost HopOf(const Topology& topology, LinkId l, DeviceId dst, double bytes, bool step = false) {
   const Link& link = topology.link(l);
-  const double fixed = link.message_cost + (step ? link.step_cost : 0.0);
+  const double fixed = step ? link.step_cost : link.message_cost;
   const double bandwidth = step && link.step_bandwidth > 0 ? link.step_bandwidth : link.bandwidth;
   if (link.kind == "memcpy") return {dst, link.latency + fixed + bytes / bandwidth};
   return {topology.num_devices() + l, fixed + bytes / bandwidth};

@@ -233,7 +233,16 @@ TEST(MultiProcess, CalibratesTheGroupIntoTheLinksBetweenRanks) {
     const Link& link = applied->link(l);
     EXPECT_NEAR((link.latency + link.message_cost) * hops, c.messages.latency, 1e-12);
     EXPECT_DOUBLE_EQ(link.bandwidth / hops, c.messages.bandwidth);
+    // a ring step between the ranks is a step of the group's all-reduce
+    EXPECT_NEAR((link.latency + link.step_cost) * hops, std::max(c.all_reduce.latency, link.latency * hops), 1e-12);
+    EXPECT_DOUBLE_EQ(link.step_bandwidth / hops, c.all_reduce.bandwidth);
   }
+  GroupCalibration absurd = c;  // an unphysical all-reduce fit is refused, not written
+  absurd.all_reduce.bandwidth = 3e14;
+  Expected<Topology> refused = ApplyGroupCalibration(t, {0, 1}, absurd);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("all-reduce steps: no physical fit"), std::string::npos)
+      << refused.error().message;
   Expected<Topology> same_rank = ApplyGroupCalibration(t, {0, 0}, c);  // nothing crosses processes
   ASSERT_TRUE(same_rank.ok());
   for (LinkId l = 0; l < t.num_links(); ++l) EXPECT_EQ(same_rank->link(l).latency, t.link(l).latency);

@@ -2,6 +2,8 @@
 // and devices into a topology that reads back.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -115,6 +117,43 @@ TEST(Calibration, FitsLatencyAndBandwidthEvenFromNoisyPoints) {
   noisy.points = {{1024, 500e-6}, {1048576, 200e-6}};  // the large copy faster than the small one
   FitLinkModel(&noisy);
   EXPECT_NEAR(noisy.bandwidth, 1048576 / 200e-6, 1.0);
+}
+
+// Round trips on a loaded machine: a size whose round trip came in under the token's half (one-way time <= 0) is
+// dropped, not kept as a 1 ns point that the 1 / t^2 weights would follow to an absurd bandwidth (cpu1 -> cpu0 at
+// 270 TB/s was seen once); the other points give the line back, and the guard refuses what is left unphysical.
+TEST(Calibration, NonPositiveOneWayPointsAreDropped) {
+  const double latency = 20e-6, bandwidth = 8e9, token_rt = 2 * latency;
+  std::vector<int64_t> sizes;
+  std::vector<double> rt = {token_rt};
+  for (int64_t b = 1024; b <= (int64_t{64} << 20); b *= 4) {
+    sizes.push_back(b);
+    rt.push_back(latency + static_cast<double>(b) / bandwidth + token_rt / 2);  // one way + the token's way back
+  }
+  rt[2] = token_rt / 2 - 1e-6;  // 4 KiB: noise made the round trip shorter than the token's one way
+  PairCalibration pair;
+  pair.points = OneWayPoints(sizes, rt);
+  ASSERT_EQ(pair.points.size(), sizes.size() - 1);
+  for (const CopyPoint& p : pair.points) EXPECT_NE(p.bytes, 4096);
+  FitLinkModel(&pair);
+  EXPECT_NEAR(pair.latency, latency, 1e-9);
+  EXPECT_NEAR(pair.bandwidth / bandwidth, 1.0, 1e-6);
+  EXPECT_TRUE(CheckPhysicalFit(pair, "copies").ok());
+  // What the old clamp to 1 ns did to the same points: the fit runs away, and the guard says so in one line.
+  PairCalibration clamped = pair;
+  clamped.points.insert(clamped.points.begin() + 1, CopyPoint{4096, 1e-9});
+  FitLinkModel(&clamped);
+  EXPECT_GT(std::abs(clamped.latency - latency) / latency + std::abs(clamped.bandwidth - bandwidth) / bandwidth, 0.5);
+  PairCalibration absurd = pair;
+  absurd.bandwidth = 2.7e14;
+  const Status refused = CheckPhysicalFit(absurd, "calibrating copies cpu1 -> cpu0");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message.rfind("calibrating copies cpu1 -> cpu0: no physical fit", 0), 0u);
+  EXPECT_EQ(refused.error().message.find('\n'), std::string::npos);
+  PairCalibration one_point;
+  one_point.points = {pair.points[0]};
+  FitLinkModel(&one_point);
+  EXPECT_FALSE(CheckPhysicalFit(one_point, "x").ok());
 }
 
 // Synthetic measurements with known parameters: the fits recover them, ApplyCalibration turns the step fit into

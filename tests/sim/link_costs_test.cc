@@ -1,6 +1,6 @@
 // A link's per-message and per-step costs (core/topology.h, docs/simulator.md "Per-message and per-step costs"),
-// hand-checked: every hop of a transfer pays the message cost once, every hop of a collective step pays the message
-// and the step cost; a tensor read by k ops on another device crosses (and pays) once; delta equals full.
+// hand-checked: every hop of a transfer pays the message cost once, every hop of a collective step the step cost
+// instead; a tensor read by k ops on another device crosses (and pays) once; delta equals full.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -43,11 +43,11 @@ double CommTime(const Topology& topology, F build) {
   return Ok(b.Run(&engine));
 }
 
-TEST(LinkCosts, RingCollectivesPayMessageAndStepPerStep) {
+TEST(LinkCosts, RingCollectivesPayTheStepCostPerStep) {
   for (int n : {2, 4, 8}) {
     const Topology t = testing::WithLinkCosts(testing::FullyConnected(n, kB, kAlpha), kMessage, kStep);
     const std::vector<sim::Ready> none(n);
-    const double step = kAlpha + kMessage + kStep + static_cast<double>(kS / n) / kB;
+    const double step = kAlpha + kStep + static_cast<double>(kS / n) / kB;
     EXPECT_NEAR(CommTime(t, [&](sim::CommBuilder& b) { b.AllReduce(Members(n), kS, none); }), 2 * (n - 1) * step,
                 1e-9) << n;
     EXPECT_NEAR(CommTime(t, [&](sim::CommBuilder& b) { b.AllGather(Members(n), kS, none); }), (n - 1) * step, 1e-9)
@@ -61,13 +61,13 @@ TEST(LinkCosts, RingCollectivesPayMessageAndStepPerStep) {
   const Topology t =
       testing::WithLinkCosts(testing::FullyConnected(2, kB, kAlpha), kMessage, kStep, step_bandwidth);
   EXPECT_NEAR(CommTime(t, [&](sim::CommBuilder& b) { b.AllReduce(Members(2), kS, {{}, {}}); }),
-              2 * (kAlpha + kMessage + kStep + static_cast<double>(kS / 2) / step_bandwidth), 1e-9);
+              2 * (kAlpha + kStep + static_cast<double>(kS / 2) / step_bandwidth), 1e-9);
   EXPECT_NEAR(CommTime(t, [&](sim::CommBuilder& b) { b.Send(0, 1, kS, {}); }),
               kAlpha + kMessage + static_cast<double>(kS) / kB, 1e-9);
 }
 
 // The placement task graph's gradient ring (a backward op replicated on p devices): 2(p-1) steps of
-// alpha + message + step + (n/p)/B after the compute, as sim/collectives.h's ring.
+// alpha + step + (n/p)/B after the compute, as sim/collectives.h's ring.
 TEST(LinkCosts, GradientAllReduceOfAReplicatedOpPaysPerStep) {
   for (int p : {2, 3, 4}) {
     const int64_t n = int64_t{6000000} * p;
@@ -85,7 +85,7 @@ TEST(LinkCosts, GradientAllReduceOfAReplicatedOpPaysPerStep) {
     s.configs[0].devices = Members(p);
     const SimResult r = Ok(Simulate(g, t, s, FixedRateCost()));
     const double expected =
-        1e6 * 1e-9 + 2 * (p - 1) * (kAlpha + kMessage + kStep + static_cast<double>(n / p) / kB);
+        1e6 * 1e-9 + 2 * (p - 1) * (kAlpha + kStep + static_cast<double>(n / p) / kB);
     EXPECT_NEAR(r.step_time / expected, 1.0, 1e-9) << "p = " << p;
   }
 }
