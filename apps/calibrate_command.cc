@@ -79,7 +79,8 @@ void RegisterCalibrateCommand(CLI::App& app, CommandContext& ctx) {
       calibrated = Unwrap(ApplyGroupCalibration(calibrated, rank_of_device, *group));
       header += "# Links between devices of different processes (" + std::to_string(group->processes) +
                 ", c10d Gloo): the executor's messages " + FormatSeconds(group->messages.latency) + " + bytes / " +
-                FormatBytes(group->messages.bandwidth) + "/s; ring all-reduce per step alpha " +
+                FormatBytes(group->messages.bandwidth) +
+                "/s; the group's all-reduce (the executor's collectives) per step alpha " +
                 FormatSeconds(group->all_reduce.latency) +
                 ", 1/beta " + FormatBytes(group->all_reduce.bandwidth) + "/s; all-gather alpha " +
                 FormatSeconds(group->all_gather.latency) + ", 1/beta " + FormatBytes(group->all_gather.bandwidth) +

@@ -2,6 +2,7 @@
 // ProcessGroupGloo without the macro; USE_C10D_NCCL is defined where the LibTorch found has CUDA and NCCL.
 #include "distributed/process_group.h"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef USE_C10D_NCCL
@@ -15,10 +16,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "core/check.h"
@@ -146,8 +150,33 @@ struct ProcessGroup::Impl {
     return f(*gloo);
   }
 
+  std::string who;  // a subgroup's: its members in the parent's terms (else "rank R of N")
+  std::mutex sub_mu;
+  std::map<std::vector<int32_t>, int32_t> subgroups_made;  // by member ranks: SubGroup calls so far
+
   std::string Who() const {
+    if (!who.empty()) return who;
     return "rank " + std::to_string(config.rank) + " of " + std::to_string(config.world_size);
+  }
+  // Starts the backend over `store` as config.rank of config.world_size (a rendezvous of every member).
+  void StartBackend() {
+#ifdef USE_C10D_NCCL
+    if (backend == Backend::kNccl) {
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, config.rank, config.world_size, options);
+    }
+#endif
+    if (backend == Backend::kGloo) {
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      if (!config.interface.empty())
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(config.interface));
+      else if (IsLoopback(config.master_addr))
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      else
+        options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(store, config.rank, config.world_size, options);
+    }
   }
   Error Lost(const std::string& what, const std::exception& e) const {
     return Error{Who() + ": lost contact with the group during " + what + " (a peer died, or stalled longer " +
@@ -227,26 +256,40 @@ Expected<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(const DistributedC
                  " ranks within " + Seconds(config.timeout_seconds) + ": " + FirstLine(e)};
   }
   try {
-#ifdef USE_C10D_NCCL
-    if (backend == Backend::kNccl) {
-      auto options = c10d::ProcessGroupNCCL::Options::create();
-      options->timeout = impl->timeout;
-      impl->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl->store, config.rank, config.world_size, options);
-    }
-#endif
-    if (backend == Backend::kGloo) {
-      auto options = c10d::ProcessGroupGloo::Options::create(impl->timeout);
-      if (!config.interface.empty())
-        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(config.interface));
-      else if (IsLoopback(config.master_addr))
-        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-      else
-        options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-      impl->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, config.rank, config.world_size, options);
-    }
+    impl->StartBackend();
   } catch (const std::exception& e) {
     return Error{impl->Who() + ": cannot connect to the other ranks (rendezvous at " + where + ", timeout " +
                  Seconds(config.timeout_seconds) + "): " + FirstLine(e)};
+  }
+  return std::unique_ptr<ProcessGroup>(new ProcessGroup(std::move(impl)));
+}
+
+Expected<std::unique_ptr<ProcessGroup>> ProcessGroup::SubGroup(const std::vector<int32_t>& ranks) {
+  DEVPLACE_CHECK(ranks.size() >= 2 && std::is_sorted(ranks.begin(), ranks.end()) &&
+                     std::adjacent_find(ranks.begin(), ranks.end()) == ranks.end() && ranks.front() >= 0 &&
+                     ranks.back() < size(),
+                 "a subgroup of at least two distinct ranks of the group, sorted");
+  const auto me = std::find(ranks.begin(), ranks.end(), rank());
+  DEVPLACE_CHECK(me != ranks.end(), "a subgroup this rank belongs to");
+  std::string name = "subgroup";
+  for (int32_t r : ranks) name += "-" + std::to_string(r);
+  {
+    std::lock_guard<std::mutex> lock(impl_->sub_mu);
+    name += "/" + std::to_string(impl_->subgroups_made[ranks]++);
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->config = impl_->config;
+  impl->config.rank = static_cast<int32_t>(me - ranks.begin());
+  impl->config.world_size = static_cast<int32_t>(ranks.size());
+  impl->backend = impl_->backend;
+  impl->timeout = impl_->timeout;
+  impl->who = Who() + " (in the subgroup of ranks " + name.substr(9, name.find('/') - 9) + ")";
+  impl->store = c10::make_intrusive<c10d::PrefixStore>(name, impl_->store);
+  try {
+    impl->StartBackend();
+  } catch (const std::exception& e) {
+    return Error{impl->Who() + ": cannot connect to the subgroup's other ranks (timeout " +
+                 Seconds(impl->config.timeout_seconds) + "): " + FirstLine(e)};
   }
   return std::unique_ptr<ProcessGroup>(new ProcessGroup(std::move(impl)));
 }

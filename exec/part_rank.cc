@@ -57,16 +57,22 @@ std::vector<double> TaskCosts(const Graph& graph, const PartPlan& plan) {
 
 // This rank's collective task for collective `c` of `full` (whose steps are `steps`), and its entry.
 ProcessCollective LocalCollective(const TaskProgram& full, int32_t c, const std::vector<int32_t>& steps,
-                                  const std::vector<int32_t>& rank_of_device, int32_t me, int32_t world,
-                                  TaskProgram* local) {
+                                  const std::vector<int32_t>& rank_of_device, int32_t me, TaskProgram* local) {
   const CollectiveInfo& info = full.collectives[c];
   ProcessCollective out;
   out.collective = c;
   out.scatter = info.kind == "reduce-scatter";
   out.what = "the " + info.kind + " of '" + info.label + "'";
-  out.member_of_rank.assign(world, -1);
-  for (size_t i = 0; i < info.devices.size(); ++i) out.member_of_rank[rank_of_device[info.devices[i]]] = i;
-  const DeviceId mine = info.devices[out.member_of_rank[me]];
+  for (DeviceId d : info.devices) out.ranks.push_back(rank_of_device[d]);
+  std::sort(out.ranks.begin(), out.ranks.end());
+  out.member_of_rank.assign(out.ranks.size(), -1);
+  for (size_t i = 0; i < info.devices.size(); ++i) {
+    const auto pos = std::lower_bound(out.ranks.begin(), out.ranks.end(), rank_of_device[info.devices[i]]);
+    out.member_of_rank[pos - out.ranks.begin()] = static_cast<int32_t>(i);
+  }
+  const auto pos = std::lower_bound(out.ranks.begin(), out.ranks.end(), me);
+  DEVPLACE_CHECK(pos != out.ranks.end() && *pos == me, "a collective this rank takes part in");
+  const DeviceId mine = info.devices[out.member_of_rank[pos - out.ranks.begin()]];
   Task task;
   task.kind = TaskKind::kCollective;
   task.device = mine;
@@ -118,7 +124,10 @@ Expected<RankProgram> BuildRankProgram(const Graph& graph, const PartPlan& plan,
     for (int32_t t = 0; t < n; ++t)
       if (collective_of[t] >= 0) steps[collective_of[t]].push_back(t);
     for (int32_t c : *order) {
-      out.collectives.push_back(LocalCollective(full, c, steps[c], rank_of_device, me, world, &local));
+      bool member = false;
+      for (DeviceId d : full.collectives[c].devices) member = member || rank_of_device[d] == me;
+      if (!member) continue;  // a subgroup's without this rank
+      out.collectives.push_back(LocalCollective(full, c, steps[c], rank_of_device, me, &local));
       collective_task[c] = out.collectives.back().task;
     }
   }

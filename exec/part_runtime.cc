@@ -87,7 +87,19 @@ Expected<Executor> Executor::CreatePartitioned(const Graph& graph, const Topolog
   m->transport = std::make_unique<exec::ProcessTransport>(*group, m->rank->messages, [p](const std::string& message) {
     p->runtime->Abort(message);
   });
-  m->sequencer = std::make_unique<exec::CollectiveSequencer>(*group, m->rank->program, m->rank->collectives);
+  // Subgroups for collectives among some ranks, made by every member in one (sorted) order: no rendezvous waits
+  // for a rank that waits in another first.
+  std::vector<ProcessGroup*> groups;
+  for (const exec::ProcessCollective& c : m->rank->collectives)
+    if (static_cast<int32_t>(c.ranks.size()) < group->size()) m->subgroups[c.ranks] = nullptr;
+  for (auto& [ranks, sub] : m->subgroups) {
+    Expected<std::unique_ptr<ProcessGroup>> made = group->SubGroup(ranks);
+    if (!made) return made.error();
+    sub = std::move(*made);
+  }
+  for (const exec::ProcessCollective& c : m->rank->collectives)
+    groups.push_back(static_cast<int32_t>(c.ranks.size()) < group->size() ? m->subgroups[c.ranks].get() : group);
+  m->sequencer = std::make_unique<exec::CollectiveSequencer>(m->rank->program, m->rank->collectives, groups);
   m->runtime->SetHooks({[p](const exec::Task& send, at::Tensor data) {
                           if (Status s = p->transport->Send(send.message, data); !s) {
                             p->runtime->Abort(s.error().message);

@@ -1,7 +1,9 @@
 // Internal to exec/: the state of an Executor running a strategy that splits ops (exec/part_plan.h).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <vector>
 
 #include "exec/executor.h"
 #include "exec/part_plan.h"
@@ -25,6 +27,7 @@ struct Executor::Partitioned {
   std::unique_ptr<exec::RankProgram> rank;  // with a group: this rank's program
   std::unique_ptr<exec::TaskRuntime> runtime;  // after the plan: its workers stop before the plan goes
   std::unique_ptr<exec::ProcessTransport> transport;  // its receivers stop before the runtime goes
+  std::map<std::vector<int32_t>, std::unique_ptr<ProcessGroup>> subgroups;  // by ranks: collectives among some
   std::unique_ptr<exec::CollectiveSequencer> sequencer;  // last: a rank's process-group collectives
   double step_start = 0.0;                  // a rank's: when its step started (after the barrier)
   exec::PipelineLabels pipeline;            // a pipeline plan's stage steps (else empty)

@@ -13,7 +13,7 @@ namespace devplace::exec {
 bool RunsOnProcessGroup(const std::string& kind, const std::vector<int32_t>& member_ranks, int32_t world) {
   if (world < 2 || (kind != "all-reduce" && kind != "reduce-scatter")) return false;
   const std::set<int32_t> ranks(member_ranks.begin(), member_ranks.end());
-  return static_cast<int32_t>(member_ranks.size()) == world && static_cast<int32_t>(ranks.size()) == world;
+  return ranks.size() >= 2 && ranks.size() == member_ranks.size() && *ranks.rbegin() < world;
 }
 
 Expected<std::vector<int32_t>> OrderCollectives(const TaskProgram& program, const std::vector<int32_t>& collective_of,
@@ -63,9 +63,10 @@ Expected<std::vector<int32_t>> OrderCollectives(const TaskProgram& program, cons
   return order;
 }
 
-CollectiveSequencer::CollectiveSequencer(ProcessGroup& group, const TaskProgram& program,
-                                         std::vector<ProcessCollective> order)
-    : group_(group), program_(program), order_(std::move(order)), index_of_task_(program.tasks.size(), -1) {
+CollectiveSequencer::CollectiveSequencer(const TaskProgram& program, std::vector<ProcessCollective> order,
+                                         std::vector<ProcessGroup*> groups)
+    : program_(program), order_(std::move(order)), groups_(std::move(groups)), index_of_task_(program.tasks.size(), -1) {
+  DEVPLACE_CHECK(groups_.size() == order_.size(), "a group per collective");
   for (size_t k = 0; k < order_.size(); ++k) index_of_task_[order_[k].task] = static_cast<int32_t>(k);
   ready_.assign(order_.size(), 0);
 }
@@ -124,9 +125,9 @@ void CollectiveSequencer::Main() {
     const double start = NowSeconds();
     Status s = Status::Ok();
     try {
-      s = Run(c, (*slots)[program_.tasks[c.task].dst]);
+      s = Run(c, *groups_[k], (*slots)[program_.tasks[c.task].dst]);
     } catch (const std::exception& e) {
-      s = Error{group_.Who() + ": " + c.what + ": " + DescribeTorchFailure(e, "cpu")};
+      s = Error{groups_[k]->Who() + ": " + c.what + ": " + DescribeTorchFailure(e, "cpu")};
     }
     if (!s) {
       fail_(s.error().message);
@@ -136,31 +137,33 @@ void CollectiveSequencer::Main() {
   }
 }
 
-Status CollectiveSequencer::Run(const ProcessCollective& c, at::Tensor& slot) {
+Status CollectiveSequencer::Run(const ProcessCollective& c, ProcessGroup& group, at::Tensor& slot) {
   const Task& t = program_.tasks[c.task];
   at::Tensor view = slot.narrow(t.axis, 0, t.length);
   if (!c.scatter) {
     at::Tensor flat = view.is_contiguous() ? view : view.contiguous();
-    if (Status s = group_.AllReduceSum(flat, c.what); !s) return s;
+    if (Status s = group.AllReduceSum(flat, c.what); !s) return s;
     if (!view.is_contiguous()) view.copy_(flat);
     return Status::Ok();
   }
   // Reduce-scatter: rank r receives every rank's chunk of its member, and adds them up in rank order.
   const int64_t n = static_cast<int64_t>(c.member_of_rank.size());
-  auto chunk = [&](int64_t i) { return view.narrow(t.axis, t.length * i / n, t.length * (i + 1) / n - t.length * i / n); };
+  auto chunk = [&](int64_t i) {
+    return view.narrow(t.axis, t.length * i / n, t.length * (i + 1) / n - t.length * i / n);
+  };
   std::vector<at::Tensor> pieces;
   std::vector<int64_t> in_splits, out_splits;
-  at::Tensor mine = chunk(c.member_of_rank[group_.rank()]);
-  for (int32_t r = 0; r < group_.size(); ++r) {
+  at::Tensor mine = chunk(c.member_of_rank[group.rank()]);
+  for (int32_t r = 0; r < group.size(); ++r) {
     pieces.push_back(chunk(c.member_of_rank[r]).contiguous().reshape({-1}));
     in_splits.push_back(pieces.back().numel());
     out_splits.push_back(mine.numel());
   }
   at::Tensor input = at::cat(pieces);
-  at::Tensor output = at::empty({mine.numel() * group_.size()}, input.options());
-  if (Status s = group_.AllToAll(output, input, out_splits, in_splits, c.what); !s) return s;
+  at::Tensor output = at::empty({mine.numel() * group.size()}, input.options());
+  if (Status s = group.AllToAll(output, input, out_splits, in_splits, c.what); !s) return s;
   at::Tensor sum = output.narrow(0, 0, mine.numel()).clone();
-  for (int32_t r = 1; r < group_.size(); ++r) sum.add_(output.narrow(0, r * mine.numel(), mine.numel()));
+  for (int32_t r = 1; r < group.size(); ++r) sum.add_(output.narrow(0, r * mine.numel(), mine.numel()));
   mine.copy_(sum.view(mine.sizes()));
   return Status::Ok();
 }

@@ -30,12 +30,14 @@ struct ProcessCollective {
   int32_t collective = -1;  // index into TaskProgram::collectives
   bool scatter = false;     // reduce-scatter (member i keeps chunk i summed); else all-reduce
   int32_t task = -1;        // this rank's collective task (it holds the member's slot, axis and extent)
-  std::vector<int32_t> member_of_rank;  // by rank: the member it holds (chunk i is member i's)
+  std::vector<int32_t> ranks;           // the ranks taking part, sorted (all of the group, or a subgroup's)
+  std::vector<int32_t> member_of_rank;  // by position in `ranks`: the member that rank holds (chunk i is member i's)
   std::string what;         // for errors, e.g. "the all-reduce of 'fc1/grad'"
 };
 
 // Whether a collective of `kind` over members on ranks `member_ranks` runs as one process-group collective of a
-// `world`-rank group: an all-reduce or reduce-scatter with one member on every rank.
+// `world`-rank group (or of a subgroup of it, when not every rank takes part): an all-reduce or reduce-scatter with
+// its members on distinct ranks.
 bool RunsOnProcessGroup(const std::string& kind, const std::vector<int32_t>& member_ranks, int32_t world);
 
 // The order to issue `collectives` (indices into program.collectives) in: collective_of[t] is task t's collective
@@ -47,14 +49,18 @@ Expected<std::vector<int32_t>> OrderCollectives(const TaskProgram& program, cons
                                                 const std::vector<int32_t>& collectives);
 
 // Runs a rank's process-group collectives, one step at a time, on a thread of its own: collective k of `order` is
-// started once it is ready (its task's predecessors ended: Ready) and every collective before it has completed.
+// started once it is ready (its task's predecessors ended: Ready) and every collective before it has completed, on
+// the group of its ranks. Subgroups pair their collectives in the order of each member's sequence too, and every
+// member's sequence is the shared order restricted to its collectives, so the same argument holds.
 class CollectiveSequencer {
  public:
   using Complete = std::function<void(int32_t task, double start)>;
   using Fail = std::function<void(const std::string&)>;
 
-  // `order`: this rank's collectives in the order every rank issues them. `group` must outlive the sequencer.
-  CollectiveSequencer(ProcessGroup& group, const TaskProgram& program, std::vector<ProcessCollective> order);
+  // `order`: this rank's collectives in the order every rank issues them; groups[k]: the group of order[k]'s ranks
+  // (this rank's rank there indexes member_of_rank). The groups must outlive the sequencer.
+  CollectiveSequencer(const TaskProgram& program, std::vector<ProcessCollective> order,
+                      std::vector<ProcessGroup*> groups);
   ~CollectiveSequencer();
   CollectiveSequencer(const CollectiveSequencer&) = delete;
   CollectiveSequencer& operator=(const CollectiveSequencer&) = delete;
@@ -70,11 +76,11 @@ class CollectiveSequencer {
 
  private:
   void Main();
-  Status Run(const ProcessCollective& c, at::Tensor& slot);
+  Status Run(const ProcessCollective& c, ProcessGroup& group, at::Tensor& slot);
 
-  ProcessGroup& group_;
   const TaskProgram& program_;
   std::vector<ProcessCollective> order_;
+  std::vector<ProcessGroup*> groups_;
   std::vector<int32_t> index_of_task_;  // by task: its position in order_, or -1
   std::mutex mu_;
   std::condition_variable cv_;

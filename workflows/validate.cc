@@ -393,7 +393,8 @@ Expected<ValidateRun> RunValidateSuite(const ValidateSuite& suite, const Validat
     in->process_topology = std::move(calibrated).value();
     *machine += "\nMulti-process rows: simulated on `" + out + "` (devplace calibrate --processes " +
                 std::to_string(suite.processes) + ": links between the processes' devices from the executor's "
-                "messages between them; the fits are in the file's first lines).\n";
+                "messages between them, their collective steps from the process group's all-reduce; the fits are "
+                "in the file's first lines).\n";
   }
 
   ValidateRun run;
