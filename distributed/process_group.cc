@@ -104,9 +104,17 @@ struct PendingTransfer::Impl {
 
 PendingTransfer::PendingTransfer() = default;
 
+PendingTransfer PendingTransfer::Done() {
+  PendingTransfer done;
+  done.impl_ = std::make_shared<Impl>();
+  done.impl_->done.store(true);
+  return done;
+}
+
 Status PendingTransfer::Wait() {
   DEVPLACE_CHECK(impl_ != nullptr, "Wait on a transfer that was started");
   Impl& t = *impl_;
+  if (!t.work) return Status::Ok();  // Done()
   try {
     const bool completed = t.work->wait(t.timeout);
     t.done.store(true);
@@ -124,6 +132,7 @@ Status PendingTransfer::Wait() {
 void PendingTransfer::Abort() {
   if (!impl_) return;
   impl_->aborted.store(true);
+  if (!impl_->work) return;
   try {
     impl_->work->abort();
   } catch (const std::exception&) {  // backends without abort (NCCL's point-to-point work): the timeout ends Wait
@@ -318,6 +327,26 @@ Expected<at::Tensor> ProcessGroup::AllGather(const at::Tensor& input, const std:
   std::vector<at::Tensor> inputs{input};
   if (Status s = impl_->Run([&](auto& g) { return g.allgather(outputs, inputs); }, what); !s) return s.error();
   return out;
+}
+
+Expected<PendingTransfer> ProcessGroup::StartAllReduceSum(at::Tensor& tensor, const std::string& what) {
+  DEVPLACE_CHECK(tensor.is_contiguous() && impl_->backend == Backend::kGloo, "a started all-reduce on Gloo");
+  std::vector<at::Tensor> tensors{tensor};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::SUM;
+  return impl_->Post([&](auto& g) { return g.allreduce(tensors, options); }, what);
+}
+
+Expected<PendingTransfer> ProcessGroup::StartAllToAll(at::Tensor& output, const at::Tensor& input,
+                                                      const std::vector<int64_t>& out_splits,
+                                                      const std::vector<int64_t>& in_splits, const std::string& what) {
+  DEVPLACE_CHECK(input.is_contiguous() && output.is_contiguous() && input.dim() == 1 && output.dim() == 1 &&
+                     impl_->backend == Backend::kGloo,
+                 "a started all-to-all of flat contiguous tensors on Gloo");
+  std::vector<int64_t> out(out_splits), in(in_splits);
+  at::Tensor o = output;
+  at::Tensor i = input;
+  return impl_->Post([&](auto& g) { return g.alltoall_base(o, i, out, in); }, what);
 }
 
 Status ProcessGroup::AllToAll(at::Tensor& output, const at::Tensor& input, const std::vector<int64_t>& out_splits,

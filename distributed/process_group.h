@@ -23,6 +23,8 @@ namespace devplace {
 class PendingTransfer {
  public:
   PendingTransfer();
+  // A transfer that has completed already (its Wait returns Ok at once).
+  static PendingTransfer Done();
   // Blocks until the transfer completed (Ok), failed (a peer closed its connections), timed out (the group's
   // timeout) or was aborted; the error names `what`.
   Status Wait();
@@ -56,6 +58,14 @@ class ProcessGroup {
   double timeout_seconds() const;
   // "rank R of N", for messages.
   std::string Who() const;
+
+  // AllReduce (sum) and AllToAll started without waiting: the returned transfer's Wait ends when the collective has
+  // (they take their place in the sequence of collectives when called). `tensor`, `output` and `input` must stay
+  // alive until then. Gloo only (NCCL needs device tensors; use the blocking calls there).
+  Expected<PendingTransfer> StartAllReduceSum(at::Tensor& tensor, const std::string& what);
+  Expected<PendingTransfer> StartAllToAll(at::Tensor& output, const at::Tensor& input,
+                                          const std::vector<int64_t>& out_splits,
+                                          const std::vector<int64_t>& in_splits, const std::string& what);
 
   // A group of the ranks `ranks` of this group (sorted, distinct, at least two, this rank among them) over the
   // same rendezvous store, for collectives among them only. Every rank in `ranks` must call it (a rendezvous of

@@ -83,10 +83,14 @@ void CollectiveSequencer::BeginStep(Complete complete, Fail fail) {
     ready_.assign(order_.size(), 0);
     slots_ = nullptr;
     aborted_ = false;
+    issued_all_ = false;
+    in_flight_.clear();
     complete_ = std::move(complete);
     fail_ = std::move(fail);
   }
-  if (!order_.empty()) thread_ = std::thread(&CollectiveSequencer::Main, this);
+  if (order_.empty()) return;
+  issuer_ = std::thread(&CollectiveSequencer::Issue, this);
+  completer_ = std::thread(&CollectiveSequencer::Finish, this);
 }
 
 void CollectiveSequencer::Ready(int32_t task, std::vector<at::Tensor>& slots) {
@@ -104,46 +108,112 @@ void CollectiveSequencer::Abort() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     aborted_ = true;
+    for (InFlight& f : in_flight_) f.pending.Abort();
   }
   cv_.notify_all();
 }
 
 void CollectiveSequencer::EndStep() {
-  if (thread_.joinable()) thread_.join();
+  if (issuer_.joinable()) issuer_.join();
+  if (completer_.joinable()) completer_.join();
 }
 
-void CollectiveSequencer::Main() {
+void CollectiveSequencer::Stop(const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (aborted_) return;  // the first failure is reported (an abort after another failure is its echo)
+    aborted_ = true;
+    for (InFlight& f : in_flight_) f.pending.Abort();
+  }
+  cv_.notify_all();
+  fail_(message);
+}
+
+void CollectiveSequencer::Issue() {
   for (size_t k = 0; k < order_.size(); ++k) {
     std::vector<at::Tensor>* slots = nullptr;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return aborted_ || ready_[k]; });
-      if (aborted_) return;
+      if (aborted_) break;
       slots = slots_;
     }
-    const ProcessCollective& c = order_[k];
-    const double start = NowSeconds();
+    InFlight f;
+    f.k = k;
+    f.start = NowSeconds();
     Status s = Status::Ok();
     try {
-      s = Run(c, *groups_[k], (*slots)[program_.tasks[c.task].dst]);
+      s = Start(order_[k], *groups_[k], (*slots)[program_.tasks[order_[k].task].dst], &f);
     } catch (const std::exception& e) {
-      s = Error{groups_[k]->Who() + ": " + c.what + ": " + DescribeTorchFailure(e, "cpu")};
+      s = Error{groups_[k]->Who() + ": " + order_[k].what + ": " + DescribeTorchFailure(e, "cpu")};
     }
     if (!s) {
-      fail_(s.error().message);
-      return;
+      Stop(s.error().message);
+      break;
     }
-    complete_(c.task, start);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      in_flight_.push_back(std::move(f));
+    }
+    cv_.notify_all();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    issued_all_ = true;
+  }
+  cv_.notify_all();
+}
+
+void CollectiveSequencer::Finish() {
+  for (;;) {
+    InFlight f;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return !in_flight_.empty() || issued_all_; });
+      if (in_flight_.empty()) return;  // everything issued has completed (or the step was abandoned)
+      f = in_flight_.front();  // a handle: Abort still reaches it while this thread waits
+    }
+    Status s = f.pending.Wait();
+    if (s) {
+      try {
+        f.done();
+      } catch (const std::exception& e) {
+        s = Error{groups_[f.k]->Who() + ": " + order_[f.k].what + ": " + DescribeTorchFailure(e, "cpu")};
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      in_flight_.pop_front();
+    }
+    if (!s) {
+      Stop(s.error().message);
+      continue;  // the rest were aborted: wait for them to end
+    }
+    bool aborted = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      aborted = aborted_;
+    }
+    if (!aborted) complete_(order_[f.k].task, f.start);
   }
 }
 
-Status CollectiveSequencer::Run(const ProcessCollective& c, ProcessGroup& group, at::Tensor& slot) {
+Status CollectiveSequencer::Start(const ProcessCollective& c, ProcessGroup& group, at::Tensor& slot, InFlight* f) {
   const Task& t = program_.tasks[c.task];
   at::Tensor view = slot.narrow(t.axis, 0, t.length);
   if (!c.scatter) {
     at::Tensor flat = view.is_contiguous() ? view : view.contiguous();
-    if (Status s = group.AllReduceSum(flat, c.what); !s) return s;
-    if (!view.is_contiguous()) view.copy_(flat);
+    if (group.backend() != ProcessGroup::Backend::kGloo) {  // NCCL stages CPU tensors: the blocking call
+      if (Status s = group.AllReduceSum(flat, c.what); !s) return s;
+      f->pending = PendingTransfer::Done();
+    } else {
+      Expected<PendingTransfer> p = group.StartAllReduceSum(flat, c.what);
+      if (!p) return p.error();
+      f->pending = *p;
+    }
+    f->done = [view, flat]() mutable {
+      if (!view.is_same(flat)) view.copy_(flat);
+    };
     return Status::Ok();
   }
   // Reduce-scatter: rank r receives every rank's chunk of its member, and adds them up in rank order.
@@ -161,10 +231,21 @@ Status CollectiveSequencer::Run(const ProcessCollective& c, ProcessGroup& group,
   }
   at::Tensor input = at::cat(pieces);
   at::Tensor output = at::empty({mine.numel() * group.size()}, input.options());
-  if (Status s = group.AllToAll(output, input, out_splits, in_splits, c.what); !s) return s;
-  at::Tensor sum = output.narrow(0, 0, mine.numel()).clone();
-  for (int32_t r = 1; r < group.size(); ++r) sum.add_(output.narrow(0, r * mine.numel(), mine.numel()));
-  mine.copy_(sum.view(mine.sizes()));
+  if (group.backend() != ProcessGroup::Backend::kGloo) {
+    if (Status s = group.AllToAll(output, input, out_splits, in_splits, c.what); !s) return s;
+    f->pending = PendingTransfer::Done();
+  } else {
+    Expected<PendingTransfer> p = group.StartAllToAll(output, input, out_splits, in_splits, c.what);
+    if (!p) return p.error();
+    f->pending = *p;
+  }
+  const int32_t size = group.size();
+  f->done = [mine, input, output, size]() mutable {
+    const int64_t len = mine.numel();
+    at::Tensor sum = output.narrow(0, 0, len).clone();
+    for (int32_t r = 1; r < size; ++r) sum.add_(output.narrow(0, r * len, len));
+    mine.copy_(sum.view(mine.sizes()));
+  };
   return Status::Ok();
 }
 

@@ -12,6 +12,7 @@
 #include <ATen/ATen.h>
 
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -48,9 +49,10 @@ Expected<std::vector<int32_t>> OrderCollectives(const TaskProgram& program, cons
                                                 const std::vector<double>& task_cost,
                                                 const std::vector<int32_t>& collectives);
 
-// Runs a rank's process-group collectives, one step at a time, on a thread of its own: collective k of `order` is
-// started once it is ready (its task's predecessors ended: Ready) and every collective before it has completed, on
-// the group of its ranks. Subgroups pair their collectives in the order of each member's sequence too, and every
+// Runs a rank's process-group collectives on two threads of its own: one starts collective k of `order` once it is
+// ready (its task's predecessors ended: Ready) and every collective before it has been started, on the group of its
+// ranks, without waiting for it (several run at once, as c10d allows); the other waits for them in order and ends
+// their tasks. Subgroups pair their collectives in the order of each member's sequence too, and every
 // member's sequence is the shared order restricted to its collectives, so the same argument holds.
 class CollectiveSequencer {
  public:
@@ -75,8 +77,16 @@ class CollectiveSequencer {
   void EndStep();
 
  private:
-  void Main();
-  Status Run(const ProcessCollective& c, ProcessGroup& group, at::Tensor& slot);
+  struct InFlight {  // a collective started and not yet waited for
+    size_t k = 0;
+    double start = 0.0;
+    PendingTransfer pending;
+    std::function<void()> done;  // after the wait: what lands in the member's slot
+  };
+  void Issue();   // starts the collectives in order, each once it is ready
+  void Finish();  // waits for them in order and ends their tasks
+  void Stop(const std::string& message);
+  Status Start(const ProcessCollective& c, ProcessGroup& group, at::Tensor& slot, InFlight* f);
 
   const TaskProgram& program_;
   std::vector<ProcessCollective> order_;
@@ -87,9 +97,11 @@ class CollectiveSequencer {
   std::vector<char> ready_;
   std::vector<at::Tensor>* slots_ = nullptr;
   bool aborted_ = false;
+  bool issued_all_ = false;
+  std::deque<InFlight> in_flight_;
   Complete complete_;
   Fail fail_;
-  std::thread thread_;
+  std::thread issuer_, completer_;
 };
 
 }  // namespace devplace::exec

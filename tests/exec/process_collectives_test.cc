@@ -22,6 +22,7 @@
 #include "exec/process_collectives.h"
 #include "sim/cost_model.h"
 #include "tests/testing/exec_graphs.h"
+#include "tests/testing/exec_ranks.h"
 #include "tests/testing/ranks.h"
 
 namespace devplace::exec {
@@ -220,16 +221,7 @@ TEST(ProcessCollectives, ASubgroupRunsCollectivesAmongSomeRanks) {
   const ExecOptions options = testing::OneRecordedCpuStep();
   Expected<ExecResult> one = ExecuteStrategy(g, three, dp, options);
   ASSERT_TRUE(one.ok()) << one.error().message;
-  const int port = testing::FreeLoopbackPort();
-  std::vector<Expected<ExecResult>> results(3, Expected<ExecResult>(Error{"not run"}));
-  std::vector<std::thread> ranks;
-  for (int32_t r = 0; r < 3; ++r)
-    ranks.emplace_back([&, r] {
-      DistributedConfig config{.rank = r, .world_size = 3, .local_rank = r, .master_addr = "127.0.0.1",
-                               .master_port = port, .timeout_seconds = 60.0};
-      results[r] = ExecuteStrategyAsRank(g, three, dp, options, config);
-    });
-  for (std::thread& t : ranks) t.join();
+  const std::vector<Expected<ExecResult>> results = testing::RunAsRanks(g, three, dp, options, 3);
   for (int32_t r = 0; r < 3; ++r) ASSERT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].error().message;
   ASSERT_FALSE(results[0]->collectives.empty());
   int32_t compared = 0;
