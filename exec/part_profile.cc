@@ -68,20 +68,21 @@ std::vector<OpTiming> PartSignatures(const Graph& graph, const Topology& topolog
   return entries;
 }
 
-// In-graph: whole steps of the strategy with every part on the first device's worker (as the plain in-graph profile
-// runs every op on one device); a part's time is its median compute time over the timed steps (assembling its
-// inputs from local tensors, then its kernel), a signature's the mean over its parts.
-Status TimeInGraph(const exec::PartPlan& plan, const at::Device& device, int core, const ProfileOptions& options,
-                   const std::vector<std::vector<int32_t>>& units, std::vector<OpTiming>* entries) {
-  exec::TaskProgram one = plan.program;
-  for (exec::Task& t : one.tasks) t.device = 0;
-  exec::TaskRuntime runtime(one, {device}, {core});
+// In-graph: whole steps of the strategy, every part on its own device's worker as in the step it prices (so a part
+// pays what the step makes it pay: the other workers' kernels running at the same time on the shared caches and
+// memory, its worker's allocator, fresh outputs); a part's time is its median compute time over the timed steps
+// (assembling its inputs from local tensors, then its kernel), a signature's the mean over its parts.
+Status TimeInGraph(const exec::PartPlan& plan, const std::vector<at::Device>& device_of, const std::vector<int>& cores,
+                   const ProfileOptions& options, const std::vector<std::vector<int32_t>>& units,
+                   std::vector<OpTiming>* entries) {
+  const exec::TaskProgram& program = plan.program;
+  exec::TaskRuntime runtime(program, device_of, cores);
   std::vector<at::Tensor> slots;
   exec::TaskTimes times;
   const exec::UnitRunner run = [&](int32_t unit, std::vector<at::Tensor>& s) { plan.RunUnit(unit, s); };
   std::vector<int32_t> task_of_unit(plan.units.size(), -1);
-  for (size_t t = 0; t < one.tasks.size(); ++t)
-    if (one.tasks[t].kind == exec::TaskKind::kCompute) task_of_unit[one.tasks[t].unit] = static_cast<int32_t>(t);
+  for (size_t t = 0; t < program.tasks.size(); ++t)
+    if (program.tasks[t].kind == exec::TaskKind::kCompute) task_of_unit[program.tasks[t].unit] = static_cast<int32_t>(t);
   std::vector<std::vector<double>> samples(plan.units.size());
   for (int32_t step = 0; step < options.warmup_runs + options.timed_runs; ++step) {
     const std::string error = runtime.Step(run, &slots, &times);
@@ -114,8 +115,11 @@ Expected<std::vector<OpTiming>> ProfileCheckedParts(const Graph& graph, const To
   const at::Device first = exec::TorchDevice(*backend, 0);
   const int core = exec::WorkerCore(*backend, 0, options.pin_threads);
   std::vector<at::Device> device_of;
-  for (DeviceId d = 0; d < topology.num_devices(); ++d)
-    device_of.push_back(in_graph ? first : exec::TorchDevice(*backend, d));
+  std::vector<int> cores;  // in-graph: every device's worker core, as the executor pins them
+  for (DeviceId d = 0; d < topology.num_devices(); ++d) {
+    device_of.push_back(exec::TorchDevice(*backend, d));
+    cores.push_back(exec::WorkerCore(*backend, d, options.pin_threads));
+  }
   std::vector<OpTiming> entries;
   Status status;
   auto profile = [&] {
@@ -127,7 +131,7 @@ Expected<std::vector<OpTiming>> ProfileCheckedParts(const Graph& graph, const To
     std::vector<std::vector<int32_t>> units;
     entries = PartSignatures(graph, topology, strategy, *plan, &units);
     if (in_graph) {
-      status = TimeInGraph(*plan, first, core, options, units, &entries);
+      status = TimeInGraph(*plan, device_of, cores, options, units, &entries);
       return;
     }
     for (size_t e = 0; e < entries.size(); ++e) TimeUnit(*plan, units[e][0], options, &entries[e]);

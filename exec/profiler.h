@@ -60,9 +60,10 @@ std::vector<OpTiming> InGraphProfile(const Graph& graph, const std::string& kind
 Expected<ProfileResult> ProfileGraph(const Graph& graph, const Topology& topology, const ProfileOptions& options = {});
 
 // Profile entries for the parts of the ops `strategy` splits (docs/executor.md, "Partitioned execution"), in
-// options.mode: in-graph, whole steps of the strategy with every part on the first device (warm-up then timed steps;
-// a part's time is its median compute time, a signature's the mean over its parts), as the plain in-graph profile
-// runs every op on one device; isolated, each part signature's kernel alone on synthetic inputs of the part's shapes.
+// options.mode: in-graph, whole steps of the strategy with every part on its own device's worker, as the step runs
+// it (warm-up then timed steps; a part's time is its median compute time, so it includes what the step's other
+// workers cost it through shared caches and memory bandwidth; a signature's time is the mean over its parts);
+// isolated, each part signature's kernel alone on synthetic inputs of the part's shapes.
 // The entries are keyed as the simulator looks a part up: the op's type, role and dtype, the part's output shape
 // and the op's FLOPs divided by its parts.
 Expected<std::vector<OpTiming>> ProfileParts(const Graph& graph, const Topology& topology, const Strategy& strategy,
