@@ -330,7 +330,11 @@ Expected<at::Tensor> ProcessGroup::AllGather(const at::Tensor& input, const std:
 }
 
 Expected<PendingTransfer> ProcessGroup::StartAllReduceSum(at::Tensor& tensor, const std::string& what) {
-  DEVPLACE_CHECK(tensor.is_contiguous() && impl_->backend == Backend::kGloo, "a started all-reduce on Gloo");
+  DEVPLACE_CHECK(tensor.is_contiguous(), "a started all-reduce of a contiguous tensor");
+  if (impl_->backend != Backend::kGloo) {  // NCCL stages CPU tensors through the device: the blocking call
+    if (Status s = AllReduceSum(tensor, what); !s) return s.error();
+    return PendingTransfer::Done();
+  }
   std::vector<at::Tensor> tensors{tensor};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::SUM;
@@ -340,9 +344,12 @@ Expected<PendingTransfer> ProcessGroup::StartAllReduceSum(at::Tensor& tensor, co
 Expected<PendingTransfer> ProcessGroup::StartAllToAll(at::Tensor& output, const at::Tensor& input,
                                                       const std::vector<int64_t>& out_splits,
                                                       const std::vector<int64_t>& in_splits, const std::string& what) {
-  DEVPLACE_CHECK(input.is_contiguous() && output.is_contiguous() && input.dim() == 1 && output.dim() == 1 &&
-                     impl_->backend == Backend::kGloo,
-                 "a started all-to-all of flat contiguous tensors on Gloo");
+  DEVPLACE_CHECK(input.is_contiguous() && output.is_contiguous() && input.dim() == 1 && output.dim() == 1,
+                 "a started all-to-all of flat contiguous tensors");
+  if (impl_->backend != Backend::kGloo) {  // the blocking call (see StartAllReduceSum)
+    if (Status s = AllToAll(output, input, out_splits, in_splits, what); !s) return s.error();
+    return PendingTransfer::Done();
+  }
   std::vector<int64_t> out(out_splits), in(in_splits);
   at::Tensor o = output;
   at::Tensor i = input;

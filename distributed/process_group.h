@@ -61,7 +61,7 @@ class ProcessGroup {
 
   // AllReduce (sum) and AllToAll started without waiting: the returned transfer's Wait ends when the collective has
   // (they take their place in the sequence of collectives when called). `tensor`, `output` and `input` must stay
-  // alive until then. Gloo only (NCCL needs device tensors; use the blocking calls there).
+  // alive until then. On NCCL (CPU tensors staged through the device) they block and return a completed transfer.
   Expected<PendingTransfer> StartAllReduceSum(at::Tensor& tensor, const std::string& what);
   Expected<PendingTransfer> StartAllToAll(at::Tensor& output, const at::Tensor& input,
                                           const std::vector<int64_t>& out_splits,

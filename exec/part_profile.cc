@@ -112,8 +112,6 @@ Expected<std::vector<OpTiming>> ProfileCheckedParts(const Graph& graph, const To
   if (!backend.ok()) return backend.error();
   exec::ConfigureTorch();
   const bool in_graph = options.mode == ProfileMode::kInGraph;
-  const at::Device first = exec::TorchDevice(*backend, 0);
-  const int core = exec::WorkerCore(*backend, 0, options.pin_threads);
   std::vector<at::Device> device_of;
   std::vector<int> cores;  // in-graph: every device's worker core, as the executor pins them
   for (DeviceId d = 0; d < topology.num_devices(); ++d) {
@@ -137,7 +135,7 @@ Expected<std::vector<OpTiming>> ProfileCheckedParts(const Graph& graph, const To
     for (size_t e = 0; e < entries.size(); ++e) TimeUnit(*plan, units[e][0], options, &entries[e]);
   };
   std::thread worker([&] {  // isolated: set up like a worker of the first device, as the plain profiler does
-    if (!in_graph) exec::SetUpWorkerThread(first, core);
+    if (!in_graph) exec::SetUpWorkerThread(device_of[0], cores[0]);
     try {
       profile();
     } catch (const std::exception& e) {  // c10::Error or std::bad_alloc

@@ -203,14 +203,9 @@ Status CollectiveSequencer::Start(const ProcessCollective& c, ProcessGroup& grou
   at::Tensor view = slot.narrow(t.axis, 0, t.length);
   if (!c.scatter) {
     at::Tensor flat = view.is_contiguous() ? view : view.contiguous();
-    if (group.backend() != ProcessGroup::Backend::kGloo) {  // NCCL stages CPU tensors: the blocking call
-      if (Status s = group.AllReduceSum(flat, c.what); !s) return s;
-      f->pending = PendingTransfer::Done();
-    } else {
-      Expected<PendingTransfer> p = group.StartAllReduceSum(flat, c.what);
-      if (!p) return p.error();
-      f->pending = *p;
-    }
+    Expected<PendingTransfer> p = group.StartAllReduceSum(flat, c.what);
+    if (!p) return p.error();
+    f->pending = *p;
     f->done = [view, flat]() mutable {
       if (!view.is_same(flat)) view.copy_(flat);
     };
@@ -231,14 +226,9 @@ Status CollectiveSequencer::Start(const ProcessCollective& c, ProcessGroup& grou
   }
   at::Tensor input = at::cat(pieces);
   at::Tensor output = at::empty({mine.numel() * group.size()}, input.options());
-  if (group.backend() != ProcessGroup::Backend::kGloo) {
-    if (Status s = group.AllToAll(output, input, out_splits, in_splits, c.what); !s) return s;
-    f->pending = PendingTransfer::Done();
-  } else {
-    Expected<PendingTransfer> p = group.StartAllToAll(output, input, out_splits, in_splits, c.what);
-    if (!p) return p.error();
-    f->pending = *p;
-  }
+  Expected<PendingTransfer> p = group.StartAllToAll(output, input, out_splits, in_splits, c.what);
+  if (!p) return p.error();
+  f->pending = *p;
   const int32_t size = group.size();
   f->done = [mine, input, output, size]() mutable {
     const int64_t len = mine.numel();
