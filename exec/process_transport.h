@@ -48,10 +48,9 @@ class ProcessTransport {
   // A transport for `messages` (each rank passes the same list). `group` must outlive the transport.
   ProcessTransport(ProcessGroup& group, std::vector<Message> messages, Fail fail);
   // The plain executor's: one message per edge whose producer and consumer run on different ranks (message id =
-  // edge id), the edges leaving a forward op with the same bytes to one rank carried by the first of them (they
-  // carry the same tensor, as the simulator counts them: one transfer per tensor and destination).
-  // `rank_of_op[op]`: the rank running op; `device_of_op`: where received tensors must end up (the edges sharing a
-  // message must need it on the same device).
+  // edge id); edges carrying one tensor to one (rank, device) share the message of their carrier edge, by the
+  // simulator's rule (core/tensor_sharing.h: forward producers, not into update ops, the same bytes).
+  // `rank_of_op[op]`: the rank running op; `device_of_op`: where received tensors must end up.
   ProcessTransport(ProcessGroup& group, const Graph& graph, const Plan& plan, std::vector<int32_t> rank_of_op,
                    const std::vector<at::Device>& device_of_op, Fail fail);
   ~ProcessTransport();
