@@ -10,6 +10,7 @@
 
 #include "agents/search_budget.h"
 #include "core/colocation.h"
+#include "core/device_order.h"
 #include "core/sharding_propagation.h"
 #include "core/strategy.h"
 #include "sim/pipeline.h"
@@ -85,11 +86,13 @@ std::vector<int32_t> ClusterBounds(const Units& u, const std::vector<char>& lega
 }
 
 // The machine as pipeline-dp sees it: devices in host order, the host size and the submesh sizes (powers of two
-// dividing the host size, then 1..H whole hosts).
+// dividing the host size, then 1..H whole hosts), and per size the first that many devices of the host order in
+// FastRingOrder (the submesh stages are priced on; a stage's rings run over fast links, as NCCL's do).
 struct Machine {
   std::vector<DeviceId> order;
   int32_t per_host = 0;
   std::vector<int32_t> sizes;
+  std::vector<std::vector<DeviceId>> leading;
 };
 
 Expected<Machine> MachineOf(const Topology& topology) {
@@ -112,6 +115,7 @@ Expected<Machine> MachineOf(const Topology& topology) {
   for (int32_t p = 1; p < m.per_host; p *= 2)
     if (m.per_host % p == 0) m.sizes.push_back(p);
   for (int32_t h = 1; h <= static_cast<int32_t>(hosts.size()); ++h) m.sizes.push_back(h * m.per_host);
+  for (int32_t k : m.sizes) m.leading.push_back(FastRingOrder(topology, {m.order.begin(), m.order.begin() + k}));
   return m;
 }
 
@@ -184,14 +188,15 @@ struct Price {
   std::vector<Option> options;
 };
 
-// Prices stages with the simulator: units [lo, hi) as a graph of their own on the first k devices of the machine.
+// Prices stages with the simulator: units [lo, hi) as a graph of their own on the machine's submesh of size index
+// `size` (Machine::leading).
 class StagePricer {
  public:
   StagePricer(const SearchProblem& problem, const Units& units, const Machine& machine, int32_t microbatches,
               BudgetTracker* clock)
       : problem_(problem), units_(units), machine_(machine), microbatches_(microbatches), clock_(*clock) {}
 
-  Price Run(int32_t lo, int32_t hi, int32_t k) {
+  Price Run(int32_t lo, int32_t hi, int32_t size) {
     Price best;
     const Graph& graph = *problem_.graph;
     GraphBuilder b(graph.name() + "-stage");
@@ -205,7 +210,8 @@ class StagePricer {
       if (id[e.src] >= 0 && id[e.dst] >= 0) b.add_edge(id[e.src], id[e.dst], e.bytes);
     Expected<Graph> stage = std::move(b).Build();
     if (!stage.ok()) return best;
-    const std::vector<DeviceId> devices(machine_.order.begin(), machine_.order.begin() + k);
+    const std::vector<DeviceId>& devices = machine_.leading[size];
+    const int32_t k = machine_.sizes[size];
     Consider(*stage, DataParallelOn(*stage, devices), kDataParallel, &best);
     // Megatron as the pipeline simulates a stage with its annotations (ShardedStageGraph): propagated over the
     // stage's ops, when some match and the micro-batches divide every sample dimension.
@@ -371,8 +377,9 @@ std::vector<StageChoice> SolveStages(const std::vector<Price>& price, int32_t cl
 }
 
 // The stages' devices: the largest stages first, each on the next devices of the machine's host order (sizes divide
-// the host size or are whole hosts, so a stage never straddles a host it does not fill).
-std::vector<std::vector<DeviceId>> PackStages(const std::vector<StageChoice>& stages, const Machine& machine) {
+// the host size or are whole hosts, so a stage never straddles a host it does not fill), in FastRingOrder.
+std::vector<std::vector<DeviceId>> PackStages(const std::vector<StageChoice>& stages, const Machine& machine,
+                                              const Topology& topology) {
   std::vector<size_t> order(stages.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -381,7 +388,7 @@ std::vector<std::vector<DeviceId>> PackStages(const std::vector<StageChoice>& st
   size_t next = 0;
   for (size_t s : order) {
     const size_t k = static_cast<size_t>(machine.sizes[stages[s].size]);
-    devices[s].assign(machine.order.begin() + next, machine.order.begin() + next + k);
+    devices[s] = FastRingOrder(topology, {machine.order.begin() + next, machine.order.begin() + next + k});
     next += k;
   }
   return devices;
@@ -449,7 +456,7 @@ Expected<SearchResult> PipelineDpSearch::DoSearch(const SearchProblem& problem, 
     const size_t x = (static_cast<size_t>(c.first) * C + c.last - 1) * S + c.size;
     if (clock.exhausted()) break;
     if (priced[x]++ || (batch > 0 && int64_t{M} * machine->sizes[c.size] > batch)) continue;
-    price[x] = pricer.Run(bounds[c.first], bounds[c.last], machine->sizes[c.size]);
+    price[x] = pricer.Run(bounds[c.first], bounds[c.last], c.size);
   }
   const std::vector<StageChoice> stages = SolveStages(price, C, *machine, M, options_.schedule);
   if (stages.empty())
@@ -459,7 +466,7 @@ Expected<SearchResult> PipelineDpSearch::DoSearch(const SearchProblem& problem, 
   PipelinePlan plan;
   plan.microbatches = M;
   plan.schedule = options_.schedule;
-  const std::vector<std::vector<DeviceId>> devices = PackStages(stages, *machine);
+  const std::vector<std::vector<DeviceId>> devices = PackStages(stages, *machine, *problem.topology);
   for (size_t k = 0; k < stages.size(); ++k) {
     const StageChoice& c = stages[k];
     const Option& p = price[(static_cast<size_t>(c.first) * C + c.last - 1) * S + c.size].options[c.option];

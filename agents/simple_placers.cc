@@ -6,6 +6,7 @@
 #include "agents/group_graph.h"
 #include "agents/search_budget.h"
 #include "core/colocation.h"
+#include "core/device_order.h"
 #include "sim/objective.h"
 
 namespace devplace {
@@ -31,8 +32,9 @@ Expected<SearchResult> PlaceOnSingleDevice(const SearchProblem& problem, const S
 Expected<SearchResult> PlaceDataParallel(const SearchProblem& problem, const SearchRequest& request) {
   BudgetTracker clock(request);
   const Graph& g = *problem.graph;
-  std::vector<DeviceId> all(static_cast<size_t>(problem.topology->num_devices()));
-  for (DeviceId d = 0; d < problem.topology->num_devices(); ++d) all[d] = d;
+  std::vector<DeviceId> ids(static_cast<size_t>(problem.topology->num_devices()));
+  for (DeviceId d = 0; d < problem.topology->num_devices(); ++d) ids[d] = d;
+  const std::vector<DeviceId> all = FastRingOrder(*problem.topology, std::move(ids));
   Strategy strategy = Strategy::AllOn(g.num_ops(), FastestDevice(*problem.topology));
   OpGroups groups = ColocationGroups(g);
   for (const std::vector<OpId>& members : groups.members) {

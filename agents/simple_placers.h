@@ -14,8 +14,10 @@ Expected<SearchResult> PlaceOnSingleDevice(const SearchProblem& problem, const S
 
 // "data-parallel": Data parallelism over every device: each colocation group split over all devices (core/strategy.h
 // SplitConfig: along the sample dimension where the op has one, so weights are replicated and gradients
-// all-reduced; update ops shard). A group with a member that cannot be split that many ways runs whole on the
-// fastest device, as PlaceOnSingleDevice places it. No simulations.
+// all-reduced; update ops shard), the devices in FastRingOrder (core/device_order.h) as NCCL orders its rings, so
+// the gradient all-reduce runs over fast links (on a DGX-1: 0 1 2 3 7 5 6 4, all NVLink). A group with a member
+// that cannot be split that many ways runs whole on the fastest device, as PlaceOnSingleDevice places it. No
+// simulations.
 Expected<SearchResult> PlaceDataParallel(const SearchProblem& problem, const SearchRequest& request);
 
 // "round-robin": Colocation groups dealt to devices 0, 1, 2, ... in topological order of the groups. No simulations.

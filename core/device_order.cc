@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <string>
 
 namespace devplace {
 namespace {
@@ -34,6 +35,29 @@ std::pair<double, double> Score(LinkLoadMeter* meter, const std::vector<int32_t>
     cuts += meter->SecondsPerByte(*scratch);
   }
   return {ring, cuts};
+}
+
+// The devices' indices (into `devices`, sorted) grouped by host, hosts in the order of their lowest device, each
+// host's own devices in FastRingOrder: a ring along it leaves and enters every host once. Empty for one host.
+std::vector<int32_t> HostGroupedOrder(const Topology& topology, const std::vector<DeviceId>& devices) {
+  std::vector<std::vector<DeviceId>> hosts;
+  std::vector<std::string> names;
+  for (DeviceId d : devices) {
+    const std::string& host = topology.device(d).host;
+    const auto it = std::find(names.begin(), names.end(), host);
+    if (it == names.end()) {
+      names.push_back(host);
+      hosts.push_back({d});
+    } else {
+      hosts[static_cast<size_t>(it - names.begin())].push_back(d);
+    }
+  }
+  std::vector<int32_t> order;
+  if (hosts.size() < 2) return order;
+  for (std::vector<DeviceId>& host : hosts)
+    for (DeviceId d : FastRingOrder(topology, std::move(host)))
+      order.push_back(static_cast<int32_t>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin()));
+  return order;
 }
 
 }  // namespace
@@ -78,7 +102,16 @@ std::vector<DeviceId> FastRingOrder(const Topology& topology, std::vector<Device
       }
     }
   } else {
-    // Swap two positions while that improves the score (first improvement, deterministic).
+    // Start from the host-grouped order where it is better than id order (swaps of two devices cannot leave a
+    // ring that crosses between hosts at every step: no single swap lowers the busiest host link's load), then
+    // swap two positions while that improves the score (first improvement, deterministic).
+    if (std::vector<int32_t> grouped = HostGroupedOrder(topology, devices); !grouped.empty()) {
+      const std::pair<double, double> s = Score(&meter, grouped, &scratch);
+      if (Better(s, best_score)) {
+        best_score = s;
+        best = std::move(grouped);
+      }
+    }
     bool improved = true;
     for (int pass = 0; improved && pass < kMaxPasses; ++pass) {
       improved = false;

@@ -32,8 +32,10 @@ class LinkLoadMeter {
 // order is cheapest: it minimises the per-byte time of one step of a ring collective (every device sending to
 // the next at once, LinkLoadMeter), then, when the count is a power of two, the sum over the index bits of the
 // per-byte time of every pair that bit separates exchanging at once (the pairs of recursive bisection).
-// Exhaustive over all orders up to 8 devices (in lexicographic order from id order), first-improvement pairwise
-// swaps from id order beyond; ties keep the earlier order. Deterministic. Lists of up to 2 devices come back sorted.
+// Exhaustive over all orders up to 8 devices (in lexicographic order from id order); beyond, first-improvement
+// pairwise swaps from the better of id order and the host-grouped order (hosts in the order of their lowest
+// device, each host's devices in their own FastRingOrder: a ring that enters and leaves every host once, whatever
+// the ids). Ties keep the earlier order. Deterministic. Lists of up to 2 devices come back sorted.
 std::vector<DeviceId> FastRingOrder(const Topology& topology, std::vector<DeviceId> devices);
 
 }  // namespace devplace

@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "agents/search.h"
+#include "core/device_order.h"
 #include "core/topology_yaml.h"
 #include "datasets/import/importers.h"
 
@@ -92,11 +93,16 @@ TEST(ImportedModels, TransformerWithoutExportedWeightsCountsItsParameters) {
     EXPECT_EQ(imported->graph.total_param_bytes(), 4 * param_count) << file;
     collective_bytes.push_back(DataParallelCollectiveBytes(imported->graph, topology));
   }
-  // A ring all-reduce over devices 0..n-1 sends 2 (n - 1) chunks of 1/n of the gradient from each device to the
-  // next, over every link of its route (DGX-1's cube mesh routes some neighbours through two links).
+  // A ring all-reduce over the n devices in data parallelism's ring order (FastRingOrder) sends 2 (n - 1) chunks of
+  // 1/n of the gradient from each device to the next, over every link of its route (one NVLink per step on the
+  // DGX-1's ring; id order would route two of its steps through two links).
   const int64_t n = topology.num_devices();
+  std::vector<DeviceId> ring(static_cast<size_t>(n));
+  for (DeviceId d = 0; d < n; ++d) ring[d] = d;
+  ring = FastRingOrder(topology, std::move(ring));
   int64_t hops = 0;
-  for (DeviceId d = 0; d < n; ++d) hops += static_cast<int64_t>(topology.route(d, (d + 1) % n).size());
+  for (DeviceId i = 0; i < n; ++i) hops += static_cast<int64_t>(topology.route(ring[i], ring[(i + 1) % n]).size());
+  EXPECT_EQ(hops, n);
   const double expected = 2.0 * (n - 1) / n * hops * 4 * param_count;
   EXPECT_EQ(collective_bytes[0], collective_bytes[1]);
   EXPECT_NEAR(static_cast<double>(collective_bytes[1]), expected, 0.01 * expected);

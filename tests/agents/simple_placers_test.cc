@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/colocation.h"
+#include "core/topology_yaml.h"
 #include "core/training_graph.h"
 #include "tests/testing/agents_graphs.h"
 
@@ -100,6 +101,37 @@ TEST(SimplePlacers, DataParallelSplitsEveryGroupThatCanBeSplit) {
   const double one = Simulate(g, t, RunAlgo("single", g, t).strategy, MakeAnalyticCostModel())->step_time;
   const double dp = Simulate(g, t, r.strategy, MakeAnalyticCostModel())->step_time;
   EXPECT_LT(dp, one);
+}
+
+// On a DGX-1 the data-parallel ring is the all-NVLink one (0 1 2 3 7 5 6 4, FastRingOrder) that NCCL and Tofu-DP
+// use, not id order (whose steps 3 -> 4 and 7 -> 0 take two links each). On a chain of matmuls whose only
+// dimension is a batch large enough that Tofu-DP splits every op along it, the two step times are equal.
+TEST(SimplePlacers, DataParallelRingsOverNvlinkOnDgx1) {
+  GraphBuilder b("chain");
+  OpId prev = -1;
+  for (int i = 0; i < 4; ++i) {
+    Op op{.name = testing::Label("m", i), .type = "matmul", .shape = {1024, 2048}};
+    op.dims = {PartitionDim{DimKind::kSample, 0, 0, op.shape[0]}};
+    op.flops = 2.0 * 1024 * 2048 * 2048;
+    op.param_bytes = int64_t{2048} * 2048 * 4;
+    OpId id = b.add_op(op);
+    if (prev >= 0) b.add_edge(prev, id);
+    prev = id;
+  }
+  Graph g = DeriveTrainingGraph(std::move(b).Build().value()).value();
+  const Topology t = ReadTopologyFile(DEVPLACE_SOURCE_DIR "/configs/topologies/dgx1-v100.yaml").value();
+  const Strategy dp = RunAlgo("data-parallel", g, t).strategy;
+  const std::vector<DeviceId> ring = {0, 1, 2, 3, 7, 5, 6, 4};
+  for (OpId op = 0; op < g.num_ops(); ++op) EXPECT_EQ(dp.configs[op], (OpConfig{ring, {8}})) << g.op(op).name;
+  const Strategy tofu = RunAlgo("tofu-dp", g, t).strategy;
+  for (OpId op = 0; op < g.num_ops(); ++op) EXPECT_EQ(tofu.configs[op].num_parts(), 8) << g.op(op).name;
+  const CostModel cost = MakeAnalyticCostModel();
+  const double dp_time = Simulate(g, t, dp, cost)->step_time;
+  EXPECT_EQ(dp_time, Simulate(g, t, tofu, cost)->step_time);
+  // The same splits along id order are 2.6x slower: the two two-link steps carry the gradient all-reduce.
+  Strategy id_order = dp;
+  for (OpConfig& c : id_order.configs) c.devices = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_GT(Simulate(g, t, id_order, cost)->step_time, dp_time * 2);  // 14.6 vs 5.6 ms
 }
 
 TEST(SimplePlacers, RoundRobinDealsGroupsInOrder) {

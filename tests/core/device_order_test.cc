@@ -39,6 +39,43 @@ int SlowSteps(const Topology& t, const std::vector<DeviceId>& order) {
   return slow;
 }
 
+// Steps of the ring along `order` whose two devices are on different hosts.
+int HostCrossings(const Topology& t, const std::vector<DeviceId>& order) {
+  int crossings = 0;
+  for (size_t i = 0; i < order.size(); ++i)
+    crossings += t.device(order[i]).host != t.device(order[(i + 1) % order.size()]).host;
+  return crossings;
+}
+
+// The per-byte time of one step of the ring along `order` (every device sending to the next at once).
+double RingSecondsPerByte(const Topology& t, const std::vector<DeviceId>& order) {
+  LinkLoadMeter meter(t, order);
+  std::vector<std::pair<size_t, size_t>> pairs;
+  for (size_t i = 0; i < order.size(); ++i) pairs.push_back({i, (i + 1) % order.size()});
+  return meter.SecondsPerByte(pairs);
+}
+
+// p100-4x4-ib with the hosts dealt round-robin over the ids (device d on host d % 4): 16 P100s, NVLink between the
+// four of a host, each host's PCIe switch (12 GB/s) on one InfiniBand switch (12.5 GB/s). Id order crosses hosts at
+// every step.
+Topology InterleavedHosts() {
+  constexpr int kHosts = 4, kDevices = 16;
+  TopologyBuilder b("p100-interleaved");
+  for (int d = 0; d < kDevices; ++d)
+    b.add_device(Device{.name = "gpu" + std::to_string(d), .kind = "p100", .host = "node" + std::to_string(d % kHosts),
+                        .peak_flops_f32 = 10.6e12, .memory_bandwidth = 732e9, .memory_bytes = int64_t{16} << 30});
+  std::vector<NodeId> pcie;
+  for (int h = 0; h < kHosts; ++h) pcie.push_back(b.add_switch(Switch{"node" + std::to_string(h) + "-pcie",
+                                                                      "node" + std::to_string(h)}));
+  const NodeId ib = b.add_switch(Switch{"ib", "fabric"});
+  for (int d = 0; d < kDevices; ++d) {
+    b.add_bidirectional_link(d, pcie[d % kHosts], 12e9, 1.5e-6, "pcie");
+    for (int e = d + kHosts; e < kDevices; e += kHosts) b.add_bidirectional_link(d, e, 20e9, 2e-6, "nvlink");
+  }
+  for (NodeId s : pcie) b.add_bidirectional_link(s, ib, 12.5e9, 1e-6, "infiniband");
+  return std::move(b).Build().value();
+}
+
 TEST(FastRingOrder, FindsTheFastRingUpToEightDevices) {
   for (int n : {5, 6, 8}) {  // exhaustive search; 5 and 6 are not powers of two
     SCOPED_TRACE(n);
@@ -60,6 +97,34 @@ TEST(FastRingOrder, Dgx1RingsAreAllNvlink) {
   EXPECT_EQ(FastRingOrder(dgx1, {3, 1}), (std::vector<DeviceId>{1, 3}));
   // Within a DGX-1 half every pair has NVLink, some of them two: the ring takes the doubled ones.
   EXPECT_EQ(FastRingOrder(dgx1, {3, 2, 1, 0}), (std::vector<DeviceId>{0, 1, 3, 2}));
+}
+
+// Beyond 8 devices (local search): the cheapest ring visits the hosts in turn, crossing each host boundary once, so
+// one step's busiest link is the PCIe link of the device that leaves a host (1 / 12 GB/s per byte, one send on each
+// InfiniBand port at 12.5 GB/s); id order on the interleaved machine puts four sends on every port (4 / 12.5 GB/s).
+TEST(FastRingOrder, VisitsTheHostsInTurnBeyondEightDevices) {
+  const Topology p100 = ReadTopologyFile(DEVPLACE_SOURCE_DIR "/configs/topologies/p100-4x4-ib.yaml").value();
+  const Topology interleaved = InterleavedHosts();
+  std::vector<DeviceId> ids(16);
+  for (DeviceId d = 0; d < 16; ++d) ids[d] = d;
+  EXPECT_EQ(HostCrossings(interleaved, ids), 16);
+  EXPECT_DOUBLE_EQ(RingSecondsPerByte(interleaved, ids), 4 / 12.5e9);
+  for (const Topology* t : {&p100, &interleaved}) {
+    SCOPED_TRACE(t->name());
+    const std::vector<DeviceId> order = FastRingOrder(*t, ids);
+    ASSERT_EQ(std::set<DeviceId>(order.begin(), order.end()).size(), 16u);
+    EXPECT_EQ(HostCrossings(*t, order), 4);
+    EXPECT_DOUBLE_EQ(RingSecondsPerByte(*t, order), 1 / 12e9);
+    for (size_t i = 0; i < order.size(); ++i)  // within a host: the direct NVLink
+      if (t->device(order[i]).host == t->device(order[(i + 1) % order.size()]).host)
+        EXPECT_EQ(t->route(order[i], order[(i + 1) % order.size()]).size(), 1u) << i;
+    EXPECT_EQ(FastRingOrder(*t, {ids.rbegin(), ids.rend()}), order);
+  }
+  // Five hosts of four V100s on 10 Gb/s Ethernet (20 devices, not a power of two): five crossings.
+  const Topology eth = ReadTopologyFile(DEVPLACE_SOURCE_DIR "/configs/topologies/v100-5x4-eth.yaml").value();
+  std::vector<DeviceId> twenty(20);
+  for (DeviceId d = 0; d < 20; ++d) twenty[d] = d;
+  EXPECT_EQ(HostCrossings(eth, FastRingOrder(eth, twenty)), 5);
 }
 
 }  // namespace
