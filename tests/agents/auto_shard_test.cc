@@ -1,6 +1,6 @@
 // auto-shard (agents/auto_shard.h) on a small GPT over dgx-h100's 8 GPUs: never worse than the shipped spec it
 // refines nor than data parallelism, the same result for the same seed, and one-line errors for meshes that do not
-// fit the machine.
+// fit the machine; on a DGX-1 its 1-D mesh rings over NVLink.
 #include "agents/auto_shard.h"
 
 #include <gtest/gtest.h>
@@ -134,6 +134,29 @@ TEST_F(AutoShard, MeshesThatDoNotFitAreErrors) {
   r = AutoShardSearch(options).Search(problem_, request);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "auto-shard: mesh '2x2x2': at most two axes (data and model)");
+}
+
+// On a DGX-1 the 1-D mesh lists the GPUs in the NVLink ring order (FastRingOrder), so the chain's start, data
+// parallelism over it, all-reduces over NVLink only: every op split eight ways runs on 0 1 2 3 7 5 6 4.
+TEST(AutoShardMesh, OneDimensionalMeshRingsOverNvlink) {
+  LayerBuilder b("gpt-tiny");
+  BuildGpt(b, GptConfig{2, 64, 8, 16, 256, 8});
+  const Graph graph = std::move(b).BuildTraining().value();
+  const Topology dgx1 = ReadTopologyFile(DEVPLACE_SOURCE_DIR "/configs/topologies/dgx1-v100.yaml").value();
+  AutoShardOptions options;
+  options.mesh = "8";
+  SearchRequest request;
+  request.budget.max_evaluations = 1;  // the start only
+  Expected<SearchResult> r =
+      AutoShardSearch(options).Search(SearchProblem{&graph, &dgx1, MakeAnalyticCostModel(), SimOptions{}}, request);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  int split = 0;
+  for (const OpConfig& c : r->strategy.configs)
+    if (c.num_parts() == 8) {
+      ++split;
+      EXPECT_EQ(c.devices, (std::vector<DeviceId>{0, 1, 2, 3, 7, 5, 6, 4}));
+    }
+  EXPECT_GT(split, graph.num_ops() / 2);
 }
 
 }  // namespace

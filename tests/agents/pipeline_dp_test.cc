@@ -1,9 +1,12 @@
 // pipeline-dp: the plan it finds covers the machine with contiguous stages and beats one data-parallel stage where
-// weights make data parallelism costly; inputs it cannot plan for are rejected with a reason.
+// weights make data parallelism costly; its stages ring over fast links; inputs it cannot plan for are rejected with
+// a reason.
 #include "agents/pipeline_dp.h"
 
 #include <gtest/gtest.h>
 
+#include "core/topology_yaml.h"
+#include "core/training_graph.h"
 #include "sim/pipeline.h"
 #include "tests/testing/agents_graphs.h"
 
@@ -99,6 +102,36 @@ TEST(PipelineDp, PrefersPlansThatFitInMemory) {
   ASSERT_TRUE(fits.ok()) << fits.error().message;
   EXPECT_FALSE(fits->sim.oom);
   EXPECT_GT(fits->sim.step_time, two->sim.step_time);  // slower, but it fits
+}
+
+// Four compute-heavy layers (1 TFLOP forward each, 16 MiB of weights) on a DGX-1 with one micro-batch: one
+// data-parallel stage over all eight GPUs is the plan, its devices in the NVLink ring order 0 1 2 3 7 5 6 4
+// (FastRingOrder) that the stage was priced on, which is faster than the same stage in id order.
+TEST(PipelineDp, StagesRingOverFastLinks) {
+  GraphBuilder b("heavy");
+  OpId prev = -1;
+  for (int i = 0; i < 4; ++i) {
+    Op op{.name = testing::Label("m", i), .type = "matmul", .layer = testing::Label("l", i), .shape = {64, 2048}};
+    op.flops = 1e12;
+    op.param_bytes = int64_t{2048} * 2048 * 4;
+    op.dims = {PartitionDim{DimKind::kSample, 0, 0, 64}};
+    const OpId id = b.add_op(op);
+    if (prev >= 0) b.add_edge(prev, id);
+    prev = id;
+  }
+  const Graph graph = DeriveTrainingGraph(std::move(b).Build().value()).value();
+  const Topology dgx1 = ReadTopologyFile(DEVPLACE_SOURCE_DIR "/configs/topologies/dgx1-v100.yaml").value();
+  PipelineDpOptions options;
+  options.microbatches = 1;
+  const Expected<SearchResult> r = SearchPipeline(graph, dgx1, options);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->pipeline.has_value());
+  const PipelinePlan& plan = *r->pipeline;
+  ASSERT_EQ(plan.stages.size(), 1u);
+  EXPECT_EQ(plan.stages[0].devices, (std::vector<DeviceId>{0, 1, 2, 3, 7, 5, 6, 4}));
+  PipelinePlan id_order = plan;
+  id_order.stages[0].devices = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_LT(PipelineStep(graph, dgx1, plan), PipelineStep(graph, dgx1, id_order));
 }
 
 TEST(PipelineDp, RejectsWhatItCannotPlan) {
