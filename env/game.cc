@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/device_order.h"
 #include "core/partition.h"
 #include "sim/estimates.h"
 
@@ -205,6 +206,7 @@ void PlacementGame::InitSplits() {
   } else if (config_.data_parallel_action) {
     SplitCandidate all{{}, std::nullopt, "all/data-parallel"};
     for (DeviceId d = 0; d < num_devices(); ++d) all.devices.push_back(d);
+    all.devices = FastRingOrder(*topology_, std::move(all.devices));  // the ring data parallelism runs on
     candidates_.push_back(std::move(all));
   }
   const int32_t num_dev = num_devices(), num_cand = num_candidates();

@@ -5,6 +5,8 @@
 
 #include "agents/learned/demonstration.h"
 #include "agents/learned/learner.h"
+#include "core/topology_yaml.h"
+#include "datasets/graph_source.h"
 #include "tests/testing/learn_fixtures.h"
 
 namespace devplace {
@@ -42,6 +44,20 @@ TEST(Demonstration, DataParallelBaselineMapsToTheDataParallelAction) {
   Expected<Demonstration> rejected = MakeDemonstration(*plain, {"data-parallel"}, 1);
   ASSERT_FALSE(rejected.ok());
   EXPECT_NE(rejected.error().message.find("data_parallel_action is off"), std::string::npos);
+}
+
+// On a DGX-1 the data-parallel action rings over NVLink (0 1 2 3 7 5 6 4, as the data-parallel baseline and real
+// data parallelism do), so the baseline's splits are the action's and are demonstrated as it.
+TEST(Demonstration, DataParallelActionRingsAsTheBaselineOnDgx1) {
+  Graph g = BuildGraph(GraphSource{.family = "transformer", .seed = 1, .target_ops = 120}).value();
+  Topology t = ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml").value();
+  auto game = MakeGame(std::move(g), std::move(t), MdpKind::kOneShot, true, /*data_parallel_action=*/true);
+  EXPECT_EQ(game->candidate(0).devices, (std::vector<DeviceId>{0, 1, 2, 3, 7, 5, 6, 4}));
+  Expected<Demonstration> d = MakeDemonstration(*game, {"data-parallel"}, 1);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  int32_t splits = 0;
+  for (int32_t action : d->device_per_group) splits += action == game->data_parallel_action();
+  EXPECT_GT(splits, game->num_groups() / 2);
 }
 
 // A demonstration every other group on the other device: sampled collections replay it as episode 0, greedy ones
