@@ -147,6 +147,11 @@ class ReadyQueue {
     }
     return true;
   }
+  // Whether `task` ready at `ready` would be the next to leave the queue if pushed now (the buffer is empty and it
+  // comes before the heap's first entry): the caller may then run it at once instead of pushing and popping it.
+  [[gnu::always_inline]] bool RunsNext(Time ready, int32_t task) const {
+    return !has_next_ && keys_.Fits(ready) && (heap_.empty() || keys_.Pack(ready, task) < heap_.top());
+  }
   // Pushes straight into the heap (before the loop starts).
   void PushInitial(Time ready, int32_t task) { heap_.push(keys_.Pack(ready, task)); }
   // Removes and returns the first entry (the queue must not be empty).

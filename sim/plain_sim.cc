@@ -33,9 +33,13 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
   for (LinkId l = 0; l < topology.num_links(); ++l) resource_delay_[d + l] = LatencyTicks(topology.link(l).latency);
   out_off_.assign(1, 0);
   edge_out_.resize(static_cast<size_t>(graph.num_edges()));
+  for (int32_t e = 0; e < graph.num_edges(); ++e) {
+    const int64_t bytes = graph.edge(e).bytes;
+    edge_out_[e].segments = bytes > 0 ? static_cast<int32_t>(SegmentCount(bytes, 2, options)) : 1;
+  }
   for (OpId o = 0; o < n; ++o) {
     for (int32_t e : graph.out_edges(o)) {
-      edge_out_[e] = static_cast<int32_t>(out_op_.size());
+      edge_out_[e].out = static_cast<int32_t>(out_op_.size());
       out_op_.push_back(graph.edge(e).dst);
     }
     out_off_.push_back(static_cast<int32_t>(out_op_.size()));
@@ -113,13 +117,13 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     const Edge& edge = graph_.edge(e);
     const int32_t carrier = carriers_.carrier(e, device[edge.src] != device[edge.dst]);
     if (carrier < 0) {  // joins the ops directly
-      out_target_[edge_out_[e]] = edge.dst;
+      out_target_[edge_out_[e].out] = edge.dst;
       ++pending_[edge.dst];
       continue;
     }
     if (carrier != e) {  // rides on the carrier's transfer (made before: carrier < e), waiting for its segments
-      out_target_[edge_out_[e]] = -1;
-      Xfer& f = xfers_[out_xfer_[edge_out_[carrier]]];
+      out_target_[edge_out_[e].out] = -1;
+      Xfer& f = xfers_[out_xfer_[edge_out_[carrier].out]];
       members_.push_back({edge.dst, f.more});
       f.more = static_cast<int32_t>(members_.size()) - 1;
       pending_[edge.dst] += f.segments;
@@ -128,11 +132,11 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     const int32_t pair = device[edge.src] * devices + device[edge.dst];
     const int32_t route = route_off_[pair];
     const int32_t hops = route_off_[pair + 1] - route;
-    const int64_t segments = SegmentCount(edge.bytes, hops, options_);
+    const int64_t segments = hops < 2 ? 1 : edge_out_[e].segments;  // SegmentCount(edge.bytes, hops, options_)
     DEVPLACE_CHECK(next + hops * segments < (int64_t{1} << 31), "task graph too large");
     const int32_t x = static_cast<int32_t>(xfers_.size());
-    out_target_[edge_out_[e]] = static_cast<int32_t>(-2 - next);
-    out_xfer_[edge_out_[e]] = x;
+    out_target_[edge_out_[e].out] = static_cast<int32_t>(-2 - next);
+    out_xfer_[edge_out_[e].out] = x;
     xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, -1, static_cast<int16_t>(hops),
                       static_cast<int16_t>(segments)});
     xfer_edge_.push_back(e);
@@ -223,7 +227,8 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
   const Xfer* xfers = xfers_.data();
   Time* free = free_.data();
   int32_t* last = last_.data();
-  OpTimes* op_times = op_times_.data();
+  Time* op_end = op_end_.data();
+  Time* op_sent = op_sent_.data();
   int32_t* hop_crit = hop_crit_.data();
   BufferTimes* recv = recv_.data();
   // Runs task `t` on resource `r` from `ready` for `duration` (its input `bind` unless it waited for `r`);
@@ -244,6 +249,13 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
     x.bind = later || tie_first ? from : x.bind;
     return --x.pending != 0 || queue.Push(floor, x.ready, v);
   };
+  // Transfer `f`'s last hop `task` delivers at `arrive` to its consumers.
+  auto deliver_all = [&](const Xfer& f, int32_t task, Time arrive, Time floor) {
+    if (!deliver(f.dst, arrive, task, floor)) return false;
+    for (int32_t m = f.more; m >= 0; m = members[m].next)
+      if (!deliver(members[m].dst, arrive, task, floor)) return false;
+    return true;
+  };
   while (!queue.empty()) {
     const typename Keys::Item item = queue.Pop();
     const int32_t t = keys.Task(item);
@@ -260,7 +272,7 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       const DeviceId d = dev[t];
       const Time ready = wait[t].ready;
       const Time end = run(t, d, ready, ticks[t], wait[t].bind, &wait[t].bind);  // bind is not needed after
-      if constexpr (kFull) op_times[t] = {end, end};
+      if constexpr (kFull) op_end[t] = op_sent[t] = end;
       const Time arrive = end + delay[d];
       for (int32_t k = out_off[t]; k < out_off[t + 1]; ++k) {
         const int32_t target = out_target[k];
@@ -277,38 +289,51 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       }
       continue;
     }
-    const HopTask& hop = hop_tasks[t - n];
-    const Time ready = keys.Ready(item);
-    // After hop task `task` (`what` it is) ends at `end` on `r`: the next hop, or the consumers.
-    auto forward = [&](int32_t task, const HopTask& k, Time end) {
-      const Time arrive = end + delay[k.resource];
-      if (!(k.what & kLastHop)) return queue.Push(ready, arrive, task + 1);
-      const Xfer& f = xfers[k.xfer];
-      if (!deliver(f.dst, arrive, task, ready)) return false;
-      for (int32_t m = f.more; m >= 0; m = members[m].next)
-        if (!deliver(members[m].dst, arrive, task, ready)) return false;
-      return true;
-    };
-    if (hop.what & kFirstHop) {
-      // Segment 0's first hop: the first hops of every segment are ready together with consecutive keys, so they
-      // leave the heap one after another; timed here together.
-      const Xfer& f = xfers[hop.xfer];
-      for (int32_t s = 0; s < f.segments; ++s) {
-        const int32_t task = t + s * f.hops;
-        const HopTask& k = hop_tasks[task - n];
-        const Time end = run(task, k.resource, ready, k.price, f.src, kFull ? &hop_crit[task - n] : nullptr);
-        if (kFull && (k.what & kBuffer)) recv[hop.xfer] = {end - k.price, end};
-        if (!forward(task, k, end)) return false;
+    const HopTask* hop = &hop_tasks[t - n];
+    Time ready = keys.Ready(item), end;
+    int32_t task = t;
+    if (hop->what & kFirstHop) {
+      const Xfer& f = xfers[hop->xfer];
+      if (f.segments > 1) {
+        // The first hops of every segment are ready together with consecutive keys, so they leave the heap one
+        // after another; timed here together.
+        for (int32_t s = 0; s < f.segments; ++s) {
+          const int32_t u = t + s * f.hops;
+          const HopTask& k = hop_tasks[u - n];
+          const Time e = run(u, k.resource, ready, k.price, f.src, kFull ? &hop_crit[u - n] : nullptr);
+          if (kFull && (k.what & kBuffer)) recv[k.xfer] = {e - k.price, e};
+          const Time arrive = e + delay[k.resource];
+          if (!(k.what & kLastHop) ? !queue.Push(ready, arrive, u + 1) : !deliver_all(f, u, arrive, ready))
+            return false;
+        }
+        if constexpr (kFull) {  // the producer's record, written when it ran (its end starts these hops)
+          Time& sent = op_sent[f.src];
+          sent = std::max(sent, free[hop->resource]);
+        }
+        continue;
       }
-      if constexpr (kFull) {  // the producer's record, written when it ran (its end starts these hops)
-        Time& sent = op_times[f.src].sent;
-        sent = std::max(sent, free[hop.resource]);
-      }
-      continue;
+      end = run(t, hop->resource, ready, hop->price, f.src, kFull ? &hop_crit[t - n] : nullptr);
+      if constexpr (kFull) op_sent[f.src] = std::max(op_sent[f.src], end);
+    } else {
+      end = run(t, hop->resource, ready, hop->price, t - 1, kFull ? &hop_crit[t - n] : nullptr);
     }
-    const Time end = run(t, hop.resource, ready, hop.price, t - 1, kFull ? &hop_crit[t - n] : nullptr);
-    if (kFull && (hop.what & kBuffer)) recv[hop.xfer] = {end - hop.price, end};
-    if (!forward(t, hop, end)) return false;
+    // Along the segment's hops: each next hop that would leave the queue next runs at once.
+    for (;;) {
+      if (kFull && (hop->what & kBuffer)) recv[hop->xfer] = {end - hop->price, end};
+      const Time arrive = end + delay[hop->resource];
+      if (hop->what & kLastHop) {
+        if (!deliver_all(xfers[hop->xfer], task, arrive, ready)) return false;
+        break;
+      }
+      if (!queue.RunsNext(arrive, task + 1)) {
+        if (!queue.Push(ready, arrive, task + 1)) return false;
+        break;
+      }
+      ++task;
+      ++hop;
+      ready = arrive;
+      end = run(task, hop->resource, ready, hop->price, task - 1, kFull ? &hop_crit[task - n] : nullptr);
+    }
   }
   return true;
 }
@@ -319,7 +344,8 @@ Expected<Time> PlainSim::Simulate(std::span<const DeviceId> device) {
   if (Status s = CheckHorizon(totals_); !s) return s.error();
   waiting_.resize(static_cast<size_t>(graph_.num_ops()));
   if constexpr (kFull) {
-    op_times_.resize(static_cast<size_t>(graph_.num_ops()));
+    op_end_.resize(static_cast<size_t>(graph_.num_ops()));
+    op_sent_.resize(static_cast<size_t>(graph_.num_ops()));
     hop_crit_.resize(static_cast<size_t>(num_tasks_ - graph_.num_ops()));
     recv_.resize(xfers_.size());
   }
@@ -346,16 +372,16 @@ std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
   for (OpId o = 0; o < graph_.num_ops(); ++o) {
     if (output_bytes_[o] == 0) continue;
     const DeviceId d = device[o];
-    Time free = op_times_[o].sent;
+    Time free = op_sent_[o];
     for (int32_t k = out_off_[o]; k < out_off_[o + 1]; ++k)
-      if (const int32_t target = out_target_[k]; target >= 0) free = std::max(free, op_times_[target].end);
-    peaks_.Add(d, op_times_[o].end - op_ticks_[o], free, output_bytes_[o]);
+      if (const int32_t target = out_target_[k]; target >= 0) free = std::max(free, op_end_[target]);
+    peaks_.Add(d, op_end_[o] - op_ticks_[o], free, output_bytes_[o]);
   }
   for (size_t x = 0; x < xfers_.size(); ++x) {
     const Edge& edge = graph_.edge(xfer_edge_[x]);
     const Xfer& f = xfers_[x];
-    Time free = std::max(recv_[x].end, op_times_[f.dst].end);
-    for (int32_t m = f.more; m >= 0; m = members_[m].next) free = std::max(free, op_times_[members_[m].dst].end);
+    Time free = std::max(recv_[x].end, op_end_[f.dst]);
+    for (int32_t m = f.more; m >= 0; m = members_[m].next) free = std::max(free, op_end_[members_[m].dst]);
     peaks_.Add(device[edge.dst], recv_[x].start, free, edge.bytes);
   }
   return peaks_.Finish();
@@ -402,14 +428,14 @@ Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::v
 int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
   for (const auto* v : {&out_off_, &out_op_, &route_off_, &route_resource_,
-                        &out_target_, &out_xfer_, &xfer_edge_, &edge_out_,
+                        &out_target_, &out_xfer_, &xfer_edge_,
                         &pending_, &route_class_, &last_, &hop_crit_})
     total += Bytes(*v);
   for (const auto* v : {&output_bytes_, &hop_price_, &edge_price_, &op_ticks_, &free_,
                         &resource_delay_})
     total += Bytes(*v);
   total += Bytes(route_bandwidth_) + Bytes(route_latency_) +
-           carriers_.memory_bytes() + Bytes(members_) + Bytes(op_times_) + Bytes(recv_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
+           carriers_.memory_bytes() + Bytes(members_) + Bytes(op_end_) + Bytes(op_sent_) + Bytes(edge_out_) + Bytes(recv_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
            static_cast<int64_t>(packed_.capacity() * sizeof(uint64_t) + wide_heap_.capacity() * sizeof(WideItem)) +
            peaks_.memory_bytes();
   return total;

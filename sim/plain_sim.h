@@ -98,7 +98,11 @@ class PlainSim {
   // op's output bytes; the route of every device pair (as resources, bandwidths and the seconds a hop's resource
   // is busy besides the bytes).
   std::vector<int32_t> out_off_, out_op_;
-  std::vector<int32_t> edge_out_;  // per edge: its entry in the out-lists
+  // Per edge: its entry in the out-lists and the segments of its transfer over a route of two or more links.
+  struct EdgeSlot {
+    int32_t out, segments;
+  };
+  std::vector<EdgeSlot> edge_out_;
   std::vector<int64_t> output_bytes_;
   int32_t output_ops_ = 0;  // ops whose output holds bytes (one buffer each per run)
   std::vector<int32_t> route_off_, route_resource_;
@@ -132,15 +136,12 @@ class PlainSim {
   // per transfer the start and end of its buffer's task (segment 0's last hop), and per hop task the task before
   // it on a critical path (as Timing::crit_prev; an op's is left in its waiting record's `bind`, which the op no
   // longer needs once it runs).
-  struct OpTimes {
-    Time end, sent;
-  };
   struct BufferTimes {
     Time start, end;
   };
   std::vector<Time> free_;
   std::vector<int32_t> last_;
-  std::vector<OpTimes> op_times_;
+  std::vector<Time> op_end_, op_sent_;
   std::vector<BufferTimes> recv_;
   std::vector<int32_t> hop_crit_;
   QuadHeap<uint64_t> packed_;
