@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <unordered_map>
 
 #include "core/check.h"
 
@@ -32,10 +33,19 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
   resource_delay_.assign(static_cast<size_t>(num_resources_), 0);
   for (LinkId l = 0; l < topology.num_links(); ++l) resource_delay_[d + l] = LatencyTicks(topology.link(l).latency);
   out_off_.assign(1, 0);
+  // Tensors repeat their sizes: per edge the index of its bytes among the graph's distinct edge sizes.
   edge_out_.resize(static_cast<size_t>(graph.num_edges()));
-  for (int32_t e = 0; e < graph.num_edges(); ++e) {
-    const int64_t bytes = graph.edge(e).bytes;
-    edge_out_[e].segments = bytes > 0 ? static_cast<int32_t>(SegmentCount(bytes, 2, options)) : 1;
+  {
+    std::unordered_map<int64_t, int32_t> index;
+    for (int32_t e = 0; e < graph.num_edges(); ++e) {
+      const int64_t bytes = graph.edge(e).bytes;
+      const auto [it, added] = index.emplace(bytes, static_cast<int32_t>(size_bytes_.size()));
+      if (added) {
+        size_bytes_.push_back(bytes);
+        size_segments_.push_back(bytes > 0 ? static_cast<int32_t>(SegmentCount(bytes, 2, options)) : 1);
+      }
+      edge_out_[e].size = it->second;
+    }
   }
   for (OpId o = 0; o < n; ++o) {
     for (int32_t e : graph.out_edges(o)) {
@@ -58,8 +68,8 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
         }
       route_off_.push_back(static_cast<int32_t>(route_resource_.size()));
     }
-  // Hop prices depend on the bytes and the hop's (latency, bandwidth): with few distinct pairs, each edge's
-  // single-segment price per pair is kept once computed (0: not yet).
+  // Hop prices depend on the bytes and the hop's (latency, bandwidth): with few distinct pairs, the single-segment
+  // price of every edge size over each pair is computed here once.
   std::vector<std::pair<double, double>> classes;
   for (size_t i = 0; i < route_resource_.size(); ++i) {
     const std::pair<double, double> c{route_latency_[i], route_bandwidth_[i]};
@@ -69,7 +79,9 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
   }
   if (classes.size() <= kMaxPriceClasses) {
     num_classes_ = static_cast<int32_t>(classes.size());
-    edge_price_.assign(static_cast<size_t>(graph.num_edges()) * num_classes_, 0);
+    for (int64_t bytes : size_bytes_)
+      for (const auto& [latency, bandwidth] : classes)
+        size_price_.push_back(ToTicks(latency + static_cast<double>(bytes) / bandwidth));
   }
 }
 
@@ -104,8 +116,7 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
   const int32_t n = graph_.num_ops(), num_edges = graph_.num_edges(), devices = topology_.num_devices();
   members_.clear();
   carriers_.Assign(device, devices);
-  out_target_.resize(static_cast<size_t>(num_edges));
-  out_xfer_.resize(static_cast<size_t>(num_edges));
+  out_.resize(static_cast<size_t>(num_edges));
   xfers_.clear();
   xfer_edge_.clear();
   hop_tasks_.clear();
@@ -117,13 +128,13 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     const Edge& edge = graph_.edge(e);
     const int32_t carrier = carriers_.carrier(e, device[edge.src] != device[edge.dst]);
     if (carrier < 0) {  // joins the ops directly
-      out_target_[edge_out_[e].out] = edge.dst;
+      out_[edge_out_[e].out].target = edge.dst;
       ++pending_[edge.dst];
       continue;
     }
     if (carrier != e) {  // rides on the carrier's transfer (made before: carrier < e), waiting for its segments
-      out_target_[edge_out_[e].out] = -1;
-      Xfer& f = xfers_[out_xfer_[edge_out_[carrier].out]];
+      out_[edge_out_[e].out].target = -1;
+      Xfer& f = xfers_[out_[edge_out_[carrier].out].xfer];
       members_.push_back({edge.dst, f.more});
       f.more = static_cast<int32_t>(members_.size()) - 1;
       pending_[edge.dst] += f.segments;
@@ -132,18 +143,18 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     const int32_t pair = device[edge.src] * devices + device[edge.dst];
     const int32_t route = route_off_[pair];
     const int32_t hops = route_off_[pair + 1] - route;
-    const int64_t segments = hops < 2 ? 1 : edge_out_[e].segments;  // SegmentCount(edge.bytes, hops, options_)
+    const int32_t size = edge_out_[e].size;
+    const int64_t segments = hops < 2 ? 1 : size_segments_[size];  // SegmentCount(edge.bytes, hops, options_)
     DEVPLACE_CHECK(next + hops * segments < (int64_t{1} << 31), "task graph too large");
     const int32_t x = static_cast<int32_t>(xfers_.size());
-    out_target_[edge_out_[e].out] = static_cast<int32_t>(-2 - next);
-    out_xfer_[edge_out_[e].out] = x;
+    out_[edge_out_[e].out] = {static_cast<int32_t>(-2 - next), x};
     xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, -1, static_cast<int16_t>(hops),
                       static_cast<int16_t>(segments)});
     xfer_edge_.push_back(e);
     if (segments == 1) {  // the common case: one task per hop, carrying every byte
       for (int32_t h = 0; h < hops; ++h) {
         const int32_t r = route_resource_[route + h];
-        const Time price = EdgePrice(e, route + h);
+        const Time price = Price(size, route + h);
         busy[r] += price;
         link_bytes[r] += edge.bytes;
         ++count[r];
@@ -162,15 +173,9 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
   return static_cast<int32_t>(next);
 }
 
-Time PlainSim::EdgePrice(int32_t e, int32_t route_entry) {
-  const Edge& edge = graph_.edge(e);
-  auto price = [&] {
-    return ToTicks(route_latency_[route_entry] + static_cast<double>(edge.bytes) / route_bandwidth_[route_entry]);
-  };
-  if (num_classes_ == 0) return price();
-  Time& memo = edge_price_[static_cast<size_t>(e) * num_classes_ + route_class_[route_entry]];
-  if (memo == 0) memo = price();
-  return memo;
+Time PlainSim::Price(int32_t size, int32_t route_entry) const {
+  if (num_classes_ > 0) return size_price_[static_cast<size_t>(size) * num_classes_ + route_class_[route_entry]];
+  return ToTicks(route_latency_[route_entry] + static_cast<double>(size_bytes_[size]) / route_bandwidth_[route_entry]);
 }
 
 void PlainSim::PlanSegments(int32_t e, int32_t x, int32_t route, int32_t hops, int64_t segments,
@@ -219,8 +224,7 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
   const Time* ticks = op_ticks_.data();
   const Time* delay = resource_delay_.data();
   const int32_t* out_off = out_off_.data();
-  const int32_t* out_target = out_target_.data();
-  const int32_t* out_xfer = out_xfer_.data();
+  const OutEntry* out = out_.data();
   const int32_t* out_op = out_op_.data();
   const HopTask* hop_tasks = hop_tasks_.data();
   const Member* members = members_.data();
@@ -274,16 +278,17 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       const Time end = run(t, d, ready, ticks[t], wait[t].bind, &wait[t].bind);  // bind is not needed after
       if constexpr (kFull) op_end[t] = op_sent[t] = end;
       const Time arrive = end + delay[d];
+      // The consumers' records first start loading together.
+      for (int32_t k = out_off[t]; k < out_off[t + 1]; ++k) __builtin_prefetch(&wait[out_op[k]]);
       for (int32_t k = out_off[t]; k < out_off[t + 1]; ++k) {
-        const int32_t target = out_target[k];
+        const int32_t target = out[k].target;
         if (target >= 0) {
           if (!deliver(target, arrive, t, ready)) return false;
         } else if (target < -1) {
           // Its first hop leaves the heap later: load what it will read meanwhile (with the consumer's record,
           // which its last hop updates).
           __builtin_prefetch(&hop_tasks[-2 - target - n]);
-          __builtin_prefetch(&xfers[out_xfer[k]]);
-          __builtin_prefetch(&wait[out_op[k]]);
+          __builtin_prefetch(&xfers[out[k].xfer]);
           if (!queue.Push(ready, arrive, -2 - target)) return false;
         }
       }
@@ -374,7 +379,7 @@ std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
     const DeviceId d = device[o];
     Time free = op_sent_[o];
     for (int32_t k = out_off_[o]; k < out_off_[o + 1]; ++k)
-      if (const int32_t target = out_target_[k]; target >= 0) free = std::max(free, op_end_[target]);
+      if (const int32_t target = out_[k].target; target >= 0) free = std::max(free, op_end_[target]);
     peaks_.Add(d, op_end_[o] - op_ticks_[o], free, output_bytes_[o]);
   }
   for (size_t x = 0; x < xfers_.size(); ++x) {
@@ -428,14 +433,14 @@ Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::v
 int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
   for (const auto* v : {&out_off_, &out_op_, &route_off_, &route_resource_,
-                        &out_target_, &out_xfer_, &xfer_edge_,
+                        &xfer_edge_, &size_segments_,
                         &pending_, &route_class_, &last_, &hop_crit_})
     total += Bytes(*v);
-  for (const auto* v : {&output_bytes_, &hop_price_, &edge_price_, &op_ticks_, &free_,
+  for (const auto* v : {&output_bytes_, &hop_price_, &size_price_, &size_bytes_, &op_ticks_, &free_,
                         &resource_delay_})
     total += Bytes(*v);
   total += Bytes(route_bandwidth_) + Bytes(route_latency_) +
-           carriers_.memory_bytes() + Bytes(members_) + Bytes(op_end_) + Bytes(op_sent_) + Bytes(edge_out_) + Bytes(recv_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
+           carriers_.memory_bytes() + Bytes(members_) + Bytes(op_end_) + Bytes(op_sent_) + Bytes(edge_out_) + Bytes(out_) + Bytes(recv_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
            static_cast<int64_t>(packed_.capacity() * sizeof(uint64_t) + wide_heap_.capacity() * sizeof(WideItem)) +
            peaks_.memory_bytes();
   return total;

@@ -66,14 +66,15 @@ class PlainSim {
   // Prices every op, plans the transfers, sums the totals and counts each op's inputs; returns the task count.
   int32_t Plan(std::span<const DeviceId> device);
   // Plan's pass over the transfers: per edge its carrier (core/tensor_sharing.h: the edge whose transfer carries
-  // its tensor, -1 when nothing crosses), then out_target_, xfers_, their members and hop tasks, their totals;
+  // its tensor, -1 when nothing crosses), then out_, xfers_, their members and hop tasks, their totals;
   // adds their task times to `horizon` and returns the task count.
   int32_t PlanTransfers(std::span<const DeviceId> device, unsigned __int128* horizon);
   // The hop tasks and totals of transfer `x` (edge `e`) cut into `segments` > 1 segments over `hops` links from
   // route_off_'s entry `route`.
   void PlanSegments(int32_t e, int32_t x, int32_t route, int32_t hops, int64_t segments, unsigned __int128* horizon);
-  // Ticks of edge `e`'s whole tensor over the hop at route entry `route_entry`.
-  [[gnu::always_inline]] inline Time EdgePrice(int32_t e, int32_t route_entry);
+  // Ticks of a whole tensor of edge size `size` (an index into size_bytes_) over the hop at route entry
+  // `route_entry`.
+  [[gnu::always_inline]] inline Time Price(int32_t size, int32_t route_entry) const;
   // The event loop; with kFull it also records what the memory peaks and the critical path need. False when a
   // one-word heap key did not fit (then the run is repeated with two-word keys).
   template <bool kFull, class Keys>
@@ -98,26 +99,33 @@ class PlainSim {
   // op's output bytes; the route of every device pair (as resources, bandwidths and the seconds a hop's resource
   // is busy besides the bytes).
   std::vector<int32_t> out_off_, out_op_;
-  // Per edge: its entry in the out-lists and the segments of its transfer over a route of two or more links.
+  // Per edge: its entry in the out-lists and its size (an index into the graph's distinct edge sizes, with their
+  // bytes and the segments of a transfer of that size over a route of two or more links).
   struct EdgeSlot {
-    int32_t out, segments;
+    int32_t out, size;
   };
   std::vector<EdgeSlot> edge_out_;
+  std::vector<int64_t> size_bytes_;
+  std::vector<int32_t> size_segments_;
   std::vector<int64_t> output_bytes_;
   int32_t output_ops_ = 0;  // ops whose output holds bytes (one buffer each per run)
   std::vector<int32_t> route_off_, route_resource_;
   std::vector<double> route_bandwidth_, route_latency_;
-  // Per route entry its (latency, bandwidth) class, and per edge and class the ticks of its tensor over such a hop
-  // (0: not computed yet; empty when the machine has too many classes).
+  // Per route entry its (latency, bandwidth) class, and per edge size and class the ticks of a tensor of that
+  // size over such a hop (empty when the machine has too many classes).
   std::vector<int32_t> route_class_;
   int32_t num_classes_ = 0;
-  std::vector<Time> edge_price_;
+  std::vector<Time> size_price_;
   // Which edges carry one tensor (per graph, carriers per run), and per run: per entry of the out-lists what
-  // the op's end starts: the consumer (>= 0) when the edge joins ops directly, -2 - the first hop task of the
-  // transfer it carries, or -1 (another edge's transfer carries it), and in out_xfer_ that transfer; the
-  // transfers, their edges, consumers and hop tasks, per op its price and waiting record.
+  // the op's end starts (`target`: the consumer (>= 0) when the edge joins ops directly, -2 - the first hop task of
+  // the transfer it carries, or -1 (another edge's transfer carries it); `xfer`: that transfer); the transfers,
+  // their edges, consumers and hop tasks, per op its price and waiting record.
   TensorCarriers carriers_;
-  std::vector<int32_t> out_target_, out_xfer_, xfer_edge_;
+  struct OutEntry {
+    int32_t target, xfer;
+  };
+  std::vector<OutEntry> out_;
+  std::vector<int32_t> xfer_edge_;
   // Per edge whose transfer another edge carries, in edge order: its consumer and the next entry of that
   // transfer's list (-1: the last).
   struct Member {

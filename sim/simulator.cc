@@ -48,7 +48,10 @@ Status CheckStrategy(const Graph& graph, const Topology& topology, const Strateg
   if (plain) plain->resize(static_cast<size_t>(graph.num_ops()));
   bool all_plain = true;
   const DeviceId devices = topology.num_devices();
+  // How many configs ahead the device lists (each in its own allocation) start loading.
+  constexpr OpId kAhead = 16;
   for (OpId i = 0; i < graph.num_ops(); ++i) {
+    if (i + kAhead < graph.num_ops()) __builtin_prefetch(strategy.configs[i + kAhead].devices.data());
     const OpConfig& c = strategy.configs[i];
     if (c.devices.size() == 1 && c.degrees.empty() && c.devices[0] >= 0 && c.devices[0] < devices) {
       if (plain) (*plain)[i] = c.devices[0];
