@@ -59,13 +59,17 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
   route_off_.assign(1, 0);
   for (DeviceId a = 0; a < d; ++a)
     for (DeviceId b = 0; b < d; ++b) {
-      if (a != b)
-        for (LinkId l : topology.route(a, b)) {
+      if (a != b) {
+        const std::span<const LinkId> links = topology.route(a, b);
+        for (size_t h = 0; h < links.size(); ++h) {
+          const LinkId l = links[h];
           const HopCost hop = HopOf(topology, l, b, 0.0);
+          route_what_.push_back((h == 0 ? kFirstHop : 0) | (h + 1 == links.size() ? kLastHop | kBuffer : 0));
           route_resource_.push_back(hop.resource);
           route_bandwidth_.push_back(topology.link(l).bandwidth);
           route_latency_.push_back(hop.seconds);
         }
+      }
       route_off_.push_back(static_cast<int32_t>(route_resource_.size()));
     }
   // Hop prices depend on the bytes and the hop's (latency, bandwidth): with few distinct pairs, the single-segment
@@ -118,11 +122,12 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
   carriers_.Assign(device, devices);
   out_.resize(static_cast<size_t>(num_edges));
   xfers_.clear();
-  xfer_edge_.clear();
-  hop_tasks_.clear();
+  num_hops_ = 0;
   Time* busy = totals_.busy.data();
   int64_t* link_bytes = totals_.bytes.data();
   int32_t* count = totals_.count.data();
+  const Time* delay = resource_delay_.data();
+  HorizonSum sum = 0;  // of the hop tasks' times and latencies
   int64_t next = n;
   for (int32_t e = 0; e < num_edges; ++e) {
     const Edge& edge = graph_.edge(e);
@@ -148,29 +153,37 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     DEVPLACE_CHECK(next + hops * segments < (int64_t{1} << 31), "task graph too large");
     const int32_t x = static_cast<int32_t>(xfers_.size());
     out_[edge_out_[e].out] = {static_cast<int32_t>(-2 - next), x};
-    xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, -1, static_cast<int16_t>(hops),
+    xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, -1, size, static_cast<int16_t>(hops),
                       static_cast<int16_t>(segments)});
-    xfer_edge_.push_back(e);
     if (segments == 1) {  // the common case: one task per hop, carrying every byte
+      HopTask* task = HopSpace(hops);
       for (int32_t h = 0; h < hops; ++h) {
         const int32_t r = route_resource_[route + h];
         const Time price = Price(size, route + h);
         busy[r] += price;
         link_bytes[r] += edge.bytes;
         ++count[r];
-        *horizon += static_cast<HorizonSum>(price + resource_delay_[r]);
-        const uint8_t what = h + 1 < hops ? (h == 0 ? kFirstHop : 0) : (h == 0 ? kFirstHop : 0) | kLastHop | kBuffer;
-        hop_tasks_.push_back({price, x, static_cast<int16_t>(r), what});
+        sum += static_cast<HorizonSum>(price + delay[r]);
+        task[h] = {price, x, static_cast<int16_t>(r), route_what_[route + h]};
       }
     } else {
-      PlanSegments(e, x, route, hops, segments, horizon);
+      PlanSegments(edge.bytes, x, route, hops, segments, &sum);
     }
     totals_.bytes_moved += edge.bytes;
     totals_.held[device[edge.dst]] += edge.bytes;
     pending_[edge.dst] += static_cast<int32_t>(segments);
     next += hops * segments;
   }
+  *horizon += sum;
   return static_cast<int32_t>(next);
+}
+
+PlainSim::HopTask* PlainSim::HopSpace(int64_t count) {
+  if (num_hops_ + count > static_cast<int64_t>(hop_tasks_.size()))
+    hop_tasks_.resize(std::max<size_t>(2 * hop_tasks_.size(), static_cast<size_t>(num_hops_ + count)));
+  HopTask* space = hop_tasks_.data() + num_hops_;
+  num_hops_ += count;
+  return space;
 }
 
 Time PlainSim::Price(int32_t size, int32_t route_entry) const {
@@ -178,11 +191,10 @@ Time PlainSim::Price(int32_t size, int32_t route_entry) const {
   return ToTicks(route_latency_[route_entry] + static_cast<double>(size_bytes_[size]) / route_bandwidth_[route_entry]);
 }
 
-void PlainSim::PlanSegments(int32_t e, int32_t x, int32_t route, int32_t hops, int64_t segments,
+void PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hops, int64_t segments,
                             unsigned __int128* horizon) {
-  const Edge& edge = graph_.edge(e);
   // Segment s carries floor((s + 1) bytes / segments) - floor(s bytes / segments) bytes: `shorter` or one more.
-  const int64_t shorter = edge.bytes / segments, longs = edge.bytes % segments;
+  const int64_t shorter = bytes / segments, longs = bytes % segments;
   hop_price_.resize(2 * static_cast<size_t>(hops));
   for (int32_t h = 0; h < hops; ++h) {
     const int32_t r = route_resource_[route + h];
@@ -192,11 +204,12 @@ void PlainSim::PlanSegments(int32_t e, int32_t x, int32_t route, int32_t hops, i
     hop_price_[2 * h] = short_ticks;
     hop_price_[2 * h + 1] = long_ticks;
     totals_.busy[r] += (segments - longs) * short_ticks + longs * long_ticks;
-    totals_.bytes[r] += edge.bytes;
+    totals_.bytes[r] += bytes;
     totals_.count[r] += static_cast<int32_t>(segments);
     *horizon += static_cast<HorizonSum>(segments - longs) * static_cast<HorizonSum>(short_ticks + resource_delay_[r]) +
                 static_cast<HorizonSum>(longs) * static_cast<HorizonSum>(long_ticks + resource_delay_[r]);
   }
+  HopTask* task = HopSpace(hops * segments);
   for (int64_t s = 0, acc = 0; s < segments; ++s) {
     acc += longs;  // the share grows by one byte more when (s + 1) * longs passes a multiple of segments
     const bool is_long = acc >= segments;
@@ -204,7 +217,7 @@ void PlainSim::PlanSegments(int32_t e, int32_t x, int32_t route, int32_t hops, i
     for (int32_t h = 0; h < hops; ++h) {
       const uint8_t what = (h == 0 ? kFirstHop : 0) | (h + 1 == hops ? kLastHop : 0) |
                            (s == 0 && h + 1 == hops ? kBuffer : 0);
-      hop_tasks_.push_back({hop_price_[2 * h + is_long], x, static_cast<int16_t>(route_resource_[route + h]), what});
+      *task++ = {hop_price_[2 * h + is_long], x, static_cast<int16_t>(route_resource_[route + h]), what};
     }
   }
 }
@@ -383,11 +396,10 @@ std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
     peaks_.Add(d, op_end_[o] - op_ticks_[o], free, output_bytes_[o]);
   }
   for (size_t x = 0; x < xfers_.size(); ++x) {
-    const Edge& edge = graph_.edge(xfer_edge_[x]);
     const Xfer& f = xfers_[x];
     Time free = std::max(recv_[x].end, op_end_[f.dst]);
     for (int32_t m = f.more; m >= 0; m = members_[m].next) free = std::max(free, op_end_[members_[m].dst]);
-    peaks_.Add(device[edge.dst], recv_[x].start, free, edge.bytes);
+    peaks_.Add(device[f.dst], recv_[x].start, free, size_bytes_[f.size]);
   }
   return peaks_.Finish();
 }
@@ -433,13 +445,13 @@ Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::v
 int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
   for (const auto* v : {&out_off_, &out_op_, &route_off_, &route_resource_,
-                        &xfer_edge_, &size_segments_,
+                        &size_segments_,
                         &pending_, &route_class_, &last_, &hop_crit_})
     total += Bytes(*v);
   for (const auto* v : {&output_bytes_, &hop_price_, &size_price_, &size_bytes_, &op_ticks_, &free_,
                         &resource_delay_})
     total += Bytes(*v);
-  total += Bytes(route_bandwidth_) + Bytes(route_latency_) +
+  total += Bytes(route_bandwidth_) + Bytes(route_latency_) + Bytes(route_what_) +
            carriers_.memory_bytes() + Bytes(members_) + Bytes(op_end_) + Bytes(op_sent_) + Bytes(edge_out_) + Bytes(out_) + Bytes(recv_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
            static_cast<int64_t>(packed_.capacity() * sizeof(uint64_t) + wide_heap_.capacity() * sizeof(WideItem)) +
            peaks_.memory_bytes();

@@ -41,11 +41,11 @@ class PlainSim {
   int64_t memory_bytes() const;
 
  private:
-  // One transfer: the tensor of an edge from op `src` to op `dst`, which it also carries to the consumers of the
-  // consumers listed from members_[more] on (all on dst's device), over `hops` links in `segments` segments; its
-  // hop tasks have the ids first + segment * hops + hop.
+  // One transfer: the tensor of an edge from op `src` to op `dst` (of edge size `size`), which it also carries to
+  // the consumers listed from members_[more] on (all on dst's device), over `hops` links in `segments` segments;
+  // its hop tasks have the ids first + segment * hops + hop.
   struct Xfer {
-    int32_t first, src, dst, more;
+    int32_t first, src, dst, more, size;
     int16_t hops, segments;
   };
   // One hop task (hop_tasks_[id - ops]): its price, transfer, resource and what it is (kFirstHop: the first hop of
@@ -69,9 +69,12 @@ class PlainSim {
   // its tensor, -1 when nothing crosses), then out_, xfers_, their members and hop tasks, their totals;
   // adds their task times to `horizon` and returns the task count.
   int32_t PlanTransfers(std::span<const DeviceId> device, unsigned __int128* horizon);
-  // The hop tasks and totals of transfer `x` (edge `e`) cut into `segments` > 1 segments over `hops` links from
+  // The hop tasks and totals of transfer `x` (of `bytes`) cut into `segments` > 1 segments over `hops` links from
   // route_off_'s entry `route`.
-  void PlanSegments(int32_t e, int32_t x, int32_t route, int32_t hops, int64_t segments, unsigned __int128* horizon);
+  void PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hops, int64_t segments,
+                    unsigned __int128* horizon);
+  // Room for the next `count` hop tasks at the end of hop_tasks_ (which keeps its size between runs).
+  HopTask* HopSpace(int64_t count);
   // Ticks of a whole tensor of edge size `size` (an index into size_bytes_) over the hop at route entry
   // `route_entry`.
   [[gnu::always_inline]] inline Time Price(int32_t size, int32_t route_entry) const;
@@ -111,6 +114,7 @@ class PlainSim {
   int32_t output_ops_ = 0;  // ops whose output holds bytes (one buffer each per run)
   std::vector<int32_t> route_off_, route_resource_;
   std::vector<double> route_bandwidth_, route_latency_;
+  std::vector<uint8_t> route_what_;  // per route entry: what its hop task is in a transfer of one segment
   // Per route entry its (latency, bandwidth) class, and per edge size and class the ticks of a tensor of that
   // size over such a hop (empty when the machine has too many classes).
   std::vector<int32_t> route_class_;
@@ -119,13 +123,13 @@ class PlainSim {
   // Which edges carry one tensor (per graph, carriers per run), and per run: per entry of the out-lists what
   // the op's end starts (`target`: the consumer (>= 0) when the edge joins ops directly, -2 - the first hop task of
   // the transfer it carries, or -1 (another edge's transfer carries it); `xfer`: that transfer); the transfers,
-  // their edges, consumers and hop tasks, per op its price and waiting record.
+  // their consumers and hop tasks (num_hops_ of hop_tasks_), per op its price and waiting record.
   TensorCarriers carriers_;
   struct OutEntry {
     int32_t target, xfer;
   };
   std::vector<OutEntry> out_;
-  std::vector<int32_t> xfer_edge_;
+
   // Per edge whose transfer another edge carries, in edge order: its consumer and the next entry of that
   // transfer's list (-1: the last).
   struct Member {
@@ -134,6 +138,7 @@ class PlainSim {
   std::vector<Member> members_;
   std::vector<Xfer> xfers_;
   std::vector<HopTask> hop_tasks_;
+  int64_t num_hops_ = 0;
   std::vector<Time> op_ticks_, hop_price_;  // hop_price_: scratch, per hop of a route its short and long price
   std::vector<int32_t> pending_;  // per op: inputs it waits for (direct inputs and transfer segments)
   std::vector<Waiting> waiting_;
