@@ -23,7 +23,7 @@ std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing
   return Finish();
 }
 
-void PeakScratch::Begin(int32_t devices, int32_t tasks, Time max_end) {
+void PeakScratch::Begin(int32_t devices, int32_t tasks, Time max_end, bool keep_events) {
   // About four events per bucket on average (fewer where tasks hold no buffer), but at most about
   // 2^kMaxBucketBits buckets in all: pass 1 (Add) adds to two of them per event at random, and arrays beyond the
   // core's cache cost more in misses than larger buckets cost in pass 3 (2^14: the two arrays take 256 KiB; at
@@ -38,17 +38,20 @@ void PeakScratch::Begin(int32_t devices, int32_t tasks, Time max_end) {
   const size_t buckets = static_cast<size_t>(devices) * per_device_;
   upper_.assign(buckets, 0);
   freed_.assign(buckets, 0);
-  events_.resize(2 * static_cast<size_t>(tasks));
-  bucket_.resize(2 * static_cast<size_t>(tasks));
+  if (keep_events) {
+    events_.resize(2 * static_cast<size_t>(tasks));
+    bucket_.resize(2 * static_cast<size_t>(tasks));
+  }
   count_ = 0;
+  bounded_ = false;
+  candidates_.clear();
 }
 
-std::vector<int64_t> PeakScratch::Finish() {
-  const int32_t devices = devices_, bits = bits_, per_device = per_device_, k = count_;
-  std::vector<int64_t> peaks(static_cast<size_t>(devices), 0);
-
+void PeakScratch::Bound() {
   // Pass 2: per device, the running sum at each bucket's start and end; the best end is a lower bound.
-  for (int32_t d = 0; d < devices; ++d) {
+  const int32_t per_device = per_device_;
+  peaks_.assign(static_cast<size_t>(devices_), 0);
+  for (int32_t d = 0; d < devices_; ++d) {
     int64_t cur = 0, best = 0;
     for (size_t b = static_cast<size_t>(d) * per_device; b < static_cast<size_t>(d + 1) * per_device; ++b) {
       const int64_t allocated = upper_[b], freed = freed_[b];
@@ -57,15 +60,23 @@ std::vector<int64_t> PeakScratch::Finish() {
       cur += allocated - freed;
       best = std::max(best, cur);
     }
-    peaks[d] = best;
+    peaks_[d] = best;
   }
+  bounded_ = true;
+}
 
-  // Pass 3: the events of buckets that may hold a higher value, in (bucket, time) order, replayed exactly.
-  candidates_.clear();
-  for (int32_t i = 0; i < k; ++i) {
-    const int32_t b = bucket_[i];
-    if (upper_[b] > peaks[b >> bits]) candidates_.push_back({b, events_[i]});
+std::vector<int64_t> PeakScratch::Finish() {
+  const int32_t bits = bits_, k = count_;
+  if (!bounded_) {
+    Bound();
+    // Pass 3: the events of buckets that may hold a higher value.
+    for (int32_t i = 0; i < k; ++i) {
+      const int32_t b = bucket_[i];
+      if (upper_[b] > peaks_[b >> bits]) candidates_.push_back({b, events_[i]});
+    }
   }
+  std::vector<int64_t> peaks = peaks_;
+  // In (bucket, time) order, replayed exactly.
   std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& x, const Candidate& y) {
     return x.bucket < y.bucket || (x.bucket == y.bucket && x.event.key < y.event.key);
   });

@@ -25,8 +25,9 @@ class PeakScratch {
   // Peaks of the alive tasks' buffers, indexed by device; `max_end` bounds every task end.
   std::vector<int64_t> DynamicPeaks(const TaskGraph& tg, const Timing& timing, Time max_end);
   // The same from buffers given one by one: Begin (`devices`, at most `tasks` buffers, every time at most
-  // `max_end`), Add for each buffer (`bytes` > 0 on `device` from `start` until `free`), then Finish for the peaks.
-  void Begin(int32_t devices, int32_t tasks, Time max_end);
+  // `max_end`; `keep_events`: for Add), Add for each buffer (`bytes` > 0 on `device` from `start` until `free`),
+  // then Finish for the peaks.
+  void Begin(int32_t devices, int32_t tasks, Time max_end, bool keep_events = true);
   void Add(int32_t device, Time start, Time free, int64_t bytes) {
     const int32_t base = device * per_device_;
     const int32_t bf = base + static_cast<int32_t>(free >> shift_), ba = base + static_cast<int32_t>(start >> shift_);
@@ -39,10 +40,26 @@ class PeakScratch {
     upper_[ba] += bytes;
   }
   std::vector<int64_t> Finish();
+  // The same in two passes over the buffers without keeping their events: Begin, Count for each buffer, Bound,
+  // then Keep for each buffer again (the same arguments, any order), then Finish.
+  void Count(int32_t device, Time start, Time free, int64_t bytes) {
+    const int32_t base = device * per_device_;
+    freed_[base + static_cast<int32_t>(free >> shift_)] += bytes;
+    upper_[base + static_cast<int32_t>(start >> shift_)] += bytes;
+  }
+  // After the Count pass: the peaks' lower bounds and which buckets may hold more.
+  void Bound();
+  void Keep(int32_t device, Time start, Time free, int64_t bytes) {
+    const int32_t base = device * per_device_;
+    const int32_t bf = base + static_cast<int32_t>(free >> shift_), ba = base + static_cast<int32_t>(start >> shift_);
+    const int64_t low = peaks_[device];
+    if (upper_[bf] > low) candidates_.push_back({bf, {static_cast<uint64_t>(free) << 1, -bytes}});
+    if (upper_[ba] > low) candidates_.push_back({ba, {(static_cast<uint64_t>(start) << 1) | 1, bytes}});
+  }
   int64_t memory_bytes() const {
     return static_cast<int64_t>((events_.capacity() * sizeof(Event) + bucket_.capacity() * sizeof(int32_t) +
                                  (upper_.capacity() + freed_.capacity()) * sizeof(int64_t) +
-                                 candidates_.capacity() * sizeof(Candidate)));
+                                 candidates_.capacity() * sizeof(Candidate) + peaks_.capacity() * sizeof(int64_t)));
   }
 
  private:
@@ -59,8 +76,11 @@ class PeakScratch {
   std::vector<int64_t> upper_;        // per bucket: allocations, then the upper bound
   std::vector<int64_t> freed_;        // per bucket: frees, then the running sum at its start
   std::vector<Candidate> candidates_;
-  // Between Begin and Finish: devices, bucket bits, buckets per device, time shift, events added.
+  // Between Begin and Finish: devices, bucket bits, buckets per device, time shift, events added, whether Bound
+  // ran, and per device the peak's lower bound (after Bound).
   int32_t devices_ = 0, bits_ = 0, per_device_ = 1, shift_ = 0, count_ = 0;
+  bool bounded_ = false;
+  std::vector<int64_t> peaks_;
 };
 
 }  // namespace devplace::sim

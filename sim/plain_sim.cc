@@ -178,12 +178,8 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
   return static_cast<int32_t>(next);
 }
 
-PlainSim::HopTask* PlainSim::HopSpace(int64_t count) {
-  if (num_hops_ + count > static_cast<int64_t>(hop_tasks_.size()))
-    hop_tasks_.resize(std::max<size_t>(2 * hop_tasks_.size(), static_cast<size_t>(num_hops_ + count)));
-  HopTask* space = hop_tasks_.data() + num_hops_;
-  num_hops_ += count;
-  return space;
+void PlainSim::GrowHops(int64_t count) {
+  hop_tasks_.resize(std::max<size_t>(2 * hop_tasks_.size(), static_cast<size_t>(num_hops_ + count)));
 }
 
 Time PlainSim::Price(int32_t size, int32_t route_entry) const {
@@ -383,24 +379,32 @@ std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
   Time max_end = 0;
   for (int32_t r = 0; r < num_resources_; ++r)
     if (last_[r] >= 0) max_end = std::max(max_end, free_[r]);
-  peaks_.Begin(topology_.num_devices(), output_ops_ + static_cast<int32_t>(xfers_.size()), max_end);
+  peaks_.Begin(topology_.num_devices(), output_ops_ + static_cast<int32_t>(xfers_.size()), max_end, false);
   // An op's output lives from its start until it and every reader on its device and every first hop of the
   // transfers carrying it have ended; a transfer's receive buffer from the start of its first segment's last hop
-  // until that hop and every consumer it feeds have ended (BufferFree in the general path).
-  for (OpId o = 0; o < graph_.num_ops(); ++o) {
+  // until that hop and every consumer it feeds have ended (BufferFree in the general path). Each free time is
+  // kept in place of the op's send time and of the receive hop's end for the second pass.
+  const int32_t n = graph_.num_ops();
+  for (OpId o = 0; o < n; ++o) {
     if (output_bytes_[o] == 0) continue;
-    const DeviceId d = device[o];
     Time free = op_sent_[o];
     for (int32_t k = out_off_[o]; k < out_off_[o + 1]; ++k)
       if (const int32_t target = out_[k].target; target >= 0) free = std::max(free, op_end_[target]);
-    peaks_.Add(d, op_end_[o] - op_ticks_[o], free, output_bytes_[o]);
+    op_sent_[o] = free;
+    peaks_.Count(device[o], op_end_[o] - op_ticks_[o], free, output_bytes_[o]);
   }
   for (size_t x = 0; x < xfers_.size(); ++x) {
     const Xfer& f = xfers_[x];
     Time free = std::max(recv_[x].end, op_end_[f.dst]);
     for (int32_t m = f.more; m >= 0; m = members_[m].next) free = std::max(free, op_end_[members_[m].dst]);
-    peaks_.Add(device[f.dst], recv_[x].start, free, size_bytes_[f.size]);
+    recv_[x].end = free;
+    peaks_.Count(device[f.dst], recv_[x].start, free, size_bytes_[f.size]);
   }
+  peaks_.Bound();
+  for (OpId o = 0; o < n; ++o)
+    if (output_bytes_[o] != 0) peaks_.Keep(device[o], op_end_[o] - op_ticks_[o], op_sent_[o], output_bytes_[o]);
+  for (size_t x = 0; x < xfers_.size(); ++x)
+    peaks_.Keep(device[xfers_[x].dst], recv_[x].start, recv_[x].end, size_bytes_[xfers_[x].size]);
   return peaks_.Finish();
 }
 

@@ -74,7 +74,14 @@ class PlainSim {
   void PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hops, int64_t segments,
                     unsigned __int128* horizon);
   // Room for the next `count` hop tasks at the end of hop_tasks_ (which keeps its size between runs).
-  HopTask* HopSpace(int64_t count);
+  [[gnu::always_inline]] HopTask* HopSpace(int64_t count) {
+    if (num_hops_ + count > static_cast<int64_t>(hop_tasks_.size())) GrowHops(count);
+    HopTask* space = hop_tasks_.data() + num_hops_;
+    num_hops_ += count;
+    return space;
+  }
+  // Makes hop_tasks_ hold at least num_hops_ + `count` entries.
+  void GrowHops(int64_t count);
   // Ticks of a whole tensor of edge size `size` (an index into size_bytes_) over the hop at route entry
   // `route_entry`.
   [[gnu::always_inline]] inline Time Price(int32_t size, int32_t route_entry) const;
