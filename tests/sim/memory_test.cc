@@ -103,7 +103,8 @@ std::vector<int64_t> NaivePeaks(const sim::TaskGraph& tg, const sim::Timing& tim
 
 // Memory peaks on synthetic timelines made to stress the bucketed computation: clustered and tied times, dead
 // tasks, a device without buffers, wide and narrow time ranges; the last cases have enough tasks (150k-400k) for
-// the bucket count to reach its cap, so that buckets hold many events each.
+// the bucket count to reach its cap, so that buckets hold many events each. Both forms: events kept (Add) and two
+// passes (Count, Bound, Keep).
 TEST(Memory, BucketedPeaksEqualTheNaiveSweep) {
   std::mt19937_64 rng(17);
   sim::PeakScratch scratch;  // reused across cases, as the simulator does
@@ -138,7 +139,20 @@ TEST(Memory, BucketedPeaksEqualTheNaiveSweep) {
     }
     sim::Time max_end = 0;
     for (int32_t t = 0; t < n; ++t) max_end = std::max(max_end, timing.end[t]);
-    ASSERT_EQ(scratch.DynamicPeaks(tg, timing, max_end), NaivePeaks(tg, timing)) << "case " << c;
+    const std::vector<int64_t> naive = NaivePeaks(tg, timing);
+    ASSERT_EQ(scratch.DynamicPeaks(tg, timing, max_end), naive) << "case " << c;
+    // The two-pass form without kept events (the plain simulator's): Count each buffer, Bound, then Keep each
+    // again, here in the opposite order.
+    sim::PeakScratch two_pass;
+    two_pass.Begin(tg.num_devices, n, max_end, false);
+    for (int32_t t = 0; t < n; ++t)
+      if (tg.mem_bytes[t] != 0 && tg.alive[t])
+        two_pass.Count(tg.mem_device[t], timing.start[t], sim::BufferFree(tg, timing, t), tg.mem_bytes[t]);
+    two_pass.Bound();
+    for (int32_t t = n - 1; t >= 0; --t)
+      if (tg.mem_bytes[t] != 0 && tg.alive[t])
+        two_pass.Keep(tg.mem_device[t], timing.start[t], sim::BufferFree(tg, timing, t), tg.mem_bytes[t]);
+    ASSERT_EQ(two_pass.Finish(), naive) << "case " << c << ", two passes";
   }
 }
 
