@@ -287,15 +287,15 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       const Time end = run(t, d, ready, ticks[t], wait[t].bind, &wait[t].bind);  // bind is not needed after
       if constexpr (kFull) op_end[t] = op_sent[t] = end;
       const Time arrive = end + delay[d];
-      // The consumers' records first start loading together.
+      // The consumers' records (of direct edges and of transfers) first start loading together.
       for (int32_t k = out_off[t]; k < out_off[t + 1]; ++k) __builtin_prefetch(&wait[out_op[k]]);
       for (int32_t k = out_off[t]; k < out_off[t + 1]; ++k) {
         const int32_t target = out[k].target;
         if (target >= 0) {
           if (!deliver(target, arrive, t, ready)) return false;
         } else if (target < -1) {
-          // Its first hop leaves the heap later: load what it will read meanwhile (with the consumer's record,
-          // which its last hop updates).
+          // Its first hop leaves the heap later: load what it will read meanwhile (the consumer's record, which
+          // its last hop updates, started loading above).
           __builtin_prefetch(&hop_tasks[-2 - target - n]);
           __builtin_prefetch(&xfers[out[k].xfer]);
           if (!queue.Push(ready, arrive, -2 - target)) return false;

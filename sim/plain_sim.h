@@ -5,7 +5,8 @@
 // bit; but no general task graph is built: an op keeps compact per-op records (its out-edges say directly which
 // op or transfer its end starts), a transfer one record, and a hop task 16 bytes (price, transfer, resource), read
 // once when it leaves the ready heap. A transfer's first hops of all segments become ready at the
-// producer's end with consecutive keys, so they leave the heap one after another and are timed together.
+// producer's end with consecutive keys, so they leave the heap one after another and are timed together; a hop's
+// next hop that would leave the queue next runs at once.
 #pragma once
 
 #include <cstdint>
@@ -152,10 +153,11 @@ class PlainSim {
   TaskTotals totals_;
   int32_t num_tasks_ = 0;
   // Per run of the loop: each resource's free time and last task; with kFull, per op its end (its start is that
-  // less its price) and the end of the last first hop of the transfers carrying its output (at least its end),
-  // per transfer the start and end of its buffer's task (segment 0's last hop), and per hop task the task before
-  // it on a critical path (as Timing::crit_prev; an op's is left in its waiting record's `bind`, which the op no
-  // longer needs once it runs).
+  // less its price) and the end of the last first hop of the transfers carrying its output (at least its end; in
+  // op_sent_, which DynamicPeaks overwrites with the output's free time), per transfer the start and end of its
+  // buffer's task (segment 0's last hop; DynamicPeaks overwrites the end with the buffer's free time), and per hop
+  // task the task before it on a critical path (as Timing::crit_prev; an op's is left in its waiting record's
+  // `bind`, which the op no longer needs once it runs).
   struct BufferTimes {
     Time start, end;
   };
