@@ -448,15 +448,15 @@ Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::v
 
 int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
-  for (const auto* v : {&out_off_, &out_op_, &route_off_, &route_resource_,
-                        &size_segments_,
-                        &pending_, &route_class_, &last_, &hop_crit_})
+  for (const auto* v : {&out_off_, &out_op_, &route_off_, &route_resource_, &size_segments_, &pending_, &route_class_,
+                        &last_, &hop_crit_})
     total += Bytes(*v);
-  for (const auto* v : {&output_bytes_, &hop_price_, &size_price_, &size_bytes_, &op_ticks_, &free_,
-                        &resource_delay_})
+  for (const auto* v : {&output_bytes_, &hop_price_, &size_price_, &size_bytes_, &op_ticks_, &free_, &resource_delay_,
+                        &op_end_, &op_sent_})
     total += Bytes(*v);
-  total += Bytes(route_bandwidth_) + Bytes(route_latency_) + Bytes(route_what_) +
-           carriers_.memory_bytes() + Bytes(members_) + Bytes(op_end_) + Bytes(op_sent_) + Bytes(edge_out_) + Bytes(out_) + Bytes(recv_) + Bytes(xfers_) + Bytes(hop_tasks_) + Bytes(waiting_) +
+  total += Bytes(route_bandwidth_) + Bytes(route_latency_) + Bytes(route_what_) + carriers_.memory_bytes() +
+           Bytes(members_) + Bytes(edge_out_) + Bytes(out_) + Bytes(recv_) + Bytes(xfers_) + Bytes(hop_tasks_) +
+           Bytes(waiting_) +
            static_cast<int64_t>(packed_.capacity() * sizeof(uint64_t) + wide_heap_.capacity() * sizeof(WideItem)) +
            peaks_.memory_bytes();
   return total;
