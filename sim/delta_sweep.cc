@@ -29,6 +29,10 @@ void DeltaSimulator::Impl::DeltaSweep::Push(int32_t x) {
     const int32_t p = pred_[tg.pred_off[x] + k];
     ready = std::max(ready, EndNow(p) + tg.resource_delay[tg.resource[p]]);
   }
+  PushAt(x, ready);
+}
+
+void DeltaSimulator::Impl::DeltaSweep::PushAt(int32_t x, Time ready) {
   m.version[x] = m.next_version++;
   sc.heap.push({ready, tg.key[x], x, m.version[x]});
   heap_changed_ = true;
@@ -62,7 +66,10 @@ void DeltaSimulator::Impl::DeltaSweep::Process(int32_t x, Time ready, int32_t i)
     const int32_t s = succ_[tg.succ_off[x] + k];
     if (end_changed && m.state[s] == kClean && (is_new || m.bind_pred[s] == x || arrival > m.Ready(s)))
       MarkDirty(s);
-    if (--m.blocked[s] == 0 && m.state[s] == kDirty) Push(s);
+    if (--m.blocked[s] == 0 && m.state[s] == kDirty) {
+      if (tg.pred_cnt[s] == 1) PushAt(s, arrival);  // x is its only input (most hop tasks)
+      else Push(s);
+    }
   }
 }
 

@@ -72,8 +72,9 @@ class DeltaSimulator::Impl::DeltaSweep {
 
   // Task x becomes dirty: it blocks its successors until it is re-timed.
   void MarkDirty(int32_t x);
-  // Queues dirty task x (no longer blocked) in the heap by its new ready time.
+  // Queues dirty task x (no longer blocked) in the heap by its new ready time; PushAt with that time given.
   void Push(int32_t x);
+  void PushAt(int32_t x, sim::Time ready);
   // Re-times task x, ready at `ready`, with the sweep's cursor at slot i: appends it to the window, takes its
   // resource, and dirties (and queues) the successors its new end reaches.
   void Process(int32_t x, sim::Time ready, int32_t i);
