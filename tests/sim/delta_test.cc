@@ -43,6 +43,16 @@ void ExpectSameResult(const SimResult& a, const SimResult& b, const std::string&
   EXPECT_EQ(a.critical_compute_seconds, b.critical_compute_seconds);
 }
 
+// An "nmt" family training graph of about `ops` ops, and the DGX-1 (8 V100s) it is placed on.
+Expected<Graph> NmtGraph(int ops, uint64_t seed) {
+  FamilyOptions options;
+  options.target_ops = ops;
+  return GenerateFamilyMember("nmt", seed, options);
+}
+Topology Dgx1() {
+  return ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml").value();
+}
+
 // The topological order cut into `devices` equal blocks.
 Strategy Contiguous(const Graph& graph, int devices) {
   std::vector<DeviceId> placement(static_cast<size_t>(graph.num_ops()));
@@ -243,12 +253,9 @@ TEST(DeltaSimulator, EqualsFullSimulationOnLargerGraphs) {
 // waits for the others) are not placed slot by slot: the new order is written out whole and laid out afresh.
 // Made and undone, alternately with changes that re-time little, on a graph of several thousand tasks.
 TEST(DeltaSimulator, EqualsFullSimulationWhenAChangeRetimesMostOfTheSchedule) {
-  FamilyOptions options;
-  options.target_ops = 2000;
-  const Expected<Graph> graph = GenerateFamilyMember("nmt", 42, options);
+  const Expected<Graph> graph = NmtGraph(2000, 42);
   ASSERT_TRUE(graph.ok()) << graph.error().message;
-  const Topology topology =
-      ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml").value();
+  const Topology topology = Dgx1();
   const int devices = topology.num_devices();
   const CostModel cost = MakeAnalyticCostModel();
   // Each forward op on a random device, its backward and update ops with it.
@@ -288,12 +295,9 @@ TEST(DeltaSimulator, EqualsFullSimulationTaskByTask) {
   SimOptions options;
   options.keep_timeline = true;
   const CostModel cost = MakeAnalyticCostModel();
-  FamilyOptions family;
-  family.target_ops = 1000;
-  const Expected<Graph> nmt = GenerateFamilyMember("nmt", 7, family);
+  const Expected<Graph> nmt = NmtGraph(1000, 7);
   ASSERT_TRUE(nmt.ok()) << nmt.error().message;
-  const Topology dgx1 =
-      ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml").value();
+  const Topology dgx1 = Dgx1();
   struct TimelineCase {
     const char* name;
     Graph graph;
