@@ -56,8 +56,10 @@ void ReadPolicy(const nlohmann::json& value, const std::string& source, PolicyCo
   p->segment = Int(o, "segment", p->segment, 1, 65536);
   p->max_devices = Int(o, "max_devices", p->max_devices, 1, 1024);
   p->candidate_features = Int(o, "candidate_features", p->candidate_features, kCandidateFeatureDimV1, kCandidateFeatureDim);
-  if (p->candidate_features != kCandidateFeatureDimV1 && p->candidate_features != kCandidateFeatureDim)
-    o.fail("candidate_features", "expected " + std::to_string(kCandidateFeatureDimV1) + " or " +
+  if (p->candidate_features != kCandidateFeatureDimV1 && p->candidate_features != kCandidateFeatureDimV2 &&
+      p->candidate_features != kCandidateFeatureDim)
+    o.fail("candidate_features", "expected " + std::to_string(kCandidateFeatureDimV1) + ", " +
+                                     std::to_string(kCandidateFeatureDimV2) + " or " +
                                      std::to_string(kCandidateFeatureDim));
   o.finish();
 }

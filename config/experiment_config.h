@@ -28,7 +28,8 @@ struct PolicyConfig {
   int32_t max_devices = 8;           // devices the output layer can address
   // SOAP: how many of the candidate feature columns (env/observation.h CandidateFeature) the policy reads, the
   // first kCandidateFeatureDimV1 (what policies trained before the uniform columns read, the default, so their
-  // checkpoints keep loading) or all kCandidateFeatureDim.
+  // checkpoints keep loading), the first kCandidateFeatureDimV2 (before the star columns: models/soap-uniform,
+  // models/soap-ring) or all kCandidateFeatureDim.
   int32_t candidate_features = kCandidateFeatureDimV1;
   // Not a `policy:` key: copied from env.data_parallel_action by the reader, so that the output layer also
   // scores the environment's data-parallel action.

@@ -33,6 +33,23 @@ double Topology::transfer_time_estimate(DeviceId src, DeviceId dst, int64_t byte
   return src == dst ? 0.0 : latency + static_cast<double>(bytes) / bottleneck;
 }
 
+double ConcurrentTransferTime(const Topology& topology, std::span<const Transfer> transfers) {
+  std::vector<double> link_bytes(static_cast<size_t>(topology.num_links()), 0.0);
+  double latency = 0.0;
+  for (const Transfer& t : transfers) {
+    if (t.src == t.dst || t.bytes <= 0) continue;
+    double route_latency = 0.0;
+    for (LinkId l : topology.route(t.src, t.dst)) {
+      link_bytes[l] += static_cast<double>(t.bytes);
+      route_latency += topology.link(l).latency + topology.link(l).message_cost;
+    }
+    latency = std::max(latency, route_latency);
+  }
+  double busiest = 0.0;
+  for (LinkId l = 0; l < topology.num_links(); ++l) busiest = std::max(busiest, link_bytes[l] / topology.link(l).bandwidth);
+  return busiest > 0.0 ? latency + busiest : 0.0;
+}
+
 DeviceId Topology::find_device(std::string_view name) const {
   auto it = device_by_name_.find(std::string(name));
   return it == device_by_name_.end() ? -1 : it->second;

@@ -95,6 +95,20 @@ class Topology {
   std::unordered_map<std::string, DeviceId> device_by_name_;
 };
 
+// One point-to-point move of `bytes` from device `src` to device `dst`.
+struct Transfer {
+  DeviceId src = 0;
+  DeviceId dst = 0;
+  int64_t bytes = 0;
+};
+
+// An estimate of the time `transfers` take when started together on an idle machine: each directed link moves the
+// bytes of every transfer routed over it one after another (so transfers sharing a link, e.g. a broadcast from one
+// device over its PCIe uplink, add up, and transfers over disjoint links overlap): the busiest link's bytes /
+// bandwidth, plus the largest route latency (latencies and per-message costs) of a transfer that moves. Transfers
+// with src == dst or no bytes cost nothing; 0 when nothing moves.
+double ConcurrentTransferTime(const Topology& topology, std::span<const Transfer> transfers);
+
 // Accumulates devices, switches and links, then validates and computes routes.
 class TopologyBuilder {
  public:

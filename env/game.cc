@@ -29,13 +29,6 @@ std::vector<std::pair<DeviceId, DeviceId>> MakeRing(const std::vector<DeviceId>&
   return hops;
 }
 
-// The slowest hop's transfer time of `bytes` (Topology::transfer_time_estimate).
-double RingTime(const Topology& topology, const std::vector<std::pair<DeviceId, DeviceId>>& hops, int64_t bytes) {
-  double worst = 0.0;
-  for (const auto& [a, b] : hops) worst = std::max(worst, topology.transfer_time_estimate(a, b, bytes));
-  return worst;
-}
-
 bool SameHardware(const Device& a, const Device& b) {
   return a.kind == b.kind && a.peak_flops_f32 == b.peak_flops_f32 && a.peak_flops_f16 == b.peak_flops_f16 &&
          a.memory_bandwidth == b.memory_bandwidth;
@@ -200,6 +193,12 @@ void PlacementGame::InitDeviceFeatures() {
   }
 }
 
+double PlacementGame::RingTime(const Topology& topology, const RingHops& hops, int64_t bytes) {
+  double worst = 0.0;
+  for (const auto& [a, b] : hops) worst = std::max(worst, topology.transfer_time_estimate(a, b, bytes));
+  return worst;
+}
+
 void PlacementGame::InitSplits() {
   if (config_.action_space == ActionSpace::kSoap) {
     candidates_ = SoapCandidates(*topology_, config_.meshes);
@@ -237,8 +236,13 @@ void PlacementGame::InitSplits() {
     for (int32_t c = 0; c < num_cand; ++c) InitSplitGroup(grp, c, rings[c]);
   uniform_reshard_seconds_.assign(cells, 0.0);
   neighbour_legal_.assign(cells, 1.0f);
+  star_reshard_seconds_.assign(cells, 0.0);
+  uniform_star_reshard_seconds_.assign(cells, 0.0);
   for (int32_t grp = 0; grp < num_groups(); ++grp)
-    for (int32_t c = 0; c < num_cand; ++c) InitUniformReshard(grp, c, rings[c]);
+    for (int32_t c = 0; c < num_cand; ++c) {
+      InitUniformReshard(grp, c, rings[c]);
+      if (can_split(grp, num_devices() + c)) InitStarReshard(grp, num_devices() + c, rings[c]);
+    }
 }
 
 void PlacementGame::InitSplitGroup(int32_t grp, int32_t c, const RingHops& ring) {
@@ -286,6 +290,18 @@ void PlacementGame::InitSplitGroup(int32_t grp, int32_t c, const RingHops& ring)
   if (reshard_bytes > 0) reshard_seconds_[cell] = RingTime(*topology_, ring, static_cast<int64_t>(reshard_bytes / static_cast<double>(n)));
 }
 
+double PlacementGame::MissingBytes(const SplitCandidate& cand, OpId producer, OpId consumer, double bytes) const {
+  const Op& from = graph_->op(producer);
+  const Op& to = graph_->op(consumer);
+  const OpConfig from_config = *CandidateOpConfig(from, cand), to_config = *CandidateOpConfig(to, cand);
+  int64_t volume = 0;
+  for (int32_t p = 0; p < static_cast<int32_t>(cand.devices.size()); ++p) {
+    const Box need = NeededBox(to, to_config, p, from);
+    volume += Volume(need) - OverlapVolume(need, OwnedBox(from, from_config, p));
+  }
+  return bytes * static_cast<double>(volume) / static_cast<double>(std::max<int64_t>(1, NumElements(from)));
+}
+
 void PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops& ring) {
   const size_t cell = static_cast<size_t>(grp) * candidates_.size() + c;
   if (!can_split_[cell]) return;
@@ -294,18 +310,7 @@ void PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops& r
   const auto n = static_cast<int32_t>(cand.devices.size());
   const double spread = static_cast<double>(n - 1) / static_cast<double>(n);
   const int32_t action = num_devices() + c;
-  // Bytes the consumer's parts miss of the producer's output when both take the candidate.
-  auto missing = [&](OpId producer, OpId consumer, double bytes) {
-    const Op& from = g.op(producer);
-    const Op& to = g.op(consumer);
-    const OpConfig from_config = *CandidateOpConfig(from, cand), to_config = *CandidateOpConfig(to, cand);
-    int64_t volume = 0;
-    for (int32_t p = 0; p < n; ++p) {
-      const Box need = NeededBox(to, to_config, p, from);
-      volume += Volume(need) - OverlapVolume(need, OwnedBox(from, from_config, p));
-    }
-    return bytes * static_cast<double>(volume) / static_cast<double>(std::max<int64_t>(1, NumElements(from)));
-  };
+  auto missing = [&](OpId producer, OpId consumer, double bytes) { return MissingBytes(cand, producer, consumer, bytes); };
   double reshard = 0.0, edge_bytes = 0.0, legal_bytes = 0.0;
   // One edge producer -> consumer to group `other`: priced as both split alike when `other` can take the
   // candidate, else at `blind` times its bytes (split_reshard_seconds' rule).
@@ -428,6 +433,13 @@ void PlacementGame::InitCandidateFeatures() {
       row[kCandidateNeighbourLegal] = neighbour_legal_[SplitIndex(grp, action)];
       row[kCandidateUniformSpeedup] = speedup;
       row[kCandidateUniformBest] = best;
+      const double star = split_star_reshard_seconds(grp, action), scost = saved + sync + star;
+      row[kCandidateStarNetGain] = static_cast<float>(
+          std::clamp(num_grp * (saved - sync - star) / (4.0 * total_reference_seconds_), -1.0, 1.0));
+      row[kCandidateStarReshardShare] = scost > 0 ? static_cast<float>(star / scost) : 0.0f;
+      row[kCandidateUniformStarNetGain] = static_cast<float>(std::clamp(
+          num_grp * (saved - sync - split_uniform_star_reshard_seconds(grp, action)) / (4.0 * total_reference_seconds_),
+          -1.0, 1.0));
     }
   }
 }

@@ -91,6 +91,25 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   double split_uniform_reshard_seconds(int32_t group, int32_t action) const {
     return uniform_reshard_seconds_[SplitIndex(group, action)];
   }
+  // Both estimates above price the edges to neighbours that are not split alike as a ring collective over the
+  // subset; for an unsplit neighbour that is wrong: every part's bytes come from, or go to, the one device the
+  // neighbour runs on, over that device's links. The star estimate assumes the neighbours are on the reference
+  // device X: for each edge to another group, part p (on a device other than X) receives from X the region of the
+  // producer's output it needs (NeededBox; a parameter-split consumer needs the whole tensor) and each distinct
+  // shard of a member's output (OwnedBox) goes from its part to X, once per producer; these transfers run together,
+  // sharing links (core/topology.h ConcurrentTransferTime: the busiest link's bytes, e.g. the broadcast of a
+  // tensor from gpu0 to gpu5-7 of a DGX-1 over one PCIe uplink, which the ring over NVLink did not see). Added as
+  // a ring over the subset: the bytes members of the group miss of each other's outputs when their configs
+  // differ (a member without the candidate's dimension falls back to a sample split) and the reduce-scatter of
+  // partial-sum outputs ((n - 1) / n).
+  double split_star_reshard_seconds(int32_t group, int32_t action) const {
+    return star_reshard_seconds_[SplitIndex(group, action)];
+  }
+  // The same with the neighbours that can take the candidate taking it (their edges priced as in
+  // split_uniform_reshard_seconds, on the ring); only edges to the others go to the reference device.
+  double split_uniform_star_reshard_seconds(int32_t group, int32_t action) const {
+    return uniform_star_reshard_seconds_[SplitIndex(group, action)];
+  }
   // The penalised step time (PenalisedTime) of the strategy in which every group that can take the candidate
   // `c` (0 <= c < num_candidates()) takes it and every other group runs on the reference device; simulated at
   // Create for the candidates of kind sample (and the kind-less one), 0 for the others (one simulation each,
@@ -156,9 +175,17 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   void InitSplits();
   // The hops (src, dst) of a ring over a candidate's devices.
   using RingHops = std::vector<std::pair<DeviceId, DeviceId>>;
+  // The slowest hop's transfer time of `bytes` (Topology::transfer_time_estimate).
+  static double RingTime(const Topology& topology, const RingHops& hops, int64_t bytes);
   void InitSplitGroup(int32_t group, int32_t c, const RingHops& ring);
   // Fills uniform_reshard_seconds_ and neighbour_legal_ of one group and candidate (after every can_split_ is set).
   void InitUniformReshard(int32_t group, int32_t c, const RingHops& ring);
+  // The bytes the parts of `consumer` miss of `producer`'s output (of `bytes` in all) when both take the
+  // candidate, part p of both on its p-th device (core/partition.h NeededBox, OwnedBox), summed over the parts.
+  double MissingBytes(const SplitCandidate& candidate, OpId producer, OpId consumer, double bytes) const;
+  // Fills star_reshard_seconds_ and uniform_star_reshard_seconds_ of a group and a split action it can take
+  // (game_reshard.cc; after every can_split_ is set).
+  void InitStarReshard(int32_t group, int32_t action, const RingHops& ring);
   Status InitUniformSteps();
   void InitCandidateFeatures();
   size_t SplitIndex(int32_t group, int32_t action) const {
@@ -189,6 +216,7 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   std::vector<int64_t> split_memory_;     // [group x candidate]
   std::vector<double> split_seconds_;     // [group x positions]
   std::vector<double> sync_seconds_, reshard_seconds_, uniform_reshard_seconds_;  // [group x candidate]
+  std::vector<double> star_reshard_seconds_, uniform_star_reshard_seconds_;       // [group x candidate]
   std::vector<float> neighbour_legal_;  // [group x candidate]: kCandidateNeighbourLegal
   std::vector<double> uniform_step_times_;  // [candidate]
   std::vector<float> candidate_features_;

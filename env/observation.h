@@ -74,11 +74,20 @@ enum CandidateFeature : int32_t {
   // simulated step time u when every group that can take the candidate does, the others on the reference device.
   kCandidateUniformSpeedup,   // log(reference time / u) / log(num_devices), clamped to [-1, 1] (0 on one device)
   kCandidateUniformBest,      // the smallest u over the sample-kind candidates / u, in (0, 1]
-  kCandidateFeatureDim        // number of columns
+  // Columns with the resharding to unsplit neighbours priced as transfers to and from the one device they run on
+  // (PlacementGame::split_star_reshard_seconds, neighbours on the reference device; star = that estimate,
+  // scost = saved + sync + star):
+  kCandidateStarNetGain,        // N (saved - sync - star) / (4 x total reference compute), in [-1, 1]
+  kCandidateStarReshardShare,   // star / scost (0 when scost is 0)
+  kCandidateUniformStarNetGain, // the same with split_uniform_star_reshard_seconds, in [-1, 1]
+  kCandidateFeatureDim          // number of columns
 };
 // The columns of the first SOAP feature set (up to kCandidateLinkSpeed), which policies trained before the uniform
 // columns read (PolicyConfig::candidate_features).
 inline constexpr int32_t kCandidateFeatureDimV1 = kCandidateLinkSpeed + 1;
+// The columns up to kCandidateUniformBest, which policies trained before the star columns read
+// (models/soap-uniform, models/soap-ring).
+inline constexpr int32_t kCandidateFeatureDimV2 = kCandidateUniformBest + 1;
 
 // One observation, filled in place by PlacementState::FillObservation (vectors are resized, so a reused
 // Observation allocates nothing after the first fill for a given game).

@@ -77,13 +77,16 @@ TEST(ExperimentConfig, SoapActionSpaceReachesThePolicyAndExcludesTheDataParallel
                         kExperiment + "env: {kind: iterative, action_space: soap}\npolicy: {kind: placeto}\n", "e.yaml", ""))
                 .find("e.yaml: policy: env.action_space soap needs policy.kind transformer"),
             0u);
-  // The candidate columns a policy reads: the first feature set by default (older checkpoints), or all.
+  // The candidate columns a policy reads: the first feature set by default (older checkpoints), the second, or all.
   EXPECT_EQ(c->policy.candidate_features, kCandidateFeatureDimV1);
   EXPECT_EQ(ExperimentConfigFromYaml(kExperiment + "policy: {candidate_features: 19}\n", "e.yaml", "")
                 ->policy.candidate_features,
+            kCandidateFeatureDimV2);
+  EXPECT_EQ(ExperimentConfigFromYaml(kExperiment + "policy: {candidate_features: 22}\n", "e.yaml", "")
+                ->policy.candidate_features,
             kCandidateFeatureDim);
   EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "policy: {candidate_features: 16}\n", "e.yaml", ""))
-                .find("e.yaml: policy.candidate_features: expected 14 or 19"),
+                .find("e.yaml: policy.candidate_features: expected 14, 19 or 22"),
             0u);
 }
 

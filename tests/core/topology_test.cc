@@ -1,6 +1,7 @@
 #include "core/topology.h"
 
 #include <filesystem>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -33,6 +34,30 @@ TEST(Topology, RoutesPreferTheFastPathAndPassOnlyThroughSwitches) {
   EXPECT_DOUBLE_EQ(t->transfer_time_estimate(g0, g2, 12000), 3e-6 + 1e-6);
   EXPECT_DOUBLE_EQ(PeakFlops(t->device(g0), DType::kF16), 125e12);
   EXPECT_DOUBLE_EQ(PeakFlops(t->device(g0), DType::kF32), 15.7e12);
+}
+
+// Transfers started together share the links of their routes: the busiest link's bytes set the time.
+TEST(Topology, ConcurrentTransfersAddUpOnSharedLinksAndOverlapOnDisjointOnes) {
+  TopologyBuilder b("star");
+  DeviceId g0 = b.add_device(Gpu("g0")), g1 = b.add_device(Gpu("g1")), g2 = b.add_device(Gpu("g2"));
+  NodeId sw = b.add_switch(Switch{"pcie", "h"});
+  for (DeviceId g : {g0, g1, g2}) b.add_bidirectional_link(g, sw, 1e9, 1e-6, "pcie");
+  Expected<Topology> t = std::move(b).Build();
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  // A broadcast from g0 sends both copies over g0's uplink: 2 MB at 1 GB/s, plus two hops' latency.
+  const std::vector<Transfer> broadcast = {{g0, g1, 1'000'000}, {g0, g2, 1'000'000}};
+  EXPECT_DOUBLE_EQ(ConcurrentTransferTime(*t, broadcast), 2e-6 + 2e-3);
+  // A gather into g0 shares the switch's link down to g0.
+  const std::vector<Transfer> gather = {{g1, g0, 1'000'000}, {g2, g0, 500'000}};
+  EXPECT_DOUBLE_EQ(ConcurrentTransferTime(*t, gather), 2e-6 + 1.5e-3);
+  // g1 -> g2 and g2 -> g1 use different directed links: they overlap.
+  const std::vector<Transfer> swap = {{g1, g2, 1'000'000}, {g2, g1, 1'000'000}};
+  EXPECT_DOUBLE_EQ(ConcurrentTransferTime(*t, swap), 2e-6 + 1e-3);
+  EXPECT_DOUBLE_EQ(ConcurrentTransferTime(*t, swap), t->transfer_time_estimate(g1, g2, 1'000'000));
+  // Nothing moves: a device to itself, no bytes, no transfers.
+  const std::vector<Transfer> idle = {{g1, g1, 1'000'000}, {g0, g2, 0}};
+  EXPECT_EQ(ConcurrentTransferTime(*t, idle), 0.0);
+  EXPECT_EQ(ConcurrentTransferTime(*t, {}), 0.0);
 }
 
 TEST(Topology, RejectsUnreachableDevicesAndZeroBandwidth) {

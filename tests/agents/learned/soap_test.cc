@@ -2,6 +2,7 @@
 // projected onto the candidates (learn_test.cc's SplitActions trains a tiny SOAP run).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -73,15 +74,16 @@ TEST(SoapPolicy, ScoresEveryCandidateAndSamplesOnlyLegalActions) {
   EXPECT_TRUE(torch::isfinite(r.old_logp).all().item<bool>());
 }
 
-// A policy reads the candidate columns its config names: one trained on the first 14 ignores the uniform columns,
-// one trained on all 19 does not.
+// A policy reads the candidate columns its config names: one trained on the first 14 ignores the uniform and star
+// columns, one trained on 19 the star columns, one trained on all 22 reads them.
 TEST(SoapPolicy, ReadsOnlyTheCandidateColumnsItWasTrainedOn) {
   auto game = OnDgx1("transformer");
   GameEntry entry = MakeGameEntry(game, "transformer");
-  GameTensors changed = entry.tensors;
-  changed.candidate_x = entry.tensors.candidate_x.clone();
-  changed.candidate_x.slice(2, kCandidateFeatureDimV1).add_(0.5);
-  for (int32_t columns : {kCandidateFeatureDimV1, static_cast<int32_t>(kCandidateFeatureDim)}) {
+  for (int32_t columns : {kCandidateFeatureDimV1, kCandidateFeatureDimV2, static_cast<int32_t>(kCandidateFeatureDim)}) {
+    GameTensors changed = entry.tensors;
+    changed.candidate_x = entry.tensors.candidate_x.clone();
+    // Every column past the ones this policy reads (past the first two sets for the full policy).
+    changed.candidate_x.slice(2, std::min<int32_t>(columns, kCandidateFeatureDimV2)).add_(0.5);
     PolicyConfig config = SoapPolicy();
     config.max_devices = 8;
     config.candidate_features = columns;
@@ -89,7 +91,7 @@ TEST(SoapPolicy, ReadsOnlyTheCandidateColumnsItWasTrainedOn) {
     torch::NoGradGuard no_grad;
     const torch::Tensor before = net.transformer()->forward(entry.tensors).logits;
     const torch::Tensor after = net.transformer()->forward(changed).logits;
-    EXPECT_EQ(torch::equal(before, after), columns == kCandidateFeatureDimV1) << columns << " columns";
+    EXPECT_EQ(torch::equal(before, after), columns != kCandidateFeatureDim) << columns << " columns";
   }
 }
 

@@ -1,0 +1,83 @@
+// PlacementGame's star reshard estimates (split_star_reshard_seconds, split_uniform_star_reshard_seconds): the
+// resharding a split group's unsplit neighbours force, priced as transfers to and from the one device they run on.
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "core/partition.h"
+#include "core/topology.h"
+#include "env/game.h"
+
+namespace devplace {
+
+void PlacementGame::InitStarReshard(int32_t grp, int32_t action, const RingHops& ring) {
+  const size_t cell = SplitIndex(grp, action);
+  const SplitCandidate& cand = candidates_[action - num_devices()];
+  const Graph& g = *graph_;
+  const DeviceId home = reference_device_;  // where the unsplit neighbours are assumed to run
+  const auto n = static_cast<int32_t>(cand.devices.size());
+  const double spread = static_cast<double>(n - 1) / n;
+  auto fraction = [](const Box& box, const Op& of) {
+    return static_cast<double>(Volume(box)) / static_cast<double>(std::max<int64_t>(1, NumElements(of)));
+  };
+  auto missing = [&](OpId producer, OpId consumer, double bytes) { return MissingBytes(cand, producer, consumer, bytes); };
+  // Per producer outside the group: the bytes each part needs of it (one transfer per tensor and device, so the
+  // largest need over the consumers). Per member feeding another group: its edge bytes (its shards go home once).
+  // [0]: every neighbour unsplit; [1]: only the neighbours that cannot take the candidate.
+  std::map<OpId, std::vector<double>> inputs[2];
+  std::map<OpId, double> outputs[2];
+  double ring_bytes = 0.0, uniform_ring_bytes = 0.0;
+  for (OpId op : groups_.members[grp]) {
+    const Op& o = g.op(op);
+    const OpConfig config = *CandidateOpConfig(o, cand);
+    bool partial = false;
+    for (size_t k = 0; k < config.degrees.size(); ++k) partial |= config.degrees[k] > 1 && o.dims[k].output_axis < 0;
+    if (partial) ring_bytes += static_cast<double>(OutputBytes(o)) * spread;
+    for (int32_t e : g.in_edges(op)) {
+      const OpId src = g.edge(e).src;
+      const int32_t other = groups_.group_of_op[src];
+      const auto bytes = static_cast<double>(g.edge(e).bytes);
+      if (other == grp) {
+        ring_bytes += missing(src, op, bytes);
+        continue;
+      }
+      const bool legal = can_split(other, action);
+      if (legal) uniform_ring_bytes += missing(src, op, bytes);
+      for (int v = 0; v < (legal ? 1 : 2); ++v) {
+        std::vector<double>& need = inputs[v][src];
+        need.resize(n, 0.0);
+        for (int32_t p = 0; p < n; ++p)
+          need[p] = std::max(need[p], bytes * fraction(NeededBox(o, config, p, g.op(src)), g.op(src)));
+      }
+    }
+    for (int32_t e : g.out_edges(op)) {
+      const int32_t other = groups_.group_of_op[g.edge(e).dst];
+      if (other == grp) continue;  // priced from the consumer's side above
+      const bool legal = can_split(other, action);
+      const auto bytes = static_cast<double>(g.edge(e).bytes);
+      if (legal) uniform_ring_bytes += missing(op, g.edge(e).dst, bytes);
+      for (int v = 0; v < (legal ? 1 : 2); ++v) outputs[v][op] = std::max(outputs[v][op], bytes);
+    }
+  }
+  double seconds[2];
+  for (int v = 0; v < 2; ++v) {
+    std::vector<Transfer> transfers;
+    for (const auto& [src, need] : inputs[v])
+      for (int32_t p = 0; p < n; ++p)
+        transfers.push_back({home, cand.devices[p], static_cast<int64_t>(need[p])});
+    for (const auto& [op, bytes] : outputs[v]) {
+      const Op& o = g.op(op);
+      const OpConfig config = *CandidateOpConfig(o, cand);
+      for (int32_t p = 0; p < n; ++p)
+        if (ReplicaIndex(o, config, p) == 0)
+          transfers.push_back({cand.devices[p], home, static_cast<int64_t>(bytes * fraction(OwnedBox(o, config, p), o))});
+    }
+    const double ring_total = ring_bytes + (v == 0 ? 0.0 : uniform_ring_bytes);
+    seconds[v] = ConcurrentTransferTime(*topology_, transfers) +
+                 (ring_total > 0 ? RingTime(*topology_, ring, static_cast<int64_t>(ring_total / n)) : 0.0);
+  }
+  star_reshard_seconds_[cell] = seconds[0];
+  uniform_star_reshard_seconds_[cell] = seconds[1];
+}
+
+}  // namespace devplace
