@@ -108,6 +108,7 @@ Expected<ExperimentConfig> ExperimentConfigFromYaml(const std::string& text, con
     if (const nlohmann::json* policy = root.optional("policy")) ReadPolicy(*policy, source, &c.policy);
     c.policy.data_parallel_action = c.env.data_parallel_action;
     c.policy.soap = c.env.action_space == ActionSpace::kSoap;
+    c.env.star_reshard = c.policy.soap && c.policy.candidate_features > kCandidateFeatureDimV2;
     if (const nlohmann::json* ppo = root.optional("ppo")) ReadPpo(*ppo, source, &c.ppo);
     if ((c.policy.kind == "transformer") != (c.env.kind == MdpKind::kOneShot))
       root.fail("policy", "policy.kind transformer needs env.kind one_shot, placeto needs iterative");

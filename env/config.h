@@ -58,6 +58,11 @@ struct EnvConfig {
   // kSoap: actions are the devices followed by env/candidates.h SoapCandidates(topology, meshes) (which include
   // the all-devices sample split, so data_parallel_action must stay false).
   ActionSpace action_space = ActionSpace::kDevices;
+  // kSoap only, not an experiment key (set when the policy reads the star columns, policy.candidate_features 22):
+  // compute the star reshard estimates and candidate feature columns 19-21 (PlacementGame::
+  // split_star_reshard_seconds); when false they are 0, and a game does not pay their cost (about 0.5 s of CPU
+  // for a 50k-op graph on 8 GPUs).
+  bool star_reshard = false;
   // kSoap only, not an experiment key: meshes the topology declares (core/mesh.h); their axes add device subsets.
   std::vector<Mesh> meshes;
   // Options of every simulation the environment runs.

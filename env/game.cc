@@ -240,8 +240,9 @@ void PlacementGame::InitSplits() {
   uniform_star_reshard_seconds_.assign(cells, 0.0);
   for (int32_t grp = 0; grp < num_groups(); ++grp)
     for (int32_t c = 0; c < num_cand; ++c) {
-      InitUniformReshard(grp, c, rings[c]);
-      if (can_split(grp, num_devices() + c)) InitStarReshard(grp, num_devices() + c, rings[c]);
+      const double legal_missing = InitUniformReshard(grp, c, rings[c]);
+      if (config_.star_reshard && can_split(grp, num_devices() + c))
+        InitStarReshard(grp, num_devices() + c, rings[c], legal_missing);
     }
 }
 
@@ -302,16 +303,16 @@ double PlacementGame::MissingBytes(const SplitCandidate& cand, OpId producer, Op
   return bytes * static_cast<double>(volume) / static_cast<double>(std::max<int64_t>(1, NumElements(from)));
 }
 
-void PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops& ring) {
+double PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops& ring) {
   const size_t cell = static_cast<size_t>(grp) * candidates_.size() + c;
-  if (!can_split_[cell]) return;
+  if (!can_split_[cell]) return 0.0;
   const Graph& g = *graph_;
   const SplitCandidate& cand = candidates_[c];
   const auto n = static_cast<int32_t>(cand.devices.size());
   const double spread = static_cast<double>(n - 1) / static_cast<double>(n);
   const int32_t action = num_devices() + c;
   auto missing = [&](OpId producer, OpId consumer, double bytes) { return MissingBytes(cand, producer, consumer, bytes); };
-  double reshard = 0.0, edge_bytes = 0.0, legal_bytes = 0.0;
+  double reshard = 0.0, edge_bytes = 0.0, legal_bytes = 0.0, legal_missing = 0.0;
   // One edge producer -> consumer to group `other`: priced as both split alike when `other` can take the
   // candidate, else at `blind` times its bytes (split_reshard_seconds' rule).
   auto edge = [&](int32_t e, int32_t other, double blind) {
@@ -323,7 +324,9 @@ void PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops& r
       return;
     }
     legal_bytes += bytes;
-    reshard += missing(g.edge(e).src, g.edge(e).dst, bytes);
+    const double m = missing(g.edge(e).src, g.edge(e).dst, bytes);
+    reshard += m;
+    legal_missing += m;
   };
   for (OpId op : groups_.members[grp]) {
     const Op& o = g.op(op);
@@ -341,6 +344,7 @@ void PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops& r
   }
   if (edge_bytes > 0) neighbour_legal_[cell] = static_cast<float>(legal_bytes / edge_bytes);
   if (reshard > 0) uniform_reshard_seconds_[cell] = RingTime(*topology_, ring, static_cast<int64_t>(reshard / n));
+  return legal_missing;
 }
 
 double PlacementGame::split_seconds(int32_t group, int32_t action, DeviceId device) const {
@@ -433,6 +437,7 @@ void PlacementGame::InitCandidateFeatures() {
       row[kCandidateNeighbourLegal] = neighbour_legal_[SplitIndex(grp, action)];
       row[kCandidateUniformSpeedup] = speedup;
       row[kCandidateUniformBest] = best;
+      if (!config_.star_reshard) continue;
       const double star = split_star_reshard_seconds(grp, action), scost = saved + sync + star;
       row[kCandidateStarNetGain] = static_cast<float>(
           std::clamp(num_grp * (saved - sync - star) / (4.0 * total_reference_seconds_), -1.0, 1.0));

@@ -101,7 +101,7 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // tensor from gpu0 to gpu5-7 of a DGX-1 over one PCIe uplink, which the ring over NVLink did not see). Added as
   // a ring over the subset: the bytes members of the group miss of each other's outputs when their configs
   // differ (a member without the candidate's dimension falls back to a sample split) and the reduce-scatter of
-  // partial-sum outputs ((n - 1) / n).
+  // partial-sum outputs ((n - 1) / n). 0 unless EnvConfig::star_reshard.
   double split_star_reshard_seconds(int32_t group, int32_t action) const {
     return star_reshard_seconds_[SplitIndex(group, action)];
   }
@@ -178,14 +178,15 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // The slowest hop's transfer time of `bytes` (Topology::transfer_time_estimate).
   static double RingTime(const Topology& topology, const RingHops& hops, int64_t bytes);
   void InitSplitGroup(int32_t group, int32_t c, const RingHops& ring);
-  // Fills uniform_reshard_seconds_ and neighbour_legal_ of one group and candidate (after every can_split_ is set).
-  void InitUniformReshard(int32_t group, int32_t c, const RingHops& ring);
+  // Fills uniform_reshard_seconds_ and neighbour_legal_ of one group and candidate (after every can_split_ is set);
+  // returns the bytes its edges to groups that can take the candidate miss (MissingBytes, summed).
+  double InitUniformReshard(int32_t group, int32_t c, const RingHops& ring);
   // The bytes the parts of `consumer` miss of `producer`'s output (of `bytes` in all) when both take the
   // candidate, part p of both on its p-th device (core/partition.h NeededBox, OwnedBox), summed over the parts.
   double MissingBytes(const SplitCandidate& candidate, OpId producer, OpId consumer, double bytes) const;
   // Fills star_reshard_seconds_ and uniform_star_reshard_seconds_ of a group and a split action it can take
-  // (game_reshard.cc; after every can_split_ is set).
-  void InitStarReshard(int32_t group, int32_t action, const RingHops& ring);
+  // (game_reshard.cc; after every can_split_ is set), given InitUniformReshard's result for them.
+  void InitStarReshard(int32_t group, int32_t action, const RingHops& ring, double legal_missing_bytes);
   Status InitUniformSteps();
   void InitCandidateFeatures();
   size_t SplitIndex(int32_t group, int32_t action) const {

@@ -10,23 +10,32 @@
 
 namespace devplace {
 
-void PlacementGame::InitStarReshard(int32_t grp, int32_t action, const RingHops& ring) {
+namespace {
+
+// Volume of `region(p)` / the elements of `of`, for each of the n parts.
+template <typename Region>
+std::vector<double> PartFractions(int32_t n, const Op& of, Region region) {
+  const double elements = static_cast<double>(std::max<int64_t>(1, NumElements(of)));
+  std::vector<double> fractions(n);
+  for (int32_t p = 0; p < n; ++p) fractions[p] = static_cast<double>(Volume(region(p))) / elements;
+  return fractions;
+}
+
+}  // namespace
+
+void PlacementGame::InitStarReshard(int32_t grp, int32_t action, const RingHops& ring, double legal_missing_bytes) {
   const size_t cell = SplitIndex(grp, action);
   const SplitCandidate& cand = candidates_[action - num_devices()];
   const Graph& g = *graph_;
   const DeviceId home = reference_device_;  // where the unsplit neighbours are assumed to run
   const auto n = static_cast<int32_t>(cand.devices.size());
   const double spread = static_cast<double>(n - 1) / n;
-  auto fraction = [](const Box& box, const Op& of) {
-    return static_cast<double>(Volume(box)) / static_cast<double>(std::max<int64_t>(1, NumElements(of)));
-  };
-  auto missing = [&](OpId producer, OpId consumer, double bytes) { return MissingBytes(cand, producer, consumer, bytes); };
   // Per producer outside the group: the bytes each part needs of it (one transfer per tensor and device, so the
-  // largest need over the consumers). Per member feeding another group: its edge bytes (its shards go home once).
-  // [0]: every neighbour unsplit; [1]: only the neighbours that cannot take the candidate.
+  // largest need over the consumers). Per member feeding another group: the bytes of its shards, each sent home
+  // once. [0]: every neighbour unsplit; [1]: only the neighbours that cannot take the candidate.
   std::map<OpId, std::vector<double>> inputs[2];
-  std::map<OpId, double> outputs[2];
-  double ring_bytes = 0.0, uniform_ring_bytes = 0.0;
+  std::map<OpId, std::pair<double, std::vector<double>>> outputs[2];  // (largest edge bytes, shares)
+  double ring_bytes = 0.0;
   for (OpId op : groups_.members[grp]) {
     const Op& o = g.op(op);
     const OpConfig config = *CandidateOpConfig(o, cand);
@@ -38,41 +47,43 @@ void PlacementGame::InitStarReshard(int32_t grp, int32_t action, const RingHops&
       const int32_t other = groups_.group_of_op[src];
       const auto bytes = static_cast<double>(g.edge(e).bytes);
       if (other == grp) {
-        ring_bytes += missing(src, op, bytes);
+        ring_bytes += MissingBytes(cand, src, op, bytes);
         continue;
       }
-      const bool legal = can_split(other, action);
-      if (legal) uniform_ring_bytes += missing(src, op, bytes);
-      for (int v = 0; v < (legal ? 1 : 2); ++v) {
-        std::vector<double>& need = inputs[v][src];
-        need.resize(n, 0.0);
-        for (int32_t p = 0; p < n; ++p)
-          need[p] = std::max(need[p], bytes * fraction(NeededBox(o, config, p, g.op(src)), g.op(src)));
+      const std::vector<double> need =
+          PartFractions(n, g.op(src), [&](int32_t p) { return NeededBox(o, config, p, g.op(src)); });
+      for (int v = 0; v < (can_split(other, action) ? 1 : 2); ++v) {
+        std::vector<double>& most = inputs[v][src];
+        most.resize(n, 0.0);
+        for (int32_t p = 0; p < n; ++p) most[p] = std::max(most[p], bytes * need[p]);
       }
     }
+    std::vector<double> shards;  // the share of the output part p sends home (0 for copies of a replicated shard)
     for (int32_t e : g.out_edges(op)) {
       const int32_t other = groups_.group_of_op[g.edge(e).dst];
       if (other == grp) continue;  // priced from the consumer's side above
-      const bool legal = can_split(other, action);
-      const auto bytes = static_cast<double>(g.edge(e).bytes);
-      if (legal) uniform_ring_bytes += missing(op, g.edge(e).dst, bytes);
-      for (int v = 0; v < (legal ? 1 : 2); ++v) outputs[v][op] = std::max(outputs[v][op], bytes);
+      if (shards.empty()) {
+        shards = PartFractions(n, o, [&](int32_t p) { return OwnedBox(o, config, p); });
+        for (int32_t p = 0; p < n; ++p)
+          if (ReplicaIndex(o, config, p) != 0) shards[p] = 0.0;
+      }
+      for (int v = 0; v < (can_split(other, action) ? 1 : 2); ++v) {
+        auto [it, added] = outputs[v].try_emplace(op, 0.0, shards);
+        it->second.first = std::max(it->second.first, static_cast<double>(g.edge(e).bytes));
+      }
     }
   }
   double seconds[2];
+  std::vector<Transfer> transfers;
   for (int v = 0; v < 2; ++v) {
-    std::vector<Transfer> transfers;
+    transfers.clear();
     for (const auto& [src, need] : inputs[v])
+      for (int32_t p = 0; p < n; ++p) transfers.push_back({home, cand.devices[p], static_cast<int64_t>(need[p])});
+    for (const auto& [op, out] : outputs[v])
       for (int32_t p = 0; p < n; ++p)
-        transfers.push_back({home, cand.devices[p], static_cast<int64_t>(need[p])});
-    for (const auto& [op, bytes] : outputs[v]) {
-      const Op& o = g.op(op);
-      const OpConfig config = *CandidateOpConfig(o, cand);
-      for (int32_t p = 0; p < n; ++p)
-        if (ReplicaIndex(o, config, p) == 0)
-          transfers.push_back({cand.devices[p], home, static_cast<int64_t>(bytes * fraction(OwnedBox(o, config, p), o))});
-    }
-    const double ring_total = ring_bytes + (v == 0 ? 0.0 : uniform_ring_bytes);
+        if (out.second[p] > 0)
+          transfers.push_back({cand.devices[p], home, static_cast<int64_t>(out.first * out.second[p])});
+    const double ring_total = ring_bytes + (v == 0 ? 0.0 : legal_missing_bytes);
     seconds[v] = ConcurrentTransferTime(*topology_, transfers) +
                  (ring_total > 0 ? RingTime(*topology_, ring, static_cast<int64_t>(ring_total / n)) : 0.0);
   }

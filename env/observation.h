@@ -76,7 +76,7 @@ enum CandidateFeature : int32_t {
   kCandidateUniformBest,      // the smallest u over the sample-kind candidates / u, in (0, 1]
   // Columns with the resharding to unsplit neighbours priced as transfers to and from the one device they run on
   // (PlacementGame::split_star_reshard_seconds, neighbours on the reference device; star = that estimate,
-  // scost = saved + sync + star):
+  // scost = saved + sync + star); 0 unless EnvConfig::star_reshard:
   kCandidateStarNetGain,        // N (saved - sync - star) / (4 x total reference compute), in [-1, 1]
   kCandidateStarReshardShare,   // star / scost (0 when scost is 0)
   kCandidateUniformStarNetGain, // the same with split_uniform_star_reshard_seconds, in [-1, 1]

@@ -30,10 +30,12 @@ std::shared_ptr<const Topology> Star() {
   return std::make_shared<const Topology>(std::move(t).value());
 }
 
-std::shared_ptr<const PlacementGame> SoapGame(std::shared_ptr<const Graph> graph, std::shared_ptr<const Topology> t) {
+std::shared_ptr<const PlacementGame> SoapGame(std::shared_ptr<const Graph> graph, std::shared_ptr<const Topology> t,
+                                              bool star = true) {
   EnvConfig config;
   config.kind = MdpKind::kOneShot;
   config.action_space = ActionSpace::kSoap;
+  config.star_reshard = star;
   Expected<std::shared_ptr<const PlacementGame>> game = PlacementGame::Create(graph, t, PeakRateCost(), config);
   EXPECT_TRUE(game.ok()) << game.error().message;
   return game.ok() ? *game : nullptr;
@@ -81,6 +83,17 @@ TEST(StarReshard, ABroadcastFromTheNeighboursDeviceSharesItsUplink) {
   EXPECT_FLOAT_EQ(row[kCandidateUniformStarNetGain], row[kCandidateStarNetGain]);
   EXPECT_LT(row[kCandidateStarNetGain], row[kCandidateNetGain]);
   for (float x : f) EXPECT_TRUE(x >= -1.0f && x <= 4.0f) << x;
+
+  // Without EnvConfig::star_reshard the estimates and their columns are 0 and the other columns unchanged.
+  auto plain = SoapGame(graph, Star(), false);
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->split_star_reshard_seconds(g, all_param), 0.0);
+  const std::vector<float>& pf = plain->candidate_features();
+  ASSERT_EQ(pf.size(), f.size());
+  for (size_t i = 0; i < f.size(); ++i) {
+    const auto column = static_cast<int32_t>(i % kCandidateFeatureDim);
+    EXPECT_EQ(pf[i], column >= kCandidateFeatureDimV2 ? 0.0f : f[i]) << i;
+  }
 }
 
 }  // namespace
