@@ -93,6 +93,7 @@ class Conformance : public ::testing::TestWithParam<Case> {
     config_.oom_penalty = 2.0;
     config_.data_parallel_action = GetParam().data_parallel;
     config_.action_space = GetParam().space;
+    config_.star_reshard = GetParam().space == ActionSpace::kSoap;  // the SOAP cases with every candidate column
     game_ = MakeGame(scenario_, config_);
     ASSERT_NE(game_, nullptr);
     const int32_t candidates = GetParam().space == ActionSpace::kSoap
