@@ -136,7 +136,7 @@ class LearnedPolicy {
   std::unique_ptr<Impl> impl_;
 };
 
-// The shipped general policy (models/general in the source tree).
+// The default shipped policy: models/soap-ring in the source tree (places and partitions, SOAP action space).
 std::string DefaultPolicyDir();
 
 }  // namespace devplace
