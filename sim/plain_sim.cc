@@ -154,7 +154,7 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     const int32_t x = static_cast<int32_t>(xfers_.size());
     out_[edge_out_[e].out] = {static_cast<int32_t>(-2 - next), x};
     xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, -1, size, static_cast<int16_t>(hops),
-                      static_cast<int16_t>(segments)});
+                      static_cast<int16_t>(segments), 0});
     if (segments == 1) {  // the common case: one task per hop, carrying every byte
       HopTask* task = HopSpace(hops);
       for (int32_t h = 0; h < hops; ++h) {
@@ -235,15 +235,12 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
   const int32_t* out_off = out_off_.data();
   const OutEntry* out = out_.data();
   const int32_t* out_op = out_op_.data();
-  const HopTask* hop_tasks = hop_tasks_.data();
+  HopTask* hop_tasks = hop_tasks_.data();
   const Member* members = members_.data();
-  const Xfer* xfers = xfers_.data();
+  Xfer* xfers = xfers_.data();
   Time* free = free_.data();
   int32_t* last = last_.data();
-  Time* op_end = op_end_.data();
   Time* op_sent = op_sent_.data();
-  int32_t* hop_crit = hop_crit_.data();
-  BufferTimes* recv = recv_.data();
   // Runs task `t` on resource `r` from `ready` for `duration` (its input `bind` unless it waited for `r`);
   // sets `crit` to the task before it on a critical path and returns its end.
   auto run = [&](int32_t t, int32_t r, Time ready, Time duration, int32_t bind, int32_t* crit) {
@@ -285,7 +282,7 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       const DeviceId d = dev[t];
       const Time ready = wait[t].ready;
       const Time end = run(t, d, ready, ticks[t], wait[t].bind, &wait[t].bind);  // bind is not needed after
-      if constexpr (kFull) op_end[t] = op_sent[t] = end;
+      if constexpr (kFull) wait[t].ready = op_sent[t] = end;
       const Time arrive = end + delay[d];
       // The consumers' records (of direct edges and of transfers) first start loading together.
       for (int32_t k = out_off[t]; k < out_off[t + 1]; ++k) __builtin_prefetch(&wait[out_op[k]]);
@@ -303,19 +300,19 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       }
       continue;
     }
-    const HopTask* hop = &hop_tasks[t - n];
+    HopTask* hop = &hop_tasks[t - n];
     Time ready = keys.Ready(item), end;
-    int32_t task = t;
+    int32_t task = t, x = hop->xfer;  // with kFull, `run` overwrites a hop's xfer with its crit
     if (hop->what & kFirstHop) {
-      const Xfer& f = xfers[hop->xfer];
+      Xfer& f = xfers[x];
       if (f.segments > 1) {
         // The first hops of every segment are ready together with consecutive keys, so they leave the heap one
         // after another; timed here together.
         for (int32_t s = 0; s < f.segments; ++s) {
           const int32_t u = t + s * f.hops;
-          const HopTask& k = hop_tasks[u - n];
-          const Time e = run(u, k.resource, ready, k.price, f.src, kFull ? &hop_crit[u - n] : nullptr);
-          if (kFull && (k.what & kBuffer)) recv[k.xfer] = {e - k.price, e};
+          HopTask& k = hop_tasks[u - n];
+          const Time e = run(u, k.resource, ready, k.price, f.src, &k.crit);
+          if (kFull && (k.what & kBuffer)) f.buffer_start = e - k.price;
           const Time arrive = e + delay[k.resource];
           if (!(k.what & kLastHop) ? !queue.Push(ready, arrive, u + 1) : !deliver_all(f, u, arrive, ready))
             return false;
@@ -326,17 +323,17 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
         }
         continue;
       }
-      end = run(t, hop->resource, ready, hop->price, f.src, kFull ? &hop_crit[t - n] : nullptr);
+      end = run(t, hop->resource, ready, hop->price, f.src, &hop->crit);
       if constexpr (kFull) op_sent[f.src] = std::max(op_sent[f.src], end);
     } else {
-      end = run(t, hop->resource, ready, hop->price, t - 1, kFull ? &hop_crit[t - n] : nullptr);
+      end = run(t, hop->resource, ready, hop->price, t - 1, &hop->crit);
     }
     // Along the segment's hops: each next hop that would leave the queue next runs at once.
     for (;;) {
-      if (kFull && (hop->what & kBuffer)) recv[hop->xfer] = {end - hop->price, end};
+      if (kFull && (hop->what & kBuffer)) xfers[x].buffer_start = end - hop->price;
       const Time arrive = end + delay[hop->resource];
       if (hop->what & kLastHop) {
-        if (!deliver_all(xfers[hop->xfer], task, arrive, ready)) return false;
+        if (!deliver_all(xfers[x], task, arrive, ready)) return false;
         break;
       }
       if (!queue.RunsNext(arrive, task + 1)) {
@@ -346,7 +343,7 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       ++task;
       ++hop;
       ready = arrive;
-      end = run(task, hop->resource, ready, hop->price, task - 1, kFull ? &hop_crit[task - n] : nullptr);
+      end = run(task, hop->resource, ready, hop->price, task - 1, &hop->crit);
     }
   }
   return true;
@@ -358,15 +355,14 @@ Expected<Time> PlainSim::Simulate(std::span<const DeviceId> device) {
   if (Status s = CheckHorizon(totals_); !s) return s.error();
   waiting_.resize(static_cast<size_t>(graph_.num_ops()));
   if constexpr (kFull) {
-    op_end_.resize(static_cast<size_t>(graph_.num_ops()));
     op_sent_.resize(static_cast<size_t>(graph_.num_ops()));
-    hop_crit_.resize(static_cast<size_t>(num_tasks_ - graph_.num_ops()));
-    recv_.resize(xfers_.size());
   }
   rebases_ = 0;
   const int bits = std::max(1, static_cast<int>(std::bit_width(static_cast<uint32_t>(num_tasks_))));
-  if (!Loop<kFull>(device, packed_, PackedKeys{bits, uint64_t{1} << (64 - bits), &rebases_}))
+  if (!Loop<kFull>(device, packed_, PackedKeys{bits, uint64_t{1} << (64 - bits), &rebases_})) {
+    if constexpr (kFull) Plan(device);  // the hop tasks' transfers were overwritten with critical-path links
     Loop<kFull>(device, wide_heap_, WideKeys{});
+  }
   Time step = 0;
   for (int32_t r = 0; r < num_resources_; ++r)
     if (last_[r] >= 0) step = std::max(step, free_[r] + resource_delay_[r]);
@@ -385,26 +381,30 @@ std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
   // until that hop and every consumer it feeds have ended (BufferFree in the general path). Each free time is
   // kept in place of the op's send time and of the receive hop's end for the second pass.
   const int32_t n = graph_.num_ops();
+  const Waiting* end = waiting_.data();  // each op's `ready` is its end now
   for (OpId o = 0; o < n; ++o) {
     if (output_bytes_[o] == 0) continue;
     Time free = op_sent_[o];
     for (int32_t k = out_off_[o]; k < out_off_[o + 1]; ++k)
-      if (const int32_t target = out_[k].target; target >= 0) free = std::max(free, op_end_[target]);
+      if (const int32_t target = out_[k].target; target >= 0) free = std::max(free, end[target].ready);
     op_sent_[o] = free;
-    peaks_.Count(device[o], op_end_[o] - op_ticks_[o], free, output_bytes_[o]);
+    peaks_.Count(device[o], end[o].ready - op_ticks_[o], free, output_bytes_[o]);
   }
+  // The buffer's task delivers to f.dst (every segment does), so f.dst ends after it: the buffer's free time is the
+  // latest end of its consumers.
+  buffer_free_.resize(xfers_.size());
   for (size_t x = 0; x < xfers_.size(); ++x) {
     const Xfer& f = xfers_[x];
-    Time free = std::max(recv_[x].end, op_end_[f.dst]);
-    for (int32_t m = f.more; m >= 0; m = members_[m].next) free = std::max(free, op_end_[members_[m].dst]);
-    recv_[x].end = free;
-    peaks_.Count(device[f.dst], recv_[x].start, free, size_bytes_[f.size]);
+    Time free = end[f.dst].ready;
+    for (int32_t m = f.more; m >= 0; m = members_[m].next) free = std::max(free, end[members_[m].dst].ready);
+    buffer_free_[x] = free;
+    peaks_.Count(device[f.dst], f.buffer_start, free, size_bytes_[f.size]);
   }
   peaks_.Bound();
   for (OpId o = 0; o < n; ++o)
-    if (output_bytes_[o] != 0) peaks_.Keep(device[o], op_end_[o] - op_ticks_[o], op_sent_[o], output_bytes_[o]);
+    if (output_bytes_[o] != 0) peaks_.Keep(device[o], end[o].ready - op_ticks_[o], op_sent_[o], output_bytes_[o]);
   for (size_t x = 0; x < xfers_.size(); ++x)
-    peaks_.Keep(device[xfers_[x].dst], recv_[x].start, recv_[x].end, size_bytes_[xfers_[x].size]);
+    peaks_.Keep(device[xfers_[x].dst], xfers_[x].buffer_start, buffer_free_[x], size_bytes_[xfers_[x].size]);
   return peaks_.Finish();
 }
 
@@ -426,7 +426,7 @@ void PlainSim::CriticalPath(SimResult* result) const {
   const int32_t n = graph_.num_ops();
   for (; t >= 0;) {
     if (t >= n) {
-      t = hop_crit_[t - n];
+      t = hop_tasks_[t - n].crit;
       continue;
     }
     ops.push_back(t);
@@ -449,13 +449,13 @@ Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::v
 int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
   for (const auto* v : {&out_off_, &out_op_, &route_off_, &route_resource_, &size_segments_, &pending_, &route_class_,
-                        &last_, &hop_crit_})
+                        &last_})
     total += Bytes(*v);
   for (const auto* v : {&output_bytes_, &hop_price_, &size_price_, &size_bytes_, &op_ticks_, &free_, &resource_delay_,
-                        &op_end_, &op_sent_})
+                        &op_sent_, &buffer_free_})
     total += Bytes(*v);
   total += Bytes(route_bandwidth_) + Bytes(route_latency_) + Bytes(route_what_) + carriers_.memory_bytes() +
-           Bytes(members_) + Bytes(edge_out_) + Bytes(out_) + Bytes(recv_) + Bytes(xfers_) + Bytes(hop_tasks_) +
+           Bytes(members_) + Bytes(edge_out_) + Bytes(out_) + Bytes(xfers_) + Bytes(hop_tasks_) +
            Bytes(waiting_) +
            static_cast<int64_t>(packed_.capacity() * sizeof(uint64_t) + wide_heap_.capacity() * sizeof(WideItem)) +
            peaks_.memory_bytes();

@@ -44,21 +44,28 @@ class PlainSim {
  private:
   // One transfer: the tensor of an edge from op `src` to op `dst` (of edge size `size`), which it also carries to
   // the consumers listed from members_[more] on (all on dst's device), over `hops` links in `segments` segments;
-  // its hop tasks have the ids first + segment * hops + hop.
+  // its hop tasks have the ids first + segment * hops + hop. `buffer_start`: after a kFull run, the start of its
+  // buffer's task (segment 0's last hop, which delivers from this record anyway).
   struct Xfer {
     int32_t first, src, dst, more, size;
     int16_t hops, segments;
+    Time buffer_start;
   };
   // One hop task (hop_tasks_[id - ops]): its price, transfer, resource and what it is (kFirstHop: the first hop of
-  // a segment, kLastHop: the last, kBuffer: segment 0's last hop, which holds the receive buffer).
+  // a segment, kLastHop: the last, kBuffer: segment 0's last hop, which holds the receive buffer). Once it has run
+  // in a kFull loop, `crit` (in place of `xfer`) is the task before it on a critical path (as Timing::crit_prev).
   static constexpr uint8_t kFirstHop = 1, kLastHop = 2, kBuffer = 4;
   struct HopTask {
     Time price;
-    int32_t xfer;
+    union {
+      int32_t xfer;
+      int32_t crit;
+    };
     int16_t resource;
     uint8_t what;
   };
-  // Per op while it waits for its inputs (as Engine::Waiting).
+  // Per op while it waits for its inputs (as Engine::Waiting); once it has run in a kFull loop, `ready` holds its
+  // end (its start is that less its price) and `bind` the task before it on a critical path.
   struct Waiting {
     Time ready;
     int32_t bind;
@@ -152,20 +159,14 @@ class PlainSim {
   std::vector<Waiting> waiting_;
   TaskTotals totals_;
   int32_t num_tasks_ = 0;
-  // Per run of the loop: each resource's free time and last task; with kFull, per op its end (its start is that
-  // less its price) and the end of the last first hop of the transfers carrying its output (at least its end; in
-  // op_sent_, which DynamicPeaks overwrites with the output's free time), per transfer the start and end of its
-  // buffer's task (segment 0's last hop; DynamicPeaks overwrites the end with the buffer's free time), and per hop
-  // task the task before it on a critical path (as Timing::crit_prev; an op's is left in its waiting record's
-  // `bind`, which the op no longer needs once it runs).
-  struct BufferTimes {
-    Time start, end;
-  };
+  // Per run of the loop: each resource's free time and last task; with kFull, per op the end of the last first hop
+  // of the transfers carrying its output (at least its end; in op_sent_, which DynamicPeaks overwrites with the
+  // output's free time). The other outputs of a kFull run are kept in records the loop holds anyway: ends and
+  // critical-path links in the waiting records and hop tasks, buffer starts in the transfers. DynamicPeaks keeps
+  // each receive buffer's free time in buffer_free_ (per transfer) for its second pass.
   std::vector<Time> free_;
   std::vector<int32_t> last_;
-  std::vector<Time> op_end_, op_sent_;
-  std::vector<BufferTimes> recv_;
-  std::vector<int32_t> hop_crit_;
+  std::vector<Time> op_sent_, buffer_free_;
   QuadHeap<uint64_t> packed_;
   QuadHeap<WideItem> wide_heap_;
   int32_t rebases_ = 0;
