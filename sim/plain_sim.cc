@@ -324,7 +324,10 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
         continue;
       }
       end = run(t, hop->resource, ready, hop->price, f.src, &hop->crit);
-      if constexpr (kFull) op_sent[f.src] = std::max(op_sent[f.src], end);
+      if constexpr (kFull) {  // the larger of the two without a branch (which end is later is hard to predict)
+        Time& sent = op_sent[f.src];
+        sent += (end - sent) & -static_cast<Time>(end > sent);
+      }
     } else {
       end = run(t, hop->resource, ready, hop->price, t - 1, &hop->crit);
     }
