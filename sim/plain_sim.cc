@@ -212,7 +212,7 @@ void PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hop
     acc -= is_long ? segments : 0;
     for (int32_t h = 0; h < hops; ++h) {
       const uint8_t what = (h == 0 ? kFirstHop : 0) | (h + 1 == hops ? kLastHop : 0) |
-                           (s == 0 && h + 1 == hops ? kBuffer : 0);
+                           (s == 0 && h + 1 == hops ? kBuffer : 0) | (s == 0 && h == 0 ? kSegmented : 0);
       *task++ = {hop_price_[2 * h + is_long], x, static_cast<int16_t>(route_resource_[route + h]), what};
     }
   }
@@ -301,42 +301,44 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       continue;
     }
     HopTask* hop = &hop_tasks[t - n];
-    Time ready = keys.Ready(item), end;
-    int32_t task = t, x = hop->xfer;  // with kFull, `run` overwrites a hop's xfer with its crit
-    if (hop->what & kFirstHop) {
-      Xfer& f = xfers[x];
-      if (f.segments > 1) {
-        // The first hops of every segment are ready together with consecutive keys, so they leave the heap one
-        // after another; timed here together.
-        for (int32_t s = 0; s < f.segments; ++s) {
-          const int32_t u = t + s * f.hops;
-          HopTask& k = hop_tasks[u - n];
-          const Time e = run(u, k.resource, ready, k.price, f.src, &k.crit);
-          if (kFull && (k.what & kBuffer)) f.buffer_start = e - k.price;
-          const Time arrive = e + delay[k.resource];
-          if (!(k.what & kLastHop) ? !queue.Push(ready, arrive, u + 1) : !deliver_all(f, u, arrive, ready))
-            return false;
-        }
-        if constexpr (kFull) {  // the producer's record, written when it ran (its end starts these hops)
-          Time& sent = op_sent[f.src];
-          sent = std::max(sent, free[hop->resource]);
-        }
-        continue;
+    Time ready = keys.Ready(item);
+    int32_t task = t;
+    Xfer& f = xfers[hop->xfer];  // with kFull, `run` overwrites a hop's xfer with its crit
+    if (hop->what & kSegmented) {
+      // The first hops of every segment are ready together with consecutive keys, so they leave the heap one
+      // after another; timed here together.
+      for (int32_t s = 0; s < f.segments; ++s) {
+        const int32_t u = t + s * f.hops;
+        HopTask& k = hop_tasks[u - n];
+        const Time e = run(u, k.resource, ready, k.price, f.src, &k.crit);
+        if (kFull && (k.what & kBuffer)) f.buffer_start = e - k.price;
+        const Time arrive = e + delay[k.resource];
+        if (!(k.what & kLastHop) ? !queue.Push(ready, arrive, u + 1) : !deliver_all(f, u, arrive, ready))
+          return false;
       }
-      end = run(t, hop->resource, ready, hop->price, f.src, &hop->crit);
-      if constexpr (kFull) {  // the larger of the two without a branch (which end is later is hard to predict)
+      if constexpr (kFull) {  // the producer's record, written when it ran (its end starts these hops)
         Time& sent = op_sent[f.src];
-        sent += (end - sent) & -static_cast<Time>(end > sent);
+        sent = std::max(sent, free[hop->resource]);
       }
-    } else {
-      end = run(t, hop->resource, ready, hop->price, t - 1, &hop->crit);
+      continue;
+    }
+    // Whether the hop is a first hop (then its input is the producer, whose send time it raises) or not is hard to
+    // predict: selected without a branch; a later hop raises op_sent's spare entry n instead.
+    const int32_t first = -static_cast<int32_t>(hop->what & kFirstHop);  // all ones or zero (a mask)
+    Time end = run(t, hop->resource, ready, hop->price, t - 1 + ((f.src - t + 1) & first), &hop->crit);
+    if constexpr (kFull) {  // the larger of the two without a branch (which end is later is hard to predict)
+      Time& sent = op_sent[n + ((f.src - n) & first)];
+      sent += (end - sent) & -static_cast<Time>(end > sent);
     }
     // Along the segment's hops: each next hop that would leave the queue next runs at once.
     for (;;) {
-      if (kFull && (hop->what & kBuffer)) xfers[x].buffer_start = end - hop->price;
       const Time arrive = end + delay[hop->resource];
       if (hop->what & kLastHop) {
-        if (!deliver_all(xfers[x], task, arrive, ready)) return false;
+        if constexpr (kFull) {  // segment 0's last hop holds the buffer: its start kept without a branch
+          const Time start = end - hop->price;
+          f.buffer_start += (start - f.buffer_start) & -static_cast<Time>((hop->what & kBuffer) != 0);
+        }
+        if (!deliver_all(f, task, arrive, ready)) return false;
         break;
       }
       if (!queue.RunsNext(arrive, task + 1)) {
@@ -358,7 +360,7 @@ Expected<Time> PlainSim::Simulate(std::span<const DeviceId> device) {
   if (Status s = CheckHorizon(totals_); !s) return s.error();
   waiting_.resize(static_cast<size_t>(graph_.num_ops()));
   if constexpr (kFull) {
-    op_sent_.resize(static_cast<size_t>(graph_.num_ops()));
+    op_sent_.resize(static_cast<size_t>(graph_.num_ops()) + 1);  // + a spare entry for the loop's later hops
   }
   rebases_ = 0;
   const int bits = std::max(1, static_cast<int>(std::bit_width(static_cast<uint32_t>(num_tasks_))));

@@ -52,9 +52,10 @@ class PlainSim {
     Time buffer_start;
   };
   // One hop task (hop_tasks_[id - ops]): its price, transfer, resource and what it is (kFirstHop: the first hop of
-  // a segment, kLastHop: the last, kBuffer: segment 0's last hop, which holds the receive buffer). Once it has run
-  // in a kFull loop, `crit` (in place of `xfer`) is the task before it on a critical path (as Timing::crit_prev).
-  static constexpr uint8_t kFirstHop = 1, kLastHop = 2, kBuffer = 4;
+  // a segment, kLastHop: the last, kBuffer: segment 0's last hop, which holds the receive buffer, kSegmented: the
+  // first hop of a transfer of two or more segments). Once it has run in a kFull loop, `crit` (in place of `xfer`)
+  // is the task before it on a critical path (as Timing::crit_prev).
+  static constexpr uint8_t kFirstHop = 1, kLastHop = 2, kBuffer = 4, kSegmented = 8;
   struct HopTask {
     Time price;
     union {
@@ -161,9 +162,10 @@ class PlainSim {
   int32_t num_tasks_ = 0;
   // Per run of the loop: each resource's free time and last task; with kFull, per op the end of the last first hop
   // of the transfers carrying its output (at least its end; in op_sent_, which DynamicPeaks overwrites with the
-  // output's free time). The other outputs of a kFull run are kept in records the loop holds anyway: ends and
-  // critical-path links in the waiting records and hop tasks, buffer starts in the transfers. DynamicPeaks keeps
-  // each receive buffer's free time in buffer_free_ (per transfer) for its second pass.
+  // output's free time; its spare last entry is what the loop's later hops raise in place of a producer's). The
+  // other outputs of a kFull run are kept in records the loop holds anyway: ends and critical-path links in the
+  // waiting records and hop tasks, buffer starts in the transfers. DynamicPeaks keeps each receive buffer's free
+  // time in buffer_free_ (per transfer) for its second pass.
   std::vector<Time> free_;
   std::vector<int32_t> last_;
   std::vector<Time> op_sent_, buffer_free_;
