@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "agents/search_budget.h"
-#include "core/device_order.h"
 #include "core/mesh.h"
 #include "core/sharding_propagation.h"
 #include "sim/objective.h"
@@ -91,8 +90,8 @@ Space BuildSpace(const Graph& graph, std::vector<Mesh> meshes) {
   return space;
 }
 
-// The meshes the chain moves between (AutoShardOptions::mesh); a 1-D mesh lists its devices in FastRingOrder, so
-// that its rings (the data axis' gradient all-reduce) run over fast links as NCCL's do.
+// The meshes the chain moves between (AutoShardOptions::mesh), laid out by MeshFromShorthand so that every axis's
+// rings (the data axis' gradient all-reduce) run over fast links as NCCL's do (a 1-D mesh in FastRingOrder).
 Expected<std::vector<Mesh>> CandidateMeshes(const Topology& topology, const std::string& shape) {
   std::vector<std::string> shapes;
   const int32_t n = topology.num_devices();
@@ -108,7 +107,6 @@ Expected<std::vector<Mesh>> CandidateMeshes(const Topology& topology, const std:
     Expected<Mesh> m = MeshFromShorthand(s, {}, topology);
     if (!m.ok()) return Error{"auto-shard: " + m.error().message};
     if (m->rank() > 2) return Error{"auto-shard: mesh '" + s + "': at most two axes (data and model)"};
-    if (m->rank() == 1) m->devices = FastRingOrder(topology, std::move(m->devices));
     meshes.push_back(std::move(*m));
   }
   return meshes;

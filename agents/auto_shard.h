@@ -16,7 +16,7 @@ namespace devplace {
 
 // Settings of the auto-shard search.
 struct AutoShardOptions {
-  // Mesh shape laid over the topology's first devices ("8", "2x4"; a 1-D mesh in FastRingOrder, core/device_order.h);
+  // Mesh shape laid over the topology's first devices ("8", "2x4"; over fast links, MeshFromShorthand in core/mesh.h);
   // empty: the chain also moves between the 1-D mesh of all devices and every 2-D shape R x C of them (R, C > 1).
   std::string mesh;
   // Acceptance of a worse proposal: min(1, exp(beta * (cost(S) - cost(S*)) / cost(S0))), costs relative to the

@@ -40,6 +40,18 @@ std::pair<double, double> Score(LinkLoadMeter* meter, const std::vector<int32_t>
 // The devices' indices (into `devices`, sorted) grouped by host, hosts in the order of their lowest device, each
 // host's own devices in FastRingOrder: a ring along it leaves and enters every host once. Empty for one host.
 std::vector<int32_t> HostGroupedOrder(const Topology& topology, const std::vector<DeviceId>& devices) {
+  std::vector<std::vector<DeviceId>> hosts = DevicesByHost(topology, devices);
+  std::vector<int32_t> order;
+  if (hosts.size() < 2) return order;
+  for (std::vector<DeviceId>& host : hosts)
+    for (DeviceId d : FastRingOrder(topology, std::move(host)))
+      order.push_back(static_cast<int32_t>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin()));
+  return order;
+}
+
+}  // namespace
+
+std::vector<std::vector<DeviceId>> DevicesByHost(const Topology& topology, const std::vector<DeviceId>& devices) {
   std::vector<std::vector<DeviceId>> hosts;
   std::vector<std::string> names;
   for (DeviceId d : devices) {
@@ -52,15 +64,8 @@ std::vector<int32_t> HostGroupedOrder(const Topology& topology, const std::vecto
       hosts[static_cast<size_t>(it - names.begin())].push_back(d);
     }
   }
-  std::vector<int32_t> order;
-  if (hosts.size() < 2) return order;
-  for (std::vector<DeviceId>& host : hosts)
-    for (DeviceId d : FastRingOrder(topology, std::move(host)))
-      order.push_back(static_cast<int32_t>(std::lower_bound(devices.begin(), devices.end(), d) - devices.begin()));
-  return order;
+  return hosts;
 }
-
-}  // namespace
 
 LinkLoadMeter::LinkLoadMeter(const Topology& topology, const std::vector<DeviceId>& devices)
     : n_(devices.size()), routes_(n_ * n_), load_(static_cast<size_t>(topology.num_links()), 0.0) {

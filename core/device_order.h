@@ -28,6 +28,10 @@ class LinkLoadMeter {
   std::vector<LinkId> touched_;
 };
 
+// `devices` grouped by host: hosts in the order of their first device in `devices`, each host's devices in the
+// order given.
+std::vector<std::vector<DeviceId>> DevicesByHost(const Topology& topology, const std::vector<DeviceId>& devices);
+
 // `devices` (any order, none twice, each a device of `topology`) reordered so that a ring through them in that
 // order is cheapest: it minimises the per-byte time of one step of a ring collective (every device sending to
 // the next at once, LinkLoadMeter), then, when the count is a power of two, the sum over the index bits of the

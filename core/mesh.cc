@@ -7,6 +7,7 @@
 #include "core/atomic_file.h"
 #include "core/check.h"
 #include "core/json_reader.h"
+#include "core/mesh_layout.h"
 #include "core/sharding_json.h"
 
 namespace devplace {
@@ -75,8 +76,7 @@ Status ValidateMesh(const Mesh& mesh, const Topology& topology) {
   return Status::Ok();
 }
 
-Expected<Mesh> MeshFromShorthand(std::string_view shorthand, const std::vector<std::string>& axes,
-                                 const Topology& topology, std::string name) {
+Expected<Mesh> ParseMeshShorthand(std::string_view shorthand, const std::vector<std::string>& axes, std::string name) {
   Mesh mesh;
   mesh.name = std::move(name);
   const std::string text(shorthand);
@@ -100,11 +100,18 @@ Expected<Mesh> MeshFromShorthand(std::string_view shorthand, const std::vector<s
   if (mesh.axes.size() != mesh.shape.size())
     return Error{"mesh '" + text + "': has " + std::to_string(mesh.shape.size()) + " axes but " +
                  std::to_string(mesh.axes.size()) + " axis names are given"};
-  if (mesh.size() > topology.num_devices())
-    return Error{"mesh '" + text + "': needs " + std::to_string(mesh.size()) + " devices but topology '" +
-                 topology.name() + "' has " + std::to_string(topology.num_devices())};
-  for (DeviceId d = 0; d < mesh.size(); ++d) mesh.devices.push_back(d);
-  if (Status st = ValidateMesh(mesh, topology); !st.ok()) return st.error();
+  return mesh;
+}
+
+Expected<Mesh> MeshFromShorthand(std::string_view shorthand, const std::vector<std::string>& axes,
+                                 const Topology& topology, std::string name) {
+  Expected<Mesh> mesh = ParseMeshShorthand(shorthand, axes, std::move(name));
+  if (!mesh.ok()) return mesh.error();
+  if (mesh->size() > topology.num_devices())
+    return Error{"mesh '" + std::string(shorthand) + "': needs " + std::to_string(mesh->size()) +
+                 " devices but topology '" + topology.name() + "' has " + std::to_string(topology.num_devices())};
+  mesh->devices = DefaultMeshDevices(topology, mesh->shape);
+  if (Status st = ValidateMesh(*mesh, topology); !st.ok()) return st.error();
   return mesh;
 }
 

@@ -1,7 +1,8 @@
 // Logical device meshes (GSPMD, GShard, Alpa): the devices of a topology arranged as an N-dimensional array with
 // named axes, e.g. a 2 x 4 mesh with axes `data` and `model`. Tensors are sharded along mesh axes
 // (core/sharding.h); a submesh is a slice of a mesh. Meshes are declared in a topology's YAML file (`meshes:`,
-// docs/topology-format.md) or laid out from a shorthand such as "2x4" over the topology's devices in order.
+// docs/topology-format.md) or laid out from a shorthand such as "2x4" over the topology's first devices, placed so
+// that every axis's collectives run over fast links (core/mesh_layout.h).
 #pragma once
 
 #include <cstdint>
@@ -38,9 +39,15 @@ struct Mesh {
 // Errors name the field, e.g. "mesh 'm24': shape [2, 4] has 8 positions but 6 devices are given".
 Status ValidateMesh(const Mesh& mesh, const Topology& topology);
 
-// The mesh of shape `shorthand` ("8", "2x4", "2x2x2") over the first devices of `topology` in id order, with axis
-// names `axes` (empty: "data" for one axis, "data", "model" for two, "a0", "a1", ... otherwise). Errors when the
-// shorthand does not parse, the names do not match the rank, or the topology has fewer devices than positions.
+// The shape and axis names of `shorthand` ("8", "2x4", "2x2x2"), named `name`, without devices: axis names `axes`
+// (empty: "data" for one axis, "data", "model" for two, "a0", "a1", ... otherwise). Errors when the shorthand does
+// not parse or the names do not match the rank.
+Expected<Mesh> ParseMeshShorthand(std::string_view shorthand, const std::vector<std::string>& axes, std::string name);
+
+// The mesh of shape `shorthand` (ParseMeshShorthand) over the first devices of `topology` by id, laid out so that
+// every axis's collectives run over fast links (DefaultMeshDevices, core/mesh_layout.h; on a DGX-1 "8" is the
+// all-NVLink ring 0 1 2 3 7 5 6 4). Errors as ParseMeshShorthand, or when the topology has fewer devices than
+// positions.
 Expected<Mesh> MeshFromShorthand(std::string_view shorthand, const std::vector<std::string>& axes,
                                  const Topology& topology, std::string name = "mesh");
 

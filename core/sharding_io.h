@@ -25,9 +25,10 @@ struct ShardingRequest {
 };
 
 // Parses a spec file. `mesh: NAME` picks one of `topology_meshes` (the meshes its topology file declares);
-// `mesh: {shape, axes[, name, devices]}` declares one (devices default to the topology's first ones in order).
-// A non-empty `mesh_shape` ("2x4", the CLI's --mesh) replaces the mesh's shape, keeping its axis names, laid out over
-// the topology's first devices. Errors read "<source>: <field path>: <reason>" and name the annotation.
+// `mesh: {shape, axes[, name, devices]}` declares one (devices default to the topology's first ones, laid out
+// so that every axis's collectives run over fast links: DefaultMeshDevices, core/mesh_layout.h; a `devices` list is
+// kept as written). A non-empty `mesh_shape` ("2x4", the CLI's --mesh) replaces the mesh's shape, keeping its axis
+// names, laid out the same way over the topology's first devices. Errors read "<source>: <field path>: <reason>" and name the annotation.
 Expected<ShardingRequest> ShardingRequestFromYaml(const std::string& text, const std::string& source,
                                                   const Topology& topology, const std::vector<Mesh>& topology_meshes,
                                                   const std::string& mesh_shape = "");

@@ -1,6 +1,7 @@
 #include "core/sharding_json.h"
 
 #include "core/json_reader.h"
+#include "core/mesh_layout.h"
 
 namespace devplace {
 
@@ -28,7 +29,7 @@ Mesh ReadMeshJson(const nlohmann::json& value, const std::string& source, const 
     if (mesh.size() > topology.num_devices())
       obj.fail("shape", FormatShape(mesh.shape) + " needs " + std::to_string(mesh.size()) + " devices but topology '" +
                             topology.name() + "' has " + std::to_string(topology.num_devices()));
-    for (DeviceId d = 0; d < mesh.size(); ++d) mesh.devices.push_back(d);
+    mesh.devices = DefaultMeshDevices(topology, mesh.shape);
   }
   obj.finish();
   if (Status st = ValidateMesh(mesh, topology); !st.ok()) {

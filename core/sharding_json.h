@@ -15,7 +15,7 @@
 namespace devplace {
 
 // Reads {name (default "mesh"), shape, axes, devices} at `path` (devices: names in `topology`; absent: the topology's first
-// prod(shape) devices in order, when `devices_optional`). Validates it (ValidateMesh); throws InputError naming
+// prod(shape) devices laid out over fast links, DefaultMeshDevices in core/mesh_layout.h, when `devices_optional`). Validates it (ValidateMesh); throws InputError naming
 // "<source>: <path>.<field>: <reason>".
 Mesh ReadMeshJson(const nlohmann::json& value, const std::string& source, const std::string& path,
                   const Topology& topology, bool devices_optional);

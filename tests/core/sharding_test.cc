@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "core/atomic_file.h"
 #include "core/sharding_io.h"
 #include "core/strategy_json.h"
+#include "core/topology_yaml.h"
 #include "tests/core/sharding_graphs.h"
 
 namespace devplace {
@@ -190,6 +192,37 @@ TEST(Sharding, StrategyJsonCarriesSpecsAndReadsBothForms) {
   no_mesh.replace(no_mesh.find("\"mesh\": {"), 9, "\"nomesh\": {");
   EXPECT_EQ(StrategyFromJson(no_mesh, "s.json", g, t).error().message,
             "s.json: ops[0].spec: ops given by spec need a top-level mesh");
+}
+
+// A spec's mesh without `devices` (and --mesh) is laid out over the machine's fast links (core/mesh_layout.h); a
+// `devices` list stays exactly as written, and so do the meshes a topology file lists devices for.
+TEST(Sharding, DefaultMeshesFollowTheFastLinks) {
+  const std::string dgx1_file = DEVPLACE_SOURCE_DIR "/configs/topologies/dgx1-v100.yaml";
+  const Topology dgx1 = ReadTopologyFile(dgx1_file).value();
+  auto shipped = [&](const std::string& spec, const std::string& shape = "") {
+    Expected<ShardingRequest> r =
+        ReadShardingRequestFile(DEVPLACE_SOURCE_DIR "/configs/sharding/" + spec, dgx1, {}, shape);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? r->mesh.devices : std::vector<DeviceId>{};
+  };
+  // The all-NVLink ring (id order's 3 -> 4 and 7 -> 0 cross PCIe and QPI).
+  EXPECT_EQ(shipped("data-parallel.yaml"), (std::vector<DeviceId>{0, 1, 2, 3, 7, 5, 6, 4}));
+  EXPECT_EQ(shipped("data-model-2x4.yaml"), (std::vector<DeviceId>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(shipped("data-model-2x4.yaml", "4x2"), (std::vector<DeviceId>{0, 1, 3, 2, 7, 6, 4, 5}));
+  const std::string annotations = "annotations: [{ops: x, spec: [data]}]\n";
+  Expected<ShardingRequest> given = ShardingRequestFromYaml(
+      "mesh: {shape: [8], axes: [data], devices: [gpu0, gpu1, gpu2, gpu3, gpu4, gpu5, gpu6, gpu7]}\n" + annotations,
+      "s.yaml", dgx1, {});
+  ASSERT_TRUE(given.ok()) << given.error().message;
+  EXPECT_EQ(given->mesh.devices, (std::vector<DeviceId>{0, 1, 2, 3, 4, 5, 6, 7}));
+  const std::string text = ReadFile(dgx1_file).value() +
+                           "meshes:\n"
+                           "  - {name: ring, shape: [8], axes: [data]}\n"
+                           "  - {name: ids, shape: [4], axes: [data], devices: [gpu0, gpu1, gpu2, gpu3]}\n";
+  const std::vector<Mesh> declared = MeshesFromYaml(text, "dgx1.yaml", dgx1).value();
+  ASSERT_EQ(declared.size(), 2u);
+  EXPECT_EQ(declared[0].devices, (std::vector<DeviceId>{0, 1, 2, 3, 7, 5, 6, 4}));
+  EXPECT_EQ(declared[1].devices, (std::vector<DeviceId>{0, 1, 2, 3}));
 }
 
 TEST(Sharding, SpecFilesNameFileAndAnnotation) {
