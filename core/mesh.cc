@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <set>
 
 #include "core/atomic_file.h"
@@ -14,7 +15,10 @@ namespace devplace {
 
 int64_t Mesh::size() const {
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  for (int64_t s : shape) {
+    if (s > 0 && n > std::numeric_limits<int64_t>::max() / s) return std::numeric_limits<int64_t>::max();
+    n *= s;
+  }
   return n;
 }
 

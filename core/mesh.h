@@ -23,7 +23,7 @@ struct Mesh {
   std::vector<DeviceId> devices;
 
   int32_t rank() const { return static_cast<int32_t>(shape.size()); }
-  // Number of devices (the product of the shape; 1 for rank 0).
+  // Number of devices (the product of the shape, at most INT64_MAX: a larger product saturates; 1 for rank 0).
   int64_t size() const;
   // Index of the axis named `axis`, or -1.
   int32_t find_axis(std::string_view axis) const;

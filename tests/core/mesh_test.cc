@@ -36,6 +36,9 @@ TEST(Mesh, ShorthandErrorsSayWhatIsWrong) {
   EXPECT_EQ(MeshFromShorthand("0x4", {}, t).error().message,
             "mesh '0x4': expected extents >= 1 separated by 'x', e.g. 2x4");
   EXPECT_EQ(MeshFromShorthand("4x4", {}, t).error().message, "mesh '4x4': needs 16 devices but topology 'gpus8' has 8");
+  // A product past int64 saturates instead of wrapping around (no huge or negative device count).
+  EXPECT_EQ(MeshFromShorthand("65536x65536x65536x65535", {}, t).error().message,
+            "mesh '65536x65536x65536x65535': needs 9223372036854775807 devices but topology 'gpus8' has 8");
   EXPECT_EQ(MeshFromShorthand("2x4", {"data"}, t).error().message, "mesh '2x4': has 2 axes but 1 axis names are given");
   EXPECT_EQ(MeshFromShorthand("2x4", {"x", "x"}, t).error().message, "mesh 'mesh': axes: axis 'x' is named twice");
 }
