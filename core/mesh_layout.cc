@@ -10,7 +10,7 @@
 namespace devplace {
 namespace {
 
-constexpr size_t kMaxExhaustive = 8;  // 8! layouts are scored exhaustively; larger meshes start from candidates
+constexpr size_t kMaxExhaustive = 8;  // 7! layouts are scored exhaustively; larger meshes start from candidates
 constexpr int kMaxPasses = 50;
 constexpr double kTolerance = 1e-9;  // relative: times closer than this are equal (rounding of sums)
 
@@ -170,7 +170,10 @@ std::vector<DeviceId> FastMeshLayout(const Topology& topology, const std::vector
   std::iota(order.begin(), order.end(), 0);
   BestLayout best(&scorer, order);
   if (n <= kMaxExhaustive) {
-    while (std::next_permutation(order.begin(), order.end())) best.Offer(order);
+    // Shifting every coordinate cyclically along an axis keeps every group and its ring (rotated), so every layout
+    // prices as one with the first device at position 0, which also comes first in lexicographic order: the
+    // search over those finds the same layout as over all n! of them.
+    while (std::next_permutation(order.begin() + 1, order.end())) best.Offer(order);
   } else {
     for (const std::vector<int32_t>& start : StartingLayouts(topology, shape, devices)) best.Offer(start);
     bool improved = static_cast<int64_t>(n) <= kMaxMeshLayoutSwapDevices;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <numeric>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -85,6 +86,31 @@ TEST(MeshAxisRingTimes, PricesEveryGroupOfAnAxisAtOnce) {
   EXPECT_NEAR(times[1], 6 * ConcurrentTransferTime(dgx1, step), 1e-12);
   // An axis of extent 1 costs nothing.
   EXPECT_EQ(MeshAxisRingTimes(dgx1, {1, 8}, Ids(8))[0], 0.0);
+}
+
+// FastMeshLayout searches only layouts with the first device at position 0: a cyclic shift along any axis keeps every
+// axis's groups and their rings (rotated), so random layouts of the DGX-1 price the same shifted.
+TEST(MeshAxisRingTimes, CyclicShiftsAlongAnAxisKeepTheTimes) {
+  const Topology dgx1 = Preset("dgx1-v100");
+  std::mt19937 rng(7);
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 4}, {4, 2}, {2, 2, 2}, {8}}) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<DeviceId> layout = Ids(8);
+      std::shuffle(layout.begin(), layout.end(), rng);
+      const std::vector<double> times = MeshAxisRingTimes(dgx1, shape, layout);
+      for (size_t axis = 0; axis < shape.size(); ++axis) {
+        int64_t stride = 1;
+        for (size_t a = axis + 1; a < shape.size(); ++a) stride *= shape[a];
+        std::vector<DeviceId> shifted(8);
+        for (int64_t p = 0; p < 8; ++p) {
+          const int64_t c = (p / stride) % shape[axis];
+          shifted[p - c * stride + ((c + 1) % shape[axis]) * stride] = layout[p];
+        }
+        const std::vector<double> got = MeshAxisRingTimes(dgx1, shape, shifted);
+        for (size_t a = 0; a < shape.size(); ++a) EXPECT_NEAR(got[a], times[a], 1e-12) << trial << " " << axis;
+      }
+    }
+  }
 }
 
 // DGX-1 "8": the FastRingOrder ring, all NVLink; id order crosses PCIe/QPI twice (3 -> 4, 7 -> 0).
