@@ -156,11 +156,10 @@ struct DeltaSimulator::Impl {
   };
   std::vector<Placement> window;     // the tasks re-timed by a change, in their new order
   std::vector<Placement> displaced, stale;            // Place's scratch
-  // Changes to the per-resource slot lists, applied at the end of Place: per resource the range of slots
-  // touched and the slots added (in increasing order); dropped slots are flagged.
-  std::vector<int32_t> res_lo, res_hi, changed_res, merged;
-  std::vector<std::vector<int32_t>> res_added;
-  std::vector<uint8_t> slot_dropped;
+  // Changes to the per-resource slot lists, applied at the end of Place: the resources changed, and per resource
+  // the slots added (in increasing order) and dropped (in any order); UpdateResourceSlots' scratch.
+  std::vector<int32_t> changed_res, merged, edits;
+  std::vector<std::vector<int32_t>> res_added, res_dropped;
   // Per chunk: its bounds are stale (a change touched it since they were computed); refreshed when next needed.
   std::vector<uint8_t> chunk_stale;
   std::vector<int32_t> reindexed;
@@ -199,7 +198,7 @@ struct DeltaSimulator::Impl {
   // `shift`) with absolute times into run.timing and lays it out afresh (Layout). The removed tasks must have
   // left their slots.
   void LayoutMerged(int32_t cut, sim::Time shift);
-  // Sizes the chunk bounds (and the dropped-slot flags) to the layout and computes them.
+  // Sizes the chunk bounds to the layout and computes them.
   void IndexChunks();
   void GrowScratch();
   // Free time and last task of each resource just before slot `slot`, looked up for `resources` (a list that

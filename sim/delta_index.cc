@@ -102,9 +102,8 @@ void DeltaSimulator::Impl::Layout() {
   placed = n;
   // IndexPreds for every task, reading the times from `tm` (equal to the layout's, without the slot lookups).
   for (int32_t k = 0; k < n; ++k) IndexPredsBy(tm.order[k], [&tm](int32_t p, int32_t) { return tm.end[p]; });
-  res_lo.assign(static_cast<size_t>(tg.num_resources), INT32_MAX);
-  res_hi.assign(static_cast<size_t>(tg.num_resources), -1);
   res_added.resize(static_cast<size_t>(tg.num_resources));
+  res_dropped.resize(static_cast<size_t>(tg.num_resources));
   IndexChunks();
 }
 
@@ -114,23 +113,18 @@ void DeltaSimulator::Impl::IndexChunks() {
   chunk_min_bind.assign(chunks, kNoSlot);
   chunk_min_ready.assign(chunks, 0);
   chunk_stale.assign(chunks, 0);
-  slot_dropped.assign(slot_task.size(), 0);
   for (int32_t c = 0; c < static_cast<int32_t>(chunks); ++c) RefreshChunk(c);
 }
 
 void DeltaSimulator::Impl::DropSlot(int32_t t, int32_t slot) {
   const int32_t r = run.tg.resource[t];
-  if (res_hi[r] < 0) changed_res.push_back(r);
-  res_lo[r] = std::min(res_lo[r], slot);
-  res_hi[r] = std::max(res_hi[r], slot);
-  slot_dropped[slot] = 1;
+  if (res_added[r].empty() && res_dropped[r].empty()) changed_res.push_back(r);
+  res_dropped[r].push_back(slot);
 }
 
 void DeltaSimulator::Impl::AddSlot(int32_t t, int32_t slot) {
   const int32_t r = run.tg.resource[t];
-  if (res_hi[r] < 0) changed_res.push_back(r);
-  res_lo[r] = std::min(res_lo[r], slot);
-  res_hi[r] = std::max(res_hi[r], slot);
+  if (res_added[r].empty() && res_dropped[r].empty()) changed_res.push_back(r);
   res_added[r].push_back(slot);
 }
 
@@ -231,7 +225,6 @@ void DeltaSimulator::Impl::GrowSlots(int32_t s) {
     slot_task.resize(slots, -1);
     for (auto* v : {&slot_ready, &slot_start, &slot_end}) v->resize(slots, 0);
     slot_res.resize(slots, -1);
-    slot_dropped.resize(slots, 0);
     const size_t chunks = (slots >> kChunkBits) + 1;
     chunk_shift.resize(chunks, chunk_shift.back());
     chunk_min_pred.resize(chunks, kNoSlot);
@@ -313,47 +306,65 @@ void DeltaSimulator::Impl::ShiftRest(int32_t rest, Time shift) {
 }
 
 void DeltaSimulator::Impl::UpdateResourceSlots() {
+  // Per changed resource, the dropped and added slots are merged into its sorted slot list: the stretches of
+  // the list between them are copied as blocks, and only the links at the edits are rewritten (the tasks
+  // between two edits keep their neighbours), so a resource whose edits lie far apart costs a copy of the
+  // stretch between them, not a visit of every task in it.
   sim::Timing& tm = run.timing;
+  auto link = [&](int32_t p, int32_t q) {
+    res_next[p] = q;
+    tm.res_prev[q] = p;
+  };
   for (int32_t r : changed_res) {
     std::vector<int32_t>& v = res_slots[r];
     std::vector<int32_t>& added = res_added[r];
-    const size_t first = static_cast<size_t>(std::lower_bound(v.begin(), v.end(), res_lo[r]) - v.begin());
-    const size_t last = static_cast<size_t>(std::upper_bound(v.begin(), v.end(), res_hi[r]) - v.begin());
-    merged.clear();
-    size_t y = 0;
-    for (size_t k = first; k < last; ++k) {
-      if (slot_dropped[v[k]]) continue;
-      while (y < added.size() && added[y] < v[k]) merged.push_back(added[y++]);
-      merged.push_back(v[k]);
-    }
-    while (y < added.size()) merged.push_back(added[y++]);
-    // The range becomes `merged`: the entries after it move once, and only when the length changes.
+    std::vector<int32_t>& dropped = res_dropped[r];
+    std::sort(dropped.begin(), dropped.end());
+    const int32_t lo = std::min(added.empty() ? INT32_MAX : added.front(), dropped.empty() ? INT32_MAX : dropped.front());
+    const int32_t hi = std::max(added.empty() ? -1 : added.back(), dropped.empty() ? -1 : dropped.back());
     const auto at = [&v](size_t k) { return v.begin() + static_cast<std::ptrdiff_t>(k); };
+    const size_t first = static_cast<size_t>(std::lower_bound(v.begin(), v.end(), lo) - v.begin());
+    const size_t last = static_cast<size_t>(std::upper_bound(at(first), v.end(), hi) - v.begin());
+    // merged: the new entries of [first, last); edits: positions in it whose link to the entry before changed
+    // (an added entry, and the entry after it or after a dropped one).
+    merged.clear();
+    edits.clear();
+    size_t k = first, a = 0, d = 0;
+    while (a < added.size() || d < dropped.size()) {
+      const bool drop = d < dropped.size() && (a == added.size() || dropped[d] <= added[a]);
+      const int32_t slot = drop ? dropped[d] : added[a];
+      const size_t to = static_cast<size_t>(std::lower_bound(at(k), at(last), slot) - v.begin());
+      merged.insert(merged.end(), at(k), at(to));
+      k = to;
+      if (drop) {
+        ++k;  // v[k] == slot
+        ++d;
+      } else {
+        edits.push_back(static_cast<int32_t>(merged.size()));
+        merged.push_back(slot);
+        ++a;
+      }
+      edits.push_back(static_cast<int32_t>(merged.size()));
+    }
+    merged.insert(merged.end(), at(k), at(last));
+    // The range becomes `merged`: the entries after it move once, and only when the length changes.
     if (merged.size() > last - first) v.insert(at(last), merged.size() - (last - first), 0);
     else if (merged.size() < last - first) v.erase(at(first + merged.size()), at(last));
     std::copy(merged.begin(), merged.end(), at(first));
-    // Links from the entry before the changed range to the one after it.
-    const size_t from = first > 0 ? first - 1 : 0;
-    const size_t to = std::min(v.size(), first + merged.size() + 1);
-    if (first == 0) {
-      res_first[r] = v.empty() ? -1 : slot_task[v[0]];
-      if (!v.empty()) tm.res_prev[slot_task[v[0]]] = -1;
+    for (int32_t e : edits) {
+      const size_t x = first + static_cast<size_t>(e);
+      if (x > 0 && x < v.size()) link(slot_task[v[x - 1]], slot_task[v[x]]);
     }
-    for (size_t k = from; k + 1 < to; ++k) {
-      const int32_t p = slot_task[v[k]], q = slot_task[v[k + 1]];
-      res_next[p] = q;
-      tm.res_prev[q] = p;
-    }
-    if (to == v.size() && !v.empty()) res_next[slot_task[v.back()]] = -1;
+    res_first[r] = v.empty() ? -1 : slot_task[v.front()];
     run.last_task[r] = v.empty() ? -1 : slot_task[v.back()];
-  }
-  for (int32_t r : changed_res) {
-    res_lo[r] = INT32_MAX;
-    res_hi[r] = -1;
-    res_added[r].clear();
+    if (!v.empty()) {
+      tm.res_prev[res_first[r]] = -1;
+      res_next[run.last_task[r]] = -1;
+    }
+    added.clear();
+    dropped.clear();
   }
   changed_res.clear();
-  for (const Placement& x : stale) slot_dropped[x.after] = 0;
   stale.clear();
 }
 
