@@ -10,6 +10,7 @@
 #pragma once
 
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <utility>
@@ -157,9 +158,22 @@ struct DeltaSimulator::Impl {
   std::vector<Placement> window;     // the tasks re-timed by a change, in their new order
   std::vector<Placement> displaced, stale;            // Place's scratch
   // Changes to the per-resource slot lists, applied at the end of Place: the resources changed, and per resource
-  // the slots added (in increasing order) and dropped (in any order); UpdateResourceSlots' scratch.
-  std::vector<int32_t> changed_res, merged, edits;
+  // the slots added (in increasing order) and dropped (in any order).
+  std::vector<int32_t> changed_res;
   std::vector<std::vector<int32_t>> res_added, res_dropped;
+  // UpdateResourceSlots' scratch: blocks of a slot list [begin, end) that move by `off`, entries inserted at
+  // their final positions, and the final positions whose link from the entry before changed.
+  struct Block {
+    size_t begin, end;
+    std::ptrdiff_t off;
+  };
+  struct Insert {
+    size_t to;
+    int32_t slot;
+  };
+  std::vector<Block> blocks;
+  std::vector<Insert> inserts;
+  std::vector<size_t> edits;
   // Per chunk: its bounds are stale (a change touched it since they were computed); refreshed when next needed.
   std::vector<uint8_t> chunk_stale;
   std::vector<int32_t> reindexed;

@@ -306,55 +306,62 @@ void DeltaSimulator::Impl::ShiftRest(int32_t rest, Time shift) {
 }
 
 void DeltaSimulator::Impl::UpdateResourceSlots() {
-  // Per changed resource, the dropped and added slots are merged into its sorted slot list: the stretches of
-  // the list between them are copied as blocks, and only the links at the edits are rewritten (the tasks
-  // between two edits keep their neighbours), so a resource whose edits lie far apart costs a copy of the
-  // stretch between them, not a visit of every task in it.
+  // Per changed resource, the dropped and added slots are merged into its sorted slot list in place: the entries
+  // between two edits move as one block by the number of entries added minus dropped before them (blocks moving
+  // left first, in order, then those moving right, in reverse order, so that none overwrites one still to move),
+  // and only the links at the edits are rewritten (the tasks between two edits keep their neighbours). A
+  // resource whose edits lie far apart costs moving the entries between them, not visiting every task there.
   sim::Timing& tm = run.timing;
-  auto link = [&](int32_t p, int32_t q) {
-    res_next[p] = q;
-    tm.res_prev[q] = p;
-  };
   for (int32_t r : changed_res) {
     std::vector<int32_t>& v = res_slots[r];
     std::vector<int32_t>& added = res_added[r];
     std::vector<int32_t>& dropped = res_dropped[r];
     std::sort(dropped.begin(), dropped.end());
-    const int32_t lo = std::min(added.empty() ? INT32_MAX : added.front(), dropped.empty() ? INT32_MAX : dropped.front());
-    const int32_t hi = std::max(added.empty() ? -1 : added.back(), dropped.empty() ? -1 : dropped.back());
     const auto at = [&v](size_t k) { return v.begin() + static_cast<std::ptrdiff_t>(k); };
-    const size_t first = static_cast<size_t>(std::lower_bound(v.begin(), v.end(), lo) - v.begin());
-    const size_t last = static_cast<size_t>(std::upper_bound(at(first), v.end(), hi) - v.begin());
-    // merged: the new entries of [first, last); edits: positions in it whose link to the entry before changed
-    // (an added entry, and the entry after it or after a dropped one).
-    merged.clear();
-    edits.clear();
-    size_t k = first, a = 0, d = 0;
+    const size_t n = v.size();
+    blocks.clear();
+    inserts.clear();
+    edits.clear();  // final positions x whose link from x - 1 changed
+    size_t k = 0, a = 0, d = 0;
+    std::ptrdiff_t off = 0;  // where the entries from k on go: k + off
     while (a < added.size() || d < dropped.size()) {
       const bool drop = d < dropped.size() && (a == added.size() || dropped[d] <= added[a]);
-      const int32_t slot = drop ? dropped[d] : added[a];
-      const size_t to = static_cast<size_t>(std::lower_bound(at(k), at(last), slot) - v.begin());
-      merged.insert(merged.end(), at(k), at(to));
+      const int32_t slot = drop ? dropped[d++] : added[a++];
+      // The first entry from k on not below `slot`, by a search that widens from k (edits often lie close).
+      size_t lo = k, hi = k, step = 1;
+      while (hi < n && v[hi] < slot) {
+        lo = hi + 1;
+        hi += step;
+        step *= 2;
+      }
+      const size_t to = static_cast<size_t>(std::lower_bound(at(lo), at(std::min(hi, n)), slot) - v.begin());
+      if (to > k && off != 0) blocks.push_back({k, to, off});
       k = to;
       if (drop) {
-        ++k;  // v[k] == slot
-        ++d;
+        ++k;  // v[k - 1] == slot
+        --off;
       } else {
-        edits.push_back(static_cast<int32_t>(merged.size()));
-        merged.push_back(slot);
-        ++a;
+        inserts.push_back({static_cast<size_t>(static_cast<std::ptrdiff_t>(k) + off), slot});
+        edits.push_back(inserts.back().to);
+        ++off;
       }
-      edits.push_back(static_cast<int32_t>(merged.size()));
+      edits.push_back(static_cast<size_t>(static_cast<std::ptrdiff_t>(k) + off));
     }
-    merged.insert(merged.end(), at(k), at(last));
-    // The range becomes `merged`: the entries after it move once, and only when the length changes.
-    if (merged.size() > last - first) v.insert(at(last), merged.size() - (last - first), 0);
-    else if (merged.size() < last - first) v.erase(at(first + merged.size()), at(last));
-    std::copy(merged.begin(), merged.end(), at(first));
-    for (int32_t e : edits) {
-      const size_t x = first + static_cast<size_t>(e);
-      if (x > 0 && x < v.size()) link(slot_task[v[x - 1]], slot_task[v[x]]);
-    }
+    if (n > k && off != 0) blocks.push_back({k, n, off});
+    const size_t size = static_cast<size_t>(static_cast<std::ptrdiff_t>(n) + off);
+    if (size > n) v.resize(size);
+    for (const Block& b : blocks)
+      if (b.off < 0) std::copy(at(b.begin), at(b.end), at(b.begin) + b.off);
+    for (auto b = blocks.rbegin(); b != blocks.rend(); ++b)
+      if (b->off > 0) std::copy_backward(at(b->begin), at(b->end), at(b->end) + b->off);
+    for (const Insert& x : inserts) v[x.to] = x.slot;
+    v.resize(size);
+    for (size_t x : edits)
+      if (x > 0 && x < size) {
+        const int32_t p = slot_task[v[x - 1]], q = slot_task[v[x]];
+        res_next[p] = q;
+        tm.res_prev[q] = p;
+      }
     res_first[r] = v.empty() ? -1 : slot_task[v.front()];
     run.last_task[r] = v.empty() ? -1 : slot_task[v.back()];
     if (!v.empty()) {
