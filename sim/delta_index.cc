@@ -74,7 +74,7 @@ void DeltaSimulator::Impl::Layout() {
   const int32_t n = static_cast<int32_t>(tm.order.size());
   const int32_t slots = sim::FreshSlots(n);
   slot_task.assign(static_cast<size_t>(slots), -1);
-  for (auto* v : {&slot_ready, &slot_start, &slot_end}) v->assign(static_cast<size_t>(slots), 0);
+  for (auto* v : {&slot_ready, &slot_start, &slot_end}) v->resize(static_cast<size_t>(slots));  // holes: unread
   slot_res.assign(static_cast<size_t>(slots), -1);
   chunk_shift.assign(static_cast<size_t>((slots >> kChunkBits) + 1), 0);
   std::fill(pos.begin(), pos.end(), -1);
@@ -150,7 +150,7 @@ void DeltaSimulator::Impl::Relayout() {
   const int32_t old_slots = static_cast<int32_t>(slot_task.size());
   const int32_t slots = sim::FreshSlots(placed);
   relaid_task.assign(static_cast<size_t>(slots), -1);
-  for (auto* v : {&relaid_ready, &relaid_start, &relaid_end}) v->assign(static_cast<size_t>(slots), 0);
+  for (auto* v : {&relaid_ready, &relaid_start, &relaid_end}) v->resize(static_cast<size_t>(slots));  // holes: unread
   slot_res.assign(static_cast<size_t>(slots), -1);  // by new slot (the loop reads the old layout's other arrays)
   for (auto& v : res_slots) v.clear();
   int32_t k = 0;
