@@ -205,7 +205,8 @@ struct DeltaSimulator::Impl {
   Status FullRebuild();
   // Lays the order out afresh from run.timing (absolute times and the compact order).
   void Layout();
-  // Lays the current order out afresh (holes spread evenly, chunk shifts folded into the stored times).
+  // Lays the current order out afresh (holes spread evenly, chunk shifts folded into the stored times) and
+  // rebuilds the per-resource slot lists and links from it.
   void Relayout();
   // Finish's alternative to Place for a large window: writes the new order (the window merged with the tasks
   // that kept their slots, each window task after those before its `after`; the tasks from `cut` on moved by
@@ -221,15 +222,19 @@ struct DeltaSimulator::Impl {
                          std::vector<int32_t>* last) const;
   // Gives the window's tasks (final absolute times in cur_*) slots from `begin` on, moving tasks that kept their
   // slots on where they are in the way (those from `cut` on by `shift`), moves the rest of the schedule by
-  // `shift`, and updates the indexes; `reindex` lists tasks whose predecessors changed.
+  // `shift`, and updates the indexes (or lays the order out afresh when due); `reindex` lists tasks whose
+  // predecessors changed.
   void Place(int32_t begin, int32_t cut, sim::Time shift, const std::vector<int32_t>& reindex);
   // Place's steps, in order. PlaceWindow gives the window's tasks their slots (and the kept tasks in the way, in
   // `displaced`, the slots after them) and returns the first slot of the rest (at least `cut`), whose tasks keep
   // their slots; ShiftRest moves those by `shift`; UpdateResourceSlots applies the recorded slot changes to the
-  // per-resource slot lists and links; ReindexPlaced recomputes the predecessor entries the placing changed.
+  // per-resource slot lists and links (unless a relayout follows); ReindexPlaced recomputes the predecessor entries
+  // the placing changed.
   int32_t PlaceWindow(int32_t begin, int32_t cut, sim::Time shift);
   void ShiftRest(int32_t rest, sim::Time shift);
   void UpdateResourceSlots();
+  // Instead of UpdateResourceSlots when a relayout follows: forgets the recorded slot changes.
+  void DropSlotEdits();
   void ReindexPlaced(const std::vector<int32_t>& reindex);
   // Puts q's task at slot s (growing the layout when s is past its end), displacing a kept task found there (its
   // times moved by `shift` when s >= cut); returns s + 1.

@@ -145,14 +145,17 @@ void DeltaSimulator::Impl::Relayout() {
   // The same order with holes spread evenly again and every chunk's shift folded into the stored times. The
   // predecessor entries name tasks and depend only on the order and the times, so they stay right; the chunk
   // bounds name slots and are recomputed (now rather than when next needed: the change that asked for the new
-  // layout pays for it).
+  // layout pays for it); the per-resource slot lists and links are rebuilt along the order.
   const sim::TaskGraph& tg = run.tg;
+  sim::Timing& tm = run.timing;
   const int32_t old_slots = static_cast<int32_t>(slot_task.size());
   const int32_t slots = sim::FreshSlots(placed);
   relaid_task.assign(static_cast<size_t>(slots), -1);
   for (auto* v : {&relaid_ready, &relaid_start, &relaid_end}) v->resize(static_cast<size_t>(slots));  // holes: unread
   slot_res.assign(static_cast<size_t>(slots), -1);  // by new slot (the loop reads the old layout's other arrays)
   for (auto& v : res_slots) v.clear();
+  std::fill(res_first.begin(), res_first.end(), -1);
+  std::fill(run.last_task.begin(), run.last_task.end(), -1);
   int32_t k = 0;
   for (int32_t s = 0; s < old_slots; ++s) {
     const int32_t t = slot_task[s];  // Place leaves no stale entries (as WriteTimes relies on too)
@@ -166,6 +169,12 @@ void DeltaSimulator::Impl::Relayout() {
     pos[t] = to;
     const int32_t r = slot_res[to] = tg.resource[t];
     res_slots[r].push_back(to);
+    const int32_t prev = run.last_task[r];
+    tm.res_prev[t] = prev;
+    if (prev >= 0) res_next[prev] = t;
+    else res_first[r] = t;
+    res_next[t] = -1;
+    run.last_task[r] = t;
   }
   slot_task.swap(relaid_task);
   slot_ready.swap(relaid_ready);
@@ -215,8 +224,25 @@ void DeltaSimulator::Impl::LoadResourceState(int32_t slot, const std::vector<int
 void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const std::vector<int32_t>& reindex) {
   const int32_t rest = PlaceWindow(begin, cut, shift);
   ShiftRest(rest, shift);
-  UpdateResourceSlots();
+  // Lay the order out afresh when few holes are left, or when this change rewrote so many slots that the region
+  // it packed (without holes) would make later changes there move many tasks (and this one already did work of
+  // that order). The relayout rebuilds the per-resource lists, so the recorded edits are then dropped.
+  const bool relayout = static_cast<int64_t>(slot_task.size()) - placed < placed / (2 * sim::kHoleEvery) ||
+                        static_cast<int64_t>(window.size() + displaced.size()) >
+                            std::max(placed / sim::kRelayoutDivisor, sim::kRelayoutMinSlots);
+  if (relayout) DropSlotEdits();
+  else UpdateResourceSlots();
   ReindexPlaced(reindex);
+  if (relayout) Relayout();
+}
+
+void DeltaSimulator::Impl::DropSlotEdits() {
+  for (int32_t r : changed_res) {
+    res_added[r].clear();
+    res_dropped[r].clear();
+  }
+  changed_res.clear();
+  stale.clear();
 }
 
 void DeltaSimulator::Impl::GrowSlots(int32_t s) {
@@ -484,13 +510,6 @@ Status DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
     return Status::Ok();
   }
   Place(begin, cut, shift, scratch.reindex);
-  // Lay the order out afresh when few holes are left, or when this change rewrote so many slots that the region
-  // it packed (without holes) would make later changes there move many tasks (and this one already did work of
-  // that order).
-  if (static_cast<int64_t>(slot_task.size()) - placed < placed / (2 * sim::kHoleEvery) ||
-      static_cast<int64_t>(window.size() + displaced.size()) >
-          std::max(placed / sim::kRelayoutDivisor, sim::kRelayoutMinSlots))
-    Relayout();
   return Status::Ok();
 }
 
