@@ -49,9 +49,8 @@ void PlacementState::InitIterative() {
 }
 
 void PlacementState::RefreshTimeFromDelta() {
-  // The peaks (for the overage) only when the step may run out of memory.
-  cost_ = delta_->oom() ? CostOf(delta_->step_time(), delta_->device_peaks(), game_->topology())
-                        : StepCost{delta_->step_time(), false, 0.0};
+  // The memory peaks only of the devices that may run out of memory (DeltaSimulator::step_cost).
+  cost_ = delta_->step_cost();
   evaluated_ = true;
 }
 

@@ -60,6 +60,7 @@ void AppendEntry(std::vector<int32_t>& pool, int32_t& off, int32_t& cnt, int32_t
 Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& changes, Time* query_step) {
   retimed = 0;
   peaks_valid = false;
+  risky_valid = false;
   DeltaSweep sweep(*this, query_step != nullptr);
   // A change just asked about (and nothing made since) needs no sweep: the query's outcome is placed.
   const bool replay = !query_step && memo.valid && memo.changes == changes;

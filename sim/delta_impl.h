@@ -120,6 +120,12 @@ struct DeltaSimulator::Impl {
   // check and the penalty then read the same); every Apply and FullRebuild drops them.
   mutable std::vector<int64_t> peaks_memo;
   mutable bool peaks_valid = false;
+  // Per device once RiskyPeaks() computed them: the peak (static + dynamic) where the device could not hold all
+  // its buffers at once, else that bound (static + every buffer's bytes, at most its memory); dropped like
+  // peaks_memo.
+  mutable std::vector<int64_t> risky_memo;
+  mutable std::vector<uint8_t> risky;
+  mutable bool risky_valid = false;
   int64_t retimed = 0;
   int32_t live_tasks = 0;
 
@@ -202,6 +208,9 @@ struct DeltaSimulator::Impl {
 
   // The step of the current schedule in ticks: the latest end of a resource's last task plus its latency.
   sim::Time StepTicks() const;
+  // risky_memo (computed when not valid): the peaks of the devices that may overflow, from one pass over the
+  // order that adds only their buffers (times read from the layout), and the bound for the others.
+  const std::vector<int64_t>& RiskyPeaks() const;
   Status FullRebuild();
   // Lays the order out afresh from run.timing (absolute times and the compact order).
   void Layout();

@@ -32,6 +32,7 @@ void DeltaSimulator::Impl::GrowScratch() {
 
 Status DeltaSimulator::Impl::FullRebuild() {
   peaks_valid = false;
+  risky_valid = false;
   if (Status s = run.Run(builder, engine, strategy, sim::Record::kAll); !s) return s;
   live_tasks = run.tg.num_tasks();
   for (auto* v : {&state, &mark, &moved}) v->clear();

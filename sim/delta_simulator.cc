@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sim/delta_impl.h"
+#include "sim/objective.h"
 
 namespace devplace {
 
@@ -75,15 +76,46 @@ SimResult DeltaSimulator::result() const {
 
 bool DeltaSimulator::oom() const {
   const Impl& m = *impl_;
-  // Without a device whose buffers could exceed its room even if all were alive at once, no peak can: O(devices).
-  bool may = false;
-  for (DeviceId d = 0; d < m.topology.num_devices(); ++d)
-    may |= m.run.static_bytes[d] + m.run.totals.held[d] > m.topology.device(d).memory_bytes;
-  if (!may) return false;
-  const std::vector<int64_t> peaks = device_peaks();
+  const std::vector<int64_t>& peaks = m.RiskyPeaks();
   for (DeviceId d = 0; d < m.topology.num_devices(); ++d)
     if (peaks[d] > m.topology.device(d).memory_bytes) return true;
   return false;
+}
+
+StepCost DeltaSimulator::step_cost() const { return CostOf(step_time(), impl_->RiskyPeaks(), impl_->topology); }
+
+const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
+  if (risky_valid) return risky_memo;
+  // A device whose buffers, all alive at once, fit cannot overflow: its bound stands for its peak. Only when some
+  // device's buffers could not all fit does a pass over the order add the buffers of those devices.
+  const int32_t devices = topology.num_devices();
+  risky_memo.resize(static_cast<size_t>(devices));
+  risky.assign(static_cast<size_t>(devices), 0);
+  bool any = false;
+  for (DeviceId d = 0; d < devices; ++d) {
+    risky_memo[d] = run.static_bytes[d] + run.totals.held[d];
+    risky[d] = risky_memo[d] > topology.device(d).memory_bytes;
+    any |= risky[d] != 0;
+  }
+  if (any) {
+    const sim::TaskGraph& tg = run.tg;
+    Time max_end = 0;
+    for (int32_t t : run.last_task)
+      if (t >= 0) max_end = std::max(max_end, End(t));
+    peaks.Begin(devices, tg.num_tasks(), max_end);
+    for (int32_t s = 0; s < static_cast<int32_t>(slot_task.size()); ++s) {
+      const int32_t t = slot_task[s];
+      if (t < 0 || tg.mem_bytes[t] == 0 || !risky[tg.mem_device[t]]) continue;
+      Time free = End(t);  // sim::BufferFree over the layout: the latest end of the task and its consumers
+      for (int32_t k = 0; k < tg.succ_cnt[t]; ++k) free = std::max(free, End(tg.succ_pool[tg.succ_off[t] + k]));
+      peaks.Add(tg.mem_device[t], slot_start[s] + Shift(s), free, tg.mem_bytes[t]);
+    }
+    const std::vector<int64_t> dynamic = peaks.Finish();
+    for (DeviceId d = 0; d < devices; ++d)
+      if (risky[d]) risky_memo[d] = run.static_bytes[d] + dynamic[d];
+  }
+  risky_valid = true;
+  return risky_memo;
 }
 
 std::vector<int64_t> DeltaSimulator::device_peaks() const {

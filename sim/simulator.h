@@ -116,6 +116,8 @@ class Simulator {
 
 // Incremental simulator. Holds the last simulated state; SetConfig re-times only what a change reaches.
 // `graph` and `topology` must outlive the object. Move-only; not thread-safe.
+struct StepCost;  // sim/objective.h
+
 class DeltaSimulator {
  public:
   // Validates like Simulate and runs a full simulation.
@@ -140,10 +142,15 @@ class DeltaSimulator {
   double step_time() const;
   // Full result of the current strategy, equal to Simulate(graph, topology, strategy(), cost, options).
   SimResult result() const;
-  // Whether the current strategy runs out of memory, equal to result().oom: O(devices) when every device would
-  // hold all its buffers at once (an upper bound of its peak), else one pass over the timeline for the memory
-  // peaks, without the statistics and critical path that result() assembles.
+  // Whether the current strategy runs out of memory, equal to result().oom: O(devices) when every device could
+  // hold all its buffers at once (an upper bound of its peak), else one pass over the order for the memory peaks
+  // of the devices that could not (the only ones that may overflow), without the statistics and critical path
+  // that result() assembles.
   bool oom() const;
+  // The cost of the current strategy, equal to CostOf(result(), topology) (sim/objective.h), from the same
+  // peaks as oom() (a device that could hold all its buffers at once adds no overage): what an environment or a
+  // search needs per step.
+  StepCost step_cost() const;
   // Peak bytes per device (static + dynamic), equal to result().devices[d].peak_bytes: the memory pass alone.
   std::vector<int64_t> device_peaks() const;
   // Tasks re-timed by the last SetConfig/SetConfigs call (a measure of how far the change reached).

@@ -459,7 +459,7 @@ TEST(DeltaSimulator, OomFromTheBoundAndFromThePeaksMatchesTheFullModel) {
   const CostModel cost = MakeAnalyticCostModel();
   const int64_t all = 31 * OutputBytes(graph.op(sink));  // every output on one device
   std::mt19937_64 rng(5);
-  int ooms = 0, fits = 0;
+  int ooms = 0, fits = 0, one_fits = 0;
   for (int64_t room = all / 6; room <= all * 3 / 2; room += all / 12) {
     TopologyBuilder sized("sized");
     sized.add_device(testing::MakeDevice("d0", room));
@@ -480,10 +480,17 @@ TEST(DeltaSimulator, OomFromTheBoundAndFromThePeaksMatchesTheFullModel) {
       ASSERT_EQ(from_peaks.oom, from_result.oom);
       ASSERT_EQ(from_peaks.overage, from_result.overage);
       ASSERT_EQ(from_peaks.step_time, from_result.step_time);
+      // And so does step_cost(), from the peaks of the devices that may overflow alone.
+      const StepCost cost_now = moving->step_cost();
+      ASSERT_EQ(cost_now.oom, from_result.oom);
+      ASSERT_EQ(cost_now.overage, from_result.overage);
+      ASSERT_EQ(cost_now.step_time, from_result.step_time);
+      one_fits += full && cost_now.overage > 0 && (moving->device_peaks()[0] <= room || moving->device_peaks()[1] <= room);
     }
   }
   EXPECT_GT(ooms, 20);
   EXPECT_GT(fits, 20);
+  EXPECT_GT(one_fits, 5);  // OOM states where one device fits, which step_cost() answers from its bound
 }
 
 TEST(DeltaSimulator, MultiOpChangesAndNoOpChanges) {
