@@ -493,6 +493,35 @@ TEST(DeltaSimulator, OomFromTheBoundAndFromThePeaksMatchesTheFullModel) {
   EXPECT_GT(one_fits, 5);  // OOM states where one device fits, which step_cost() answers from its bound
 }
 
+// The shift check's first test (TaskFails) reads a fresh layout's earliest-predecessor entry: a clean task after
+// the cut whose inputs all run after the cut moves with the rest. Here t has two inputs: p1, on t's own device,
+// dequeued at the start but running long (it binds t), and the transfer of p2's output, which runs after the cut.
+// Moving x delays its chain (y, p2, p2's transfer) by a constant, but t stays where p1 puts it. Naming the transfer
+// as t's earliest predecessor (or any slot after the cut) would move t with the rest.
+TEST(DeltaSimulator, ATaskBoundByAnInputSettledBeforeTheCutKeepsItsTime) {
+  GraphBuilder b("late-join");
+  const OpId s = b.add_op(testing::MakeOp("s", 1e9));
+  const OpId x = b.add_op(testing::MakeOp("x", 1e9));
+  const OpId y = b.add_op(testing::MakeOp("y", 1e9));
+  const OpId p2 = b.add_op(testing::MakeOp("p2", 1e9));
+  const OpId p1 = b.add_op(testing::MakeOp("p1", 1e12));
+  const OpId t = b.add_op(testing::MakeOp("t", 1e9));
+  for (auto [from, to] : {std::pair{s, x}, {x, y}, {y, p2}, {p2, t}, {p1, t}}) b.add_edge(from, to);
+  const Graph graph = std::move(b).Build().value();
+  const Topology topo = testing::FullyConnected(3, 10e9, 5e-6);
+  const CostModel cost = MakeAnalyticCostModel();
+  Expected<DeltaSimulator> delta = DeltaSimulator::Create(graph, topo, Strategy::FromPlacement({0, 0, 0, 0, 1, 1}), cost);
+  ASSERT_TRUE(delta.ok());
+  const double before = delta->step_time();
+  for (DeviceId d : {2, 0, 2}) {  // (not device 1, where x would wait for p1)
+    ASSERT_TRUE(delta->SetConfig(x, OpConfig{{d}, {}}).ok());
+    const Expected<SimResult> full = Simulate(graph, topo, delta->strategy(), cost);
+    ASSERT_TRUE(full.ok());
+    ExpectSameResult(delta->result(), *full, "x on device " + std::to_string(d));
+    EXPECT_EQ(delta->step_time(), before);  // p1 and t set the step wherever x runs
+  }
+}
+
 TEST(DeltaSimulator, MultiOpChangesAndNoOpChanges) {
   const Graph graph = RandomTrainingGraph(11, 50);
   const Topology topo = testing::FullyConnected(4, 50e9, 2e-6);
