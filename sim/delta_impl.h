@@ -222,6 +222,11 @@ struct DeltaSimulator::Impl {
   // `shift`) with absolute times into run.timing and lays it out afresh (Layout). The removed tasks must have
   // left their slots.
   void LayoutMerged(int32_t cut, sim::Time shift);
+  // Empties the per-resource slot lists and links (every resource without tasks), for a layout to append to.
+  void ClearResourceLists();
+  // Gives task t `slot` (its resource in slot_res) and appends it to its resource's slot list and links: `slot`
+  // comes after every slot appended since ClearResourceLists.
+  void AppendToResource(int32_t t, int32_t slot);
   // Sizes the chunk bounds to the layout and computes them.
   void IndexChunks();
   void GrowScratch();

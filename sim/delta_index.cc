@@ -79,10 +79,7 @@ void DeltaSimulator::Impl::Layout() {
   slot_res.assign(static_cast<size_t>(slots), -1);
   chunk_shift.assign(static_cast<size_t>((slots >> kChunkBits) + 1), 0);
   std::fill(pos.begin(), pos.end(), -1);
-  res_slots.resize(static_cast<size_t>(tg.num_resources));
-  for (auto& v : res_slots) v.clear();
-  res_first.assign(static_cast<size_t>(tg.num_resources), -1);
-  run.last_task.assign(static_cast<size_t>(tg.num_resources), -1);
+  ClearResourceLists();
   for (int32_t k = 0; k < n; ++k) {
     const int32_t t = tm.order[k];
     const int32_t s = sim::FreshSlot(k);
@@ -91,14 +88,7 @@ void DeltaSimulator::Impl::Layout() {
     slot_ready[s] = tm.ready[t];
     slot_start[s] = tm.start[t];
     slot_end[s] = tm.end[t];
-    const int32_t r = slot_res[s] = tg.resource[t];
-    res_slots[r].push_back(s);
-    const int32_t prev = run.last_task[r];
-    tm.res_prev[t] = prev;
-    if (prev >= 0) res_next[prev] = t;
-    else res_first[r] = t;
-    res_next[t] = -1;
-    run.last_task[r] = t;
+    AppendToResource(t, s);
   }
   placed = n;
   // IndexPreds for every task, reading the times from `tm` (equal to the layout's, without the slot lookups).
@@ -106,6 +96,25 @@ void DeltaSimulator::Impl::Layout() {
   res_added.resize(static_cast<size_t>(tg.num_resources));
   res_dropped.resize(static_cast<size_t>(tg.num_resources));
   IndexChunks();
+}
+
+void DeltaSimulator::Impl::ClearResourceLists() {
+  const size_t resources = static_cast<size_t>(run.tg.num_resources);
+  res_slots.resize(resources);
+  for (auto& v : res_slots) v.clear();
+  res_first.assign(resources, -1);
+  run.last_task.assign(resources, -1);
+}
+
+void DeltaSimulator::Impl::AppendToResource(int32_t t, int32_t slot) {
+  const int32_t r = slot_res[slot] = run.tg.resource[t];
+  res_slots[r].push_back(slot);
+  const int32_t prev = run.last_task[r];
+  run.timing.res_prev[t] = prev;
+  if (prev >= 0) res_next[prev] = t;
+  else res_first[r] = t;
+  res_next[t] = -1;
+  run.last_task[r] = t;
 }
 
 void DeltaSimulator::Impl::IndexChunks() {
@@ -147,16 +156,12 @@ void DeltaSimulator::Impl::Relayout() {
   // predecessor entries name tasks and depend only on the order and the times, so they stay right; the chunk
   // bounds name slots and are recomputed (now rather than when next needed: the change that asked for the new
   // layout pays for it); the per-resource slot lists and links are rebuilt along the order.
-  const sim::TaskGraph& tg = run.tg;
-  sim::Timing& tm = run.timing;
   const int32_t old_slots = static_cast<int32_t>(slot_task.size());
   const int32_t slots = sim::FreshSlots(placed);
   relaid_task.assign(static_cast<size_t>(slots), -1);
   for (auto* v : {&relaid_ready, &relaid_start, &relaid_end}) v->resize(static_cast<size_t>(slots));  // holes: unread
   slot_res.assign(static_cast<size_t>(slots), -1);  // by new slot (the loop reads the old layout's other arrays)
-  for (auto& v : res_slots) v.clear();
-  std::fill(res_first.begin(), res_first.end(), -1);
-  std::fill(run.last_task.begin(), run.last_task.end(), -1);
+  ClearResourceLists();
   int32_t k = 0;
   for (int32_t s = 0; s < old_slots; ++s) {
     const int32_t t = slot_task[s];  // Place leaves no stale entries (as WriteTimes relies on too)
@@ -168,14 +173,7 @@ void DeltaSimulator::Impl::Relayout() {
     relaid_start[to] = slot_start[s] + o;
     relaid_end[to] = slot_end[s] + o;
     pos[t] = to;
-    const int32_t r = slot_res[to] = tg.resource[t];
-    res_slots[r].push_back(to);
-    const int32_t prev = run.last_task[r];
-    tm.res_prev[t] = prev;
-    if (prev >= 0) res_next[prev] = t;
-    else res_first[r] = t;
-    res_next[t] = -1;
-    run.last_task[r] = t;
+    AppendToResource(t, to);
   }
   slot_task.swap(relaid_task);
   slot_ready.swap(relaid_ready);
