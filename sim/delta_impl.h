@@ -225,8 +225,17 @@ struct DeltaSimulator::Impl {
   // Empties the per-resource slot lists and links (every resource without tasks), for a layout to append to.
   void ClearResourceLists();
   // Gives task t `slot` (its resource in slot_res) and appends it to its resource's slot list and links: `slot`
-  // comes after every slot appended since ClearResourceLists.
-  void AppendToResource(int32_t t, int32_t slot);
+  // comes after every slot appended since ClearResourceLists. (Here, to be inlined into the layouts' loops.)
+  void AppendToResource(int32_t t, int32_t slot) {
+    const int32_t r = slot_res[slot] = run.tg.resource[t];
+    res_slots[r].push_back(slot);
+    const int32_t prev = run.last_task[r];
+    run.timing.res_prev[t] = prev;
+    if (prev >= 0) res_next[prev] = t;
+    else res_first[r] = t;
+    res_next[t] = -1;
+    run.last_task[r] = t;
+  }
   // Sizes the chunk bounds to the layout and computes them.
   void IndexChunks();
   void GrowScratch();

@@ -106,17 +106,6 @@ void DeltaSimulator::Impl::ClearResourceLists() {
   run.last_task.assign(resources, -1);
 }
 
-void DeltaSimulator::Impl::AppendToResource(int32_t t, int32_t slot) {
-  const int32_t r = slot_res[slot] = run.tg.resource[t];
-  res_slots[r].push_back(slot);
-  const int32_t prev = run.last_task[r];
-  run.timing.res_prev[t] = prev;
-  if (prev >= 0) res_next[prev] = t;
-  else res_first[r] = t;
-  res_next[t] = -1;
-  run.last_task[r] = t;
-}
-
 void DeltaSimulator::Impl::IndexChunks() {
   const size_t chunks = chunk_shift.size();
   chunk_min_pred.assign(chunks, kNoSlot);
