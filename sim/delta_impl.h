@@ -236,7 +236,7 @@ struct DeltaSimulator::Impl {
     res_next[t] = -1;
     run.last_task[r] = t;
   }
-  // Sizes the chunk bounds to the layout and computes them.
+  // Sizes the chunk bounds to the layout, all stale (RefreshChunk computes one when a shift check reads it).
   void IndexChunks();
   void GrowScratch();
   // Free time and last task of each resource just before slot `slot`, looked up for `resources` (a list that

@@ -111,8 +111,7 @@ void DeltaSimulator::Impl::IndexChunks() {
   chunk_min_pred.assign(chunks, kNoSlot);
   chunk_min_bind.assign(chunks, kNoSlot);
   chunk_min_ready.assign(chunks, 0);
-  chunk_stale.assign(chunks, 0);
-  for (int32_t c = 0; c < static_cast<int32_t>(chunks); ++c) RefreshChunk(c);
+  chunk_stale.assign(chunks, 1);  // computed when a shift check first reads them
 }
 
 void DeltaSimulator::Impl::DropSlot(int32_t t, int32_t slot) {
@@ -143,8 +142,9 @@ void DeltaSimulator::Impl::WriteTimes(sim::Timing& into) const {
 void DeltaSimulator::Impl::Relayout() {
   // The same order with holes spread evenly again and every chunk's shift folded into the stored times. The
   // predecessor entries name tasks and depend only on the order and the times, so they stay right; the chunk
-  // bounds name slots and are recomputed (now rather than when next needed: the change that asked for the new
-  // layout pays for it); the per-resource slot lists and links are rebuilt along the order.
+  // bounds name slots and are marked stale (recomputed when a shift check next reads them: the chunks no check
+  // reads before the next layout are never computed); the per-resource slot lists and links are rebuilt along
+  // the order.
   const int32_t old_slots = static_cast<int32_t>(slot_task.size());
   const int32_t slots = sim::FreshSlots(placed);
   relaid_task.assign(static_cast<size_t>(slots), -1);
