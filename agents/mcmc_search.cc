@@ -94,12 +94,6 @@ class MemoryLedger {
   std::vector<int64_t> used_;
 };
 
-// The exact cost of the simulator's current strategy; the full result (for the overage) only when it is OOM.
-StepCost ExactCost(const DeltaSimulator& sim, const Topology& topology) {
-  if (!sim.oom()) return StepCost{sim.step_time(), false, 0.0};
-  return CostOf(sim.step_time(), sim.device_peaks(), topology);
-}
-
 // The better (by the objective's order, sim/objective.h) of the expert's and m-ETF's strategies. When the
 // evaluation budget cannot pay for comparing them (the expert's splits, one per device, two simulations and the
 // walk's first), m-ETF's strategy, which costs no simulation.
@@ -150,7 +144,7 @@ Expected<ChainBest> Walk(const SearchProblem& problem, const McmcOptions& option
   // is checked exactly and ranked by the objective's order.
   auto penalised = [&](const StepCost& cost) { return cost.Penalised(scale, options.oom_penalty); };
   double current = penalised(ledger.Cost(sim->step_time()));
-  StepCost best = ExactCost(*sim, *problem.topology);
+  StepCost best = sim->step_cost();
   Strategy best_strategy = start;
   Chain chain(problem, options, seed);
   std::vector<std::pair<OpId, OpConfig>> proposal, undo;
@@ -184,7 +178,7 @@ Expected<ChainBest> Walk(const SearchProblem& problem, const McmcOptions& option
     };
     if (next_cost < best) {
       if (Status s = make(); !s.ok()) return s.error();
-      next_cost = ExactCost(*sim, *problem.topology);
+      next_cost = sim->step_cost();
     }
     const double next = penalised(next_cost);
     if (made && next_cost < best) {
