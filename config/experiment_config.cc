@@ -86,6 +86,9 @@ void ReadPpo(const nlohmann::json& value, const std::string& source, PpoConfig* 
   if (p->gae_lambda > 1.0) o.fail("gae_lambda", "must be in [0, 1]");
   if (o.has("demonstrations")) p->demonstrations = ReadStringList(o, "demonstrations");
   p->demonstration_coef = o.number_or("demonstration_coef", p->demonstration_coef, 0.0);
+  p->demonstration_refine_groups = Int(o, "demonstration_refine_groups", p->demonstration_refine_groups, 0, 100'000);
+  if (p->demonstration_refine_groups > 0 && p->demonstrations.empty())
+    o.fail("demonstration_refine_groups", "needs ppo.demonstrations (it refines their best placement)");
   p->temperature = o.number_or("temperature", p->temperature, 0.0);
   if (p->temperature <= 0.0) o.fail("temperature", "must be > 0");
   o.finish();

@@ -60,6 +60,10 @@ struct PpoConfig {
   // Weight of a cross-entropy term pulling the policy towards the demonstrated devices (behaviour cloning),
   // decaying linearly to 0 over the iterations like the learning rate; 0: the demonstration is only an episode.
   double demonstration_coef = 0.0;
+  // With demonstrations: the number of heaviest groups whose actions coordinate descent refines in each training
+  // game's demonstration (agents/learned/demonstration.h RefineDemonstration, two passes); 0: none. Training only:
+  // fine-tuning replays the unrefined demonstration.
+  int32_t demonstration_refine_groups = 0;
   // The policy PPO samples and trains is softmax(logits / temperature): above 1 it explores more (fine-tuning a
   // policy whose training made it nearly deterministic), below 1 less. Greedy placement is unaffected.
   double temperature = 1.0;

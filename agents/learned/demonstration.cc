@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <numeric>
 #include <optional>
 
 #include "agents/search.h"
@@ -93,6 +94,55 @@ Expected<Demonstration> MakeDemonstration(const PlacementGame& game, const std::
     if (best.device_per_group.empty() || d.penalised_time < best.penalised_time) best = std::move(d);
   }
   return best;
+}
+
+Expected<int64_t> RefineDemonstration(const PlacementGame& game, int32_t groups, int32_t rounds, Demonstration* d) {
+  const int32_t n = game.num_groups();
+  if (static_cast<int32_t>(d->device_per_group.size()) != n) return Error{"refine: the demonstration has the wrong size"};
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  const DeviceId reference = game.reference_device();
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return game.group_seconds(a, reference) > game.group_seconds(b, reference);
+  });
+  order.resize(std::min(n, std::max(0, groups)));
+  std::vector<int32_t> actions = d->device_per_group;
+  int64_t evaluations = 0;
+  auto time_of = [&](const std::vector<int32_t>& a) -> Expected<double> {
+    Expected<SimResult> sim = game.Evaluate(a);
+    if (!sim) return Error{"refine on '" + game.graph().name() + "': " + sim.error().message};
+    ++evaluations;
+    return game.PenalisedTime(CostOf(*sim, game.topology()));
+  };
+  Expected<double> start = time_of(actions);
+  if (!start) return start.error();
+  double best = *start;
+  for (int32_t round = 0; round < rounds; ++round) {
+    bool changed = false;
+    for (int32_t g : order) {
+      const int32_t current = actions[g];
+      int32_t chosen = current;
+      for (int32_t a = 0; a < game.num_actions(); ++a) {
+        if (a == current || (game.is_split(a) && !game.can_split(g, a))) continue;
+        actions[g] = a;
+        Expected<double> t = time_of(actions);
+        if (!t) return t.error();
+        if (*t < best) {
+          best = *t;
+          chosen = a;
+        }
+      }
+      actions[g] = chosen;
+      changed = changed || chosen != current;
+    }
+    if (!changed) break;
+  }
+  if (best < d->penalised_time) {
+    d->algorithm += "+refine";
+    d->penalised_time = best;
+    d->device_per_group = std::move(actions);
+  }
+  return evaluations;
 }
 
 }  // namespace devplace

@@ -36,4 +36,14 @@ struct Demonstration {
 Expected<Demonstration> MakeDemonstration(const PlacementGame& game, const std::vector<std::string>& algorithms,
                                           uint64_t seed);
 
+// Improves a demonstration of `game` by coordinate descent in the game's action space: `rounds` passes over the
+// `groups` groups with the largest compute time on the reference device (heaviest first, lower id on ties); each
+// of them tries every device and every split action it can take, the other groups fixed, and keeps the action
+// with the lowest penalised time when it is strictly lower than the current one. Deterministic; a pass that
+// changes nothing ends the descent. This is how a teacher combines whole-group placements (the expert's model
+// parallelism) with a split of its heaviest groups (e.g. a softmax head split along the batch over the devices
+// the expert leaves idle), which no single search algorithm of the registry returns. When the time improves,
+// `algorithm` gets the suffix "+refine". Returns the number of evaluations; errors when a simulation fails.
+Expected<int64_t> RefineDemonstration(const PlacementGame& game, int32_t groups, int32_t rounds, Demonstration* d);
+
 }  // namespace devplace

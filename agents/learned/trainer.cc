@@ -58,6 +58,10 @@ Status AddDemonstrations(const ExperimentConfig& config, std::vector<GameEntry>*
   for (GameEntry& e : *entries) {
     Expected<Demonstration> d = MakeDemonstration(*e.game, algorithms, config.seed);
     if (!d) return Error{e.label + ": " + d.error().message};
+    if (config.ppo.demonstration_refine_groups > 0) {
+      Expected<int64_t> refined = RefineDemonstration(*e.game, config.ppo.demonstration_refine_groups, 2, &*d);
+      if (!refined) return Error{e.label + ": " + refined.error().message};
+    }
     e.demonstration = std::move(d->device_per_group);
     ++wins[d->algorithm];
     projected += d->projected_groups;

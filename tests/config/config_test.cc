@@ -108,6 +108,14 @@ TEST(ExperimentConfig, RejectsUnknownNamesAndMoreMinibatchesThanGraphs) {
   EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "ppo: {iterations: 0}\n", "e.yaml", ""))
                 .find("e.yaml: ppo.iterations: "),
             0u);
+  // Refining demonstrations needs demonstrations to refine.
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "ppo: {demonstration_refine_groups: 8}\n", "e.yaml", ""))
+                .find("e.yaml: ppo.demonstration_refine_groups: needs ppo.demonstrations"),
+            0u);
+  EXPECT_EQ(ExperimentConfigFromYaml(kExperiment + "ppo: {demonstrations: [expert], demonstration_refine_groups: 8}\n",
+                                     "e.yaml", "")
+                ->ppo.demonstration_refine_groups,
+            8);
   EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml("name: e\ntopologies: [t.yaml]\ntrain: [{zoo: gnmt2}, {zoo: vgg16, seed: 2}]\n",
                                              "e.yaml", ""))
                 .find("e.yaml: train[1].seeds: only family entries take seeds"),

@@ -118,6 +118,57 @@ TEST(SoapDemonstration, TofuDpIsProjectedOntoLegalCandidates) {
   EXPECT_EQ(d.penalised_time, game->PenalisedTime(CostOf(*game->Evaluate(d.device_per_group), game->topology())));
 }
 
+// Coordinate descent from the expert's placement of a small transformer member on the DGX-1: never worse, legal,
+// priced exactly, a local optimum of the refined groups (no single action of one of them is faster) and
+// deterministic; with no groups it only prices the demonstration.
+TEST(SoapDemonstration, RefineReachesALocalOptimumOfTheHeaviestGroups) {
+  auto game = OnDgx1("transformer");
+  const Demonstration expert = MakeDemonstration(*game, {"expert"}, 1).value();
+  Demonstration unchanged = expert;
+  EXPECT_EQ(RefineDemonstration(*game, 0, 2, &unchanged).value(), 1);
+  EXPECT_EQ(unchanged.device_per_group, expert.device_per_group);
+  EXPECT_EQ(unchanged.algorithm, "expert");
+
+  constexpr int32_t kGroups = 4;
+  Demonstration d = expert;
+  const int64_t evaluations = RefineDemonstration(*game, kGroups, 20, &d).value();
+  EXPECT_GT(evaluations, kGroups);
+  EXPECT_LT(d.penalised_time, expert.penalised_time) << "the expert leaves seven GPUs idle on this member";
+  EXPECT_EQ(d.algorithm, "expert+refine");
+  auto time_of = [&](const std::vector<int32_t>& actions) {
+    return game->PenalisedTime(CostOf(*game->Evaluate(actions), game->topology()));
+  };
+  EXPECT_EQ(d.penalised_time, time_of(d.device_per_group));
+  std::vector<int32_t> order(game->num_groups());
+  for (int32_t g = 0; g < game->num_groups(); ++g) order[g] = g;
+  const DeviceId reference = game->reference_device();
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return game->group_seconds(a, reference) > game->group_seconds(b, reference);
+  });
+  for (int32_t g = 0; g < game->num_groups(); ++g) {
+    const int32_t a = d.device_per_group[g];
+    if (game->is_split(a)) EXPECT_TRUE(game->can_split(g, a)) << "group " << g;
+    if (a != expert.device_per_group[g])
+      EXPECT_NE(std::find(order.begin(), order.begin() + kGroups, g), order.begin() + kGroups) << "group " << g;
+  }
+  for (int32_t k = 0; k < kGroups; ++k) {
+    const int32_t g = order[k];
+    std::vector<int32_t> moved = d.device_per_group;
+    for (int32_t a = 0; a < game->num_actions(); ++a) {
+      if (game->is_split(a) && !game->can_split(g, a)) continue;
+      moved[g] = a;
+      EXPECT_GE(time_of(moved), d.penalised_time) << "group " << g << " action " << a;
+    }
+  }
+  Demonstration again = expert;
+  EXPECT_EQ(RefineDemonstration(*game, kGroups, 20, &again).value(), evaluations);
+  EXPECT_EQ(again.device_per_group, d.device_per_group);
+
+  Demonstration wrong = expert;
+  wrong.device_per_group.pop_back();
+  EXPECT_FALSE(RefineDemonstration(*game, kGroups, 1, &wrong).ok());
+}
+
 // `devplace place` with a SOAP policy: a mesh over the target machine adds its axes' device lines to the
 // candidates the policy scores (as training does with its topologies' meshes), and a devices policy refuses one.
 TEST(SoapPlacement, MeshesOfTheTargetTopologyReachTheCandidates) {
