@@ -1,5 +1,7 @@
 #include "tests/testing/sim_fixtures.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <memory>
 #include <numeric>
@@ -166,6 +168,36 @@ Strategy RandomStrategy(const Graph& graph, int num_devices, double p_partition,
   Strategy s;
   for (OpId i = 0; i < graph.num_ops(); ++i) s.configs.push_back(RandomConfig(graph, i, num_devices, p_partition, rng));
   return s;
+}
+
+void ExpectSameResult(const SimResult& a, const SimResult& b, const std::string& where) {
+  SCOPED_TRACE(where);
+  EXPECT_EQ(a.step_time, b.step_time);
+  ASSERT_EQ(a.devices.size(), b.devices.size());
+  for (size_t d = 0; d < a.devices.size(); ++d) {
+    SCOPED_TRACE("device " + std::to_string(d));
+    EXPECT_EQ(a.devices[d].busy_seconds, b.devices[d].busy_seconds);
+    EXPECT_EQ(a.devices[d].utilisation, b.devices[d].utilisation);
+    EXPECT_EQ(a.devices[d].static_bytes, b.devices[d].static_bytes);
+    EXPECT_EQ(a.devices[d].peak_bytes, b.devices[d].peak_bytes);
+    EXPECT_EQ(a.devices[d].overage_bytes, b.devices[d].overage_bytes);
+    EXPECT_EQ(a.devices[d].num_tasks, b.devices[d].num_tasks);
+  }
+  ASSERT_EQ(a.links.size(), b.links.size());
+  for (size_t l = 0; l < a.links.size(); ++l) {
+    SCOPED_TRACE("link " + std::to_string(l));
+    EXPECT_EQ(a.links[l].busy_seconds, b.links[l].busy_seconds);
+    EXPECT_EQ(a.links[l].bytes, b.links[l].bytes);
+    EXPECT_EQ(a.links[l].num_tasks, b.links[l].num_tasks);
+  }
+  EXPECT_EQ(a.oom, b.oom);
+  EXPECT_EQ(a.oom_messages, b.oom_messages);
+  EXPECT_EQ(a.bytes_moved, b.bytes_moved);
+  EXPECT_EQ(a.num_tasks, b.num_tasks);
+  EXPECT_EQ(a.num_compute_tasks, b.num_compute_tasks);
+  EXPECT_EQ(a.cost_fallbacks, b.cost_fallbacks);
+  EXPECT_EQ(a.critical_path, b.critical_path);
+  EXPECT_EQ(a.critical_compute_seconds, b.critical_compute_seconds);
 }
 
 }  // namespace devplace::testing

@@ -11,6 +11,7 @@
 #include "core/strategy.h"
 #include "core/topology.h"
 #include "sim/cost_model.h"
+#include "sim/simulator.h"
 
 namespace devplace::testing {
 
@@ -41,5 +42,10 @@ Graph RandomTrainingGraph(uint64_t seed, int ops);
 // A random config for op `op`: a single device with probability 1 - p_partition, else a random partition.
 OpConfig RandomConfig(const Graph& graph, OpId op, int num_devices, double p_partition, std::mt19937_64& rng);
 Strategy RandomStrategy(const Graph& graph, int num_devices, double p_partition, std::mt19937_64& rng);
+
+// Expects `a` and `b` equal in every figure a simulation reports (step time, per-device and per-link statistics,
+// memory and its overage, OOM and its messages, tasks, bytes moved, cost fallbacks, critical path), under the trace
+// `where`. The timelines are not compared.
+void ExpectSameResult(const SimResult& a, const SimResult& b, const std::string& where = "");
 
 }  // namespace devplace::testing
