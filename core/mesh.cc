@@ -107,13 +107,20 @@ Expected<Mesh> ParseMeshShorthand(std::string_view shorthand, const std::vector<
   return mesh;
 }
 
-Expected<Mesh> MeshFromShorthand(std::string_view shorthand, const std::vector<std::string>& axes,
-                                 const Topology& topology, std::string name) {
+Expected<Mesh> ParseMeshShorthandFor(std::string_view shorthand, const std::vector<std::string>& axes,
+                                    const Topology& topology, std::string name) {
   Expected<Mesh> mesh = ParseMeshShorthand(shorthand, axes, std::move(name));
   if (!mesh.ok()) return mesh.error();
   if (mesh->size() > topology.num_devices())
     return Error{"mesh '" + std::string(shorthand) + "': needs " + std::to_string(mesh->size()) +
                  " devices but topology '" + topology.name() + "' has " + std::to_string(topology.num_devices())};
+  return mesh;
+}
+
+Expected<Mesh> MeshFromShorthand(std::string_view shorthand, const std::vector<std::string>& axes,
+                                 const Topology& topology, std::string name) {
+  Expected<Mesh> mesh = ParseMeshShorthandFor(shorthand, axes, topology, std::move(name));
+  if (!mesh.ok()) return mesh.error();
   mesh->devices = DefaultMeshDevices(topology, mesh->shape);
   if (Status st = ValidateMesh(*mesh, topology); !st.ok()) return st.error();
   return mesh;

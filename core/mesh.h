@@ -44,6 +44,11 @@ Status ValidateMesh(const Mesh& mesh, const Topology& topology);
 // not parse or the names do not match the rank.
 Expected<Mesh> ParseMeshShorthand(std::string_view shorthand, const std::vector<std::string>& axes, std::string name);
 
+// ParseMeshShorthand, and an error naming the shorthand when `topology` has fewer devices than the mesh has
+// positions ("mesh '2x8': needs 16 devices but topology 'dgx1-v100' has 8"). The devices are left empty.
+Expected<Mesh> ParseMeshShorthandFor(std::string_view shorthand, const std::vector<std::string>& axes,
+                                    const Topology& topology, std::string name);
+
 // The mesh of shape `shorthand` (ParseMeshShorthand) over the first devices of `topology` by id, laid out so that
 // every axis's collectives run over fast links (DefaultMeshDevices, core/mesh_layout.h; on a DGX-1 "8" is the
 // all-NVLink ring 0 1 2 3 7 5 6 4). Errors as ParseMeshShorthand, or when the topology has fewer devices than

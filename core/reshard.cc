@@ -169,11 +169,8 @@ Expected<Mesh> MeshAt(std::string_view text, const Topology& topology, std::stri
   std::vector<std::string> axes;
   for (size_t i = 0, n = std::count(shape.begin(), shape.end(), 'x') + 1; i < n; ++i)
     axes.push_back(std::string(1, 'a').append(std::to_string(i)));
-  Expected<Mesh> mesh = ParseMeshShorthand(shape, axes, std::move(name));
+  Expected<Mesh> mesh = ParseMeshShorthandFor(shape, axes, topology, std::move(name));
   if (!mesh.ok()) return mesh.error();
-  if (mesh->size() > topology.num_devices())
-    return Error{"mesh '" + std::string(shape) + "': needs " + std::to_string(mesh->size()) +
-                 " devices but topology '" + topology.name() + "' has " + std::to_string(topology.num_devices())};
   if (first + mesh->size() > topology.num_devices())
     return Error{"mesh '" + std::string(text) + "': devices " + std::to_string(first) + ".." +
                  std::to_string(first + mesh->size() - 1) + " run past topology '" + topology.name() + "' (" +

@@ -29,6 +29,7 @@ TEST(Reshard, MeshAtOffsetsDevices) {
   EXPECT_EQ(At("2x2", t).devices, (std::vector<DeviceId>{0, 1, 2, 3}));
   EXPECT_FALSE(MeshAt("1x4@5", t, "m").ok());
   EXPECT_FALSE(MeshAt("1x4@x", t, "m").ok());
+  EXPECT_EQ(MeshAt("4x4@0", t, "m").error().message, "mesh '4x4': needs 16 devices but topology '" + t.name() + "' has 8");
 }
 
 TEST(Reshard, AlpaNotationRoundTrips) {
