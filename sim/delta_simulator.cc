@@ -106,8 +106,7 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
     for (int32_t s = 0; s < static_cast<int32_t>(slot_task.size()); ++s) {
       const int32_t t = slot_task[s];
       if (t < 0 || tg.mem_bytes[t] == 0 || !risky[tg.mem_device[t]]) continue;
-      Time free = End(t);  // sim::BufferFree over the layout: the latest end of the task and its consumers
-      for (int32_t k = 0; k < tg.succ_cnt[t]; ++k) free = std::max(free, End(tg.succ_pool[tg.succ_off[t] + k]));
+      const Time free = sim::BufferFreeBy(tg, t, [this](int32_t u) { return End(u); });
       peaks.Add(tg.mem_device[t], slot_start[s] + Shift(s), free, tg.mem_bytes[t]);
     }
     const std::vector<int64_t> dynamic = peaks.Finish();

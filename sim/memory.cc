@@ -6,10 +6,7 @@
 namespace devplace::sim {
 
 Time BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task) {
-  Time free = timing.end[task];
-  const int32_t* s = tg.succ_pool.data() + tg.succ_off[task];
-  for (int32_t k = 0; k < tg.succ_cnt[task]; ++k) free = std::max(free, timing.end[s[k]]);
-  return free;
+  return BufferFreeBy(tg, task, [&](int32_t t) { return timing.end[t]; });
 }
 
 std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing& timing, Time max_end) {

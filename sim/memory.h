@@ -3,6 +3,7 @@
 // its successors ends; at equal times frees come before allocations.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -11,7 +12,17 @@
 
 namespace devplace::sim {
 
-// Time a task's buffer is freed: the latest end among the task and its successors.
+// Time a task's buffer is freed: the latest end among the task and its successors, each task's end read from
+// `end_of(task)` (the delta simulator reads them from its layout without materialising a Timing).
+template <class EndOf>
+Time BufferFreeBy(const TaskGraph& tg, int32_t task, const EndOf& end_of) {
+  Time free = end_of(task);
+  const int32_t* s = tg.succ_pool.data() + tg.succ_off[task];
+  for (int32_t k = 0; k < tg.succ_cnt[task]; ++k) free = std::max(free, end_of(s[k]));
+  return free;
+}
+
+// BufferFreeBy with the ends of `timing`.
 Time BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task);
 
 // Peak of the buffers alive at once on each device. Keeps its buffers between calls.
