@@ -64,7 +64,7 @@ void ReadPolicy(const nlohmann::json& value, const std::string& source, PolicyCo
   o.finish();
 }
 
-void ReadPpo(const nlohmann::json& value, const std::string& source, PpoConfig* p) {
+void ReadPpo(const nlohmann::json& value, const std::string& source, const std::string& base_dir, PpoConfig* p) {
   JsonObject o(value, source, "ppo");
   p->iterations = Int(o, "iterations", p->iterations, 1, 10'000'000);
   p->graphs_per_iteration = Int(o, "graphs_per_iteration", p->graphs_per_iteration, 1, 100'000);
@@ -89,12 +89,45 @@ void ReadPpo(const nlohmann::json& value, const std::string& source, PpoConfig* 
   p->demonstration_refine_groups = Int(o, "demonstration_refine_groups", p->demonstration_refine_groups, 0, 100'000);
   if (p->demonstration_refine_groups > 0 && p->demonstrations.empty())
     o.fail("demonstration_refine_groups", "needs ppo.demonstrations (it refines their best placement)");
+  p->init_policy = o.string_or("init_policy", "");
+  if (o.has("init_policy") && p->init_policy.empty()) o.fail("init_policy", "must not be empty");
+  if (!p->init_policy.empty()) p->init_policy = ResolveConfigPath(p->init_policy, base_dir);
   p->temperature = o.number_or("temperature", p->temperature, 0.0);
   if (p->temperature <= 0.0) o.fail("temperature", "must be > 0");
   o.finish();
 }
 
+// The keys of a train entry that name its own teachers (EntryDemonstrations); all optional.
+EntryDemonstrations ReadEntryDemonstrations(JsonObject& e) {
+  EntryDemonstrations d;
+  if (const nlohmann::json* list = e.optional("demonstrations")) {
+    RequireArray(*list, e.source(), e.path_of("demonstrations"));
+    d.demonstrations.emplace();
+    for (size_t i = 0; i < list->size(); ++i)
+      d.demonstrations->push_back(
+          ReadString((*list)[i], e.source(), e.path_of("demonstrations") + "[" + std::to_string(i) + "]"));
+  }
+  if (e.has("demonstration_coef")) d.demonstration_coef = e.number("demonstration_coef", 0.0);
+  if (e.has("demonstration_refine_groups"))
+    d.demonstration_refine_groups = static_cast<int32_t>(e.integer("demonstration_refine_groups", 0, 100'000));
+  return d;
+}
+
+bool HasOverrides(const EntryDemonstrations& d) {
+  return d.demonstrations || d.demonstration_coef || d.demonstration_refine_groups;
+}
+
 }  // namespace
+
+Teachers ExperimentConfig::TrainTeachers(size_t i) const {
+  Teachers t{ppo.demonstrations, ppo.demonstration_coef, ppo.demonstration_refine_groups};
+  if (i >= train_demonstrations.size()) return t;
+  const EntryDemonstrations& d = train_demonstrations[i];
+  if (d.demonstrations) t.algorithms = *d.demonstrations;
+  if (d.demonstration_coef) t.coef = *d.demonstration_coef;
+  if (d.demonstration_refine_groups) t.refine_groups = *d.demonstration_refine_groups;
+  return t;
+}
 
 Expected<ExperimentConfig> ExperimentConfigFromYaml(const std::string& text, const std::string& source,
                                                     const std::string& base_dir) {
@@ -105,14 +138,32 @@ Expected<ExperimentConfig> ExperimentConfigFromYaml(const std::string& text, con
     c.name = root.string("name");
     c.seed = static_cast<uint64_t>(root.integer_or("seed", 0, 0));
     for (std::string& t : c.topologies = ReadStringList(root, "topologies")) t = ResolveConfigPath(t, base_dir);
-    c.train = ReadGraphList(root, "train", base_dir, true);
+    std::vector<std::string> taught;  // the path of each train entry with its own teachers, by source index
+    c.train = ReadGraphList(root, "train", base_dir, true, [&](JsonObject& e, size_t first, size_t count) {
+      EntryDemonstrations d = ReadEntryDemonstrations(e);
+      if (!HasOverrides(d)) return;
+      c.train_demonstrations.resize(first + count);
+      taught.resize(first + count);
+      for (size_t i = first; i < first + count; ++i) c.train_demonstrations[i] = d, taught[i] = e.path_of("");
+    });
+    c.train_demonstrations.resize(c.train.size());
+    taught.resize(c.train.size());
     c.eval = ReadGraphList(root, "eval", base_dir, false);
     if (const nlohmann::json* env = root.optional("env")) ReadEnv(*env, source, &c.env);
     if (const nlohmann::json* policy = root.optional("policy")) ReadPolicy(*policy, source, &c.policy);
     c.policy.data_parallel_action = c.env.data_parallel_action;
     c.policy.soap = c.env.action_space == ActionSpace::kSoap;
     c.env.star_reshard = c.policy.soap && c.policy.candidate_features > kCandidateFeatureDimV2;
-    if (const nlohmann::json* ppo = root.optional("ppo")) ReadPpo(*ppo, source, &c.ppo);
+    if (const nlohmann::json* ppo = root.optional("ppo")) ReadPpo(*ppo, source, base_dir, &c.ppo);
+    for (size_t i = 0; i < c.train.size(); ++i) {
+      if (taught[i].empty()) continue;
+      const Teachers t = c.TrainTeachers(i);
+      if (t.refine_groups > 0 && t.algorithms.empty())
+        FailAt(source, taught[i] + "demonstration_refine_groups",
+               "needs demonstrations (here or in ppo:; it refines their best placement)");
+      if (!t.algorithms.empty() && c.env.kind != MdpKind::kOneShot)
+        FailAt(source, taught[i] + "demonstrations", "only the one_shot environment replays demonstrations");
+    }
     if ((c.policy.kind == "transformer") != (c.env.kind == MdpKind::kOneShot))
       root.fail("policy", "policy.kind transformer needs env.kind one_shot, placeto needs iterative");
     if (c.policy.soap && c.policy.kind != "transformer")

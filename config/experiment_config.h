@@ -5,7 +5,9 @@
 // placer share one definition.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,9 +66,32 @@ struct PpoConfig {
   // game's demonstration (agents/learned/demonstration.h RefineDemonstration, two passes); 0: none. Training only:
   // fine-tuning replays the unrefined demonstration.
   int32_t demonstration_refine_groups = 0;
+  // A saved policy (a checkpoint directory: RUN/ckpt or models/<name>; resolved against the config file's folder)
+  // whose parameters a fresh run starts from instead of the seed's random initialisation (warm start); its
+  // architecture must equal `policy:`'s (every parameter present with the same shape, else an error naming this
+  // key), except that a SOAP policy reading fewer candidate columns is widened (agents/learned/checkpoint.h
+  // InitFromSnapshot). Only the parameters are taken: the optimizer, the learning-rate schedule and the RNG start afresh.
+  // Ignored on --resume (the run's own checkpoint holds the parameters). Empty: random initialisation.
+  std::string init_policy;
   // The policy PPO samples and trains is softmax(logits / temperature): above 1 it explores more (fine-tuning a
   // policy whose training made it nearly deterministic), below 1 less. Greedy placement is unaffected.
   double temperature = 1.0;
+};
+
+// A `train:` entry's own teachers: each key given overrides the `ppo:` key of the same name for that entry's games,
+// e.g. {zoo: rnnlm2, demonstrations: [expert, tofu-dp], demonstration_refine_groups: 8}; `demonstrations: []`
+// gives the entry none. One-shot MDP only.
+struct EntryDemonstrations {
+  std::optional<std::vector<std::string>> demonstrations;
+  std::optional<double> demonstration_coef;
+  std::optional<int32_t> demonstration_refine_groups;
+};
+
+// What a training game is taught: its entry's overrides over the `ppo:` section.
+struct Teachers {
+  std::vector<std::string> algorithms;  // empty: no demonstration
+  double coef = 0.0;                    // behaviour-cloning weight (decays like ppo.demonstration_coef)
+  int32_t refine_groups = 0;
 };
 
 struct ExperimentConfig {
@@ -75,6 +100,8 @@ struct ExperimentConfig {
   std::vector<std::string> topologies;  // topology YAML paths, resolved against base_dir
   std::vector<GraphSource> train;       // training graphs
   std::vector<GraphSource> eval;        // held-out graphs, evaluated zero-shot during training
+  // Per `train` source (same order and size): its entry's own teachers (EntryDemonstrations), empty when none.
+  std::vector<EntryDemonstrations> train_demonstrations;
   // The environment; the reader defaults `kind` to the one-shot MDP (a transformer policy's).
   EnvConfig env = DefaultExperimentEnv();
   PolicyConfig policy;
@@ -89,6 +116,8 @@ struct ExperimentConfig {
 
   // The EnvConfig an experiment starts from when its file has no `env:` section.
   static EnvConfig DefaultExperimentEnv();
+  // The teachers of training source `i` (index into `train`).
+  Teachers TrainTeachers(size_t i) const;
 };
 
 // Reads an experiment. Graph lists accept single entries and seed ranges (config/reader_util.h):

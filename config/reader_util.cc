@@ -57,7 +57,7 @@ std::vector<uint64_t> ReadSeeds(JsonObject& entry) {
 }
 
 void ReadGraphEntry(const nlohmann::json& value, const std::string& source, const std::string& path,
-                    const std::string& config_dir, std::vector<GraphSource>* out) {
+                    const std::string& config_dir, const GraphEntryExtension& extend, std::vector<GraphSource>* out) {
   JsonObject m(value, source, path);
   GraphSource g;
   g.zoo = m.string_or("zoo", "");
@@ -73,6 +73,7 @@ void ReadGraphEntry(const nlohmann::json& value, const std::string& source, cons
   if (g.target_ops > 0 && g.family.empty()) m.fail("target_ops", "only family entries take target_ops");
   std::vector<uint64_t> seeds = ReadSeeds(m);
   if (!seeds.empty() && g.family.empty()) m.fail("seeds", "only family entries take seeds");
+  if (extend) extend(m, out->size(), std::max<size_t>(seeds.size(), 1));
   m.finish();
   if (seeds.empty()) seeds.push_back(0);
   for (uint64_t seed : seeds) {
@@ -84,13 +85,13 @@ void ReadGraphEntry(const nlohmann::json& value, const std::string& source, cons
 }  // namespace
 
 std::vector<GraphSource> ReadGraphList(JsonObject& root, const std::string& key, const std::string& config_dir,
-                                       bool required) {
+                                       bool required, const GraphEntryExtension& extend) {
   std::vector<GraphSource> out;
   const nlohmann::json* list = required ? &root.required(key) : root.optional(key);
   if (list == nullptr) return out;
   RequireArray(*list, root.source(), root.path_of(key));
   for (size_t i = 0; i < list->size(); ++i)
-    ReadGraphEntry((*list)[i], root.source(), root.path_of(key) + "[" + std::to_string(i) + "]", config_dir, &out);
+    ReadGraphEntry((*list)[i], root.source(), root.path_of(key) + "[" + std::to_string(i) + "]", config_dir, extend, &out);
   if (required && out.empty()) root.fail(key, "must not be empty");
   return out;
 }

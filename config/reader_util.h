@@ -3,7 +3,9 @@
 // they are called inside a reader's CatchInputErrors.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,8 +28,11 @@ std::string ConfigDirOf(const std::string& path);
 //   {file: PATH}                                                                          (resolved)
 // Family and zoo names are checked against the generators and the zoo. Errors name the entry, e.g.
 // "models[2].zoo: unknown zoo model 'resnet5' (known: ...)". `required`: the key must be present and non-empty.
+// `extend`, when given, is called with each entry before its unknown keys are rejected, so that a reader can take
+// keys of its own from it; the entry stands for the `count` sources appended to the list from index `first`.
+using GraphEntryExtension = std::function<void(JsonObject& entry, size_t first, size_t count)>;
 std::vector<GraphSource> ReadGraphList(JsonObject& root, const std::string& key, const std::string& config_dir,
-                                       bool required);
+                                       bool required, const GraphEntryExtension& extend = {});
 
 // Reads the optional `budget: {evaluations, seconds}` of `root` (both >= 0; absent: both 0, i.e. unlimited or
 // the algorithm's default).

@@ -2,7 +2,9 @@
 
 #include <torch/version.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <system_error>
 #include <vector>
 
@@ -202,6 +204,83 @@ Status LoadCheckpointBlobs(const CheckpointBlobs& blobs, const std::string& dir,
     }
   }
   return Status::Ok();
+}
+
+Expected<PolicySnapshot> ReadPolicySnapshot(const std::string& dir) {
+  PolicySnapshot snapshot;
+  Expected<CheckpointMeta> meta = ReadCheckpointMeta(dir);
+  if (!meta) return meta.error();
+  snapshot.meta = std::move(meta).value();
+  Expected<CheckpointBlobs> blobs = ReadBlobs(dir, snapshot.meta, false);
+  if (!blobs) return blobs.error();
+  snapshot.model = std::move(blobs->model);
+  return snapshot;
+}
+
+namespace {
+
+std::string ShapeText(const torch::Tensor& t) {
+  std::string out = "[";
+  for (int64_t d = 0; d < t.dim(); ++d) out += (d > 0 ? ", " : "") + std::to_string(t.size(d));
+  return out + "]";
+}
+
+// Copies the tensors of `from` into `to` (parameters or buffers of two modules) when both have the same names and
+// shapes, except that a tensor named in `widened` may have fewer columns (last dimension) in `from`: it fills the
+// first columns of `to`'s, the others become 0. `what` ("parameter", "buffer") and `fail` word the first difference.
+Status CopySameShaped(const torch::OrderedDict<std::string, torch::Tensor>& from,
+                      torch::OrderedDict<std::string, torch::Tensor>& to, const std::vector<std::string>& widened,
+                      const std::string& what, const std::function<Error(const std::string&)>& fail) {
+  auto narrower = [&](const std::string& name, const torch::Tensor& a, const torch::Tensor& b) {
+    return std::find(widened.begin(), widened.end(), name) != widened.end() && a.dim() == b.dim() && a.dim() >= 1 &&
+           a.sizes().slice(0, a.dim() - 1).equals(b.sizes().slice(0, b.dim() - 1)) && a.size(-1) < b.size(-1);
+  };
+  for (const auto& item : to) {
+    const torch::Tensor* source = from.find(item.key());
+    if (source == nullptr) return fail(what + " '" + item.key() + "' is missing there");
+    if (!source->sizes().equals(item.value().sizes()) && !narrower(item.key(), *source, item.value()))
+      return fail(what + " '" + item.key() + "' is " + ShapeText(*source) + " there, " + ShapeText(item.value()) +
+                  " here");
+  }
+  for (const auto& item : from)
+    if (to.find(item.key()) == nullptr) return fail(what + " '" + item.key() + "' is not in this policy");
+  torch::NoGradGuard no_grad;
+  for (auto& item : to) {
+    const torch::Tensor& source = from[item.key()];
+    if (source.sizes().equals(item.value().sizes())) {
+      item.value().copy_(source);
+    } else {
+      item.value().zero_();
+      item.value().narrow(-1, 0, source.size(-1)).copy_(source);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status InitFromSnapshot(const PolicySnapshot& snapshot, const std::string& dir, PolicyNet& net,
+                        const std::string& where) {
+  auto fail = [&](const std::string& what) {
+    return Error{where + ": " + dir + ": " + what + " (the policies' architectures differ)"};
+  };
+  Expected<ExperimentConfig> saved =
+      ExperimentConfigFromYaml(snapshot.meta.config_yaml, dir + "/state.json:config_yaml", snapshot.meta.base_dir);
+  if (!saved) return Error{where + ": " + saved.error().message};
+  if (saved->policy.kind != net.config().kind)
+    return fail("a " + saved->policy.kind + " policy, this one is " + net.config().kind);
+  PolicyNet source(saved->policy, saved->seed);
+  if (Status s = LoadCheckpointBlobs({snapshot.model, ""}, dir, source, nullptr); !s)
+    return Error{where + ": " + s.error().message};
+  // A SOAP policy reading fewer candidate feature columns is widened: the layers that read them get zero weights
+  // for the new columns, so the policy scores every action as the saved one did until training moves them.
+  std::vector<std::string> widened;
+  if (saved->policy.soap && net.config().soap && saved->policy.candidate_features < net.config().candidate_features)
+    widened = {"candidate_key.weight", "candidate_linear.weight"};
+  torch::OrderedDict<std::string, torch::Tensor> to = net.module().named_parameters();
+  if (Status s = CopySameShaped(source.module().named_parameters(), to, widened, "parameter", fail); !s) return s;
+  torch::OrderedDict<std::string, torch::Tensor> to_buffers = net.module().named_buffers();
+  return CopySameShaped(source.module().named_buffers(), to_buffers, {}, "buffer", fail);
 }
 
 }  // namespace devplace

@@ -38,4 +38,21 @@ Expected<CheckpointBlobs> ReadCheckpointBlobs(const std::string& dir, const Chec
 Status LoadCheckpointBlobs(const CheckpointBlobs& blobs, const std::string& dir, PolicyNet& net,
                            torch::optim::Adam* optimizer);
 
+// A saved policy as the starting point of another run (ppo.init_policy): its state.json and its parameter file,
+// verified against the size and SHA-256 state.json records.
+struct PolicySnapshot {
+  CheckpointMeta meta;
+  std::string model;  // the parameter file's bytes
+};
+// Reads `dir`'s snapshot. Errors name the file.
+Expected<PolicySnapshot> ReadPolicySnapshot(const std::string& dir);
+// Copies the snapshot's parameters and buffers into `net`: the snapshot's policy (built from the config its
+// state.json holds) must have exactly `net`'s parameter and buffer names with the same shapes, else a one-line
+// error starting with `where` (e.g. "exp.yaml: ppo.init_policy") that names the first difference. One exception:
+// a SOAP snapshot that reads fewer candidate feature columns (policy.candidate_features, e.g. 19 where `net` reads
+// 22) is widened, the extra columns' weights set to 0, so `net` then scores every action as the snapshot does (up
+// to floating-point rounding). `dir` names the snapshot in messages.
+Status InitFromSnapshot(const PolicySnapshot& snapshot, const std::string& dir, PolicyNet& net,
+                        const std::string& where);
+
 }  // namespace devplace

@@ -309,7 +309,9 @@ PpoLoss PpoLearner::Loss(const GameRollout& r) const {
                                   advantages.unsqueeze(1).expand({s, n}).reshape({-1}), entropy.reshape({-1}),
                                   out.value.expand({s}), returns, config_);
     // Behaviour cloning: the demonstrated episode's actions, as a mean cross-entropy over its groups.
-    if (r.demonstrated && demonstration_weight_ > 0) loss.total = loss.total - demonstration_weight_ * new_logp[0].mean();
+    const double coef = r.entry->demonstration_coef ? *r.entry->demonstration_coef : config_.demonstration_coef;
+    const double weight = coef * demonstration_decay_;
+    if (r.demonstrated && weight > 0) loss.total = loss.total - weight * new_logp[0].mean();
     return loss;
   }
   IterativeOutput out = net_->placeto()->forward(r.observations, r.entry->tensors.graph.src,
@@ -351,7 +353,7 @@ Expected<UpdateStats> PpoLearner::RunUpdate(std::vector<GameRollout>& rollouts, 
   if (rollouts.empty()) return stats;
   for (auto& group_options : optimizer_->param_groups())
     static_cast<torch::optim::AdamOptions&>(group_options.options()).lr(LearningRate(iteration));
-  demonstration_weight_ = config_.demonstration_coef * (1.0 - Progress(iteration));
+  demonstration_decay_ = 1.0 - Progress(iteration);
   std::vector<double> all;
   for (const GameRollout& r : rollouts) all.insert(all.end(), r.advantages.begin(), r.advantages.end());
   NormaliseAdvantages(&all);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ struct GameEntry {
   // One-shot MDP: a placement (device per group) that sampled collections replay as their first episode, where
   // legal (agents/learned/demonstration.h); empty: none.
   std::vector<int32_t> demonstration;
+  // The behaviour-cloning weight of this game's demonstration (decaying as the learning rate does); unset: the
+  // learner's ppo.demonstration_coef.
+  std::optional<double> demonstration_coef;
 };
 GameEntry MakeGameEntry(std::shared_ptr<const PlacementGame> game, std::string label);
 
@@ -126,7 +130,9 @@ class PpoLearner {
   PpoConfig config_;
   int64_t total_iterations_;
   int32_t threads_;
-  double demonstration_weight_ = 0.0;  // of the behaviour-cloning term, set by each update
+  // The behaviour-cloning weight's share left at the current update (1 - Progress), set by each update; the
+  // weight is the game's demonstration_coef (else ppo.demonstration_coef) times it.
+  double demonstration_decay_ = 0.0;
   std::unique_ptr<torch::optim::Adam> optimizer_;
 };
 

@@ -45,29 +45,36 @@ Expected<std::vector<GameEntry>> MakeEntries(const ExperimentConfig& config, con
   return entries;
 }
 
-// Gives every training game the demonstration of the config's algorithms (one-shot MDP only).
+// Gives every training game the demonstration of its teachers (ExperimentConfig::TrainTeachers: its train entry's
+// own, else the ppo: section's; one-shot MDP only). `entries` are MakeEntries's, topology-major: game k plays
+// source k % config.train.size().
 Status AddDemonstrations(const ExperimentConfig& config, std::vector<GameEntry>* entries,
                          const std::function<void(const std::string&)>& say) {
-  const std::vector<std::string>& algorithms = config.ppo.demonstrations;
-  if (algorithms.empty()) return {};
-  if (config.env.kind != MdpKind::kOneShot)
-    return Error{"ppo.demonstrations: only the one_shot environment replays demonstrations"};
   std::map<std::string, int32_t> wins;
   std::vector<double> relative;
   int64_t projected = 0;
-  for (GameEntry& e : *entries) {
-    Expected<Demonstration> d = MakeDemonstration(*e.game, algorithms, config.seed);
+  for (size_t k = 0; k < entries->size(); ++k) {
+    GameEntry& e = (*entries)[k];
+    const size_t source = k % config.train.size();
+    const Teachers teachers = config.TrainTeachers(source);
+    if (teachers.algorithms.empty()) continue;
+    if (config.env.kind != MdpKind::kOneShot)
+      return Error{"ppo.demonstrations: only the one_shot environment replays demonstrations"};
+    Expected<Demonstration> d = MakeDemonstration(*e.game, teachers.algorithms, config.seed);
     if (!d) return Error{e.label + ": " + d.error().message};
-    if (config.ppo.demonstration_refine_groups > 0) {
-      Expected<int64_t> refined = RefineDemonstration(*e.game, config.ppo.demonstration_refine_groups, 2, &*d);
+    if (teachers.refine_groups > 0) {
+      Expected<int64_t> refined = RefineDemonstration(*e.game, teachers.refine_groups, 2, &*d);
       if (!refined) return Error{e.label + ": " + refined.error().message};
     }
     e.demonstration = std::move(d->device_per_group);
+    e.demonstration_coef = teachers.coef;
     ++wins[d->algorithm];
     projected += d->projected_groups;
     relative.push_back(d->penalised_time / e.game->reference_time());
   }
-  std::string message = "demonstrations on " + std::to_string(entries->size()) + " games (";
+  if (relative.empty()) return {};
+  std::string message = "demonstrations on " + std::to_string(relative.size()) + " of " +
+                        std::to_string(entries->size()) + " games (";
   for (const auto& [name, count] : wins) message += name + " best on " + std::to_string(count) + ", ";
   char mean[64];
   std::snprintf(mean, sizeof(mean), "geometric mean %.3f of the best single device)", GeometricMean(relative));
@@ -163,6 +170,36 @@ Expected<Start> ShareStart(ProcessGroup& group, Expected<Start> mine, bool resum
     start.blobs = {std::move(model).value(), std::move(optimizer).value()};
   }
   return start;
+}
+
+// A fresh run's parameters from ppo.init_policy: rank 0 reads the snapshot and sends it to the other ranks (or its
+// error, so that every rank stops with it); each rank copies it into `net`. Errors start "<config>: ppo.init_policy".
+Status WarmStart(const ExperimentConfig& config, const std::string& config_source, ProcessGroup* group,
+                 PolicyNet* net, const std::function<void(const std::string&)>& say) {
+  const std::string& dir = config.ppo.init_policy;
+  const std::string where = config_source + ": ppo.init_policy";
+  const bool root = group == nullptr || group->rank() == 0;
+  Expected<PolicySnapshot> snapshot = root ? ReadPolicySnapshot(dir) : Expected<PolicySnapshot>(PolicySnapshot{});
+  if (root && !snapshot) snapshot = Error{where + ": " + snapshot.error().message};
+  if (group != nullptr) {
+    const std::string head = !root ? "" : snapshot.ok() ? "M" + CheckpointMetaToJson(snapshot->meta)
+                                                        : "E" + snapshot.error().message;
+    Expected<std::string> got = group->BroadcastBytes(head, 0, "init_policy broadcast");
+    if (!got) return got.error();
+    if (got->empty() || (*got)[0] != 'M') return root ? snapshot.error() : Error{got->substr(1)};
+    Expected<std::string> model = group->BroadcastBytes(root ? snapshot->model : "", 0, "init_policy broadcast");
+    if (!model) return model.error();
+    if (!root) {
+      Expected<CheckpointMeta> meta = CheckpointMetaFromJson(got->substr(1), "rank 0's init_policy state");
+      if (!meta) return meta.error();
+      snapshot = PolicySnapshot{std::move(meta).value(), std::move(model).value()};
+    }
+  }
+  if (!snapshot) return snapshot.error();
+  if (Status s = InitFromSnapshot(*snapshot, dir, *net, where); !s) return s;
+  say("parameters initialised from " + dir + " (iteration " + std::to_string(snapshot->meta.iteration) + ", " +
+      snapshot->meta.model_file + " sha256 " + snapshot->meta.model_sha256 + ")");
+  return Status::Ok();
 }
 
 // Keeps the header and the rows of iterations <= `iteration` (rows a crash wrote after the checkpoint go).
@@ -304,6 +341,11 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
           std::to_string(config.ppo.graphs_per_iteration) + ")");
   }
 
+  // The policy first (its initialisation draws from its own RNG), so that a warm start that cannot load stops the
+  // run before the games and demonstrations are built.
+  PolicyNet net(config.policy, config.seed);
+  if (!options.resume && !config.ppo.init_policy.empty())
+    if (Status s = WarmStart(config, meta.config_source, group.get(), &net, say); !s) return s.error();
   say("building " + std::to_string(config.train.size() * config.topologies.size()) + " training and " +
       std::to_string(config.eval.size() * config.topologies.size()) + " held-out games");
   Expected<std::vector<GameEntry>> train = MakeEntries(config, config.train);
@@ -312,7 +354,6 @@ Expected<TrainSummary> TrainPolicy(const TrainOptions& options) {
   Expected<std::vector<GameEntry>> eval = MakeEntries(config, config.eval);
   if (!eval) return eval.error();
 
-  PolicyNet net(config.policy, config.seed);
   PpoLearner learner(&net, config.ppo, config.ppo.iterations, config.rollout_threads);
   std::mt19937_64 rng(config.seed ^ 0x5851f42d4c957f2dULL);
   std::vector<double> best(train->size(), std::numeric_limits<double>::infinity());

@@ -122,6 +122,63 @@ TEST(ExperimentConfig, RejectsUnknownNamesAndMoreMinibatchesThanGraphs) {
             0u);
 }
 
+// A train entry may name its own teachers; the keys it gives override the ppo: section's for its games only.
+TEST(ExperimentConfig, TrainEntriesNameTheirOwnTeachers) {
+  Expected<ExperimentConfig> c = ExperimentConfigFromYaml(
+      "name: e\ntopologies: [t.yaml]\n"
+      "train: [{family: nmt, seeds: {from: 0, count: 2}}, {zoo: rnnlm2, demonstrations: [expert, tofu-dp], "
+      "demonstration_refine_groups: 8}, {zoo: rnnlm4, demonstration_coef: 0.25}, {zoo: gnmt2, demonstrations: []}]\n"
+      "ppo: {demonstrations: [data-parallel], demonstration_coef: 0.5}\n",
+      "e.yaml", "");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_EQ(c->train.size(), 5u);
+  ASSERT_EQ(c->train_demonstrations.size(), 5u);
+  for (size_t i : {0u, 1u}) {  // both seeds of the first entry take the ppo: section's teachers
+    const Teachers t = c->TrainTeachers(i);
+    EXPECT_EQ(t.algorithms, std::vector<std::string>{"data-parallel"});
+    EXPECT_EQ(t.coef, 0.5);
+    EXPECT_EQ(t.refine_groups, 0);
+  }
+  const Teachers rnnlm2 = c->TrainTeachers(2);
+  EXPECT_EQ(rnnlm2.algorithms, (std::vector<std::string>{"expert", "tofu-dp"}));
+  EXPECT_EQ(rnnlm2.coef, 0.5);  // not given: the ppo: section's
+  EXPECT_EQ(rnnlm2.refine_groups, 8);
+  const Teachers rnnlm4 = c->TrainTeachers(3);
+  EXPECT_EQ(rnnlm4.algorithms, std::vector<std::string>{"data-parallel"});
+  EXPECT_EQ(rnnlm4.coef, 0.25);
+  EXPECT_TRUE(c->TrainTeachers(4).algorithms.empty());  // demonstrations: [] gives the entry none
+  // Without entry keys nothing changes: every source takes the ppo: section's.
+  Expected<ExperimentConfig> plain = ExperimentConfigFromYaml(kExperiment + "ppo: {demonstrations: [expert]}\n", "e.yaml", "");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->TrainTeachers(0).algorithms, std::vector<std::string>{"expert"});
+  // Errors name the file and the entry's field.
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml("name: e\ntopologies: [t.yaml]\ntrain: [{zoo: gnmt2}, "
+                                             "{zoo: rnnlm2, demonstration_refine_groups: 4}]\n",
+                                             "e.yaml", ""))
+                .find("e.yaml: train[1].demonstration_refine_groups: needs demonstrations"),
+            0u);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml("name: e\ntopologies: [t.yaml]\ntrain: [{zoo: rnnlm2, demonstrations: "
+                                             "[expert]}]\nenv: {kind: iterative}\npolicy: {kind: placeto}\n",
+                                             "e.yaml", ""))
+                .find("e.yaml: train[0].demonstrations: only the one_shot environment"),
+            0u);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml("name: e\ntopologies: [t.yaml]\ntrain: [{zoo: rnnlm2, demonstrations: "
+                                             "expert}]\n",
+                                             "e.yaml", ""))
+                .find("e.yaml: train[0].demonstrations: "),
+            0u);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml("name: e\ntopologies: [t.yaml]\ntrain: [{zoo: rnnlm2, "
+                                             "demonstration_coef: -1}]\n",
+                                             "e.yaml", ""))
+                .find("e.yaml: train[0].demonstration_coef: "),
+            0u);
+  // Only training entries take teachers.
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "eval: [{zoo: rnnlm2, demonstrations: [expert]}]\n",
+                                             "e.yaml", ""))
+                .find("e.yaml: eval[0].demonstrations: unknown field"),
+            0u);
+}
+
 // A scratch folder holding a config folder and a decoy file of the same name in the working directory.
 class ConfigPaths : public ::testing::Test {
  protected:
@@ -151,6 +208,13 @@ TEST_F(ConfigPaths, ExperimentPathsAreRelativeToTheConfigFolderNotTheWorkingDire
   EXPECT_EQ(c->topologies[0], (root_ / "cfg" / "t.yaml").string());  // not the decoy ./t.yaml
   EXPECT_EQ(c->train[0].file, (root_ / "cfg" / "g.json").string());
   EXPECT_EQ(c->base_dir, (root_ / "cfg").string());  // absolute: a resumed run finds them from any directory
+  EXPECT_TRUE(c->ppo.init_policy.empty());
+  Write(root_ / "cfg" / "w.yaml", "name: w\ntopologies: [t.yaml]\ntrain: [{zoo: gnmt2}]\nppo: {init_policy: ../models/p}\n");
+  Expected<ExperimentConfig> w = ReadExperimentConfig("cfg/w.yaml");
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(w->ppo.init_policy, (root_ / "models" / "p").string());  // a warm start's policy, like a topology
+  Write(root_ / "cfg" / "x.yaml", "name: x\ntopologies: [t.yaml]\ntrain: [{zoo: gnmt2}]\nppo: {init_policy: ''}\n");
+  EXPECT_EQ(ErrorOf(ReadExperimentConfig("cfg/x.yaml")).find("cfg/x.yaml: ppo.init_policy: must not be empty"), 0u);
 }
 
 TEST_F(ConfigPaths, SuitePathsAreRelativeToTheSuiteFolder) {
@@ -177,6 +241,7 @@ TEST(ShippedConfigs, ReadAndNameExistingFiles) {
         Expected<ExperimentConfig> c = ReadExperimentConfig(path);
         ASSERT_TRUE(c.ok()) << c.error().message;
         files = c->topologies;
+        if (!c->ppo.init_policy.empty()) files.push_back(c->ppo.init_policy + "/state.json");
       } else if (entry.path().filename().string().rfind("reshard", 0) == 0) {
         Expected<ReshardSuite> r = ReadReshardSuiteFile(path);  // cross-mesh resharding cases (devplace reshard)
         ASSERT_TRUE(r.ok()) << r.error().message;

@@ -15,6 +15,7 @@
 #include "agents/learned/ppo.h"
 #include "core/atomic_file.h"
 #include "config/experiment_config.h"
+#include "tests/agents/learned/same_runs.h"
 #include "tests/testing/learn_fixtures.h"
 
 namespace devplace {
@@ -23,6 +24,7 @@ namespace {
 using learntest::MakeGame;
 using learntest::MlpTrainingGraph;
 using learntest::TinyPolicy;
+using learntest::ExpectSameRuns;
 using learntest::TwoDevices;
 
 TEST(Ppo, GaeMatchesHandComputation) {
@@ -311,36 +313,6 @@ TEST(Training, TinyIterativeRunImprovesReward) {
   // The initial placement is the fastest single device, so an episode's return is <= 0 and 0 is optimal:
   // learning means fewer harmful moves.
   EXPECT_GT(last, first) << "first " << first << " last " << last;
-}
-
-std::string LogWithoutWallTime(const std::string& path) {
-  Expected<std::string> text = ReadFile(path);
-  EXPECT_TRUE(text.ok());
-  std::istringstream in(*text);
-  std::string line, out;
-  while (std::getline(in, line)) out += line.substr(0, line.rfind(',')) + "\n";
-  return out;
-}
-
-// Expects two runs of the experiment `config` to end with the same checkpoint (parameters, RNG state, best
-// table) and the same log apart from wall times.
-void ExpectSameRuns(const TrainSummary& a, const TrainSummary& b, const std::string& config) {
-  EXPECT_EQ(b.iterations, a.iterations);
-  EXPECT_EQ(b.evaluations, a.evaluations);
-  Expected<CheckpointMeta> ma = ReadCheckpointMeta(a.checkpoint_dir), mb = ReadCheckpointMeta(b.checkpoint_dir);
-  ASSERT_TRUE(ma.ok() && mb.ok());
-  EXPECT_EQ(ma->rng_state, mb->rng_state);
-  EXPECT_EQ(ma->best_relative_times, mb->best_relative_times);
-  Expected<ExperimentConfig> exp = ReadExperimentConfig(config);
-  ASSERT_TRUE(exp.ok()) << exp.error().message;
-  PolicyNet na(exp->policy, 0), nb(exp->policy, 1);
-  torch::optim::Adam oa(na.module().parameters()), ob(nb.module().parameters());
-  ASSERT_TRUE(LoadCheckpointTensors(a.checkpoint_dir, *ma, na, &oa).ok());
-  ASSERT_TRUE(LoadCheckpointTensors(b.checkpoint_dir, *mb, nb, &ob).ok());
-  auto pa = na.module().named_parameters(), pb = nb.module().named_parameters();
-  ASSERT_GT(pa.size(), 0u);
-  for (const auto& p : pa) EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
-  EXPECT_EQ(LogWithoutWallTime(a.log_path), LogWithoutWallTime(b.log_path));
 }
 
 TEST(Checkpoint, ResumeReproducesAnUninterruptedRunExactly) {
