@@ -5,11 +5,12 @@
 # rnnlm4 at batch 32; training uses their default batch of 64) on dgx1-v100. Per case: single device and the expert
 # (ONLY=base), POLICY greedy (ONLY=policy, named NAME). A run is chosen by these numbers only, never by ptb or the
 # held-out topologies' test cases.
-# Usage: scripts/soap_validate.sh DEVPLACE POLICY OUT_DIR   (env: ONLY="base"|"policy"|"", NAME=soap)
+# SEEDS (default "50 51") lists the members' seeds, RNNLMS (default "rnnlm2 rnnlm4"; empty for none) the zoo models.
+# Usage: scripts/soap_validate.sh DEVPLACE POLICY OUT_DIR   (env: ONLY="base"|"policy"|"", NAME=soap, SEEDS, RNNLMS)
 # Writes OUT_DIR/validation.csv (case,topology,method,step_time_ms,oom); scripts/soap_summary.py reads it.
 set -euo pipefail
 DEVPLACE=$1 POLICY=$2 OUT=$3
-ONLY=${ONLY:-} NAME=${NAME:-soap}
+ONLY=${ONLY:-} NAME=${NAME:-soap} SEEDS=${SEEDS:-50 51} RNNLMS=${RNNLMS-rnnlm2 rnnlm4}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT/vgraphs" "$OUT/vp"
 CSV=$OUT/validation.csv
@@ -28,7 +29,7 @@ run_case() {  # case graph topology
     row "$1" "$3" "$NAME" "$("$DEVPLACE" place --policy "$POLICY" -g "$2" -t "$T" --seed 1 -o "$P-$NAME.json" --json)"
   fi
 }
-for s in 50 51; do
+for s in $SEEDS; do
   for f in nmt transformer; do
     g=$OUT/vgraphs/$f-$s.json
     if [ ! -f "$g" ]; then
@@ -38,7 +39,7 @@ for s in 50 51; do
     for t in dgx1-v100 k80-8-pcie; do run_case "$f-$s" "$g" $t; done
   done
 done
-for m in rnnlm2 rnnlm4; do
+for m in $RNNLMS; do
   g=$OUT/vgraphs/$m-b32.json
   [ -f "$g" ] || "$DEVPLACE" graph model $m --batch 32 -o "$g" >/dev/null
   run_case "$m-b32" "$g" dgx1-v100
