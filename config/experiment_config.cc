@@ -155,6 +155,8 @@ Expected<ExperimentConfig> ExperimentConfigFromYaml(const std::string& text, con
     c.policy.soap = c.env.action_space == ActionSpace::kSoap;
     c.env.star_reshard = c.policy.soap && c.policy.candidate_features > kCandidateFeatureDimV2;
     if (const nlohmann::json* ppo = root.optional("ppo")) ReadPpo(*ppo, source, base_dir, &c.ppo);
+    if (!c.ppo.demonstrations.empty() && c.env.kind != MdpKind::kOneShot)
+      FailAt(source, "ppo.demonstrations", "only the one_shot environment replays demonstrations");
     for (size_t i = 0; i < c.train.size(); ++i) {
       if (taught[i].empty()) continue;
       const Teachers t = c.TrainTeachers(i);

@@ -57,9 +57,7 @@ Status AddDemonstrations(const ExperimentConfig& config, std::vector<GameEntry>*
     GameEntry& e = (*entries)[k];
     const size_t source = k % config.train.size();
     const Teachers teachers = config.TrainTeachers(source);
-    if (teachers.algorithms.empty()) continue;
-    if (config.env.kind != MdpKind::kOneShot)
-      return Error{"ppo.demonstrations: only the one_shot environment replays demonstrations"};
+    if (teachers.algorithms.empty()) continue;  // (the reader allows teachers in the one-shot MDP only)
     Expected<Demonstration> d = MakeDemonstration(*e.game, teachers.algorithms, config.seed);
     if (!d) return Error{e.label + ": " + d.error().message};
     if (teachers.refine_groups > 0) {

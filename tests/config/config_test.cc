@@ -162,6 +162,11 @@ TEST(ExperimentConfig, TrainEntriesNameTheirOwnTeachers) {
                                              "e.yaml", ""))
                 .find("e.yaml: train[0].demonstrations: only the one_shot environment"),
             0u);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml("name: e\ntopologies: [t.yaml]\ntrain: [{zoo: rnnlm2}]\nenv: {kind: "
+                                             "iterative}\npolicy: {kind: placeto}\nppo: {demonstrations: [expert]}\n",
+                                             "e.yaml", ""))
+                .find("e.yaml: ppo.demonstrations: only the one_shot environment"),
+            0u);
   EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml("name: e\ntopologies: [t.yaml]\ntrain: [{zoo: rnnlm2, demonstrations: "
                                              "expert}]\n",
                                              "e.yaml", ""))
