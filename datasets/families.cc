@@ -47,7 +47,7 @@ Expected<Graph> BuildScaled(const FamilyGenerator& gen, std::string_view family,
 
 }  // namespace
 
-std::vector<std::string> FamilyNames() { return {"cifar10", "ptb", "nmt", "transformer"}; }
+std::vector<std::string> FamilyNames() { return {"cifar10", "ptb", "nmt", "transformer", "lstmlm"}; }
 
 Expected<Graph> GenerateFamilyMember(std::string_view family, uint64_t seed, const FamilyOptions& options) {
   if (options.target_ops < 0)
@@ -62,8 +62,10 @@ Expected<Graph> GenerateFamilyMember(std::string_view family, uint64_t seed, con
     gen = MakeNmtGenerator(rng);
   } else if (family == "transformer") {
     gen = MakeTransformerGenerator(rng);
+  } else if (family == "lstmlm") {
+    gen = MakeLstmLmGenerator(rng);
   } else {
-    return Error{"unknown graph family '" + std::string(family) + "' (known: cifar10, ptb, nmt, transformer)"};
+    return Error{"unknown graph family '" + std::string(family) + "' (known: cifar10, ptb, nmt, transformer, lstmlm)"};
   }
   std::string name = std::string(family) + "-seed" + std::to_string(seed);
   if (options.target_ops > 0) {

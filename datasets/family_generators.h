@@ -20,5 +20,6 @@ FamilyGenerator MakeCifar10Generator(Rng& rng);
 FamilyGenerator MakePtbGenerator(Rng& rng);
 FamilyGenerator MakeNmtGenerator(Rng& rng);
 FamilyGenerator MakeTransformerGenerator(Rng& rng);
+FamilyGenerator MakeLstmLmGenerator(Rng& rng);
 
 }  // namespace devplace

@@ -153,7 +153,7 @@ void BindGraphClass(py::module_& m) {
   m.def("family", [](const std::string& name, uint64_t seed, int32_t target_ops) {
           return Share(Unwrap(GenerateFamilyMember(name, seed, FamilyOptions{.target_ops = target_ops})));
         }, py::arg("name"), py::arg("seed") = 0, py::arg("target_ops") = 0,
-        "A member of a graph family (cifar10, ptb, nmt, transformer), deterministic in (name, seed, target_ops).");
+        "A member of a graph family (cifar10, ptb, nmt, transformer, lstmlm), deterministic in (name, seed, target_ops).");
   m.def("family_names", &FamilyNames);
 }
 

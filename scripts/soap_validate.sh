@@ -5,8 +5,10 @@
 # rnnlm4 at batch 32; training uses their default batch of 64) on dgx1-v100. Per case: single device and the expert
 # (ONLY=base), POLICY greedy (ONLY=policy, named NAME). A run is chosen by these numbers only, never by ptb or the
 # held-out topologies' test cases.
-# SEEDS (default "50 51") lists the members' seeds, RNNLMS (default "rnnlm2 rnnlm4"; empty for none) the zoo models.
-# Usage: scripts/soap_validate.sh DEVPLACE POLICY OUT_DIR   (env: ONLY="base"|"policy"|"", NAME=soap, SEEDS, RNNLMS)
+# SEEDS (default "50 51") lists the members' seeds, RNNLMS (default "rnnlm2 rnnlm4"; empty for none) the zoo models,
+# LM_SEEDS (default none) validation members of the lstmlm training family (at 400 ops, as ptb's test members, on dgx1-v100).
+# Usage: scripts/soap_validate.sh DEVPLACE POLICY OUT_DIR
+#        (env: ONLY="base"|"policy"|"", NAME=soap, SEEDS, RNNLMS, LM_SEEDS)
 # Writes OUT_DIR/validation.csv (case,topology,method,step_time_ms,oom); scripts/soap_summary.py reads it.
 set -euo pipefail
 DEVPLACE=$1 POLICY=$2 OUT=$3
@@ -43,4 +45,9 @@ for m in $RNNLMS; do
   g=$OUT/vgraphs/$m-b32.json
   [ -f "$g" ] || "$DEVPLACE" graph model $m --batch 32 -o "$g" >/dev/null
   run_case "$m-b32" "$g" dgx1-v100
+done
+for s in ${LM_SEEDS:-}; do
+  g=$OUT/vgraphs/lstmlm-$s.json
+  [ -f "$g" ] || "$DEVPLACE" graph gen --family lstmlm --seed "$s" --target-ops 400 -o "$g" >/dev/null
+  run_case "lstmlm-$s" "$g" dgx1-v100
 done

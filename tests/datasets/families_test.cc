@@ -17,7 +17,7 @@ using testing::ExpectSameGraph;
 using testing::ExpectWellFormedTrainingGraph;
 
 TEST(Families, Names) {
-  EXPECT_EQ(FamilyNames(), (std::vector<std::string>{"cifar10", "ptb", "nmt", "transformer"}));
+  EXPECT_EQ(FamilyNames(), (std::vector<std::string>{"cifar10", "ptb", "nmt", "transformer", "lstmlm"}));
 }
 
 TEST(Families, UnknownFamilyAndBadTargetAreErrors) {
@@ -74,7 +74,7 @@ TEST(Families, NaturalSizesSpanTheFamilyRanges) {
   };
   int32_t smallest = 1 << 30, largest = 0;
   for (const Range& r : {Range{"cifar10", 250, 3000}, Range{"ptb", 100, 2500}, Range{"nmt", 300, 4000},
-                         Range{"transformer", 60, 800}}) {
+                         Range{"transformer", 60, 800}, Range{"lstmlm", 100, 1000}}) {
     SCOPED_TRACE(r.family);
     int32_t lo = 1 << 30, hi = 0;
     for (uint64_t seed = 0; seed < 40; ++seed) {
