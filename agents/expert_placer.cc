@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
-#include <unordered_map>
 
 #include "sim/estimates.h"
 #include "agents/search_budget.h"
@@ -14,7 +13,7 @@ namespace devplace {
 
 namespace {
 
-// Layers as units of placement: each group belongs to the layer of its first member.
+// Layers as units of placement (GroupLayerIndex: each group belongs to the layer of its first member).
 struct Layers {
   std::vector<int32_t> layer_of_group;
   std::vector<double> seconds;         // per layer: mean compute of its groups
@@ -23,20 +22,15 @@ struct Layers {
 
 Layers GroupLayers(const Graph& graph, const OpGroups& groups, const GroupEstimates& estimates) {
   Layers layers;
-  std::unordered_map<std::string, int32_t> index;
-  layers.layer_of_group.resize(groups.num_groups());
-  // Groups are numbered in topological order of their first member, so layers are discovered in data-flow order.
+  layers.layer_of_group = GroupLayerIndex(graph, groups);
   for (int32_t g = 0; g < groups.num_groups(); ++g) {
-    const Op& first = graph.op(groups.members[g].front());
-    std::string key = first.layer.empty() ? "\x01group" + std::to_string(g) : first.layer;
-    auto [it, inserted] = index.emplace(key, static_cast<int32_t>(layers.seconds.size()));
-    if (inserted) {
+    const auto l = static_cast<size_t>(layers.layer_of_group[g]);
+    if (l == layers.seconds.size()) {  // layers are numbered in the order groups reach them
       layers.seconds.push_back(0);
       layers.memory_bytes.push_back(0);
     }
-    layers.layer_of_group[g] = it->second;
-    layers.seconds[it->second] += estimates.mean_seconds[g];
-    layers.memory_bytes[it->second] += estimates.memory_bytes[g];
+    layers.seconds[l] += estimates.mean_seconds[g];
+    layers.memory_bytes[l] += estimates.memory_bytes[g];
   }
   return layers;
 }

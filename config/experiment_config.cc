@@ -61,6 +61,8 @@ void ReadPolicy(const nlohmann::json& value, const std::string& source, PolicyCo
     o.fail("candidate_features", "expected " + std::to_string(kCandidateFeatureDimV1) + ", " +
                                      std::to_string(kCandidateFeatureDimV2) + " or " +
                                      std::to_string(kCandidateFeatureDim));
+  p->layer_split = o.boolean_or("layer_split", p->layer_split);
+  if (p->layer_split && p->kind != "transformer") o.fail("layer_split", "only the transformer policy has it");
   o.finish();
 }
 

@@ -33,6 +33,12 @@ struct PolicyConfig {
   // checkpoints keep loading), the first kCandidateFeatureDimV2 (before the star columns: models/soap-uniform,
   // models/soap-ring) or all kCandidateFeatureDim.
   int32_t candidate_features = kCandidateFeatureDimV1;
+  // Transformer only: a second split head over the groups' position in the layer sequence (the cumulative compute
+  // share of the layers in data-flow order, core/colocation.h GroupLayerIndex), gated per graph, and that position
+  // as one more GraphSAGE input; it lets the policy place contiguous runs of layers on devices as the expert does,
+  // also where unrolling interleaves the layers in topological order (agents/learned/policy.h). Off by default so
+  // that earlier policies keep loading.
+  bool layer_split = false;
   // Not a `policy:` key: copied from env.data_parallel_action by the reader, so that the output layer also
   // scores the environment's data-parallel action.
   bool data_parallel_action = false;

@@ -2,6 +2,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 namespace devplace {
 
@@ -24,6 +25,17 @@ OpGroups ColocationGroups(const Graph& graph) {
     groups.members[group].push_back(op);
   }
   return groups;
+}
+
+std::vector<int32_t> GroupLayerIndex(const Graph& graph, const OpGroups& groups) {
+  std::vector<int32_t> layer_of_group(static_cast<size_t>(groups.num_groups()));
+  std::unordered_map<std::string, int32_t> index;
+  for (int32_t g = 0; g < groups.num_groups(); ++g) {
+    const Op& first = graph.op(groups.members[g].front());
+    std::string key = first.layer.empty() ? "\x01group" + std::to_string(g) : first.layer;
+    layer_of_group[g] = index.emplace(std::move(key), static_cast<int32_t>(index.size())).first->second;
+  }
+  return layer_of_group;
 }
 
 }  // namespace devplace

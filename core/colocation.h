@@ -20,4 +20,10 @@ struct OpGroups {
 
 OpGroups ColocationGroups(const Graph& graph);
 
+// The groups' layers in data-flow order, the units a human expert places: a group belongs to the layer
+// (Op::layer) of its first member, and layers are numbered in the order the groups (numbered topologically by
+// their first members) first reach them; a group whose first member has no layer is a layer of its own.
+// Returns the layer index of every group (in [0, number of layers)).
+std::vector<int32_t> GroupLayerIndex(const Graph& graph, const OpGroups& groups);
+
 }  // namespace devplace

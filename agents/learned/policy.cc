@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/colocation.h"
 
 namespace devplace {
 
@@ -36,6 +37,25 @@ torch::Tensor ParallelFeatures(const PlacementGame& game) {
   return x;
 }
 
+// GameTensors::layer_position of every group.
+torch::Tensor LayerPositions(const PlacementGame& game) {
+  const int32_t n = game.num_groups();
+  const std::vector<int32_t> layer = GroupLayerIndex(game.graph(), game.groups());
+  const std::vector<float>& features = game.static_node_features();
+  std::vector<double> share;  // per layer
+  for (int32_t g = 0; g < n; ++g) {
+    if (static_cast<size_t>(layer[g]) >= share.size()) share.resize(static_cast<size_t>(layer[g]) + 1, 0.0);
+    share[layer[g]] += features[static_cast<size_t>(g) * kNodeFeatureDim + kNodeComputeShare];
+  }
+  std::vector<double> before(share.size(), 0.0);
+  for (size_t l = 1; l < share.size(); ++l) before[l] = before[l - 1] + share[l - 1];
+  torch::Tensor x = torch::empty({n, 1}, torch::kFloat32);
+  float* row = x.data_ptr<float>();
+  for (int32_t g = 0; g < n; ++g)
+    row[g] = static_cast<float>(std::clamp(before[layer[g]] + 0.5 * share[layer[g]], 0.0, 1.0));
+  return x;
+}
+
 }  // namespace
 
 GameTensors MakeGameTensors(const PlacementGame& game) {
@@ -46,6 +66,7 @@ GameTensors MakeGameTensors(const PlacementGame& game) {
   torch::Tensor share = t.graph.x.select(1, kNodeComputeShare);
   torch::Tensor cumulative = (share.cumsum(0) - 0.5 * share).clamp(0.0, 1.0);
   t.graph.x = torch::cat({t.graph.x, cumulative.unsqueeze(1)}, 1);
+  t.layer_position = LayerPositions(game);
   const bool soap = game.config().action_space == ActionSpace::kSoap;
   if (game.data_parallel_action() >= 0 && !soap) t.graph.x = torch::cat({t.graph.x, ParallelFeatures(game)}, 1);
   if (soap)
@@ -78,8 +99,9 @@ torch::Tensor XlLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& 
 TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : config_(config) {
   const int64_t h = config.hidden;
   sage_ = register_module(
-      "sage", GraphSage(kTransformerNodeFeatures + (config.data_parallel_action ? kParallelNodeFeatures : 0), h,
-                        config.sage_layers));
+      "sage", GraphSage(kTransformerNodeFeatures + (config.data_parallel_action ? kParallelNodeFeatures : 0) +
+                            (config.layer_split ? 1 : 0),
+                        h, config.sage_layers));
   film_ = register_module("film", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, 2 * h));
   for (int32_t i = 0; i < config.transformer_layers; ++i)
     layers_.push_back(register_module("xl" + std::to_string(i), XlLayer(h, config.heads, config.feedforward)));
@@ -89,6 +111,10 @@ TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : confi
   query_ = register_module("query", torch::nn::Linear(h, h));
   device_key_ = register_module("device_key", torch::nn::Linear(kDeviceFeatureDim, h));
   if (config.data_parallel_action) parallel_head_ = register_module("parallel_head", torch::nn::Linear(h, 1));
+  if (config.layer_split) {
+    layer_head_ = register_module("layer_head", torch::nn::Linear(1, config.max_devices));
+    layer_gate_ = register_module("layer_gate", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, 1));
+  }
   if (config.soap) {
     candidate_query_ = register_module("candidate_query", torch::nn::Linear(h, h));
     candidate_key_ = register_module("candidate_key", torch::nn::Linear(config.candidate_features, h));
@@ -105,7 +131,9 @@ OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
                      game.candidate_x.defined() == config_.soap,
                  "the policy and the game disagree on the split actions");
   const int64_t n = game.graph.num_nodes();
-  torch::Tensor h = sage_(game.graph);  // [N, H]
+  SageGraph graph = game.graph;
+  if (config_.layer_split) graph.x = torch::cat({graph.x, game.layer_position}, 1);
+  torch::Tensor h = sage_(graph);  // [N, H]
   torch::Tensor scalars = torch::tensor({static_cast<float>(std::log1p(static_cast<double>(n)) / 10.0),
                                          static_cast<float>(game.num_devices) / config_.max_devices});
   torch::Tensor context = torch::cat({h.mean(0), std::get<0>(h.max(0)), game.device_x.mean(0), scalars});
@@ -133,7 +161,10 @@ OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
   // Split head: per-device lines in the cumulative compute share; their upper envelope is a contiguous,
   // compute-balanced split, so the policy can move whole ranges of groups with a few parameters.
   torch::Tensor cumulative = game.graph.x.slice(1, kNodeFeatureDim, kNodeFeatureDim + 1);
-  torch::Tensor logits = (device_head_(h) + split_head_(cumulative)).slice(1, 0, game.num_devices) +
+  torch::Tensor lines = device_head_(h) + split_head_(cumulative);
+  // The same in the layer sequence, switched on or off per graph: contiguous runs of layers per device.
+  if (config_.layer_split) lines = lines + layer_gate_(context) * layer_head_(game.layer_position);
+  torch::Tensor logits = lines.slice(1, 0, game.num_devices) +
                          torch::matmul(query_(h), keys.t()) / std::sqrt(static_cast<double>(config_.hidden));
   if (config_.data_parallel_action) logits = torch::cat({logits, parallel_head_(h)}, 1);
   if (config_.soap) {
@@ -222,8 +253,12 @@ PolicyNet::PolicyNet(const PolicyConfig& config, uint64_t seed) : config_(config
   for (auto& item : module().named_parameters(true))
     if (item.key().rfind("device_head.", 0) == 0 || item.key().rfind("query.", 0) == 0 ||
         item.key().rfind("split_head.", 0) == 0 || item.key().rfind("parallel_head.", 0) == 0 ||
-        item.key().rfind("candidate_head.", 0) == 0 || item.key().rfind("candidate_linear.", 0) == 0)
+        item.key().rfind("candidate_head.", 0) == 0 || item.key().rfind("candidate_linear.", 0) == 0 ||
+        item.key().rfind("layer_head.", 0) == 0 || item.key().rfind("layer_gate.weight", 0) == 0)
       item.value().mul_(0.01);
+  // The layer head starts switched on on every graph (gate about 1), as the topological split head is.
+  for (auto& item : module().named_parameters(true))
+    if (item.key() == "layer_gate.bias") item.value().fill_(1.0);
 }
 
 torch::nn::Module& PolicyNet::module() {

@@ -3,7 +3,9 @@
 //   feature-conditioning (FiLM) layer driven by a graph/machine summary so one policy serves many graphs, a
 //   Transformer encoder run segment by segment with the previous segment's states as memory (Transformer-XL
 //   recurrence, so graphs far longer than a segment are placed), and per-group device logits (a learned
-//   per-device-index output plus a device-feature term); a value head on the pooled states.
+//   per-device-index output plus a device-feature term, plus per-device lines in the cumulative compute share,
+//   whose upper envelope is a contiguous split, in topological order and, with PolicyConfig::layer_split, in the
+//   layer sequence); a value head on the pooled states.
 // - PlacetoPolicy (Placeto-style, iterative MDP): GraphSAGE over group features plus the current placement,
 //   logits for the current group from its embedding and the pooled graph embedding, and a value head.
 // Logits cover the topology's devices, plus the environment's data-parallel action when the policy config has
@@ -37,6 +39,10 @@ struct GameTensors {
   SageGraph graph;
   torch::Tensor device_x;
   torch::Tensor candidate_x;  // SOAP games: [N, C, kCandidateFeatureDim] (PlacementGame::candidate_features)
+  // [N, 1]: each group's position in the layer sequence, the compute share (kNodeComputeShare) of the layers
+  // before its layer (core/colocation.h GroupLayerIndex: data-flow order) plus half its own layer's, in [0, 1];
+  // groups of one layer share it. Read by policies with PolicyConfig::layer_split.
+  torch::Tensor layer_position;
   int64_t num_devices = 0;
   int64_t num_actions = 0;  // num_devices plus the game's split candidates
 };
@@ -77,6 +83,8 @@ class TransformerPlacerImpl : public torch::nn::Module {
   torch::nn::LayerNorm out_norm_{nullptr};
   torch::nn::Linear device_head_{nullptr}, split_head_{nullptr}, query_{nullptr}, device_key_{nullptr};
   torch::nn::Linear parallel_head_{nullptr};  // the data-parallel action's logit (config.data_parallel_action)
+  // config.layer_split: per-device lines in the layer position, scaled by a per-graph gate from the FiLM context.
+  torch::nn::Linear layer_head_{nullptr}, layer_gate_{nullptr};
   // SOAP candidates (config.soap): logit(g, c) = w . relu(A h_g + B x_gc) + u . x_gc, x_gc the candidate features.
   torch::nn::Linear candidate_query_{nullptr}, candidate_key_{nullptr}, candidate_head_{nullptr},
       candidate_linear_{nullptr};

@@ -88,6 +88,12 @@ TEST(ExperimentConfig, SoapActionSpaceReachesThePolicyAndExcludesTheDataParallel
   EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "policy: {candidate_features: 16}\n", "e.yaml", ""))
                 .find("e.yaml: policy.candidate_features: expected 14, 19 or 22"),
             0u);
+  // The layer split head: off by default, the transformer's only.
+  EXPECT_FALSE(c->policy.layer_split);
+  EXPECT_TRUE(ExperimentConfigFromYaml(kExperiment + "policy: {layer_split: true}\n", "e.yaml", "")->policy.layer_split);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(
+                kExperiment + "env: {kind: iterative}\npolicy: {kind: placeto, layer_split: true}\n", "e.yaml", "")),
+            "e.yaml: policy.layer_split: only the transformer policy has it");
 }
 
 TEST(ExperimentConfig, RejectsUnknownNamesAndMoreMinibatchesThanGraphs) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/colocation.h"
+
 namespace devplace {
 namespace {
 
@@ -135,6 +137,43 @@ TEST(Graph, DTypeAndRoleNamesRoundTrip) {
   OpRole role;
   ASSERT_TRUE(ParseOpRole("update", &role));
   EXPECT_EQ(role, OpRole::kUpdate);
+}
+
+}  // namespace
+}  // namespace devplace
+
+namespace devplace {
+namespace {
+
+// Two unrolled layers: x0 -> a0 -> b0 -> x1 -> a1 -> b1, a* in layer "a" (colocated weights), b* in layer "b",
+// and an op without a layer. Layers are numbered as the groups, in topological order, first reach them.
+TEST(GroupLayerIndex, LayersInDataFlowOrderAndLayerlessGroupsAlone) {
+  GraphBuilder b("unrolled");
+  auto op = [&](const std::string& name, const std::string& layer, const std::string& colocation) {
+    Op o = MakeOp(name);
+    o.layer = layer;
+    o.colocation = colocation;
+    return b.add_op(std::move(o));
+  };
+  const OpId x0 = op("x0", "", ""), a0 = op("a0", "a", "wa"), b0 = op("b0", "b", ""), x1 = op("x1", "", "");
+  const OpId a1 = op("a1", "a", "wa"), b1 = op("b1", "b", "");
+  b.add_edge(x0, a0);
+  b.add_edge(a0, b0);
+  b.add_edge(b0, x1);
+  b.add_edge(x1, a1);
+  b.add_edge(a1, b1);
+  Expected<Graph> g = std::move(b).Build();
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  const OpGroups groups = ColocationGroups(*g);
+  const std::vector<int32_t> layer = GroupLayerIndex(*g, groups);
+  ASSERT_EQ(layer.size(), static_cast<size_t>(groups.num_groups()));
+  auto of = [&](OpId o) { return layer[groups.group_of_op[o]]; };
+  EXPECT_EQ(of(x0), 0);
+  EXPECT_EQ(of(a0), 1);
+  EXPECT_EQ(of(a1), 1);  // one group with a0
+  EXPECT_EQ(of(b0), 2);
+  EXPECT_EQ(of(b1), 2);  // its own group, the same layer
+  EXPECT_EQ(of(x1), 3);  // no layer: a layer of its own
 }
 
 }  // namespace
