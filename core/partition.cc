@@ -1,6 +1,7 @@
 #include "core/partition.h"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -35,15 +36,22 @@ void Slice(Box* box, int32_t axis, int32_t parts, int32_t index) {
   box->lo[axis] = lo + extent * index / parts;
 }
 
-// `box` cut to part `part`'s slice along every partitioned dimension of `op` whose axis (member `axis_of` of
-// its PartitionDim: output_axis or input_axis) lies inside the box.
-Box SliceByDims(Box box, const Op& op, const OpConfig& config, int32_t part, int32_t PartitionDim::*axis_of) {
-  for (size_t j = 0; j < config.degrees.size(); ++j) {
-    const int32_t axis = op.dims[j].*axis_of;
-    if (axis < 0 || axis >= box.rank || config.degrees[j] == 1) continue;
-    Slice(&box, axis, config.degrees[j], Digit(config, part, j));
+// `*box` cut to part `part`'s slice along every partitioned dimension of `op` whose axis (member `axis_of` of
+// its PartitionDim: output_axis or input_axis) lies inside the box, in dimension order. In place, with the part's
+// digits taken in one pass: this runs for every part and input of every op the simulator builds.
+void SliceByDims(Box* box, const Op& op, const OpConfig& config, int32_t part, int32_t PartitionDim::*axis_of) {
+  const size_t n = config.degrees.size();
+  std::array<int32_t, 32> digits;
+  DEVPLACE_CHECK(n <= digits.size(), "more partitioned dimensions than SliceByDims handles");
+  for (size_t j = n; j-- > 0;) {  // row-major: the last dimension varies fastest; the copy index is dropped
+    digits[j] = part % config.degrees[j];
+    part /= config.degrees[j];
   }
-  return box;
+  for (size_t j = 0; j < n; ++j) {
+    const int32_t axis = op.dims[j].*axis_of;
+    if (axis < 0 || axis >= box->rank || config.degrees[j] == 1) continue;
+    Slice(box, axis, config.degrees[j], digits[j]);
+  }
 }
 
 }  // namespace
@@ -128,7 +136,9 @@ int32_t ReplicaIndex(const Op& op, const OpConfig& config, int32_t part) {
 }
 
 Box ComputedBox(const Op& op, const OpConfig& config, int32_t part) {
-  return SliceByDims(FullBox(op.shape), op, config, part, &PartitionDim::output_axis);
+  Box box = FullBox(op.shape);
+  SliceByDims(&box, op, config, part, &PartitionDim::output_axis);
+  return box;
 }
 
 Box OwnedBox(const Op& op, const OpConfig& config, int32_t part) {
@@ -147,7 +157,9 @@ Box NeededBox(const Op& consumer, const OpConfig& config, int32_t part, const Op
   // A backward op's saved output of its own forward op (same shape and dims): the region the part computes.
   if (!consumer.forward_op.empty() && consumer.forward_op == producer.name && consumer.shape == producer.shape)
     return ComputedBox(consumer, config, part);
-  return SliceByDims(FullBox(producer.shape), consumer, config, part, &PartitionDim::input_axis);
+  Box box = FullBox(producer.shape);
+  SliceByDims(&box, consumer, config, part, &PartitionDim::input_axis);
+  return box;
 }
 
 int32_t NearestCopy(const Topology& topology, const OpConfig& config, const PartLayout& layout, int32_t part,
