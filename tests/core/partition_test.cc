@@ -36,6 +36,23 @@ TEST(Partition, IntersectionIsEmptyWhereBoxesDoNotMeet) {
   EXPECT_FALSE(SameBox(MakeBox({0, 0}, {2, 2}), MakeBox({0, 0}, {2, 1})));
 }
 
+TEST(Partition, PartsComputeAndNeedTheirSlices) {
+  // [8, 4] split 2 x 2 (sample x parameter) with two copies: part 5 is copy 1 of distinct part 1 (sample 0,
+  // parameter 1); a consumer reading it whole along the parameter axis (input_axis -1) needs rows 0-3 only.
+  const Op op = SplitOp();
+  const OpConfig c{{0, 1, 2, 3, 4, 5, 6, 7}, {2, 2}};
+  for (int32_t part = 0; part < 8; ++part) {
+    const Box computed = ComputedBox(op, c, part);
+    const int64_t row = (part % 4) / 2 * 4, column = part % 2 * 2;
+    EXPECT_TRUE(SameBox(computed, MakeBox({row, column}, {row + 4, column + 2}))) << part;
+    const Box needed = NeededBox(op, c, part, op);
+    EXPECT_TRUE(SameBox(needed, MakeBox({row, 0}, {row + 4, 4}))) << part;
+  }
+  // A producer of another rank: only the axes it has are sliced.
+  const Op flat = testing::MakeOp("x", 1e6, {8}, 0);
+  EXPECT_TRUE(SameBox(NeededBox(op, c, 3, flat), MakeBox({4}, {8})));
+}
+
 TEST(Partition, ReadersReadTheNearestCopy) {
   // Two hosts of two devices: a route within a host is 2 links, across hosts 3.
   const Topology t = testing::TwoHosts(2, 1e9, 1e-6);
