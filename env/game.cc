@@ -238,11 +238,12 @@ void PlacementGame::InitSplits() {
   neighbour_legal_.assign(cells, 1.0f);
   star_reshard_seconds_.assign(cells, 0.0);
   uniform_star_reshard_seconds_.assign(cells, 0.0);
+  MissingVolumes volumes(static_cast<size_t>(graph_->num_edges()) * num_cand, -1);
   for (int32_t grp = 0; grp < num_groups(); ++grp)
     for (int32_t c = 0; c < num_cand; ++c) {
-      const double legal_missing = InitUniformReshard(grp, c, rings[c]);
+      const double legal_missing = InitUniformReshard(grp, c, rings[c], &volumes);
       if (config_.star_reshard && can_split(grp, num_devices() + c))
-        InitStarReshard(grp, num_devices() + c, rings[c], legal_missing);
+        InitStarReshard(grp, num_devices() + c, rings[c], legal_missing, &volumes);
     }
 }
 
@@ -291,19 +292,25 @@ void PlacementGame::InitSplitGroup(int32_t grp, int32_t c, const RingHops& ring)
   if (reshard_bytes > 0) reshard_seconds_[cell] = RingTime(*topology_, ring, static_cast<int64_t>(reshard_bytes / static_cast<double>(n)));
 }
 
-double PlacementGame::MissingBytes(const SplitCandidate& cand, OpId producer, OpId consumer, double bytes) const {
-  const Op& from = graph_->op(producer);
-  const Op& to = graph_->op(consumer);
-  const OpConfig from_config = *CandidateOpConfig(from, cand), to_config = *CandidateOpConfig(to, cand);
-  int64_t volume = 0;
-  for (int32_t p = 0; p < static_cast<int32_t>(cand.devices.size()); ++p) {
-    const Box need = NeededBox(to, to_config, p, from);
-    volume += Volume(need) - OverlapVolume(need, OwnedBox(from, from_config, p));
+double PlacementGame::MissingBytes(int32_t c, int32_t edge, MissingVolumes* volumes) const {
+  const Edge& e = graph_->edge(edge);
+  const Op& from = graph_->op(e.src);
+  int64_t& volume = (*volumes)[static_cast<size_t>(edge) * candidates_.size() + c];
+  if (volume < 0) {
+    const SplitCandidate& cand = candidates_[c];
+    const Op& to = graph_->op(e.dst);
+    const OpConfig from_config = *CandidateOpConfig(from, cand), to_config = *CandidateOpConfig(to, cand);
+    volume = 0;
+    for (int32_t p = 0; p < static_cast<int32_t>(cand.devices.size()); ++p) {
+      const Box need = NeededBox(to, to_config, p, from);
+      volume += Volume(need) - OverlapVolume(need, OwnedBox(from, from_config, p));
+    }
   }
-  return bytes * static_cast<double>(volume) / static_cast<double>(std::max<int64_t>(1, NumElements(from)));
+  return static_cast<double>(e.bytes) * static_cast<double>(volume) /
+         static_cast<double>(std::max<int64_t>(1, NumElements(from)));
 }
 
-double PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops& ring) {
+double PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops& ring, MissingVolumes* volumes) {
   const size_t cell = static_cast<size_t>(grp) * candidates_.size() + c;
   if (!can_split_[cell]) return 0.0;
   const Graph& g = *graph_;
@@ -311,7 +318,6 @@ double PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops&
   const auto n = static_cast<int32_t>(cand.devices.size());
   const double spread = static_cast<double>(n - 1) / static_cast<double>(n);
   const int32_t action = num_devices() + c;
-  auto missing = [&](OpId producer, OpId consumer, double bytes) { return MissingBytes(cand, producer, consumer, bytes); };
   double reshard = 0.0, edge_bytes = 0.0, legal_bytes = 0.0, legal_missing = 0.0;
   // One edge producer -> consumer to group `other`: priced as both split alike when `other` can take the
   // candidate, else at `blind` times its bytes (split_reshard_seconds' rule).
@@ -324,7 +330,7 @@ double PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops&
       return;
     }
     legal_bytes += bytes;
-    const double m = missing(g.edge(e).src, g.edge(e).dst, bytes);
+    const double m = MissingBytes(c, e, volumes);
     reshard += m;
     legal_missing += m;
   };

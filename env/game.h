@@ -178,15 +178,20 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // The slowest hop's transfer time of `bytes` (Topology::transfer_time_estimate).
   static double RingTime(const Topology& topology, const RingHops& hops, int64_t bytes);
   void InitSplitGroup(int32_t group, int32_t c, const RingHops& ring);
+  // Per edge and candidate, the missing volume MissingBytes computes (elements of the producer's output; -1 before):
+  // an edge between two groups is priced from both sides, so InitSplits keeps them while it fills the tables.
+  using MissingVolumes = std::vector<int64_t>;
   // Fills uniform_reshard_seconds_ and neighbour_legal_ of one group and candidate (after every can_split_ is set);
   // returns the bytes its edges to groups that can take the candidate miss (MissingBytes, summed).
-  double InitUniformReshard(int32_t group, int32_t c, const RingHops& ring);
-  // The bytes the parts of `consumer` miss of `producer`'s output (of `bytes` in all) when both take the
-  // candidate, part p of both on its p-th device (core/partition.h NeededBox, OwnedBox), summed over the parts.
-  double MissingBytes(const SplitCandidate& candidate, OpId producer, OpId consumer, double bytes) const;
+  double InitUniformReshard(int32_t group, int32_t c, const RingHops& ring, MissingVolumes* volumes);
+  // The bytes the parts of edge `edge`'s consumer miss of its producer's output when both take candidate `c`,
+  // part p of both on its p-th device (core/partition.h NeededBox, OwnedBox), summed over the parts; computed once
+  // per edge and candidate into `volumes`.
+  double MissingBytes(int32_t c, int32_t edge, MissingVolumes* volumes) const;
   // Fills star_reshard_seconds_ and uniform_star_reshard_seconds_ of a group and a split action it can take
   // (game_reshard.cc; after every can_split_ is set), given InitUniformReshard's result for them.
-  void InitStarReshard(int32_t group, int32_t action, const RingHops& ring, double legal_missing_bytes);
+  void InitStarReshard(int32_t group, int32_t action, const RingHops& ring, double legal_missing_bytes,
+                       MissingVolumes* volumes);
   Status InitUniformSteps();
   void InitCandidateFeatures();
   size_t SplitIndex(int32_t group, int32_t action) const {

@@ -23,7 +23,8 @@ std::vector<double> PartFractions(int32_t n, const Op& of, Region region) {
 
 }  // namespace
 
-void PlacementGame::InitStarReshard(int32_t grp, int32_t action, const RingHops& ring, double legal_missing_bytes) {
+void PlacementGame::InitStarReshard(int32_t grp, int32_t action, const RingHops& ring, double legal_missing_bytes,
+                                    MissingVolumes* volumes) {
   const size_t cell = SplitIndex(grp, action);
   const SplitCandidate& cand = candidates_[action - num_devices()];
   const Graph& g = *graph_;
@@ -47,7 +48,7 @@ void PlacementGame::InitStarReshard(int32_t grp, int32_t action, const RingHops&
       const int32_t other = groups_.group_of_op[src];
       const auto bytes = static_cast<double>(g.edge(e).bytes);
       if (other == grp) {
-        ring_bytes += MissingBytes(cand, src, op, bytes);
+        ring_bytes += MissingBytes(action - num_devices(), e, volumes);
         continue;
       }
       const std::vector<double> need =
