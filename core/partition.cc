@@ -44,8 +44,13 @@ void SliceByDims(Box* box, const Op& op, const OpConfig& config, int32_t part, i
   std::array<int32_t, 32> digits;
   DEVPLACE_CHECK(n <= digits.size(), "more partitioned dimensions than SliceByDims handles");
   for (size_t j = n; j-- > 0;) {  // row-major: the last dimension varies fastest; the copy index is dropped
-    digits[j] = part % config.degrees[j];
-    part /= config.degrees[j];
+    const int32_t d = config.degrees[j];
+    if (d == 1) {  // most dims of a split op are whole: no division
+      digits[j] = 0;
+      continue;
+    }
+    digits[j] = part % d;
+    part /= d;
   }
   for (size_t j = 0; j < n; ++j) {
     const int32_t axis = op.dims[j].*axis_of;
