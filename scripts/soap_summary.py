@@ -6,8 +6,8 @@ the expert, and the ptb graphs' times.
 Usage: scripts/soap_summary.py CSV METHOD [METHOD ...]
 Sets: held-out members (nmt, transformer seeds 100-107 on dgx1-v100) and each family alone, ptb, dgx-h100,
 p100-4x4-ib; validation members (nmt and transformer seeds below 100, any machine), validation RNN-LMs (rnnlm*)
-and validation lstmlm members (val-lstmlm). A set is printed
-only when every one of its cases has the method. A method that ran out of memory is marked '*'.
+and validation lstmlm members (val-lstmlm). A set is printed only when every one of its cases has the method. A
+method that ran out of memory is marked '*'.
 """
 import csv
 import math
