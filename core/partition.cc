@@ -42,8 +42,8 @@ void Slice(Box* box, int32_t axis, int32_t parts, int32_t index) {
 void SliceByDims(Box* box, const Op& op, const OpConfig& config, int32_t part, int32_t PartitionDim::*axis_of) {
   const size_t n = config.degrees.size();
   std::array<int32_t, 32> digits;
-  DEVPLACE_CHECK(n <= digits.size(), "more partitioned dimensions than SliceByDims handles");
-  for (size_t j = n; j-- > 0;) {  // row-major: the last dimension varies fastest; the copy index is dropped
+  const bool one_pass = n <= digits.size();  // else (an op with more dims than that) digit by digit
+  for (size_t j = n; one_pass && j-- > 0;) {  // row-major: the last dimension varies fastest; copies are dropped
     const int32_t d = config.degrees[j];
     if (d == 1) {  // most dims of a split op are whole: no division
       digits[j] = 0;
@@ -55,7 +55,7 @@ void SliceByDims(Box* box, const Op& op, const OpConfig& config, int32_t part, i
   for (size_t j = 0; j < n; ++j) {
     const int32_t axis = op.dims[j].*axis_of;
     if (axis < 0 || axis >= box->rank || config.degrees[j] == 1) continue;
-    Slice(box, axis, config.degrees[j], digits[j]);
+    Slice(box, axis, config.degrees[j], one_pass ? digits[j] : Digit(config, part, j));
   }
 }
 

@@ -53,6 +53,21 @@ TEST(Partition, PartsComputeAndNeedTheirSlices) {
   EXPECT_TRUE(SameBox(NeededBox(op, c, 3, flat), MakeBox({4}, {8})));
 }
 
+TEST(Partition, OpsWithManyDimsSliceAlike) {
+  // 34 dims, all whole but the sample and parameter ones: the same parts as SplitOp's (the digit-by-digit path).
+  Op wide = SplitOp();
+  OpConfig c{{0, 1, 2, 3}, {2, 2}};
+  for (int k = 0; k < 32; ++k) {
+    wide.dims.push_back({DimKind::kAttribute, -1, -1, 1});
+    c.degrees.push_back(1);
+  }
+  const OpConfig two{{0, 1, 2, 3}, {2, 2}};
+  for (int32_t part = 0; part < 4; ++part) {
+    EXPECT_TRUE(SameBox(ComputedBox(wide, c, part), ComputedBox(SplitOp(), two, part))) << part;
+    EXPECT_TRUE(SameBox(NeededBox(wide, c, part, wide), NeededBox(SplitOp(), two, part, SplitOp()))) << part;
+  }
+}
+
 TEST(Partition, ReadersReadTheNearestCopy) {
   // Two hosts of two devices: a route within a host is 2 links, across hosts 3.
   const Topology t = testing::TwoHosts(2, 1e9, 1e-6);
