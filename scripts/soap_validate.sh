@@ -6,7 +6,8 @@
 # (ONLY=base), POLICY greedy (ONLY=policy, named NAME). A run is chosen by these numbers only, never by ptb or the
 # held-out topologies' test cases.
 # SEEDS (default "50 51") lists the members' seeds, RNNLMS (default "rnnlm2 rnnlm4"; empty for none) the zoo models,
-# LM_SEEDS (default none) validation members of the lstmlm training family (at 400 ops, as ptb's test members, on dgx1-v100).
+# LM_SEEDS (default none) validation members of the lstmlm training family (at 400 ops, as ptb's test members, on
+# dgx1-v100).
 # Usage: scripts/soap_validate.sh DEVPLACE POLICY OUT_DIR
 #        (env: ONLY="base"|"policy"|"", NAME=soap, SEEDS, RNNLMS, LM_SEEDS)
 # Writes OUT_DIR/validation.csv (case,topology,method,step_time_ms,oom); scripts/soap_summary.py reads it.
