@@ -82,7 +82,7 @@ std::span<const int32_t> Graph::in_edges(OpId id) const {
 }
 
 OpId Graph::find(std::string_view name) const {
-  auto it = by_name_.find(std::string(name));
+  auto it = by_name_.find(name);
   return it == by_name_.end() ? -1 : it->second;
 }
 

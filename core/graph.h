@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -111,7 +112,12 @@ class Graph {
   std::vector<int32_t> out_offsets_, out_ids_, in_offsets_, in_ids_;
   std::vector<OpId> topo_order_;
   std::vector<int32_t> topo_rank_;
-  std::unordered_map<std::string, OpId> by_name_;
+  // Hashes a name given as any string type, so `find` looks up a string_view without copying it.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
+  };
+  std::unordered_map<std::string, OpId, NameHash, std::equal_to<>> by_name_;
 };
 
 // Accumulates ops and edges, then validates and freezes them into a Graph.
