@@ -63,6 +63,8 @@ void ReadPolicy(const nlohmann::json& value, const std::string& source, PolicyCo
                                      std::to_string(kCandidateFeatureDim));
   p->layer_split = o.boolean_or("layer_split", p->layer_split);
   if (p->layer_split && p->kind != "transformer") o.fail("layer_split", "only the transformer policy has it");
+  p->coherence = o.boolean_or("coherence", p->coherence);
+  if (p->coherence && p->kind != "transformer") o.fail("coherence", "only the transformer policy has it");
   o.finish();
 }
 
@@ -96,6 +98,9 @@ void ReadPpo(const nlohmann::json& value, const std::string& source, const std::
   if (!p->init_policy.empty()) p->init_policy = ResolveConfigPath(p->init_policy, base_dir);
   p->temperature = o.number_or("temperature", p->temperature, 0.0);
   if (p->temperature <= 0.0) o.fail("temperature", "must be > 0");
+  const std::string baseline = o.string_or("baseline", "value");
+  if (baseline == "greedy") p->baseline = PpoConfig::Baseline::kGreedy;
+  else if (baseline != "value") o.fail("baseline", "expected value or greedy, not '" + baseline + "'");
   o.finish();
 }
 
@@ -159,6 +164,8 @@ Expected<ExperimentConfig> ExperimentConfigFromYaml(const std::string& text, con
     if (const nlohmann::json* ppo = root.optional("ppo")) ReadPpo(*ppo, source, base_dir, &c.ppo);
     if (!c.ppo.demonstrations.empty() && c.env.kind != MdpKind::kOneShot)
       FailAt(source, "ppo.demonstrations", "only the one_shot environment replays demonstrations");
+    if (c.ppo.baseline == PpoConfig::Baseline::kGreedy && c.env.kind != MdpKind::kOneShot)
+      FailAt(source, "ppo.baseline", "greedy needs the one_shot environment (one greedy placement per game)");
     for (size_t i = 0; i < c.train.size(); ++i) {
       if (taught[i].empty()) continue;
       const Teachers t = c.TrainTeachers(i);

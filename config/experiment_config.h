@@ -39,6 +39,12 @@ struct PolicyConfig {
   // also where unrolling interleaves the layers in topological order (agents/learned/policy.h). Off by default so
   // that earlier policies keep loading.
   bool layer_split = false;
+  // Transformer only: a second decoding pass. Each group's logits add, per action kind (device, split), a weight
+  // the policy computes for that group times the share of its neighbours (group edges, both directions) whose
+  // first-pass action is that action: a small group can follow what its neighbours chose, which independent
+  // per-group choices cannot express (agents/learned/policy.h TransformerPlacer::Cohere). Off by default so that
+  // earlier policies keep loading.
+  bool coherence = false;
   // Not a `policy:` key: copied from env.data_parallel_action by the reader, so that the output layer also
   // scores the environment's data-parallel action.
   bool data_parallel_action = false;
@@ -82,6 +88,13 @@ struct PpoConfig {
   // The policy PPO samples and trains is softmax(logits / temperature): above 1 it explores more (fine-tuning a
   // policy whose training made it nearly deterministic), below 1 less. Greedy placement is unaffected.
   double temperature = 1.0;
+  // What a sampled episode's return is compared with to give its advantage. kValue: the value head's estimate of
+  // the game (GAE). kGreedy (one-shot MDP only): the return of the policy's greedy placement of the same game,
+  // played once per game and iteration (one more simulation), the self-critical baseline of Rennie et al. (2017)
+  // and Kool et al. (2019): a sample is reinforced only when it beats the placement that zero-shot use returns,
+  // which moves the policy's most likely actions rather than only its samples. The value head is still trained.
+  enum class Baseline { kValue, kGreedy };
+  Baseline baseline = Baseline::kValue;
 };
 
 // A `train:` entry's own teachers: each key given overrides the `ppo:` key of the same name for that entry's games,

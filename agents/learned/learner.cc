@@ -37,6 +37,8 @@ std::string PackRollout(const GameRollout& r) {
   put("returns", torch::tensor(r.returns, torch::kFloat64));
   put("advantages", torch::tensor(r.advantages, torch::kFloat64));
   put("demonstrated", torch::tensor({r.demonstrated ? 1 : 0}, torch::kInt64));
+  put("coherent", torch::tensor({r.first_actions.defined() ? 1 : 0}, torch::kInt64));
+  if (r.first_actions.defined()) put("first_actions", r.first_actions);
   const bool iterative = r.observations.node_x.defined();
   put("iterative", torch::tensor({iterative ? 1 : 0}, torch::kInt64));
   if (iterative) {
@@ -74,6 +76,7 @@ GameRollout UnpackRollout(const std::string& bytes, const GameEntry* entry) {
   r.returns = doubles("returns");
   r.advantages = doubles("advantages");
   r.demonstrated = get("demonstrated").item<int64_t>() != 0;
+  if (get("coherent").item<int64_t>() != 0) r.first_actions = get("first_actions");
   if (get("iterative").item<int64_t>() != 0)
     r.observations = {get("node_x"), get("placement"), get("device_x"), get("current")};
   return r;
@@ -190,42 +193,85 @@ GameRollout PpoLearner::Collect(const GameEntry& entry, int32_t samples, bool gr
 GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, bool greedy, std::mt19937_64& rng) {
   const PlacementGame& game = *entry.game;
   const int64_t n = game.num_groups(), d = game.num_actions(), s_count = greedy ? 1 : samples;
+  const bool baseline = !greedy && config_.baseline == PpoConfig::Baseline::kGreedy;
   torch::NoGradGuard no_grad;
   OneShotOutput out = net_->transformer()->forward(entry.tensors);
   torch::Tensor logits = (out.logits / config_.temperature).contiguous();
-  const float* lp = logits.data_ptr<float>();
   GameRollout r;
   r.entry = &entry;
+  // With PolicyConfig::coherence each episode decodes twice: first actions from `logits` (each group's legal
+  // splits, every device), then its own logits from the second pass. Row s is sample s, the last row the greedy
+  // baseline's episode.
+  const int64_t rows = s_count + (baseline ? 1 : 0);
+  torch::Tensor episode_logits;
+  if (net_->config().coherence) {
+    r.first_actions = torch::empty({s_count, n}, torch::kInt64);
+    torch::Tensor first = torch::empty({rows, n}, torch::kInt64);
+    int64_t* fa = first.data_ptr<int64_t>();
+    const float* lp = logits.data_ptr<float>();
+    std::vector<uint8_t> legal(static_cast<size_t>(d), 1);
+    for (int64_t row = 0; row < rows; ++row) {
+      const bool pick_greedy = greedy || row >= s_count;
+      for (int64_t g = 0; g < n; ++g) {
+        for (int64_t k = game.num_devices(); k < d; ++k)
+          legal[k] = game.can_split(static_cast<int32_t>(g), static_cast<int32_t>(k)) ? 1 : 0;
+        fa[row * n + g] = ChooseDevice(lp + g * d, legal.data(), static_cast<int32_t>(d), pick_greedy,
+                                       pick_greedy ? 0.0 : UniformUnit(rng));
+      }
+    }
+    r.first_actions.copy_(first.slice(0, 0, s_count));
+    episode_logits = (net_->transformer()->Cohere(out.logits.unsqueeze(0).expand({rows, n, d}), first, out,
+                                                  entry.tensors) /
+                      config_.temperature)
+                         .contiguous();
+  } else {
+    episode_logits = logits.unsqueeze(0).expand({rows, n, d});  // every row reads `logits`, not a copy
+  }
+  const float* elp = episode_logits.data_ptr<float>();
+  const int64_t row_stride = episode_logits.stride(0);
   r.actions = torch::empty({s_count, n}, torch::kInt64);
   r.masks = torch::empty({s_count, n, d}, torch::kBool);
   int64_t* act = r.actions.data_ptr<int64_t>();
   bool* msk = r.masks.data_ptr<bool>();
   std::vector<double> rewards;
   const bool demonstrate = !greedy && s_count >= 2 && !entry.demonstration.empty();
-  for (int64_t s = 0; s < s_count; ++s) {
+  // Plays the episode of row `row`: sample `row` (recorded) or, past the samples, the greedy baseline's.
+  auto play = [&](int64_t row) {
+    const bool sample = row < s_count, pick_greedy = greedy || !sample;
+    const float* lp = elp + row * row_stride;
     PlacementState state = game.NewInitialState(rng());
     while (!state.IsTerminal()) {
       const int64_t node = state.current_node();
       const std::vector<uint8_t>& mask = state.LegalActionsMask();
-      for (int64_t k = 0; k < d; ++k) msk[(s * n + node) * d + k] = mask[k] != 0;
-      const double u = UniformUnit(rng);
-      int32_t a = ChooseDevice(lp + node * d, mask.data(), static_cast<int32_t>(d), greedy, u);
-      if (demonstrate && s == 0 && mask[entry.demonstration[node]] != 0) a = entry.demonstration[node];
-      act[s * n + node] = a;
+      if (sample)
+        for (int64_t k = 0; k < d; ++k) msk[(row * n + node) * d + k] = mask[k] != 0;
+      const double u = sample ? UniformUnit(rng) : 0.0;
+      int32_t a = ChooseDevice(lp + node * d, mask.data(), static_cast<int32_t>(d), pick_greedy, u);
+      if (demonstrate && row == 0 && mask[entry.demonstration[node]] != 0) a = entry.demonstration[node];
+      if (sample) act[row * n + node] = a;
       Status applied = state.ApplyAction(a);
       DEVPLACE_CHECK(applied.ok(), applied.ok() ? "" : applied.error().message);
     }
+    return state;
+  };
+  for (int64_t s = 0; s < s_count; ++s) {
+    const PlacementState state = play(s);
     r.episodes.push_back({state.placement(), state.penalised_time(), state.cost(), state.Return()});
     r.demonstrated = demonstrate;
     rewards.push_back(state.Return());
   }
   r.evaluations = s_count;
-  r.old_logp = MaskedLogProbs(logits.unsqueeze(0).expand({s_count, n, d}), r.masks)
+  r.old_logp = MaskedLogProbs(episode_logits.slice(0, 0, s_count), r.masks)
                    .gather(2, r.actions.unsqueeze(2))
                    .squeeze(2);
   r.values.assign(s_count, out.value.item<double>());
   GaeResult gae = ComputeGae(rewards, r.values, std::vector<uint8_t>(s_count, 1), 0.0, config_.gamma,
                              config_.gae_lambda);
+  if (baseline) {
+    const double greedy_return = play(s_count).Return();
+    ++r.evaluations;
+    for (int64_t s = 0; s < s_count; ++s) gae.advantages[s] = rewards[s] - greedy_return;
+  }
   r.advantages = std::move(gae.advantages);
   r.returns = std::move(gae.returns);
   return r;
@@ -301,8 +347,12 @@ PpoLoss PpoLearner::Loss(const GameRollout& r) const {
   if (net_->is_transformer()) {
     OneShotOutput out = net_->transformer()->forward(r.entry->tensors);
     const int64_t s = r.actions.size(0), n = r.actions.size(1), d = out.logits.size(1);
-    torch::Tensor logits = out.logits / config_.temperature;
-    torch::Tensor logp_all = MaskedLogProbs(logits.unsqueeze(0).expand({s, n, d}), r.masks);
+    torch::Tensor logits = r.first_actions.defined()
+                               ? net_->transformer()->Cohere(out.logits.unsqueeze(0).expand({s, n, d}),
+                                                             r.first_actions, out, r.entry->tensors) /
+                                     config_.temperature
+                               : (out.logits / config_.temperature).unsqueeze(0).expand({s, n, d});
+    torch::Tensor logp_all = MaskedLogProbs(logits, r.masks);
     torch::Tensor new_logp = logp_all.gather(2, r.actions.unsqueeze(2)).squeeze(2);
     torch::Tensor entropy = MaskedEntropy(logp_all);
     PpoLoss loss = ComputePpoLoss(new_logp.reshape({-1}), r.old_logp.reshape({-1}),

@@ -65,6 +65,9 @@ struct GameRollout {
   IterativeBatch observations;
   std::vector<double> values, returns, advantages;
   bool demonstrated = false;  // one-shot: episode 0 replayed the entry's demonstration
+  // One-shot with PolicyConfig::coherence: [S, N] the first decoding pass's action per group of each episode
+  // (the second pass's logits depend on them); undefined otherwise.
+  torch::Tensor first_actions;
 };
 
 // Averages over the minibatch updates of one Update call.

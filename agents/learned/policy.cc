@@ -121,8 +121,28 @@ TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : confi
     candidate_head_ = register_module("candidate_head", torch::nn::Linear(h, 1));
     candidate_linear_ = register_module("candidate_linear", torch::nn::Linear(config.candidate_features, 1));
   }
+  if (config.coherence) coherence_head_ = register_module("coherence_head", torch::nn::Linear(h, 2));
   value1_ = register_module("value1", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, h));
   value2_ = register_module("value2", torch::nn::Linear(h, 1));
+}
+
+torch::Tensor TransformerPlacerImpl::Cohere(const torch::Tensor& logits, const torch::Tensor& first,
+                                            const OneShotOutput& out, const GameTensors& game) const {
+  if (!config_.coherence) return logits;
+  const int64_t n = logits.size(1), a = logits.size(2);
+  const torch::Tensor& src = game.graph.src;
+  const torch::Tensor& dst = game.graph.dst;
+  torch::Tensor chosen = torch::one_hot(first, a).to(torch::kFloat32);  // [B, N, A]
+  torch::Tensor votes = torch::zeros_like(chosen);
+  votes.index_add_(1, dst, chosen.index_select(1, src));
+  votes.index_add_(1, src, chosen.index_select(1, dst));
+  torch::Tensor degree = (torch::bincount(src, {}, n) + torch::bincount(dst, {}, n)).clamp_min(1);
+  votes = votes / degree.to(torch::kFloat32).view({1, n, 1});
+  // [N, A]: each action's weight, the group's device column on the devices, its split column on the rest.
+  torch::Tensor weight = torch::cat({out.coherence.slice(1, 0, 1).expand({n, game.num_devices}),
+                                     out.coherence.slice(1, 1, 2).expand({n, a - game.num_devices})},
+                                    1);
+  return logits + votes * weight.unsqueeze(0);
 }
 
 OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
@@ -176,7 +196,7 @@ OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
   }
   torch::Tensor summary = torch::cat({h.mean(0), std::get<0>(h.max(0)), game.device_x.mean(0), scalars});
   torch::Tensor value = value2_(torch::relu(value1_(summary))).squeeze(0);
-  return {logits, value};
+  return {logits, value, config_.coherence ? coherence_head_(h) : torch::Tensor()};
 }
 
 IterativeBatch StackObservations(const std::vector<const Observation*>& observations) {
@@ -259,6 +279,9 @@ PolicyNet::PolicyNet(const PolicyConfig& config, uint64_t seed) : config_(config
   // The layer head starts switched on on every graph (gate about 1), as the topological split head is.
   for (auto& item : module().named_parameters(true))
     if (item.key() == "layer_gate.bias") item.value().fill_(1.0);
+  // The coherence pass starts switched off (weights 0): a fresh policy decodes as the one-pass policy.
+  for (auto& item : module().named_parameters(true))
+    if (item.key().rfind("coherence_head.", 0) == 0) item.value().zero_();
 }
 
 torch::nn::Module& PolicyNet::module() {

@@ -53,6 +53,9 @@ GameTensors MakeGameTensors(const PlacementGame& game);
 struct OneShotOutput {
   torch::Tensor logits;
   torch::Tensor value;
+  // PolicyConfig::coherence: [N, 2] each group's weight of its neighbours' first-pass votes for device actions
+  // (column 0) and split actions (column 1); undefined otherwise.
+  torch::Tensor coherence;
 };
 
 class XlLayerImpl : public torch::nn::Module {
@@ -74,6 +77,13 @@ class TransformerPlacerImpl : public torch::nn::Module {
   // Preconditions: game.num_devices <= config.max_devices; the game has the data-parallel action exactly when
   // config.data_parallel_action is set, SOAP candidates exactly when config.soap is.
   OneShotOutput forward(const GameTensors& game);
+  // The second decoding pass (PolicyConfig::coherence): `logits` [B, N, A] (first-pass logits, any scale),
+  // `first` [B, N] int64 (a legal first-pass action per group) and `out` this policy's output for `game`.
+  // Returns logits + out.coherence's weight of the action's kind x the share of the group's neighbours (GameTensors'
+  // group edges, both directions, counted with multiplicity) whose first action is that action. Without
+  // PolicyConfig::coherence returns `logits`.
+  torch::Tensor Cohere(const torch::Tensor& logits, const torch::Tensor& first, const OneShotOutput& out,
+                       const GameTensors& game) const;
 
  private:
   PolicyConfig config_;
@@ -88,6 +98,8 @@ class TransformerPlacerImpl : public torch::nn::Module {
   // SOAP candidates (config.soap): logit(g, c) = w . relu(A h_g + B x_gc) + u . x_gc, x_gc the candidate features.
   torch::nn::Linear candidate_query_{nullptr}, candidate_key_{nullptr}, candidate_head_{nullptr},
       candidate_linear_{nullptr};
+  // config.coherence: per group, the weights of its neighbours' first-pass votes (zero at initialisation).
+  torch::nn::Linear coherence_head_{nullptr};
   torch::nn::Linear value1_{nullptr}, value2_{nullptr};
 };
 TORCH_MODULE(TransformerPlacer);

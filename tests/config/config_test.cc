@@ -94,6 +94,11 @@ TEST(ExperimentConfig, SoapActionSpaceReachesThePolicyAndExcludesTheDataParallel
   EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(
                 kExperiment + "env: {kind: iterative}\npolicy: {kind: placeto, layer_split: true}\n", "e.yaml", "")),
             "e.yaml: policy.layer_split: only the transformer policy has it");
+  EXPECT_FALSE(c->policy.coherence);
+  EXPECT_TRUE(ExperimentConfigFromYaml(kExperiment + "policy: {coherence: true}\n", "e.yaml", "")->policy.coherence);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(
+                kExperiment + "env: {kind: iterative}\npolicy: {kind: placeto, coherence: true}\n", "e.yaml", "")),
+            "e.yaml: policy.coherence: only the transformer policy has it");
 }
 
 TEST(ExperimentConfig, RejectsUnknownNamesAndMoreMinibatchesThanGraphs) {
@@ -122,6 +127,18 @@ TEST(ExperimentConfig, RejectsUnknownNamesAndMoreMinibatchesThanGraphs) {
                                      "e.yaml", "")
                 ->ppo.demonstration_refine_groups,
             8);
+  // The advantage baseline: the value head by default, the greedy placement on request (one-shot MDP only).
+  EXPECT_EQ(ExperimentConfigFromYaml(kExperiment, "e.yaml", "")->ppo.baseline, PpoConfig::Baseline::kValue);
+  EXPECT_EQ(ExperimentConfigFromYaml(kExperiment + "ppo: {baseline: greedy}\n", "e.yaml", "")->ppo.baseline,
+            PpoConfig::Baseline::kGreedy);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "ppo: {baseline: mean}\n", "e.yaml", ""))
+                .find("e.yaml: ppo.baseline: expected value or greedy, not 'mean'"),
+            0u);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "env: {kind: iterative}\npolicy: {kind: placeto}\n"
+                                                           "ppo: {baseline: greedy}\n",
+                                             "e.yaml", ""))
+                .find("e.yaml: ppo.baseline: greedy needs the one_shot environment"),
+            0u);
   EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml("name: e\ntopologies: [t.yaml]\ntrain: [{zoo: gnmt2}, {zoo: vgg16, seed: 2}]\n",
                                              "e.yaml", ""))
                 .find("e.yaml: train[1].seeds: only family entries take seeds"),

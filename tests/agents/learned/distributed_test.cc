@@ -96,17 +96,19 @@ RankProcess SpawnRank(int rank, int world, int port, const std::string& config, 
 }
 
 // Three training games per iteration (rank 0 plays two, rank 1 one) in two minibatches, so minibatches mix
-// ranks; two held-out games (one per rank).
-std::string WriteGroupExperiment(const std::string& dir, int iterations) {
+// ranks; two held-out games (one per rank). `two_pass`: the coherence pass and the greedy baseline, whose rollouts
+// carry their first-pass actions between ranks.
+std::string WriteGroupExperiment(const std::string& dir, int iterations, bool two_pass = false) {
   const std::string path = dir + "/exp.yaml";
   std::ofstream out(path);
   out << "name: group\nseed: 5\n"
       << "topologies: [" << DEVPLACE_SOURCE_DIR << "/configs/topologies/dgx1-v100.yaml]\n"
       << "train: [{family: ptb, seeds: {from: 1, count: 3}, target_ops: 100}]\n"
       << "eval: [{family: ptb, seeds: {from: 9, count: 2}, target_ops: 100}]\n"
-      << "policy: {hidden: 16, sage_layers: 1, transformer_layers: 1, heads: 2, feedforward: 16, segment: 8}\n"
+      << "policy: {hidden: 16, sage_layers: 1, transformer_layers: 1, heads: 2, feedforward: 16, segment: 8"
+      << (two_pass ? ", coherence: true" : "") << "}\n"
       << "ppo: {iterations: " << iterations << ", graphs_per_iteration: 3, samples_per_graph: 4, epochs: 2, "
-      << "minibatches: 2}\n"
+      << "minibatches: 2" << (two_pass ? ", baseline: greedy" : "") << "}\n"
       << "eval_every: 2\ncheckpoint_every: 1\n";
   return path;
 }
@@ -151,9 +153,10 @@ std::vector<std::vector<double>> LogRows(const std::string& path) {
   return rows;
 }
 
+// With the coherence pass and the greedy baseline on, so that what a rank sends carries first-pass actions.
 TEST(Distributed, TwoRanksTrainWhatOneProcessTrainsAndRankZerosCheckpointResumesAlone) {
   const std::string dir = learntest::TempDir("group");
-  const std::string config_path = WriteGroupExperiment(dir, 3);
+  const std::string config_path = WriteGroupExperiment(dir, 3, /*two_pass=*/true);
   Expected<ExperimentConfig> config = ReadExperimentConfig(config_path);
   ASSERT_TRUE(config.ok()) << config.error().message;
 
