@@ -205,21 +205,20 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
   const int64_t rows = s_count + (baseline ? 1 : 0);
   torch::Tensor episode_logits;
   if (net_->config().coherence) {
-    r.first_actions = torch::empty({s_count, n}, torch::kInt64);
+    std::vector<uint8_t> legal(static_cast<size_t>(n * d), 1);  // per group: every device, the splits it can take
+    for (int64_t g = 0; g < n; ++g)
+      for (int64_t k = game.num_devices(); k < d; ++k)
+        legal[g * d + k] = game.can_split(static_cast<int32_t>(g), static_cast<int32_t>(k)) ? 1 : 0;
     torch::Tensor first = torch::empty({rows, n}, torch::kInt64);
     int64_t* fa = first.data_ptr<int64_t>();
     const float* lp = logits.data_ptr<float>();
-    std::vector<uint8_t> legal(static_cast<size_t>(d), 1);
     for (int64_t row = 0; row < rows; ++row) {
       const bool pick_greedy = greedy || row >= s_count;
-      for (int64_t g = 0; g < n; ++g) {
-        for (int64_t k = game.num_devices(); k < d; ++k)
-          legal[k] = game.can_split(static_cast<int32_t>(g), static_cast<int32_t>(k)) ? 1 : 0;
-        fa[row * n + g] = ChooseDevice(lp + g * d, legal.data(), static_cast<int32_t>(d), pick_greedy,
+      for (int64_t g = 0; g < n; ++g)
+        fa[row * n + g] = ChooseDevice(lp + g * d, legal.data() + g * d, static_cast<int32_t>(d), pick_greedy,
                                        pick_greedy ? 0.0 : UniformUnit(rng));
-      }
     }
-    r.first_actions.copy_(first.slice(0, 0, s_count));
+    r.first_actions = first.slice(0, 0, s_count).clone();
     episode_logits = (net_->transformer()->Cohere(out.logits.unsqueeze(0).expand({rows, n, d}), first, out,
                                                   entry.tensors) /
                       config_.temperature)
