@@ -62,6 +62,11 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
   GameEntry entry = MakeGameEntry(std::move(game).value(), graph.name());
 
   PlaceResult result;
+  if (exp.policy.expert_hint) {
+    Expected<int64_t> hint = AddExpertHint(*entry.game, &entry.tensors);
+    if (!hint) return hint.error();
+    result.evaluations += *hint;  // the expert's simulations count as the placement's
+  }
   result.num_groups = entry.game->num_groups();
   result.num_actions = entry.game->num_actions();
   std::mt19937_64 rng(options.seed);

@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "agents/search.h"
 #include "core/check.h"
 #include "core/colocation.h"
 
@@ -79,6 +80,19 @@ GameTensors MakeGameTensors(const PlacementGame& game) {
   return t;
 }
 
+Expected<int64_t> AddExpertHint(const PlacementGame& game, GameTensors* tensors) {
+  Expected<std::unique_ptr<SearchAlgorithm>> expert = MakeSearchAlgorithm("expert");
+  if (!expert) return expert.error();
+  SearchProblem problem{&game.graph(), &game.topology(), game.cost(), game.config().sim};
+  Expected<SearchResult> found = (*expert)->Search(problem, SearchRequest{});
+  if (!found) return Error{"expert hint on '" + game.graph().name() + "': " + found.error().message};
+  std::vector<int64_t> action(static_cast<size_t>(game.num_groups()));
+  for (int32_t g = 0; g < game.num_groups(); ++g)  // the expert places whole layers: its leader's device
+    action[g] = found->strategy.configs[game.groups().members[g].front()].devices[0];
+  tensors->expert_action = torch::tensor(action, torch::kInt64);
+  return found->evaluations;
+}
+
 XlLayerImpl::XlLayerImpl(int64_t hidden, int64_t heads, int64_t feedforward) {
   norm1_ = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
   norm2_ = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
@@ -122,6 +136,7 @@ TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : confi
     candidate_linear_ = register_module("candidate_linear", torch::nn::Linear(config.candidate_features, 1));
   }
   if (config.coherence) coherence_head_ = register_module("coherence_head", torch::nn::Linear(h, 2));
+  if (config.expert_hint) hint_head_ = register_module("hint_head", torch::nn::Linear(h, 1));
   value1_ = register_module("value1", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, h));
   value2_ = register_module("value2", torch::nn::Linear(h, 1));
 }
@@ -193,6 +208,10 @@ OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
     torch::Tensor z = torch::relu(candidate_query_(h).unsqueeze(1) + candidate_key_(x));
     torch::Tensor split = candidate_head_(z).squeeze(2) + candidate_linear_(x).squeeze(2);
     logits = torch::cat({logits, split}, 1);
+  }
+  if (config_.expert_hint) {
+    DEVPLACE_CHECK(game.expert_action.defined(), "an expert-hint policy needs the game's expert actions");
+    logits = logits + torch::one_hot(game.expert_action, game.num_actions).to(torch::kFloat32) * hint_head_(h);
   }
   torch::Tensor summary = torch::cat({h.mean(0), std::get<0>(h.max(0)), game.device_x.mean(0), scalars});
   torch::Tensor value = value2_(torch::relu(value1_(summary))).squeeze(0);
@@ -282,6 +301,9 @@ PolicyNet::PolicyNet(const PolicyConfig& config, uint64_t seed) : config_(config
   // The coherence pass starts switched off (weights 0): a fresh policy decodes as the one-pass policy.
   for (auto& item : module().named_parameters(true))
     if (item.key().rfind("coherence_head.", 0) == 0) item.value().zero_();
+  // So does the expert hint: a fresh policy decodes as one without it.
+  for (auto& item : module().named_parameters(true))
+    if (item.key().rfind("hint_head.", 0) == 0) item.value().zero_();
 }
 
 torch::nn::Module& PolicyNet::module() {

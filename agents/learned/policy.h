@@ -21,6 +21,7 @@
 #include <torch/torch.h>
 
 #include "config/experiment_config.h"
+#include "core/status.h"
 #include "env/game.h"
 #include "env/observation.h"
 #include "gnn/graphsage.h"
@@ -43,10 +44,17 @@ struct GameTensors {
   // before its layer (core/colocation.h GroupLayerIndex: data-flow order) plus half its own layer's, in [0, 1];
   // groups of one layer share it. Read by policies with PolicyConfig::layer_split.
   torch::Tensor layer_position;
+  // [N] int64: the action the human-expert heuristic's placement takes for each group (AddExpertHint); read by
+  // policies with PolicyConfig::expert_hint, undefined until AddExpertHint.
+  torch::Tensor expert_action;
   int64_t num_devices = 0;
   int64_t num_actions = 0;  // num_devices plus the game's split candidates
 };
 GameTensors MakeGameTensors(const PlacementGame& game);
+// Sets tensors->expert_action to the device the "expert" search (agents/expert_placer.h, on the game's graph,
+// machine and cost model) gives each group's first member, and returns the simulations that search ran (one per
+// device count). Errors when the search fails.
+Expected<int64_t> AddExpertHint(const PlacementGame& game, GameTensors* tensors);
 
 // Per-group logits [N, A] over the game's actions (devices, then the data-parallel action if any) and the value
 // of the initial state (scalar).
@@ -75,7 +83,8 @@ class TransformerPlacerImpl : public torch::nn::Module {
  public:
   explicit TransformerPlacerImpl(const PolicyConfig& config);
   // Preconditions: game.num_devices <= config.max_devices; the game has the data-parallel action exactly when
-  // config.data_parallel_action is set, SOAP candidates exactly when config.soap is.
+  // config.data_parallel_action is set, SOAP candidates exactly when config.soap is; game.expert_action is set
+  // when config.expert_hint is.
   OneShotOutput forward(const GameTensors& game);
   // The second decoding pass (PolicyConfig::coherence): `logits` [B, N, A] (first-pass logits, any scale),
   // `first` [B, N] int64 (a legal first-pass action per group) and `out` this policy's output for `game`.
@@ -100,6 +109,8 @@ class TransformerPlacerImpl : public torch::nn::Module {
       candidate_linear_{nullptr};
   // config.coherence: per group, the weights of its neighbours' first-pass votes (zero at initialisation).
   torch::nn::Linear coherence_head_{nullptr};
+  // config.expert_hint: per group, the weight added to the logit of the expert's action (zero at initialisation).
+  torch::nn::Linear hint_head_{nullptr};
   torch::nn::Linear value1_{nullptr}, value2_{nullptr};
 };
 TORCH_MODULE(TransformerPlacer);

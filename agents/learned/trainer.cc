@@ -41,7 +41,12 @@ Expected<std::vector<GameEntry>> MakeEntries(const ExperimentConfig& config, con
   if (graphs.empty()) return entries;
   Expected<std::vector<LabelledGame>> games = MakeExperimentGames(config, graphs);
   if (!games) return games.error();
-  for (LabelledGame& g : *games) entries.push_back(MakeGameEntry(std::move(g.game), std::move(g.label)));
+  for (LabelledGame& g : *games) {
+    entries.push_back(MakeGameEntry(std::move(g.game), std::move(g.label)));
+    if (!config.policy.expert_hint) continue;
+    if (Expected<int64_t> hint = AddExpertHint(*entries.back().game, &entries.back().tensors); !hint)
+      return Error{"policy.expert_hint: " + hint.error().message};
+  }
   return entries;
 }
 

@@ -1,0 +1,115 @@
+// PolicyConfig::expert_hint: the expert heuristic's action per group (AddExpertHint) and the weight the
+// Transformer adds at it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "agents/expert_placer.h"
+#include "agents/learned/learner.h"
+#include "agents/learned/learning.h"
+#include "core/check.h"
+#include "core/topology_yaml.h"
+#include "datasets/graph_source.h"
+#include "sim/cost_model.h"
+#include "sim/simulator.h"
+#include "tests/testing/learn_fixtures.h"
+
+namespace devplace {
+namespace {
+
+using learntest::MakeGame;
+using learntest::MlpTrainingGraph;
+using learntest::TinyPolicy;
+using learntest::TwoDevices;
+
+TEST(ExpertHint, IsTheExpertSearchsDevicePerGroup) {
+  Expected<Graph> g = BuildGraph(GraphSource{.family = "lstmlm", .seed = 2, .target_ops = 300});
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  Expected<Topology> t = ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml");
+  ASSERT_TRUE(t.ok());
+  auto game = MakeGame(std::move(g).value(), std::move(t).value(), MdpKind::kOneShot);
+  GameTensors tensors = MakeGameTensors(*game);
+  EXPECT_FALSE(tensors.expert_action.defined());
+  Expected<int64_t> simulations = AddExpertHint(*game, &tensors);
+  ASSERT_TRUE(simulations.ok()) << simulations.error().message;
+  ASSERT_EQ(tensors.expert_action.sizes(), (std::vector<int64_t>{game->num_groups()}));
+
+  // The expert search on the same problem, run directly: every group's members sit on its hinted device, and the
+  // hint reports the search's simulations (one per device count).
+  SearchProblem problem{.graph = &game->graph(), .topology = &game->topology(), .cost = game->cost()};
+  Expected<SearchResult> expert = PlaceLikeAnExpert(problem, SearchRequest{});
+  ASSERT_TRUE(expert.ok()) << expert.error().message;
+  EXPECT_EQ(*simulations, expert->evaluations);
+  EXPECT_EQ(*simulations, game->num_devices());
+  std::set<int64_t> devices;
+  for (int32_t group = 0; group < game->num_groups(); ++group) {
+    const int64_t hinted = tensors.expert_action[group].item<int64_t>();
+    devices.insert(hinted);
+    for (OpId op : game->groups().members[group])
+      EXPECT_EQ(expert->strategy.configs[op].devices, std::vector<DeviceId>{static_cast<DeviceId>(hinted)})
+          << game->graph().op(op).name;
+  }
+  EXPECT_GT(devices.size(), 1u) << "the expert spreads this language model's layers over devices";
+}
+
+TEST(ExpertHint, AddsTheHeadsWeightAtTheExpertsActionOnly) {
+  auto game = MakeGame(MlpTrainingGraph(5), TwoDevices(2.0), MdpKind::kOneShot, true, /*data_parallel_action=*/true);
+  PolicyConfig config = TinyPolicy("transformer");
+  config.data_parallel_action = true;
+  config.expert_hint = true;
+  PolicyNet net(config, 3);
+  GameEntry entry = MakeGameEntry(game, "mlp");
+  // Without the expert's actions the policy refuses to score the game.
+  EXPECT_THROW(net.transformer()->forward(entry.tensors), InternalError);
+  ASSERT_TRUE(AddExpertHint(*game, &entry.tensors).ok());
+  ASSERT_EQ(entry.tensors.expert_action.size(0), game->num_groups());
+  // A fresh policy's hint weights are zero.
+  const torch::Tensor fresh = net.transformer()->forward(entry.tensors).logits;
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : net.module().named_parameters(true)) {
+      if (p.key().rfind("hint_head.", 0) == 0) {
+        EXPECT_TRUE(torch::equal(p.value(), torch::zeros_like(p.value()))) << p.key();
+      }
+      if (p.key() == "hint_head.bias") p.value().fill_(1.5);
+    }
+  }
+  const torch::Tensor added = net.transformer()->forward(entry.tensors).logits - fresh;
+  for (int64_t group = 0; group < game->num_groups(); ++group) {
+    for (int64_t action = 0; action < game->num_actions(); ++action) {
+      EXPECT_NEAR(added[group][action].item<float>(),
+                  action == entry.tensors.expert_action[group].item<int64_t>() ? 1.5f : 0.0f, 1e-5)
+          << "group " << group << ", action " << action;
+    }
+  }
+}
+
+TEST(ExpertHint, TrainsAndPlacesEndToEnd) {
+  const std::string dir = learntest::TempDir("expert-hint");
+  std::string config = learntest::WriteTinyExperiment(dir, 1);
+  {
+    std::ifstream in(config);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string key = "segment: 8}";
+    text.replace(text.find(key), key.size(), "segment: 8, expert_hint: true}");
+    std::ofstream(config) << text;
+  }
+  Expected<TrainSummary> trained = TrainPolicy({.config_path = config, .run_dir = dir + "/run"});
+  ASSERT_TRUE(trained.ok()) << trained.error().message;
+  Expected<std::unique_ptr<LearnedPolicy>> policy = LearnedPolicy::Load(trained->checkpoint_dir);
+  ASSERT_TRUE(policy.ok()) << policy.error().message;
+  Graph g = BuildGraph(GraphSource{.family = "ptb", .seed = 9, .target_ops = 120}).value();
+  Topology t = ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml").value();
+  Expected<PlaceResult> placed = (*policy)->Place(g, t, MakeAnalyticCostModel(), {}, {});
+  ASSERT_TRUE(placed.ok()) << placed.error().message;
+  // The expert's 8 simulations (one per device count) and the greedy placement's.
+  EXPECT_EQ(placed->evaluations, 8 + 1);
+  EXPECT_DOUBLE_EQ(Simulate(g, t, placed->strategy, MakeAnalyticCostModel())->step_time, placed->step_time);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace devplace
