@@ -45,11 +45,12 @@ struct PolicyConfig {
   // per-group choices cannot express (agents/learned/policy.h TransformerPlacer::Cohere). Off by default so that
   // earlier policies keep loading.
   bool coherence = false;
-  // Transformer only: each group's logits add a weight the policy computes for that group at the action the
-  // human-expert heuristic's placement takes for it (agents/expert_placer.h, turned into actions as a
-  // demonstration is: agents/learned/demonstration.h), so the policy can learn where to follow the expert's
-  // contiguous layer-per-device layout and where not. Building a game's tensors then runs the expert (one
-  // simulation per device count). Off by default so that earlier policies keep loading.
+  // Transformer only: each group's logits add two weights the policy computes for that group, one at the action
+  // the human-expert heuristic's placement gives the group (agents/expert_placer.h), one times the compute the
+  // expert puts on each action's devices from the other groups (agents/learned/policy.h AddExpertHint): the policy
+  // can learn where to follow the expert's layer-per-device layout, and which devices it leaves idle. Building a
+  // game's tensors then runs the expert (one simulation per device count). Off by default so that earlier
+  // policies keep loading.
   bool expert_hint = false;
   // Not a `policy:` key: copied from env.data_parallel_action by the reader, so that the output layer also
   // scores the environment's data-parallel action.

@@ -86,10 +86,32 @@ Expected<int64_t> AddExpertHint(const PlacementGame& game, GameTensors* tensors)
   SearchProblem problem{&game.graph(), &game.topology(), game.cost(), game.config().sim};
   Expected<SearchResult> found = (*expert)->Search(problem, SearchRequest{});
   if (!found) return Error{"expert hint on '" + game.graph().name() + "': " + found.error().message};
-  std::vector<int64_t> action(static_cast<size_t>(game.num_groups()));
-  for (int32_t g = 0; g < game.num_groups(); ++g)  // the expert places whole layers: its leader's device
+  const int32_t n = game.num_groups(), devices = game.num_devices(), actions = game.num_actions();
+  std::vector<int64_t> action(static_cast<size_t>(n));
+  for (int32_t g = 0; g < n; ++g)  // the expert places whole layers: its leader's device
     action[g] = found->strategy.configs[game.groups().members[g].front()].devices[0];
+  // Each device's compute share under the expert's placement, then per group and action the mean over the
+  // action's devices of the other groups' share there, times the device count (1: an even spread).
+  const std::vector<float>& features = game.static_node_features();
+  std::vector<double> share(static_cast<size_t>(n)), device_load(static_cast<size_t>(devices), 0.0);
+  for (int32_t g = 0; g < n; ++g) {
+    share[g] = features[static_cast<size_t>(g) * kNodeFeatureDim + kNodeComputeShare];
+    device_load[action[g]] += share[g];
+  }
+  std::vector<std::vector<DeviceId>> action_devices(static_cast<size_t>(actions));
+  for (int32_t a = 0; a < actions; ++a)
+    action_devices[a] = a < devices ? std::vector<DeviceId>{static_cast<DeviceId>(a)} : game.candidate(a - devices).devices;
+  torch::Tensor load = torch::empty({n, actions}, torch::kFloat32);
+  float* out = load.data_ptr<float>();
+  for (int32_t g = 0; g < n; ++g)
+    for (int32_t a = 0; a < actions; ++a) {
+      double sum = 0.0;
+      for (DeviceId d : action_devices[a]) sum += device_load[d] - (d == action[g] ? share[g] : 0.0);
+      out[static_cast<size_t>(g) * actions + a] =
+          static_cast<float>(devices * sum / static_cast<double>(action_devices[a].size()));
+    }
   tensors->expert_action = torch::tensor(action, torch::kInt64);
+  tensors->expert_load = load;
   return found->evaluations;
 }
 
@@ -136,7 +158,7 @@ TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : confi
     candidate_linear_ = register_module("candidate_linear", torch::nn::Linear(config.candidate_features, 1));
   }
   if (config.coherence) coherence_head_ = register_module("coherence_head", torch::nn::Linear(h, 2));
-  if (config.expert_hint) hint_head_ = register_module("hint_head", torch::nn::Linear(h, 1));
+  if (config.expert_hint) hint_head_ = register_module("hint_head", torch::nn::Linear(h, 2));
   value1_ = register_module("value1", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, h));
   value2_ = register_module("value2", torch::nn::Linear(h, 1));
 }
@@ -210,8 +232,12 @@ OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
     logits = torch::cat({logits, split}, 1);
   }
   if (config_.expert_hint) {
-    DEVPLACE_CHECK(game.expert_action.defined(), "an expert-hint policy needs the game's expert actions");
-    logits = logits + torch::one_hot(game.expert_action, game.num_actions).to(torch::kFloat32) * hint_head_(h);
+    DEVPLACE_CHECK(game.expert_action.defined() && game.expert_load.defined(),
+                   "an expert-hint policy needs the game's expert actions and loads (AddExpertHint)");
+    torch::Tensor weight = hint_head_(h);  // [N, 2]
+    logits = logits +
+             torch::one_hot(game.expert_action, game.num_actions).to(torch::kFloat32) * weight.slice(1, 0, 1) +
+             game.expert_load * weight.slice(1, 1, 2);
   }
   torch::Tensor summary = torch::cat({h.mean(0), std::get<0>(h.max(0)), game.device_x.mean(0), scalars});
   torch::Tensor value = value2_(torch::relu(value1_(summary))).squeeze(0);

@@ -47,13 +47,16 @@ struct GameTensors {
   // [N] int64: the action the human-expert heuristic's placement takes for each group (AddExpertHint); read by
   // policies with PolicyConfig::expert_hint, undefined until AddExpertHint.
   torch::Tensor expert_action;
+  // [N, A] float: per group and action, the compute share the expert's placement puts on the action's devices from
+  // the other groups, averaged over those devices, times the device count (1: an even spread; AddExpertHint).
+  torch::Tensor expert_load;
   int64_t num_devices = 0;
   int64_t num_actions = 0;  // num_devices plus the game's split candidates
 };
 GameTensors MakeGameTensors(const PlacementGame& game);
 // Sets tensors->expert_action to the device the "expert" search (agents/expert_placer.h, on the game's graph,
-// machine and cost model) gives each group's first member, and returns the simulations that search ran (one per
-// device count). Errors when the search fails.
+// machine and cost model) gives each group's first member and tensors->expert_load from it, and returns the
+// simulations that search ran (one per device count). Errors when the search fails.
 Expected<int64_t> AddExpertHint(const PlacementGame& game, GameTensors* tensors);
 
 // Per-group logits [N, A] over the game's actions (devices, then the data-parallel action if any) and the value
@@ -109,7 +112,8 @@ class TransformerPlacerImpl : public torch::nn::Module {
       candidate_linear_{nullptr};
   // config.coherence: per group, the weights of its neighbours' first-pass votes (zero at initialisation).
   torch::nn::Linear coherence_head_{nullptr};
-  // config.expert_hint: per group, the weight added to the logit of the expert's action (zero at initialisation).
+  // config.expert_hint: per group, the weight added to the logit of the expert's action and the weight of the
+  // expert's load on each action's devices (zero at initialisation).
   torch::nn::Linear hint_head_{nullptr};
   torch::nn::Linear value1_{nullptr}, value2_{nullptr};
 };

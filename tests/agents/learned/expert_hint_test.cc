@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "core/topology_yaml.h"
 #include "datasets/graph_source.h"
+#include "env/observation.h"
 #include "sim/cost_model.h"
 #include "sim/simulator.h"
 #include "tests/testing/learn_fixtures.h"
@@ -53,6 +54,33 @@ TEST(ExpertHint, IsTheExpertSearchsDevicePerGroup) {
           << game->graph().op(op).name;
   }
   EXPECT_GT(devices.size(), 1u) << "the expert spreads this language model's layers over devices";
+
+  // The expert load, by hand from the expert search's strategy: per device the compute share of the groups it
+  // holds; a device action's load leaves out the group itself.
+  const int32_t n = game->num_groups(), d_count = game->num_devices();
+  ASSERT_EQ(tensors.expert_load.sizes(), (std::vector<int64_t>{n, game->num_actions()}));
+  std::vector<double> share(n), on_device(d_count, 0.0);
+  double total = 0.0;
+  for (int32_t group = 0; group < n; ++group) {
+    share[group] = game->static_node_features()[static_cast<size_t>(group) * kNodeFeatureDim + kNodeComputeShare];
+    on_device[expert->strategy.configs[game->groups().members[group].front()].devices[0]] += share[group];
+    total += share[group];
+  }
+  for (int32_t group = 0; group < n; ++group) {
+    const int64_t own = tensors.expert_action[group].item<int64_t>();
+    for (int32_t d = 0; d < d_count; ++d)
+      EXPECT_NEAR(tensors.expert_load[group][d].item<float>(),
+                  d_count * (on_device[d] - (d == own ? share[group] : 0.0)), 1e-4)
+          << "group " << group << ", device " << d;
+  }
+  // A device the expert leaves idle carries no load (this model's four LSTM layers leave some idle).
+  ASSERT_LT(devices.size(), static_cast<size_t>(d_count));
+  for (int32_t d = 0; d < d_count; ++d) {
+    if (!devices.count(d)) {
+      EXPECT_EQ(tensors.expert_load[0][d].item<float>(), 0.0f) << "device " << d;
+    }
+  }
+  EXPECT_NEAR(total, 1.0, 1e-3);
 }
 
 TEST(ExpertHint, AddsTheHeadsWeightAtTheExpertsActionOnly) {
@@ -74,7 +102,7 @@ TEST(ExpertHint, AddsTheHeadsWeightAtTheExpertsActionOnly) {
       if (p.key().rfind("hint_head.", 0) == 0) {
         EXPECT_TRUE(torch::equal(p.value(), torch::zeros_like(p.value()))) << p.key();
       }
-      if (p.key() == "hint_head.bias") p.value().fill_(1.5);
+      if (p.key() == "hint_head.bias") p.value()[0] = 1.5f;
     }
   }
   const torch::Tensor added = net.transformer()->forward(entry.tensors).logits - fresh;
@@ -85,6 +113,16 @@ TEST(ExpertHint, AddsTheHeadsWeightAtTheExpertsActionOnly) {
           << "group " << group << ", action " << action;
     }
   }
+  // The second weight multiplies each action's expert load.
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : net.module().named_parameters(true)) {
+      if (p.key() == "hint_head.bias") p.value()[0] = 0.0f, p.value()[1] = -2.0f;
+    }
+  }
+  const torch::Tensor loaded = net.transformer()->forward(entry.tensors).logits - fresh;
+  EXPECT_TRUE(torch::allclose(loaded, -2.0f * entry.tensors.expert_load, 1e-5, 1e-5));
+  EXPECT_GT(entry.tensors.expert_load.abs().sum().item<float>(), 0.0f);
 }
 
 TEST(ExpertHint, TrainsAndPlacesEndToEnd) {
