@@ -167,6 +167,34 @@ Box NeededBox(const Op& consumer, const OpConfig& config, int32_t part, const Op
   return box;
 }
 
+namespace {
+
+// Whether, along every axis of a tensor of `shape`, the product of the degrees of the dims whose `axis_of` is that
+// axis divides its extent.
+bool AxesDivide(const std::vector<int64_t>& shape, const Op& op, const OpConfig& config,
+                int32_t PartitionDim::*axis_of) {
+  std::array<int64_t, kMaxRank> product;
+  product.fill(1);
+  const auto rank = static_cast<int32_t>(shape.size());
+  for (size_t j = 0; j < config.degrees.size(); ++j) {
+    const int32_t axis = op.dims[j].*axis_of;
+    if (axis >= 0 && axis < rank && axis < kMaxRank) product[axis] *= config.degrees[j];
+  }
+  for (int32_t a = 0; a < rank && a < kMaxRank; ++a)
+    if (shape[a] % product[a] != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+bool PartsAlike(const Graph& graph, OpId op, const OpConfig& config) {
+  const Op& o = graph.op(op);
+  if (!AxesDivide(o.shape, o, config, &PartitionDim::output_axis)) return false;
+  for (int32_t e : graph.in_edges(op))
+    if (!AxesDivide(graph.op(graph.edge(e).src).shape, o, config, &PartitionDim::input_axis)) return false;
+  return true;
+}
+
 int32_t NearestCopy(const Topology& topology, const OpConfig& config, const PartLayout& layout, int32_t part,
                     DeviceId device) {
   int32_t best = part;

@@ -57,6 +57,11 @@ int32_t ReductionRing(const Op& op, const OpConfig& config, int32_t part);
 int32_t ShardIndex(const Op& op, const OpConfig& config, int32_t part);
 int32_t ReplicaIndex(const Op& op, const OpConfig& config, int32_t part);
 
+// True when every part of `op` (in `graph`) under `config` computes a box of the same extents and needs boxes of
+// the same extents of each input: along every axis of the output and of each input, the product of the degrees
+// that slice it divides its extent. Then a part's volumes (and what a cost model derives from them) are part 0's.
+bool PartsAlike(const Graph& graph, OpId op, const OpConfig& config);
+
 // Region of the output that `part` computes (a partial sum of it when the op has reduction parts).
 Box ComputedBox(const Op& op, const OpConfig& config, int32_t part);
 // Region that `part` holds after the reduce-scatter (equal to ComputedBox without reduction parts).

@@ -256,6 +256,8 @@ void PlacementGame::InitSplitGroup(int32_t grp, int32_t c, const RingHops& ring)
   bool any_native = !cand.kind.has_value();
   int64_t replicated_bytes = 0, memory = 0;
   double reshard_bytes = 0.0;
+  std::vector<const Device*> devices;  // part p's device
+  for (DeviceId d : cand.devices) devices.push_back(&topology_->device(d));
   for (OpId op : groups_.members[grp]) {
     const Op& o = g.op(op);
     bool native = false;
@@ -272,8 +274,7 @@ void PlacementGame::InitSplitGroup(int32_t grp, int32_t c, const RingHops& ring)
     }
     if (replicated) replicated_bytes += o.param_bytes;
     memory += OpPartMemoryEstimate(o, config, config_.sim.optimizer_state_factor);
-    for (int64_t p = 0; p < n; ++p)
-      seconds[p] += cost_.ComputeTime(g, op, config, static_cast<int>(p), topology_->device(cand.devices[p]));
+    cost_.AddComputeTimes(g, op, config, devices, seconds);
     const double spread = static_cast<double>(n - 1) / static_cast<double>(n);
     for (int32_t e : g.in_edges(op))
       if (groups_.group_of_op[g.edge(e).src] != grp)

@@ -130,6 +130,23 @@ PartCost CostModel::ComputeCost(const Graph& graph, OpId op, const OpConfig& con
   return impl_->Cost(work, device);
 }
 
+void CostModel::AddComputeTimes(const Graph& graph, OpId op, const OpConfig& config,
+                                std::span<const Device* const> devices, double* seconds) const {
+  DEVPLACE_CHECK(static_cast<int32_t>(devices.size()) == config.num_parts(), "one device per part");
+  const bool alike = PartsAlike(graph, op, config);
+  std::vector<int64_t> shape;
+  PartWork work;
+  work.op = &graph.op(op);
+  work.flops = work.op->flops / sim::Layout(*work.op, config).distinct;
+  for (size_t p = 0; p < devices.size(); ++p) {
+    if (p == 0 || !alike) {
+      work.bytes_accessed = sim::PartBytesAccessed(graph, op, config, static_cast<int32_t>(p), &shape);
+      work.shape = shape;
+    }
+    seconds[p] += impl_->Cost(work, *devices[p]).seconds;
+  }
+}
+
 Status ValidateAnalyticCostOptions(const AnalyticCostOptions& options) {
   auto efficiency_ok = [](double e) { return std::isfinite(e) && e > 0 && e <= 1; };
   auto overhead_ok = [](double o) { return std::isfinite(o) && o >= 0 && o < 1; };

@@ -61,6 +61,10 @@ class CostModel {
   }
   // As ComputeTime, with whether a profiled model fell back to the analytic estimate.
   PartCost ComputeCost(const Graph& graph, OpId op, const OpConfig& config, int part, const Device& device) const;
+  // Adds ComputeTime of every part p of `op` under `config` on devices[p] (one per part) to seconds[p]; parts
+  // whose boxes are alike (core/partition.h PartsAlike) are priced from part 0's shape and bytes.
+  void AddComputeTimes(const Graph& graph, OpId op, const OpConfig& config, std::span<const Device* const> devices,
+                       double* seconds) const;
   std::string Describe() const { return impl_->Describe(); }
   const std::shared_ptr<const CostModelImpl>& impl() const { return impl_; }
 

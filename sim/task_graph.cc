@@ -152,10 +152,13 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
   }
   const PartLayout layout = Layout(o, config);
   const int64_t volume = std::max<int64_t>(1, NumElements(o));
+  const bool alike = PartsAlike(graph_, op, config);  // then every part reads and writes what part 0 does
+  int64_t bytes_accessed = 0;
   for (int32_t p = 0; p < parts; ++p) {
     PartWork work;
     work.op = &o;
-    work.bytes_accessed = PartBytesAccessed(graph_, op, config, p, &shape_scratch_);
+    if (p == 0 || !alike) bytes_accessed = PartBytesAccessed(graph_, op, config, p, &shape_scratch_);
+    work.bytes_accessed = bytes_accessed;
     work.shape = shape_scratch_;
     work.flops = o.flops / layout.distinct;
     const DeviceId device = config.devices[p];
@@ -163,7 +166,9 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
     DEVPLACE_CHECK(c.seconds > 0 && std::isfinite(c.seconds), "cost model returned a non-positive time");
     const int32_t t = NewTask(tg, group, device, ToTicks(c.seconds), TaskKind::kCompute, op, p);
     tg->fallback[t] = c.fallback;
-    tg->mem_bytes[t] = ScaleBytes(OutputBytes(o), Volume(ComputedBox(o, config, p)), volume);
+    int64_t computed = 1;  // the volume of the part's computed box, whose extents PartBytesAccessed wrote
+    for (int64_t extent : work.shape) computed *= extent;
+    tg->mem_bytes[t] = ScaleBytes(OutputBytes(o), computed, volume);
     tg->mem_device[t] = device;
     tg->out_tasks.insert(tg->out_tasks.end(), {t, -1, -1, -1});
   }

@@ -2,6 +2,9 @@
 // reads, and which replica of a weight shard an update part reads its gradient from.
 #include <gtest/gtest.h>
 
+#include <random>
+#include <vector>
+
 #include "core/partition.h"
 #include "tests/testing/sim_fixtures.h"
 
@@ -66,6 +69,52 @@ TEST(Partition, OpsWithManyDimsSliceAlike) {
     EXPECT_TRUE(SameBox(ComputedBox(wide, c, part), ComputedBox(SplitOp(), two, part))) << part;
     EXPECT_TRUE(SameBox(NeededBox(wide, c, part, wide), NeededBox(SplitOp(), two, part, SplitOp()))) << part;
   }
+}
+
+TEST(Partition, PartsAlikeWhenEverySlicedExtentDivides) {
+  // A [6, 4] producer feeding the [8, 4] op (sample axis 0 of both): 2 ways divide both, 4 ways only the op's.
+  GraphBuilder b("alike");
+  const OpId x = b.add_op(testing::MakeOp("x", 1e6, {6, 4}, 0));
+  const OpId w = b.add_op(SplitOp());
+  b.add_edge(x, w);
+  const Graph g = std::move(b).Build().value();
+  EXPECT_TRUE(PartsAlike(g, w, OpConfig{{0, 1, 2, 3}, {2, 2}}));
+  EXPECT_FALSE(PartsAlike(g, w, OpConfig{{0, 1, 2, 3}, {4, 1}}));  // 6 rows in 4 slices: 1, 2, 1, 2
+  EXPECT_FALSE(PartsAlike(g, w, OpConfig{{0, 1, 2, 3, 4, 5, 6, 7}, {1, 8}}));  // 4 columns in 8 slices
+  EXPECT_NE(Volume(NeededBox(g.op(w), OpConfig{{0, 1, 2, 3}, {4, 1}}, 0, g.op(x))),
+            Volume(NeededBox(g.op(w), OpConfig{{0, 1, 2, 3}, {4, 1}}, 1, g.op(x))));
+}
+
+// Property: over random training graphs and random configs (whose degrees divide the split dims' sizes), every
+// part of an op that PartsAlike calls alike computes a box of part 0's extents and needs boxes of part 0's extents
+// of each input.
+TEST(Partition, AlikePartsHaveTheSameExtentsOnRandomGraphs) {
+  std::mt19937_64 rng(5);
+  int alike = 0;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    const Graph g = testing::RandomTrainingGraph(seed, 24);
+    for (OpId op = 0; op < g.num_ops(); ++op) {
+      const OpConfig c = testing::RandomConfig(g, op, 6, 1.0, rng);
+      if (c.num_parts() < 2) continue;
+      if (!PartsAlike(g, op, c)) continue;
+      ++alike;
+      const Op& o = g.op(op);
+      auto extents = [](const Box& box) {
+        std::vector<int64_t> e;
+        for (int32_t a = 0; a < box.rank; ++a) e.push_back(box.hi[a] - box.lo[a]);
+        return e;
+      };
+      for (int32_t p = 1; p < c.num_parts(); ++p) {
+        EXPECT_EQ(extents(ComputedBox(o, c, p)), extents(ComputedBox(o, c, 0))) << o.name << " part " << p;
+        for (int32_t e : g.in_edges(op)) {
+          const Op& producer = g.op(g.edge(e).src);
+          EXPECT_EQ(extents(NeededBox(o, c, p, producer)), extents(NeededBox(o, c, 0, producer)))
+              << o.name << " part " << p << " input " << producer.name;
+        }
+      }
+    }
+  }
+  EXPECT_GT(alike, 20);
 }
 
 TEST(Partition, ReadersReadTheNearestCopy) {
