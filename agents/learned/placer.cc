@@ -23,7 +23,7 @@ LearnedPolicy::~LearnedPolicy() = default;
 const ExperimentConfig& LearnedPolicy::experiment() const { return impl_->experiment; }
 int64_t LearnedPolicy::trained_iterations() const { return impl_->meta.iteration; }
 
-std::string DefaultPolicyDir() { return DEVPLACE_MODELS_DIR "/soap-coherent"; }
+std::string DefaultPolicyDir() { return DEVPLACE_MODELS_DIR "/soap-hint"; }
 
 Expected<std::unique_ptr<LearnedPolicy>> LearnedPolicy::Load(const std::string& checkpoint_dir) {
   auto impl = std::make_unique<Impl>();
@@ -61,12 +61,10 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
   SetPolicyThreads(exp.threads);
   GameEntry entry = MakeGameEntry(std::move(game).value(), graph.name());
 
+  if (exp.policy.expert_hint)
+    if (Status s = AddExpertHint(*entry.game, &entry.tensors); !s) return s.error();
+
   PlaceResult result;
-  if (exp.policy.expert_hint) {
-    Expected<int64_t> hint = AddExpertHint(*entry.game, &entry.tensors);
-    if (!hint) return hint.error();
-    result.evaluations += *hint;  // the expert's simulations count as the placement's
-  }
   result.num_groups = entry.game->num_groups();
   result.num_actions = entry.game->num_actions();
   std::mt19937_64 rng(options.seed);

@@ -80,7 +80,7 @@ GameTensors MakeGameTensors(const PlacementGame& game) {
   return t;
 }
 
-Expected<int64_t> AddExpertHint(const PlacementGame& game, GameTensors* tensors) {
+Status AddExpertHint(const PlacementGame& game, GameTensors* tensors) {
   Expected<std::unique_ptr<SearchAlgorithm>> expert = MakeSearchAlgorithm("expert");
   if (!expert) return expert.error();
   SearchProblem problem{&game.graph(), &game.topology(), game.cost(), game.config().sim};
@@ -112,7 +112,7 @@ Expected<int64_t> AddExpertHint(const PlacementGame& game, GameTensors* tensors)
     }
   tensors->expert_action = torch::tensor(action, torch::kInt64);
   tensors->expert_load = load;
-  return found->evaluations;
+  return Status::Ok();
 }
 
 XlLayerImpl::XlLayerImpl(int64_t hidden, int64_t heads, int64_t feedforward) {

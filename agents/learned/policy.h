@@ -55,9 +55,11 @@ struct GameTensors {
 };
 GameTensors MakeGameTensors(const PlacementGame& game);
 // Sets tensors->expert_action to the device the "expert" search (agents/expert_placer.h, on the game's graph,
-// machine and cost model) gives each group's first member and tensors->expert_load from it, and returns the
-// simulations that search ran (one per device count). Errors when the search fails.
-Expected<int64_t> AddExpertHint(const PlacementGame& game, GameTensors* tensors);
+// machine and cost model; one simulation per device count) gives each group's first member, and
+// tensors->expert_load from it. Like the simulations behind the game's uniform candidate columns, the search is
+// part of building the policy's input, not an evaluation of a placement the policy proposes. Errors when the search
+// fails.
+Status AddExpertHint(const PlacementGame& game, GameTensors* tensors);
 
 // Per-group logits [N, A] over the game's actions (devices, then the data-parallel action if any) and the value
 // of the initial state (scalar).

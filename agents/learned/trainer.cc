@@ -44,8 +44,8 @@ Expected<std::vector<GameEntry>> MakeEntries(const ExperimentConfig& config, con
   for (LabelledGame& g : *games) {
     entries.push_back(MakeGameEntry(std::move(g.game), std::move(g.label)));
     if (!config.policy.expert_hint) continue;
-    if (Expected<int64_t> hint = AddExpertHint(*entries.back().game, &entries.back().tensors); !hint)
-      return Error{"policy.expert_hint: " + hint.error().message};
+    if (Status s = AddExpertHint(*entries.back().game, &entries.back().tensors); !s)
+      return Error{"policy.expert_hint: " + s.error().message};
   }
   return entries;
 }
