@@ -100,7 +100,8 @@ Status AddExpertHint(const PlacementGame& game, GameTensors* tensors) {
   }
   std::vector<std::vector<DeviceId>> action_devices(static_cast<size_t>(actions));
   for (int32_t a = 0; a < actions; ++a)
-    action_devices[a] = a < devices ? std::vector<DeviceId>{static_cast<DeviceId>(a)} : game.candidate(a - devices).devices;
+    action_devices[a] =
+        a < devices ? std::vector<DeviceId>{static_cast<DeviceId>(a)} : game.candidate(a - devices).devices;
   torch::Tensor load = torch::empty({n, actions}, torch::kFloat32);
   float* out = load.data_ptr<float>();
   for (int32_t g = 0; g < n; ++g)

@@ -100,7 +100,8 @@ TEST(ExperimentConfig, SoapActionSpaceReachesThePolicyAndExcludesTheDataParallel
                 kExperiment + "env: {kind: iterative}\npolicy: {kind: placeto, coherence: true}\n", "e.yaml", "")),
             "e.yaml: policy.coherence: only the transformer policy has it");
   EXPECT_FALSE(c->policy.expert_hint);
-  EXPECT_TRUE(ExperimentConfigFromYaml(kExperiment + "policy: {expert_hint: true}\n", "e.yaml", "")->policy.expert_hint);
+  EXPECT_TRUE(
+      ExperimentConfigFromYaml(kExperiment + "policy: {expert_hint: true}\n", "e.yaml", "")->policy.expert_hint);
   EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(
                 kExperiment + "env: {kind: iterative}\npolicy: {kind: placeto, expert_hint: true}\n", "e.yaml", "")),
             "e.yaml: policy.expert_hint: only the transformer policy has it");
