@@ -219,8 +219,10 @@ void PlacementGame::InitSplits() {
   first_position_.assign(num_cand, 0);
   positions_ = 0;
   std::vector<RingHops> rings;
+  std::vector<std::vector<const Device*>> part_devices(static_cast<size_t>(num_cand));  // per candidate
   for (int32_t c = 0; c < num_cand; ++c) {
     const std::vector<DeviceId>& devs = candidates_[c].devices;
+    for (DeviceId d : devs) part_devices[c].push_back(&topology_->device(d));
     first_position_[c] = positions_;
     positions_ += devs.size();
     for (size_t p = 0; p < devs.size(); ++p) position_[static_cast<size_t>(c) * num_dev + devs[p]] = static_cast<int32_t>(p);
@@ -233,7 +235,7 @@ void PlacementGame::InitSplits() {
   reshard_seconds_.assign(cells, 0.0);
   split_seconds_.assign(static_cast<size_t>(num_groups()) * positions_, 0.0);
   for (int32_t grp = 0; grp < num_groups(); ++grp)
-    for (int32_t c = 0; c < num_cand; ++c) InitSplitGroup(grp, c, rings[c]);
+    for (int32_t c = 0; c < num_cand; ++c) InitSplitGroup(grp, c, rings[c], part_devices[c]);
   uniform_reshard_seconds_.assign(cells, 0.0);
   neighbour_legal_.assign(cells, 1.0f);
   star_reshard_seconds_.assign(cells, 0.0);
@@ -247,7 +249,8 @@ void PlacementGame::InitSplits() {
     }
 }
 
-void PlacementGame::InitSplitGroup(int32_t grp, int32_t c, const RingHops& ring) {
+void PlacementGame::InitSplitGroup(int32_t grp, int32_t c, const RingHops& ring,
+                                   std::span<const Device* const> devices) {
   const Graph& g = *graph_;
   const SplitCandidate& cand = candidates_[c];
   const auto n = static_cast<int64_t>(cand.devices.size());
@@ -256,8 +259,6 @@ void PlacementGame::InitSplitGroup(int32_t grp, int32_t c, const RingHops& ring)
   bool any_native = !cand.kind.has_value();
   int64_t replicated_bytes = 0, memory = 0;
   double reshard_bytes = 0.0;
-  std::vector<const Device*> devices;  // part p's device
-  for (DeviceId d : cand.devices) devices.push_back(&topology_->device(d));
   for (OpId op : groups_.members[grp]) {
     const Op& o = g.op(op);
     bool native = false;

@@ -177,7 +177,9 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   using RingHops = std::vector<std::pair<DeviceId, DeviceId>>;
   // The slowest hop's transfer time of `bytes` (Topology::transfer_time_estimate).
   static double RingTime(const Topology& topology, const RingHops& hops, int64_t bytes);
-  void InitSplitGroup(int32_t group, int32_t c, const RingHops& ring);
+  // Fills group `group`'s row of the split tables for candidate `c`: `ring` its ring's hops, `devices` the
+  // device each part runs on.
+  void InitSplitGroup(int32_t group, int32_t c, const RingHops& ring, std::span<const Device* const> devices);
   // Per edge and candidate, the missing volume MissingBytes computes (elements of the producer's output; -1 before):
   // an edge between two groups is priced from both sides, so InitSplits keeps them while it fills the tables.
   using MissingVolumes = std::vector<int64_t>;
