@@ -45,6 +45,12 @@ struct PolicyConfig {
   // per-group choices cannot express (agents/learned/policy.h TransformerPlacer::Cohere). Off by default so that
   // earlier policies keep loading.
   bool coherence = false;
+  // Transformer only, with coherence: the second pass also adds, per group and action, a weight the policy
+  // computes for that group times the resharding the action would cost against its neighbours' first-pass actions
+  // (env/draft_cost.h; log1p of the seconds in units of the mean group's compute time). A small group sees that
+  // splitting next to a whole neighbour scatters and gathers its tensors. Off by default so that earlier policies
+  // keep loading.
+  bool draft_cost = false;
   // Transformer only: each group's logits add two weights the policy computes for that group, one at the action
   // the human-expert heuristic's placement gives the group (agents/expert_placer.h), one times the compute the
   // expert puts on each action's devices from the other groups (agents/learned/policy.h AddExpertHint): the policy

@@ -61,8 +61,7 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
   SetPolicyThreads(exp.threads);
   GameEntry entry = MakeGameEntry(std::move(game).value(), graph.name());
 
-  if (exp.policy.expert_hint)
-    if (Status s = AddExpertHint(*entry.game, &entry.tensors); !s) return s.error();
+  if (Status s = AddPolicyInputs(exp.policy, *entry.game, &entry.tensors); !s) return s.error();
 
   PlaceResult result;
   result.num_groups = entry.game->num_groups();

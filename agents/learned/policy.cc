@@ -9,6 +9,7 @@
 #include "agents/search.h"
 #include "core/check.h"
 #include "core/colocation.h"
+#include "env/draft_cost.h"
 
 namespace devplace {
 
@@ -116,6 +117,27 @@ Status AddExpertHint(const PlacementGame& game, GameTensors* tensors) {
   return Status::Ok();
 }
 
+void AddDraftCosts(const PlacementGame& game, GameTensors* tensors) {
+  const int64_t actions = game.num_actions();
+  const std::vector<double> per_byte = ActionReshardSecondsPerByte(game);
+  std::vector<float> matrix(per_byte.begin(), per_byte.end());
+  tensors->draft_per_byte = FloatTensor(matrix, actions, actions);
+  tensors->draft_per_byte_t = tensors->draft_per_byte.t().contiguous();
+  const std::vector<double> bytes = GroupEdgeBytes(game);
+  const double scale =
+      game.total_reference_seconds() > 0 ? game.num_groups() / game.total_reference_seconds() : 0.0;
+  std::vector<float> weight(bytes.size());
+  for (size_t e = 0; e < bytes.size(); ++e) weight[e] = static_cast<float>(bytes[e] * scale);
+  tensors->draft_edge_weight = torch::tensor(weight, torch::kFloat32);
+}
+
+Status AddPolicyInputs(const PolicyConfig& config, const PlacementGame& game, GameTensors* tensors) {
+  if (config.expert_hint)
+    if (Status s = AddExpertHint(game, tensors); !s) return s;
+  if (config.draft_cost) AddDraftCosts(game, tensors);
+  return Status::Ok();
+}
+
 XlLayerImpl::XlLayerImpl(int64_t hidden, int64_t heads, int64_t feedforward) {
   norm1_ = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
   norm2_ = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
@@ -160,6 +182,7 @@ TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : confi
   }
   if (config.coherence) coherence_head_ = register_module("coherence_head", torch::nn::Linear(h, 2));
   if (config.expert_hint) hint_head_ = register_module("hint_head", torch::nn::Linear(h, 2));
+  if (config.draft_cost) draft_head_ = register_module("draft_head", torch::nn::Linear(h, 1));
   value1_ = register_module("value1", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, h));
   value2_ = register_module("value2", torch::nn::Linear(h, 1));
 }
@@ -180,7 +203,22 @@ torch::Tensor TransformerPlacerImpl::Cohere(const torch::Tensor& logits, const t
   torch::Tensor weight = torch::cat({out.coherence.slice(1, 0, 1).expand({n, game.num_devices}),
                                      out.coherence.slice(1, 1, 2).expand({n, a - game.num_devices})},
                                     1);
-  return logits + votes * weight.unsqueeze(0);
+  torch::Tensor cohered = logits + votes * weight.unsqueeze(0);
+  if (!config_.draft_cost) return cohered;
+  DEVPLACE_CHECK(game.draft_per_byte.defined() && out.draft.defined(),
+                 "a draft-cost policy needs the game's draft costs (AddDraftCosts)");
+  // [B, N, A]: per group and action, the weighted seconds per byte against each neighbour's first action, as the
+  // consumer of its in-edges (row: the producer's first action) and the producer of its out-edges.
+  const int64_t b = first.size(0), e = src.size(0);
+  torch::Tensor edge_weight = game.draft_edge_weight.view({1, e, 1});
+  torch::Tensor as_consumer =
+      game.draft_per_byte.index_select(0, first.index_select(1, src).reshape({-1})).view({b, e, a}) * edge_weight;
+  torch::Tensor as_producer =
+      game.draft_per_byte_t.index_select(0, first.index_select(1, dst).reshape({-1})).view({b, e, a}) * edge_weight;
+  torch::Tensor cost = torch::zeros({b, n, a}, torch::kFloat32);
+  cost.index_add_(1, dst, as_consumer);
+  cost.index_add_(1, src, as_producer);
+  return cohered + torch::log1p(cost) * out.draft.unsqueeze(0);
 }
 
 OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
@@ -242,7 +280,8 @@ OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
   }
   torch::Tensor summary = torch::cat({h.mean(0), std::get<0>(h.max(0)), game.device_x.mean(0), scalars});
   torch::Tensor value = value2_(torch::relu(value1_(summary))).squeeze(0);
-  return {logits, value, config_.coherence ? coherence_head_(h) : torch::Tensor()};
+  return {logits, value, config_.coherence ? coherence_head_(h) : torch::Tensor(),
+          config_.draft_cost ? draft_head_(h) : torch::Tensor()};
 }
 
 IterativeBatch StackObservations(const std::vector<const Observation*>& observations) {
@@ -331,6 +370,9 @@ PolicyNet::PolicyNet(const PolicyConfig& config, uint64_t seed) : config_(config
   // So does the expert hint: a fresh policy decodes as one without it.
   for (auto& item : module().named_parameters(true))
     if (item.key().rfind("hint_head.", 0) == 0) item.value().zero_();
+  // And the draft cost: a fresh policy's second pass is the coherence pass alone.
+  for (auto& item : module().named_parameters(true))
+    if (item.key().rfind("draft_head.", 0) == 0) item.value().zero_();
 }
 
 torch::nn::Module& PolicyNet::module() {

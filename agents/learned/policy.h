@@ -50,6 +50,11 @@ struct GameTensors {
   // [N, A] float: per group and action, the compute share the expert's placement puts on the action's devices from
   // the other groups, averaged over those devices, times the device count (1: an even spread; AddExpertHint).
   torch::Tensor expert_load;
+  // [A, A] float: env/draft_cost.h ActionReshardSecondsPerByte (producer action, consumer action), and its
+  // transpose; [E] float: each group edge's bytes (GroupEdgeBytes) times N / the graph's total reference compute
+  // seconds, so that bytes x seconds per byte is in units of the mean group's compute time. Read by policies with
+  // PolicyConfig::draft_cost, undefined until AddDraftCosts.
+  torch::Tensor draft_per_byte, draft_per_byte_t, draft_edge_weight;
   int64_t num_devices = 0;
   int64_t num_actions = 0;  // num_devices plus the game's split candidates
 };
@@ -60,6 +65,11 @@ GameTensors MakeGameTensors(const PlacementGame& game);
 // part of building the policy's input, not an evaluation of a placement the policy proposes. Errors when the search
 // fails.
 Status AddExpertHint(const PlacementGame& game, GameTensors* tensors);
+// Sets tensors->draft_per_byte, draft_per_byte_t and draft_edge_weight (above).
+void AddDraftCosts(const PlacementGame& game, GameTensors* tensors);
+// The inputs `config` reads beyond MakeGameTensors: AddExpertHint with expert_hint, AddDraftCosts with draft_cost.
+// Errors as AddExpertHint.
+Status AddPolicyInputs(const PolicyConfig& config, const PlacementGame& game, GameTensors* tensors);
 
 // Per-group logits [N, A] over the game's actions (devices, then the data-parallel action if any) and the value
 // of the initial state (scalar).
@@ -69,6 +79,8 @@ struct OneShotOutput {
   // PolicyConfig::coherence: [N, 2] each group's weight of its neighbours' first-pass votes for device actions
   // (column 0) and split actions (column 1); undefined otherwise.
   torch::Tensor coherence;
+  // PolicyConfig::draft_cost: [N, 1] each group's weight of its actions' draft resharding cost; undefined otherwise.
+  torch::Tensor draft;
 };
 
 class XlLayerImpl : public torch::nn::Module {
@@ -94,8 +106,10 @@ class TransformerPlacerImpl : public torch::nn::Module {
   // The second decoding pass (PolicyConfig::coherence): `logits` [B, N, A] (first-pass logits, any scale),
   // `first` [B, N] int64 (a legal first-pass action per group) and `out` this policy's output for `game`.
   // Returns logits + out.coherence's weight of the action's kind x the share of the group's neighbours (GameTensors'
-  // group edges, both directions, counted with multiplicity) whose first action is that action. Without
-  // PolicyConfig::coherence returns `logits`.
+  // group edges, both directions, counted with multiplicity) whose first action is that action; with
+  // PolicyConfig::draft_cost also + out.draft x log1p(the action's draft cost): over the group's edges, the edge's
+  // weight (draft_edge_weight) x the seconds per byte from the producer's first action to the consumer's, the
+  // group taking the action on its side. Without PolicyConfig::coherence returns `logits`.
   torch::Tensor Cohere(const torch::Tensor& logits, const torch::Tensor& first, const OneShotOutput& out,
                        const GameTensors& game) const;
 
@@ -117,6 +131,8 @@ class TransformerPlacerImpl : public torch::nn::Module {
   // config.expert_hint: per group, the weight added to the logit of the expert's action and the weight of the
   // expert's load on each action's devices (zero at initialisation).
   torch::nn::Linear hint_head_{nullptr};
+  // config.draft_cost: per group, the weight of each action's draft resharding cost (zero at initialisation).
+  torch::nn::Linear draft_head_{nullptr};
   torch::nn::Linear value1_{nullptr}, value2_{nullptr};
 };
 TORCH_MODULE(TransformerPlacer);

@@ -43,8 +43,7 @@ Expected<std::vector<GameEntry>> MakeEntries(const ExperimentConfig& config, con
   if (!games) return games.error();
   for (LabelledGame& g : *games) {
     entries.push_back(MakeGameEntry(std::move(g.game), std::move(g.label)));
-    if (!config.policy.expert_hint) continue;
-    if (Status s = AddExpertHint(*entries.back().game, &entries.back().tensors); !s)
+    if (Status s = AddPolicyInputs(config.policy, *entries.back().game, &entries.back().tensors); !s)
       return Error{"policy.expert_hint: " + s.error().message};
   }
   return entries;

@@ -99,6 +99,11 @@ TEST(ExperimentConfig, SoapActionSpaceReachesThePolicyAndExcludesTheDataParallel
   EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(
                 kExperiment + "env: {kind: iterative}\npolicy: {kind: placeto, coherence: true}\n", "e.yaml", "")),
             "e.yaml: policy.coherence: only the transformer policy has it");
+  EXPECT_FALSE(c->policy.draft_cost);
+  EXPECT_TRUE(ExperimentConfigFromYaml(kExperiment + "policy: {coherence: true, draft_cost: true}\n", "e.yaml", "")
+                  ->policy.draft_cost);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "policy: {draft_cost: true}\n", "e.yaml", "")),
+            "e.yaml: policy.draft_cost: needs coherence: true (it weighs the first pass's actions)");
   EXPECT_FALSE(c->policy.expert_hint);
   EXPECT_TRUE(
       ExperimentConfigFromYaml(kExperiment + "policy: {expert_hint: true}\n", "e.yaml", "")->policy.expert_hint);

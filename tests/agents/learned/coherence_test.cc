@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
 #include "agents/learned/learner.h"
 #include "agents/learned/learning.h"
+#include "env/draft_cost.h"
 #include "tests/testing/learn_fixtures.h"
 
 namespace devplace {
@@ -85,6 +87,54 @@ TEST(Coherence, AddsEachGroupsWeightTimesItsNeighboursVotes) {
         some_vote = some_vote || share > 0;
       }
   EXPECT_TRUE(some_vote);
+}
+
+// PolicyConfig::draft_cost: the second pass adds each group's draft weight x log1p of the action's resharding
+// against its neighbours' first actions, computed here by hand from the env's per-byte table and edge bytes.
+TEST(Coherence, DraftCostAddsEachGroupsWeightTimesTheActionsResharding) {
+  auto game = CoherenceGame();
+  PolicyConfig config = CoherentPolicy();
+  config.draft_cost = true;
+  PolicyNet net(config, 3);
+  GameEntry entry = MakeGameEntry(game, "mlp");
+  ASSERT_TRUE(AddPolicyInputs(config, *game, &entry.tensors).ok());
+  const int64_t n = game->num_groups(), a = game->num_actions();
+  std::mt19937_64 rng(12);
+  torch::Tensor first = torch::empty({2, n}, torch::kInt64);
+  for (int64_t i = 0; i < 2 * n; ++i) first.view({-1})[i] = static_cast<int64_t>(rng() % a);
+  SetCoherenceWeights(net, 0.0f, 0.0f);
+  {
+    // A fresh policy's draft weights are zero too.
+    OneShotOutput out = net.transformer()->forward(entry.tensors);
+    torch::Tensor logits = out.logits.unsqueeze(0).expand({2, n, a});
+    EXPECT_TRUE(torch::equal(net.transformer()->Cohere(logits, first, out, entry.tensors), logits));
+  }
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : net.module().named_parameters(true))
+      if (p.key() == "draft_head.bias") p.value().fill_(-1.5);
+  }
+  OneShotOutput out = net.transformer()->forward(entry.tensors);
+  torch::Tensor logits = out.logits.unsqueeze(0).expand({2, n, a});
+  torch::Tensor added = net.transformer()->Cohere(logits, first, out, entry.tensors) - logits;
+  const std::vector<double> per_byte = ActionReshardSecondsPerByte(*game);
+  const std::vector<double> bytes = GroupEdgeBytes(*game);
+  const double scale = static_cast<double>(n) / game->total_reference_seconds();
+  bool some_cost = false;
+  for (int64_t row = 0; row < 2; ++row)
+    for (int64_t g = 0; g < n; ++g)
+      for (int64_t k = 0; k < a; ++k) {
+        double cost = 0.0;
+        for (size_t e = 0; e < bytes.size(); ++e) {
+          const int32_t src = game->edge_src()[e], dst = game->edge_dst()[e];
+          if (dst == g) cost += bytes[e] * scale * per_byte[first[row][src].item<int64_t>() * a + k];
+          if (src == g) cost += bytes[e] * scale * per_byte[k * a + first[row][dst].item<int64_t>()];
+        }
+        EXPECT_NEAR(added[row][g][k].item<float>(), -1.5 * std::log1p(cost), 1e-4 * (1 + std::log1p(cost)))
+            << row << " " << g << " " << k;
+        some_cost = some_cost || cost > 1e-3;
+      }
+  EXPECT_TRUE(some_cost);
 }
 
 // The learner's episodes decode twice: the log-probabilities it records are those the update recomputes (the
