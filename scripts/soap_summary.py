@@ -5,9 +5,9 @@ the expert, and the ptb graphs' times.
 
 Usage: scripts/soap_summary.py CSV METHOD [METHOD ...]
 Sets: held-out members (nmt, transformer seeds 100-107 on dgx1-v100) and each family alone, ptb, dgx-h100,
-p100-4x4-ib; validation members (nmt and transformer seeds below 100, any machine), validation RNN-LMs (rnnlm*)
-and validation lstmlm members (val-lstmlm). A set is printed only when every one of its cases has the method. A
-method that ran out of memory is marked '*'.
+p100-4x4-ib; validation members (nmt and transformer seeds below 100, any machine), validation RNN-LMs (rnnlm*),
+validation lstmlm members (val-lstmlm) and the validation family (val-family: cifar10). A set is printed only when
+every one of its cases has the method. A method that ran out of memory is marked '*'.
 """
 import csv
 import math
@@ -23,6 +23,8 @@ def set_of(case, topo):
         return []
     if family == "lstmlm":
         return ["val-lstmlm"]
+    if family == "cifar10":
+        return ["val-family"]
     if int(seed) < 100:
         return ["val-members", "val-" + family]
     if topo != "dgx1-v100":
@@ -31,7 +33,7 @@ def set_of(case, topo):
 
 
 ORDER = ["members", "nmt", "transformer", "ptb", "dgx-h100", "p100-4x4-ib", "val-members", "val-nmt",
-         "val-transformer", "val-rnnlm", "val-lstmlm"]
+         "val-transformer", "val-rnnlm", "val-lstmlm", "val-family"]
 
 
 def main():

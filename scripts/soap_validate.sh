@@ -7,9 +7,11 @@
 # held-out topologies' test cases.
 # SEEDS (default "50 51") lists the members' seeds, RNNLMS (default "rnnlm2 rnnlm4"; empty for none) the zoo models,
 # LM_SEEDS (default none) validation members of the lstmlm training family (at 400 ops, as ptb's test members, on
-# dgx1-v100).
+# dgx1-v100), VAL_FAMILY_SEEDS (default none) members of the validation family cifar10 (natural size, on dgx1-v100):
+# the generator's one family in neither training nor test, held out as ptb is in the test (docs/results.md
+# Eleventh pass).
 # Usage: scripts/soap_validate.sh DEVPLACE POLICY OUT_DIR
-#        (env: ONLY="base"|"policy"|"", NAME=soap, SEEDS, RNNLMS, LM_SEEDS)
+#        (env: ONLY="base"|"policy"|"", NAME=soap, SEEDS, RNNLMS, LM_SEEDS, VAL_FAMILY_SEEDS)
 # Writes OUT_DIR/validation.csv (case,topology,method,step_time_ms,oom); scripts/soap_summary.py reads it.
 set -euo pipefail
 DEVPLACE=$1 POLICY=$2 OUT=$3
@@ -51,4 +53,9 @@ for s in ${LM_SEEDS:-}; do
   g=$OUT/vgraphs/lstmlm-$s.json
   [ -f "$g" ] || "$DEVPLACE" graph gen --family lstmlm --seed "$s" --target-ops 400 -o "$g" >/dev/null
   run_case "lstmlm-$s" "$g" dgx1-v100
+done
+for s in ${VAL_FAMILY_SEEDS:-}; do
+  g=$OUT/vgraphs/cifar10-$s.json
+  [ -f "$g" ] || "$DEVPLACE" graph gen --family cifar10 --seed "$s" -o "$g" >/dev/null
+  run_case "cifar10-$s" "$g" dgx1-v100
 done
