@@ -69,6 +69,9 @@ void ReadPolicy(const nlohmann::json& value, const std::string& source, PolicyCo
   if (p->draft_cost && !p->coherence) o.fail("draft_cost", "needs coherence: true (it weighs the first pass's actions)");
   p->expert_hint = o.boolean_or("expert_hint", p->expert_hint);
   if (p->expert_hint && p->kind != "transformer") o.fail("expert_hint", "only the transformer policy has it");
+  p->strategy_context = o.boolean_or("strategy_context", p->strategy_context);
+  if (p->strategy_context && !p->expert_hint)
+    o.fail("strategy_context", "needs expert_hint: true (it simulates the expert's placement)");
   o.finish();
 }
 

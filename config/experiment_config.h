@@ -58,6 +58,12 @@ struct PolicyConfig {
   // game's tensors then runs the expert (one simulation per device count). Off by default so that earlier
   // policies keep loading.
   bool expert_hint = false;
+  // Transformer only, with expert_hint: two more graph-level context inputs (the FiLM layer's, the layer gate's and
+  // the value head's): how much faster than the reference device the expert's placement and the best uniform split
+  // run (agents/learned/policy.h GameTensors::strategy_context), so that one policy can tell graphs where splitting
+  // pays from graphs where only model parallelism does. One more simulation per game. Off by default so that
+  // earlier policies keep loading.
+  bool strategy_context = false;
   // Not a `policy:` key: copied from env.data_parallel_action by the reader, so that the output layer also
   // scores the environment's data-parallel action.
   bool data_parallel_action = false;

@@ -15,8 +15,9 @@ namespace devplace {
 
 namespace {
 
-// Extra scalar context of the FiLM layer: log-size of the graph and the machine's device count.
-constexpr int64_t kContextScalars = 2;
+// Extra scalar context of the FiLM layer: log-size of the graph and the machine's device count, and with
+// PolicyConfig::strategy_context GameTensors::strategy_context's two speedups.
+int64_t ContextScalars(const PolicyConfig& config) { return config.strategy_context ? 4 : 2; }
 
 torch::Tensor FloatTensor(const std::vector<float>& values, int64_t rows, int64_t cols) {
   return torch::from_blob(const_cast<float*>(values.data()), {rows, cols}, torch::kFloat32).clone();
@@ -131,10 +132,31 @@ void AddDraftCosts(const PlacementGame& game, GameTensors* tensors) {
   tensors->draft_edge_weight = torch::tensor(weight, torch::kFloat32);
 }
 
+Status AddStrategyContext(const PlacementGame& game, GameTensors* tensors) {
+  DEVPLACE_CHECK(tensors->expert_action.defined(), "the strategy context needs the expert hint (AddExpertHint)");
+  const int64_t* action = tensors->expert_action.data_ptr<int64_t>();
+  std::vector<int32_t> expert(action, action + game.num_groups());
+  Expected<SimResult> simulated = game.Evaluate(expert);
+  if (!simulated) return Error{"strategy context on '" + game.graph().name() + "': " + simulated.error().message};
+  double best_split = 0.0;  // the best uniform split's step time, 0 when the game simulated none
+  for (int32_t c = 0; c < game.num_candidates(); ++c)
+    if (const double u = game.uniform_step_time(c); u > 0 && (best_split == 0.0 || u < best_split)) best_split = u;
+  const double log_devices = std::log(static_cast<double>(game.num_devices()));
+  auto speedup = [&](double time) {
+    if (time <= 0 || log_devices <= 0) return 0.0f;
+    return static_cast<float>(std::clamp(std::log(game.reference_time() / time) / log_devices, -1.0, 1.0));
+  };
+  tensors->strategy_context =
+      torch::tensor({speedup(game.PenalisedTime(CostOf(*simulated, game.topology()))), speedup(best_split)});
+  return Status::Ok();
+}
+
 Status AddPolicyInputs(const PolicyConfig& config, const PlacementGame& game, GameTensors* tensors) {
   if (config.expert_hint)
     if (Status s = AddExpertHint(game, tensors); !s) return s;
   if (config.draft_cost) AddDraftCosts(game, tensors);
+  if (config.strategy_context)
+    if (Status s = AddStrategyContext(game, tensors); !s) return s;
   return Status::Ok();
 }
 
@@ -161,7 +183,7 @@ TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : confi
       "sage", GraphSage(kTransformerNodeFeatures + (config.data_parallel_action ? kParallelNodeFeatures : 0) +
                             (config.layer_split ? 1 : 0),
                         h, config.sage_layers));
-  film_ = register_module("film", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, 2 * h));
+  film_ = register_module("film", torch::nn::Linear(2 * h + kDeviceFeatureDim + ContextScalars(config), 2 * h));
   for (int32_t i = 0; i < config.transformer_layers; ++i)
     layers_.push_back(register_module("xl" + std::to_string(i), XlLayer(h, config.heads, config.feedforward)));
   out_norm_ = register_module("out_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({h})));
@@ -172,7 +194,7 @@ TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : confi
   if (config.data_parallel_action) parallel_head_ = register_module("parallel_head", torch::nn::Linear(h, 1));
   if (config.layer_split) {
     layer_head_ = register_module("layer_head", torch::nn::Linear(1, config.max_devices));
-    layer_gate_ = register_module("layer_gate", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, 1));
+    layer_gate_ = register_module("layer_gate", torch::nn::Linear(2 * h + kDeviceFeatureDim + ContextScalars(config), 1));
   }
   if (config.soap) {
     candidate_query_ = register_module("candidate_query", torch::nn::Linear(h, h));
@@ -183,7 +205,7 @@ TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : confi
   if (config.coherence) coherence_head_ = register_module("coherence_head", torch::nn::Linear(h, 2));
   if (config.expert_hint) hint_head_ = register_module("hint_head", torch::nn::Linear(h, 2));
   if (config.draft_cost) draft_head_ = register_module("draft_head", torch::nn::Linear(h, 1));
-  value1_ = register_module("value1", torch::nn::Linear(2 * h + kDeviceFeatureDim + kContextScalars, h));
+  value1_ = register_module("value1", torch::nn::Linear(2 * h + kDeviceFeatureDim + ContextScalars(config), h));
   value2_ = register_module("value2", torch::nn::Linear(h, 1));
 }
 
@@ -232,6 +254,11 @@ OneShotOutput TransformerPlacerImpl::forward(const GameTensors& game) {
   torch::Tensor h = sage_(graph);  // [N, H]
   torch::Tensor scalars = torch::tensor({static_cast<float>(std::log1p(static_cast<double>(n)) / 10.0),
                                          static_cast<float>(game.num_devices) / config_.max_devices});
+  if (config_.strategy_context) {
+    DEVPLACE_CHECK(game.strategy_context.defined(),
+                   "a strategy-context policy needs the game's strategy context (AddStrategyContext)");
+    scalars = torch::cat({scalars, game.strategy_context});
+  }
   torch::Tensor context = torch::cat({h.mean(0), std::get<0>(h.max(0)), game.device_x.mean(0), scalars});
   torch::Tensor film = film_(context);
   torch::Tensor gamma = film.slice(0, 0, config_.hidden), beta = film.slice(0, config_.hidden);

@@ -55,6 +55,11 @@ struct GameTensors {
   // seconds, so that bytes x seconds per byte is in units of the mean group's compute time. Read by policies with
   // PolicyConfig::draft_cost, undefined until AddDraftCosts.
   torch::Tensor draft_per_byte, draft_per_byte_t, draft_edge_weight;
+  // [2] float: the speedups over the reference device of the expert's placement and of the best uniform split
+  // (PlacementGame::uniform_step_time), each log(reference time / its penalised step time) / log(devices) clamped to
+  // [-1, 1] (0 on one device or without uniform splits). Read by policies with PolicyConfig::strategy_context,
+  // undefined until AddStrategyContext.
+  torch::Tensor strategy_context;
   int64_t num_devices = 0;
   int64_t num_actions = 0;  // num_devices plus the game's split candidates
 };
@@ -67,8 +72,10 @@ GameTensors MakeGameTensors(const PlacementGame& game);
 Status AddExpertHint(const PlacementGame& game, GameTensors* tensors);
 // Sets tensors->draft_per_byte, draft_per_byte_t and draft_edge_weight (above).
 void AddDraftCosts(const PlacementGame& game, GameTensors* tensors);
-// The inputs `config` reads beyond MakeGameTensors: AddExpertHint with expert_hint, AddDraftCosts with draft_cost.
-// Errors as AddExpertHint.
+// Sets tensors->strategy_context (above); one simulation of the expert's placement. Precondition: AddExpertHint ran.
+Status AddStrategyContext(const PlacementGame& game, GameTensors* tensors);
+// The inputs `config` reads beyond MakeGameTensors: AddExpertHint with expert_hint, AddDraftCosts with draft_cost,
+// AddStrategyContext with strategy_context. Errors as those.
 Status AddPolicyInputs(const PolicyConfig& config, const PlacementGame& game, GameTensors* tensors);
 
 // Per-group logits [N, A] over the game's actions (devices, then the data-parallel action if any) and the value

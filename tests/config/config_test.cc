@@ -110,6 +110,12 @@ TEST(ExperimentConfig, SoapActionSpaceReachesThePolicyAndExcludesTheDataParallel
   EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(
                 kExperiment + "env: {kind: iterative}\npolicy: {kind: placeto, expert_hint: true}\n", "e.yaml", "")),
             "e.yaml: policy.expert_hint: only the transformer policy has it");
+  EXPECT_FALSE(c->policy.strategy_context);
+  EXPECT_TRUE(ExperimentConfigFromYaml(kExperiment + "policy: {expert_hint: true, strategy_context: true}\n", "e.yaml",
+                                       "")
+                  ->policy.strategy_context);
+  EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(kExperiment + "policy: {strategy_context: true}\n", "e.yaml", "")),
+            "e.yaml: policy.strategy_context: needs expert_hint: true (it simulates the expert's placement)");
 }
 
 TEST(ExperimentConfig, RejectsUnknownNamesAndMoreMinibatchesThanGraphs) {

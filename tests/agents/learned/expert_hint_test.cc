@@ -2,6 +2,8 @@
 // Transformer adds at it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -15,6 +17,7 @@
 #include "datasets/graph_source.h"
 #include "env/observation.h"
 #include "sim/cost_model.h"
+#include "sim/objective.h"
 #include "sim/simulator.h"
 #include "tests/testing/learn_fixtures.h"
 
@@ -122,28 +125,65 @@ TEST(ExpertHint, AddsTheHeadsWeightAtTheExpertsActionOnly) {
   EXPECT_GT(entry.tensors.expert_load.abs().sum().item<float>(), 0.0f);
 }
 
+// PolicyConfig::strategy_context: the expert's and the best uniform split's speedups over the reference device, by
+// hand, and a policy that reads them refuses a game without them.
+TEST(ExpertHint, StrategyContextIsTheExpertsAndTheBestSplitsSpeedup) {
+  auto game = MakeGame(MlpTrainingGraph(5), TwoDevices(2.0), MdpKind::kOneShot, true, /*data_parallel_action=*/true);
+  PolicyConfig config = TinyPolicy("transformer");
+  config.data_parallel_action = true;
+  config.expert_hint = true;
+  config.strategy_context = true;
+  PolicyNet net(config, 3);
+  GameEntry entry = MakeGameEntry(game, "mlp");
+  ASSERT_TRUE(AddExpertHint(*game, &entry.tensors).ok());
+  EXPECT_THROW(net.transformer()->forward(entry.tensors), InternalError);
+  ASSERT_TRUE(AddStrategyContext(*game, &entry.tensors).ok());
+  ASSERT_EQ(entry.tensors.strategy_context.sizes(), (std::vector<int64_t>{2}));
+
+  SearchProblem problem{.graph = &game->graph(), .topology = &game->topology(), .cost = game->cost()};
+  Expected<SearchResult> expert = PlaceLikeAnExpert(problem, SearchRequest{});
+  ASSERT_TRUE(expert.ok()) << expert.error().message;
+  Expected<SimResult> simulated = Simulate(game->graph(), game->topology(), expert->strategy, game->cost());
+  ASSERT_TRUE(simulated.ok());
+  const double expert_time = game->PenalisedTime(CostOf(*simulated, game->topology()));
+  const double split_time = game->uniform_step_time(game->data_parallel_action() - game->num_devices());
+  ASSERT_GT(split_time, 0.0);
+  auto speedup = [&](double t) { return std::clamp(std::log(game->reference_time() / t) / std::log(2.0), -1.0, 1.0); };
+  EXPECT_NEAR(entry.tensors.strategy_context[0].item<float>(), speedup(expert_time), 1e-6);
+  EXPECT_NEAR(entry.tensors.strategy_context[1].item<float>(), speedup(split_time), 1e-6);
+  EXPECT_NE(speedup(expert_time), speedup(split_time));
+  // The context enters the policy: a different context, different logits.
+  const torch::Tensor logits = net.transformer()->forward(entry.tensors).logits;
+  entry.tensors.strategy_context = torch::tensor({-1.0f, 1.0f});
+  EXPECT_FALSE(torch::allclose(net.transformer()->forward(entry.tensors).logits, logits));
+}
+
+// Each optional input end to end: train a tiny policy with it, load the checkpoint, place an unseen graph.
 TEST(ExpertHint, TrainsAndPlacesEndToEnd) {
-  const std::string dir = learntest::TempDir("expert-hint");
-  std::string config = learntest::WriteTinyExperiment(dir, 1);
-  {
-    std::ifstream in(config);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string key = "segment: 8}";
-    text.replace(text.find(key), key.size(), "segment: 8, expert_hint: true}");
-    std::ofstream(config) << text;
+  for (const std::string flags : {"expert_hint: true", "expert_hint: true, coherence: true, draft_cost: true, "
+                                                       "strategy_context: true"}) {
+    const std::string dir = learntest::TempDir("expert-hint");
+    std::string config = learntest::WriteTinyExperiment(dir, 1);
+    {
+      std::ifstream in(config);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string key = "segment: 8}";
+      text.replace(text.find(key), key.size(), "segment: 8, " + flags + "}");
+      std::ofstream(config) << text;
+    }
+    Expected<TrainSummary> trained = TrainPolicy({.config_path = config, .run_dir = dir + "/run"});
+    ASSERT_TRUE(trained.ok()) << trained.error().message;
+    Expected<std::unique_ptr<LearnedPolicy>> policy = LearnedPolicy::Load(trained->checkpoint_dir);
+    ASSERT_TRUE(policy.ok()) << policy.error().message;
+    Graph g = BuildGraph(GraphSource{.family = "ptb", .seed = 9, .target_ops = 120}).value();
+    Topology t = ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml").value();
+    Expected<PlaceResult> placed = (*policy)->Place(g, t, MakeAnalyticCostModel(), {}, {});
+    ASSERT_TRUE(placed.ok()) << placed.error().message;
+    // The greedy placement's evaluation only: the expert's simulations build the policy's input.
+    EXPECT_EQ(placed->evaluations, 1);
+    EXPECT_DOUBLE_EQ(Simulate(g, t, placed->strategy, MakeAnalyticCostModel())->step_time, placed->step_time);
+    std::filesystem::remove_all(dir);
   }
-  Expected<TrainSummary> trained = TrainPolicy({.config_path = config, .run_dir = dir + "/run"});
-  ASSERT_TRUE(trained.ok()) << trained.error().message;
-  Expected<std::unique_ptr<LearnedPolicy>> policy = LearnedPolicy::Load(trained->checkpoint_dir);
-  ASSERT_TRUE(policy.ok()) << policy.error().message;
-  Graph g = BuildGraph(GraphSource{.family = "ptb", .seed = 9, .target_ops = 120}).value();
-  Topology t = ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml").value();
-  Expected<PlaceResult> placed = (*policy)->Place(g, t, MakeAnalyticCostModel(), {}, {});
-  ASSERT_TRUE(placed.ok()) << placed.error().message;
-  // The greedy placement's evaluation only: the expert's simulations build the policy's input.
-  EXPECT_EQ(placed->evaluations, 1);
-  EXPECT_DOUBLE_EQ(Simulate(g, t, placed->strategy, MakeAnalyticCostModel())->step_time, placed->step_time);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
