@@ -45,6 +45,10 @@ struct PolicyConfig {
   // per-group choices cannot express (agents/learned/policy.h TransformerPlacer::Cohere). Off by default so that
   // earlier policies keep loading.
   bool coherence = false;
+  // With coherence: how many times the second pass runs, each on the previous pass's actions (1: once, on the
+  // first pass's). Only the last pass's log-probabilities are trained; the one before it is recorded as the
+  // episode's draft (agents/learned/learner.h GameRollout::first_actions).
+  int32_t coherence_passes = 1;
   // Transformer only, with coherence: the second pass also adds, per group and action, a weight the policy
   // computes for that group times the resharding the action would cost against its neighbours' first-pass actions
   // (env/draft_cost.h; log1p of the seconds in units of the mean group's compute time). A small group sees that

@@ -200,8 +200,8 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
   GameRollout r;
   r.entry = &entry;
   // With PolicyConfig::coherence each episode decodes twice: first actions from `logits` (each group's legal
-  // splits, every device), then its own logits from the second pass. Row s is sample s, the last row the greedy
-  // baseline's episode.
+  // splits, every device), then its own logits from the second pass (run coherence_passes times, each on the
+  // previous pass's actions). Row s is sample s, the last row the greedy baseline's episode.
   const int64_t rows = s_count + (baseline ? 1 : 0);
   torch::Tensor episode_logits;
   if (net_->config().coherence) {
@@ -210,19 +210,31 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
       for (int64_t k = game.num_devices(); k < d; ++k)
         legal[g * d + k] = game.can_split(static_cast<int32_t>(g), static_cast<int32_t>(k)) ? 1 : 0;
     torch::Tensor first = torch::empty({rows, n}, torch::kInt64);
-    int64_t* fa = first.data_ptr<int64_t>();
-    const float* lp = logits.data_ptr<float>();
-    for (int64_t row = 0; row < rows; ++row) {
-      const bool pick_greedy = greedy || row >= s_count;
-      for (int64_t g = 0; g < n; ++g)
-        fa[row * n + g] = ChooseDevice(lp + g * d, legal.data() + g * d, static_cast<int32_t>(d), pick_greedy,
-                                       pick_greedy ? 0.0 : UniformUnit(rng));
+    // Chooses every row's action per group from `from` ([n, d] shared by the rows, or [rows, n, d]) into `first`.
+    auto choose = [&](const torch::Tensor& from) {
+      int64_t* fa = first.data_ptr<int64_t>();
+      const float* lp = from.data_ptr<float>();
+      const int64_t stride = from.dim() == 3 ? from.stride(0) : 0;
+      for (int64_t row = 0; row < rows; ++row) {
+        const bool pick_greedy = greedy || row >= s_count;
+        for (int64_t g = 0; g < n; ++g)
+          fa[row * n + g] = ChooseDevice(lp + row * stride + g * d, legal.data() + g * d, static_cast<int32_t>(d),
+                                         pick_greedy, pick_greedy ? 0.0 : UniformUnit(rng));
+      }
+    };
+    auto cohere = [&] {
+      return (net_->transformer()->Cohere(out.logits.unsqueeze(0).expand({rows, n, d}), first, out, entry.tensors) /
+              config_.temperature)
+          .contiguous();
+    };
+    choose(logits);
+    // PolicyConfig::coherence_passes: each further pass decodes on the previous one's actions.
+    for (int32_t pass = 1; pass < net_->config().coherence_passes; ++pass) {
+      const torch::Tensor refined = cohere();  // a new tensor: `first` can be overwritten
+      choose(refined);
     }
     r.first_actions = first.slice(0, 0, s_count).clone();
-    episode_logits = (net_->transformer()->Cohere(out.logits.unsqueeze(0).expand({rows, n, d}), first, out,
-                                                  entry.tensors) /
-                      config_.temperature)
-                         .contiguous();
+    episode_logits = cohere();
   } else {
     episode_logits = logits.unsqueeze(0).expand({rows, n, d});  // every row reads `logits`, not a copy
   }

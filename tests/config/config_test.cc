@@ -99,6 +99,13 @@ TEST(ExperimentConfig, SoapActionSpaceReachesThePolicyAndExcludesTheDataParallel
   EXPECT_EQ(ErrorOf(ExperimentConfigFromYaml(
                 kExperiment + "env: {kind: iterative}\npolicy: {kind: placeto, coherence: true}\n", "e.yaml", "")),
             "e.yaml: policy.coherence: only the transformer policy has it");
+  EXPECT_EQ(c->policy.coherence_passes, 1);
+  EXPECT_EQ(ExperimentConfigFromYaml(kExperiment + "policy: {coherence: true, coherence_passes: 2}\n", "e.yaml", "")
+                ->policy.coherence_passes,
+            2);
+  EXPECT_NE(ErrorOf(ExperimentConfigFromYaml(kExperiment + "policy: {coherence_passes: 0}\n", "e.yaml", ""))
+                .find("policy.coherence_passes"),
+            std::string::npos);
   EXPECT_FALSE(c->policy.draft_cost);
   EXPECT_TRUE(ExperimentConfigFromYaml(kExperiment + "policy: {coherence: true, draft_cost: true}\n", "e.yaml", "")
                   ->policy.draft_cost);

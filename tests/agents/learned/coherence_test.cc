@@ -179,5 +179,43 @@ TEST(Coherence, CollectedLogProbabilitiesAreTheUpdatesOnes) {
   EXPECT_GT(checked, 2);
 }
 
+// PolicyConfig::coherence_passes: a greedy episode's draft is the previous pass's greedy actions (two passes: the
+// greedy second pass on the first pass's greedy actions), and the update still scores what was collected.
+TEST(Coherence, FurtherPassesDecodeOnThePreviousPasssActions) {
+  auto game = CoherenceGame();
+  PolicyConfig config = CoherentPolicy();
+  config.coherence_passes = 2;
+  PolicyNet net(config, 4);
+  SetCoherenceWeights(net, -50.0f, 50.0f);  // away from the neighbours' devices, towards their splits
+  GameEntry entry = MakeGameEntry(game, "mlp");
+  PpoConfig ppo;
+  ppo.epochs = 1;
+  ppo.minibatches = 1;
+  PpoLearner learner(&net, ppo, 1);
+  std::mt19937_64 rng(6);
+  GameRollout greedy = learner.Collect(entry, 1, true, rng);
+  // By hand: the first pass's most likely action per group over every device and the splits it can take, then the
+  // second pass's on those.
+  {
+    torch::NoGradGuard no_grad;
+    OneShotOutput out = net.transformer()->forward(entry.tensors);
+    const int64_t n = game->num_groups(), a = game->num_actions();
+    torch::Tensor legal = torch::ones({n, a}, torch::kBool);
+    for (int64_t g = 0; g < n; ++g)
+      for (int64_t k = game->num_devices(); k < a; ++k)
+        legal[g][k] = game->can_split(static_cast<int32_t>(g), static_cast<int32_t>(k));
+    auto best = [&](const torch::Tensor& logits) { return logits.masked_fill(legal.logical_not(), -1e9).argmax(-1); };
+    torch::Tensor first = best(out.logits).unsqueeze(0);
+    torch::Tensor second = best(net.transformer()->Cohere(out.logits.unsqueeze(0), first, out, entry.tensors)[0]);
+    EXPECT_TRUE(torch::equal(greedy.first_actions[0], second));
+    EXPECT_FALSE(torch::equal(second, first[0])) << "the weights are strong enough that the second pass moves groups";
+  }
+
+  std::vector<GameRollout> rollouts;
+  rollouts.push_back(learner.Collect(entry, 8, false, rng));
+  const UpdateStats stats = learner.Update(rollouts, 0, rng);
+  EXPECT_NEAR(stats.approx_kl, 0.0, 1e-6);
+}
+
 }  // namespace
 }  // namespace devplace
