@@ -1,5 +1,5 @@
 // `devplace place [--policy DIR] -g G -t T [--samples K] [--uniform] [--mesh RxC] [--finetune-evals N] [--seed S] [--costs C]
-// -o P.json [--json]`: places a graph with a trained policy (the shipped models/soap-hint when --policy is not
+// -o P.json [--json]`: places a graph with a trained policy (the shipped models/soap-context when --policy is not
 // given), zero-shot (greedy, or the best of greedy and K sampled placements) or after fine-tuning within a budget
 // of simulator evaluations. A SOAP policy also splits over the lines of the topology file's meshes and --mesh.
 #include <cstdio>
@@ -30,7 +30,7 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("place", "Place a graph with a trained policy (zero-shot or fine-tuned)");
   cmd->add_option("--policy", opts->policy,
-                  "Checkpoint directory (RUN/ckpt; default: the shipped models/soap-hint)");
+                  "Checkpoint directory (RUN/ckpt; default: the shipped models/soap-context)");
   cmd->add_option("-g,--graph", opts->graph, "Graph JSON file")->required();
   cmd->add_option("-t,--topology", opts->topology, "Topology YAML file")->required();
   cmd->add_option("--finetune-evals", opts->finetune_evals, "Fine-tune with at most this many simulations (0: zero-shot)")

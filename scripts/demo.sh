@@ -29,7 +29,7 @@ step "Refine it with FlexFlow's MCMC (delta simulation, 2,000 proposals)" \
 step "Simulate the refined placement and write a Chrome trace (open out/demo/inception_trace.json in Perfetto)" \
   $devplace simulate -g $out/inception_v3.json -t configs/topologies/dgx1-v100.yaml -p $out/inception_mcmc.json \
     --trace $out/inception_trace.json
-step "Place it zero-shot with the shipped learned policy (models/soap-hint: GraphSAGE + Transformer, PPO and teachers; places and partitions)" \
+step "Place it zero-shot with the shipped learned policy (models/soap-context: GraphSAGE + Transformer, PPO and teachers; places and partitions)" \
   $devplace place -g $out/inception_v3.json -t configs/topologies/dgx1-v100.yaml -o $out/inception_learned.json
 step "Compare the baselines on two models (writes results.md, results.csv, chart.png)" \
   $devplace compare --suite configs/suites/quick.yaml -o $out/quick

@@ -136,7 +136,7 @@ class LearnedPolicy {
   std::unique_ptr<Impl> impl_;
 };
 
-// The default shipped policy: models/soap-hint in the source tree (places and partitions, SOAP action space).
+// The default shipped policy: models/soap-context in the source tree (places and partitions, SOAP action space).
 std::string DefaultPolicyDir();
 
 }  // namespace devplace

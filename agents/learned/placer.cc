@@ -23,7 +23,7 @@ LearnedPolicy::~LearnedPolicy() = default;
 const ExperimentConfig& LearnedPolicy::experiment() const { return impl_->experiment; }
 int64_t LearnedPolicy::trained_iterations() const { return impl_->meta.iteration; }
 
-std::string DefaultPolicyDir() { return DEVPLACE_MODELS_DIR "/soap-hint"; }
+std::string DefaultPolicyDir() { return DEVPLACE_MODELS_DIR "/soap-context"; }
 
 Expected<std::unique_ptr<LearnedPolicy>> LearnedPolicy::Load(const std::string& checkpoint_dir) {
   auto impl = std::make_unique<Impl>();

@@ -37,7 +37,7 @@ def from_torch(module, example_inputs, name=None, batch=None):
 
 def place(graph, topology, policy=None, finetune_evals=0, seed=0, samples=0, uniform=False):
     """Places `graph` on `topology` with a trained policy: `policy` is a checkpoint directory (RUN/ckpt; None: the
-    shipped default policy, models/soap-hint), zero-shot (greedy, or with `samples` > 0 the best of that and
+    shipped default policy, models/soap-context), zero-shot (greedy, or with `samples` > 0 the best of that and
     `samples` placements sampled from the policy) or fine-tuned with at most `finetune_evals` simulations (seeded by
     `seed`); `uniform` also tries the fastest uniform sample split (every group on one split, e.g. data parallelism:
     one simulation) and keeps it when faster (`devplace place --uniform`).
