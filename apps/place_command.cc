@@ -1,5 +1,5 @@
-// `devplace place [--policy DIR] -g G -t T [--samples K] [--uniform] [--mesh RxC] [--finetune-evals N] [--seed S] [--costs C]
-// -o P.json [--json]`: places a graph with a trained policy (the shipped models/soap-context when --policy is not
+// `devplace place [--policy DIR] -g G -t T [--samples K] [--uniform] [--coherence-passes K] [--mesh RxC]
+// [--finetune-evals N] [--seed S] [--costs C] -o P.json [--json]`: places a graph with a trained policy (the shipped models/soap-context when --policy is not
 // given), zero-shot (greedy, or the best of greedy and K sampled placements) or after fine-tuning within a budget
 // of simulator evaluations. A SOAP policy also splits over the lines of the topology file's meshes and --mesh.
 #include <cstdio>
@@ -23,6 +23,7 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
     double finetune_temperature = 0;
     int32_t samples = 0;
     double sample_temperature = 0;
+    int32_t coherence_passes = 0;
     uint64_t seed = 0;
     bool uniform = false;
     bool json = false;
@@ -46,6 +47,10 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--sample-temperature", opts->sample_temperature,
                   "Sampling temperature of --samples (default: the policy's ppo.temperature, usually 1)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--coherence-passes", opts->coherence_passes,
+                  "Run the policy's coherence pass this many times, each on the previous pass's actions (default: "
+                  "the policy's own count; models/soap-context: 2)")
+      ->check(CLI::Range(1, 8));
   cmd->add_option("--mesh", opts->mesh,
                   "A SOAP policy also splits over the lines of this mesh shape's axes, e.g. 2x4 (beside the "
                   "topology file's meshes:)");
@@ -82,6 +87,7 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
     options.sample_temperature = opts->sample_temperature;
     options.seed = opts->seed;
     options.uniform = opts->uniform;
+    options.coherence_passes = opts->coherence_passes;
     const bool draw_progress = !opts->json && StderrIsTerminal() && opts->finetune_evals > 0;
     if (draw_progress) {
       options.progress = [](int64_t evaluations, double best) {

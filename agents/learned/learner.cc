@@ -169,7 +169,7 @@ GameEntry MakeGameEntry(std::shared_ptr<const PlacementGame> game, std::string l
 
 PpoLearner::PpoLearner(PolicyNet* net, const PpoConfig& config, int64_t total_iterations, int32_t threads)
     : net_(net), config_(config), total_iterations_(std::max<int64_t>(1, total_iterations)),
-      threads_(std::max(1, threads)) {
+      threads_(std::max(1, threads)), coherence_passes_(net->config().coherence_passes) {
   optimizer_ = std::make_unique<torch::optim::Adam>(net_->module().parameters(),
                                                     torch::optim::AdamOptions(config.lr));
 }
@@ -200,7 +200,7 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
   GameRollout r;
   r.entry = &entry;
   // With PolicyConfig::coherence each episode decodes twice: first actions from `logits` (each group's legal
-  // splits, every device), then its own logits from the second pass (run coherence_passes times, each on the
+  // splits, every device), then its own logits from the second pass (run coherence_passes_ times, each on the
   // previous pass's actions). Row s is sample s, the last row the greedy baseline's episode.
   const int64_t rows = s_count + (baseline ? 1 : 0);
   torch::Tensor episode_logits;
@@ -229,7 +229,7 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
     };
     choose(logits);
     // PolicyConfig::coherence_passes: each further pass decodes on the previous one's actions.
-    for (int32_t pass = 1; pass < net_->config().coherence_passes; ++pass) {
+    for (int32_t pass = 1; pass < coherence_passes_; ++pass) {
       const torch::Tensor refined = cohere();  // a new tensor: `first` can be overwritten
       choose(refined);
     }

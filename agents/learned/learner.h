@@ -115,6 +115,9 @@ class PpoLearner {
   Expected<UpdateStats> UpdateInGroup(std::vector<GameRollout>& rollouts, int64_t iteration, std::mt19937_64& rng,
                                       ProcessGroup& group);
 
+  // How many times Collect runs the coherence pass (PolicyConfig::coherence_passes; starts at the policy's). The
+  // update scores each rollout's recorded draft, so it does not depend on this.
+  void set_coherence_passes(int32_t passes) { coherence_passes_ = passes; }
   torch::optim::Adam& optimizer() { return *optimizer_; }
   int32_t threads() const { return threads_; }
   double LearningRate(int64_t iteration) const;
@@ -133,6 +136,7 @@ class PpoLearner {
   PpoConfig config_;
   int64_t total_iterations_;
   int32_t threads_;
+  int32_t coherence_passes_;
   // The behaviour-cloning weight's share left at the current update (1 - Progress), set by each update; the
   // weight is the game's demonstration_coef (else ppo.demonstration_coef) times it.
   double demonstration_decay_ = 0.0;

@@ -92,6 +92,10 @@ struct PlaceOptions {
   // takes one sample-kind candidate, e.g. data parallelism over all devices), one more simulation, and keep it
   // when it beats the policy's placements (before fine-tuning, which then starts from it as its best).
   bool uniform = false;
+  // > 0: run the policy's coherence pass this many times (PolicyConfig::coherence_passes) in the greedy, sampled
+  // and fine-tuning episodes instead of the policy's own count; only for a policy with the coherence pass (Place
+  // returns an error otherwise).
+  int32_t coherence_passes = 0;
   int32_t finetune_samples = 0;      // episodes per fine-tuning iteration (0: the experiment's samples_per_graph)
   double finetune_lr = 0.0;          // (0: the experiment's ppo.lr)
   double finetune_temperature = 0.0; // sampling temperature while fine-tuning (0: the experiment's ppo.temperature)

@@ -63,6 +63,12 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
 
   if (Status s = AddPolicyInputs(exp.policy, *entry.game, &entry.tensors); !s) return s.error();
 
+  if (options.coherence_passes > 0 && !exp.policy.coherence)
+    return Error{"coherence passes: this policy has no coherence pass (policy.coherence)"};
+  if (options.coherence_passes > 8) return Error{"coherence passes: must be in [1, 8]"};
+  auto passes = [&](PpoLearner& learner) {
+    if (options.coherence_passes > 0) learner.set_coherence_passes(options.coherence_passes);
+  };
   PlaceResult result;
   result.num_groups = entry.game->num_groups();
   result.num_actions = entry.game->num_actions();
@@ -70,6 +76,7 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
   EpisodeResult best;
   {
     PpoLearner zero_shot(impl_->net.get(), exp.ppo, 1);
+    passes(zero_shot);
     GameRollout r = zero_shot.Collect(entry, 1, /*greedy=*/true, rng);
     best = r.episodes[0];
     result.evaluations += r.evaluations;
@@ -80,6 +87,7 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
     PpoConfig sampling = exp.ppo;
     if (options.sample_temperature > 0) sampling.temperature = options.sample_temperature;
     PpoLearner sampler(impl_->net.get(), sampling, 1);
+    passes(sampler);
     GameRollout r = sampler.Collect(entry, options.samples, /*greedy=*/false, rng);
     result.evaluations += r.evaluations;
     for (const EpisodeResult& e : r.episodes)
@@ -112,6 +120,7 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
     const int32_t samples = options.finetune_samples > 0 ? options.finetune_samples : exp.ppo.samples_per_graph;
     const int64_t per_episode = net->is_transformer() ? 1 : entry.game->num_groups() + 1;
     PpoLearner learner(net.get(), ppo, 1);
+    passes(learner);
     // A policy trained with demonstrations fine-tunes with them too: their searches cost one evaluation each.
     if (net->is_transformer() && !exp.ppo.demonstrations.empty() &&
         options.finetune_evaluations - result.evaluations >= static_cast<int64_t>(exp.ppo.demonstrations.size()) + 2) {

@@ -35,12 +35,13 @@ def from_torch(module, example_inputs, name=None, batch=None):
     return Graph.from_onnx_bytes(buffer.getvalue(), name or type(module).__name__, batch)
 
 
-def place(graph, topology, policy=None, finetune_evals=0, seed=0, samples=0, uniform=False):
+def place(graph, topology, policy=None, finetune_evals=0, seed=0, samples=0, uniform=False, coherence_passes=0):
     """Places `graph` on `topology` with a trained policy: `policy` is a checkpoint directory (RUN/ckpt; None: the
     shipped default policy, models/soap-context), zero-shot (greedy, or with `samples` > 0 the best of that and
     `samples` placements sampled from the policy) or fine-tuned with at most `finetune_evals` simulations (seeded by
     `seed`); `uniform` also tries the fastest uniform sample split (every group on one split, e.g. data parallelism:
-    one simulation) and keeps it when faster (`devplace place --uniform`).
+    one simulation) and keeps it when faster (`devplace place --uniform`); `coherence_passes` > 0 runs the policy's
+    coherence pass that many times instead of its own count (`devplace place --coherence-passes`).
     Returns (Strategy, info), info being the `devplace place --json` object (step time, OOM, evaluations, ...).
 
     The policy runs in LibTorch, which this module does not load (it imports in a fraction of a second), so this
@@ -69,6 +70,8 @@ def place(graph, topology, policy=None, finetune_evals=0, seed=0, samples=0, uni
             args += ["--samples", str(samples)]
         if uniform:
             args.append("--uniform")
+        if coherence_passes:
+            args += ["--coherence-passes", str(coherence_passes)]
         run = subprocess.run(args, capture_output=True, text=True)
         if run.returncode != 0:
             lines = run.stderr.strip().splitlines()

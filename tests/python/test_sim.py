@@ -127,6 +127,13 @@ class PlaceTest(unittest.TestCase):
         self.assertEqual(uniform_info["step_time"], min(info["step_time"], uniform_info["uniform_step_time"]))
         self.assertAlmostEqual(devplace.simulate(g, t, uniform).step_time, uniform_info["step_time"],
                                delta=uniform_info["step_time"] * 1e-9)
+        # The shipped policy decodes its coherence pass twice; once is the CLI's --coherence-passes 1.
+        once, once_info = devplace.place(g, t, coherence_passes=1)
+        self.assertAlmostEqual(devplace.simulate(g, t, once).step_time, once_info["step_time"],
+                               delta=once_info["step_time"] * 1e-9)
+        with self.assertRaises(ValueError) as raised:
+            devplace.place(g, t, coherence_passes=9)
+        self.assertIn("--coherence-passes", str(raised.exception))
 
     def test_bad_policy_raises_with_the_programs_message(self):
         g, t = small_graph(), k80()

@@ -211,6 +211,16 @@ TEST(Coherence, FurtherPassesDecodeOnThePreviousPasssActions) {
     EXPECT_FALSE(torch::equal(second, first[0])) << "the weights are strong enough that the second pass moves groups";
   }
 
+  // A one-pass policy whose learner is told to run two passes decodes the same.
+  PolicyConfig one_pass = config;
+  one_pass.coherence_passes = 1;
+  PolicyNet same(one_pass, 4);
+  SetCoherenceWeights(same, -50.0f, 50.0f);
+  PpoLearner told(&same, ppo, 1);
+  told.set_coherence_passes(2);
+  std::mt19937_64 rng2(6);
+  EXPECT_TRUE(torch::equal(told.Collect(entry, 1, true, rng2).first_actions, greedy.first_actions));
+
   std::vector<GameRollout> rollouts;
   rollouts.push_back(learner.Collect(entry, 8, false, rng));
   const UpdateStats stats = learner.Update(rollouts, 0, rng);

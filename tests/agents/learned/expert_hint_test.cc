@@ -182,6 +182,17 @@ TEST(ExpertHint, TrainsAndPlacesEndToEnd) {
     // The greedy placement's evaluation only: the expert's simulations build the policy's input.
     EXPECT_EQ(placed->evaluations, 1);
     EXPECT_DOUBLE_EQ(Simulate(g, t, placed->strategy, MakeAnalyticCostModel())->step_time, placed->step_time);
+    // PlaceOptions::coherence_passes: only for a policy with the coherence pass.
+    PlaceOptions two_passes;
+    two_passes.coherence_passes = 2;
+    Expected<PlaceResult> again = (*policy)->Place(g, t, MakeAnalyticCostModel(), {}, two_passes);
+    if (flags.find("coherence") == std::string::npos) {
+      ASSERT_FALSE(again.ok());
+      EXPECT_EQ(again.error().message, "coherence passes: this policy has no coherence pass (policy.coherence)");
+    } else {
+      ASSERT_TRUE(again.ok()) << again.error().message;
+      EXPECT_EQ(again->evaluations, 1);
+    }
     std::filesystem::remove_all(dir);
   }
 }
