@@ -47,6 +47,9 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
   if (topology.num_devices() > exp.policy.max_devices)
     return Error{"topology '" + topology.name() + "' has " + std::to_string(topology.num_devices()) +
                  " devices; this policy places on at most " + std::to_string(exp.policy.max_devices)};
+  if (options.coherence_passes > 0 && !exp.policy.coherence)
+    return Error{"coherence passes: this policy has no coherence pass (policy.coherence)"};
+  if (options.coherence_passes > 8) return Error{"coherence passes: must be in [1, 8]"};
   EnvConfig env = exp.env;
   env.sim = sim;
   if (!options.meshes.empty() && env.action_space != ActionSpace::kSoap)
@@ -63,9 +66,6 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
 
   if (Status s = AddPolicyInputs(exp.policy, *entry.game, &entry.tensors); !s) return s.error();
 
-  if (options.coherence_passes > 0 && !exp.policy.coherence)
-    return Error{"coherence passes: this policy has no coherence pass (policy.coherence)"};
-  if (options.coherence_passes > 8) return Error{"coherence passes: must be in [1, 8]"};
   auto passes = [&](PpoLearner& learner) {
     if (options.coherence_passes > 0) learner.set_coherence_passes(options.coherence_passes);
   };
