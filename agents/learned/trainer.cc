@@ -44,7 +44,7 @@ Expected<std::vector<GameEntry>> MakeEntries(const ExperimentConfig& config, con
   for (LabelledGame& g : *games) {
     entries.push_back(MakeGameEntry(std::move(g.game), std::move(g.label)));
     if (Status s = AddPolicyInputs(config.policy, *entries.back().game, &entries.back().tensors); !s)
-      return Error{"policy.expert_hint: " + s.error().message};
+      return Error{"policy: " + s.error().message};
   }
   return entries;
 }
