@@ -67,7 +67,8 @@ void ReadPolicy(const nlohmann::json& value, const std::string& source, PolicyCo
   if (p->coherence && p->kind != "transformer") o.fail("coherence", "only the transformer policy has it");
   p->coherence_passes = Int(o, "coherence_passes", p->coherence_passes, 1, 8);
   p->draft_cost = o.boolean_or("draft_cost", p->draft_cost);
-  if (p->draft_cost && !p->coherence) o.fail("draft_cost", "needs coherence: true (it weighs the first pass's actions)");
+  if (p->draft_cost && !p->coherence)
+    o.fail("draft_cost", "needs coherence: true (it weighs the first pass's actions)");
   p->expert_hint = o.boolean_or("expert_hint", p->expert_hint);
   if (p->expert_hint && p->kind != "transformer") o.fail("expert_hint", "only the transformer policy has it");
   p->strategy_context = o.boolean_or("strategy_context", p->strategy_context);

@@ -120,13 +120,14 @@ std::vector<double> GroupEdgeBytes(const PlacementGame& game) {
       const int32_t to = group_of[g.edge(e).dst];
       if (to != from) into.emplace_back(to, g.edge(e).bytes);
     }
+    if (into.empty()) continue;
     std::sort(into.begin(), into.end());
+    // The group edges out of `from`: a run of the (src, dst)-sorted lists, sorted by dst.
+    const auto [first, last] = std::equal_range(src.begin(), src.end(), from);
+    const auto dst_first = dst.begin() + (first - src.begin()), dst_last = dst.begin() + (last - src.begin());
     for (size_t k = 0; k < into.size(); ++k) {
       if (k + 1 < into.size() && into[k + 1].first == into[k].first) continue;  // the last holds the largest
-      const auto it = std::lower_bound(src.begin(), src.end(), from);
-      const auto pos = std::lower_bound(dst.begin() + (it - src.begin()),
-                                        dst.begin() + (std::upper_bound(src.begin(), src.end(), from) - src.begin()),
-                                        into[k].first);
+      const auto pos = std::lower_bound(dst_first, dst_last, into[k].first);
       bytes[static_cast<size_t>(pos - dst.begin())] += static_cast<double>(into[k].second);
     }
   }

@@ -183,7 +183,8 @@ TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : confi
       "sage", GraphSage(kTransformerNodeFeatures + (config.data_parallel_action ? kParallelNodeFeatures : 0) +
                             (config.layer_split ? 1 : 0),
                         h, config.sage_layers));
-  film_ = register_module("film", torch::nn::Linear(2 * h + kDeviceFeatureDim + ContextScalars(config), 2 * h));
+  const int64_t context = 2 * h + kDeviceFeatureDim + ContextScalars(config);  // FiLM's, the gate's, the value's
+  film_ = register_module("film", torch::nn::Linear(context, 2 * h));
   for (int32_t i = 0; i < config.transformer_layers; ++i)
     layers_.push_back(register_module("xl" + std::to_string(i), XlLayer(h, config.heads, config.feedforward)));
   out_norm_ = register_module("out_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({h})));
@@ -194,7 +195,7 @@ TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : confi
   if (config.data_parallel_action) parallel_head_ = register_module("parallel_head", torch::nn::Linear(h, 1));
   if (config.layer_split) {
     layer_head_ = register_module("layer_head", torch::nn::Linear(1, config.max_devices));
-    layer_gate_ = register_module("layer_gate", torch::nn::Linear(2 * h + kDeviceFeatureDim + ContextScalars(config), 1));
+    layer_gate_ = register_module("layer_gate", torch::nn::Linear(context, 1));
   }
   if (config.soap) {
     candidate_query_ = register_module("candidate_query", torch::nn::Linear(h, h));
@@ -205,7 +206,7 @@ TransformerPlacerImpl::TransformerPlacerImpl(const PolicyConfig& config) : confi
   if (config.coherence) coherence_head_ = register_module("coherence_head", torch::nn::Linear(h, 2));
   if (config.expert_hint) hint_head_ = register_module("hint_head", torch::nn::Linear(h, 2));
   if (config.draft_cost) draft_head_ = register_module("draft_head", torch::nn::Linear(h, 1));
-  value1_ = register_module("value1", torch::nn::Linear(2 * h + kDeviceFeatureDim + ContextScalars(config), h));
+  value1_ = register_module("value1", torch::nn::Linear(context, h));
   value2_ = register_module("value2", torch::nn::Linear(h, 1));
 }
 
