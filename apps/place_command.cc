@@ -31,7 +31,8 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("place", "Place a graph with a trained policy (zero-shot or fine-tuned)");
   cmd->add_option("--policy", opts->policy,
-                  "Checkpoint directory (RUN/ckpt; default: the shipped models/soap-context)");
+                  "Checkpoint directory (RUN/ckpt), or a directory whose ensemble.json names checkpoints that "
+                  "place together (default: the shipped models/soap-context)");
   cmd->add_option("-g,--graph", opts->graph, "Graph JSON file")->required();
   cmd->add_option("-t,--topology", opts->topology, "Topology YAML file")->required();
   cmd->add_option("--finetune-evals", opts->finetune_evals, "Fine-tune with at most this many simulations (0: zero-shot)")
@@ -100,6 +101,7 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
     Check(WriteStrategyFile(result.strategy, graph, topology, opts->output));
     if (opts->json) {
       PrintJson({{"policy", policy_dir},
+                 {"ensemble_size", policy->ensemble_size()},
                  {"graph", graph.name()},
                  {"topology", topology.name()},
                  {"groups", result.num_groups},

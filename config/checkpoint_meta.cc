@@ -82,6 +82,27 @@ Expected<CheckpointMeta> CheckpointMetaFromJson(const std::string& text, const s
   });
 }
 
+Expected<EnsembleMeta> EnsembleMetaFromJson(const std::string& text, const std::string& source) {
+  return CatchInputErrors<EnsembleMeta>([&]() {
+    nlohmann::json doc = ParseJson(text, source);
+    JsonObject o(doc, source, "");
+    if (const std::string format = o.string("format"); format != "devplace.ensemble")
+      o.fail("format", "expected 'devplace.ensemble', not '" + format + "'");
+    if (const int64_t version = o.integer("version"); version != 1)
+      o.fail("version", std::to_string(version) + " is not an ensemble version this devplace reads (1)");
+    EnsembleMeta m;
+    const nlohmann::json& members = RequireArray(o.required("members"), source, "members");
+    for (size_t i = 0; i < members.size(); ++i) {
+      const std::string path = "members[" + std::to_string(i) + "]";
+      m.members.push_back(ReadString(members[i], source, path));
+      if (m.members.back().empty()) FailAt(source, path, "an empty directory name");
+    }
+    if (m.members.size() < 2) o.fail("members", "an ensemble needs at least two members");
+    o.finish();
+    return m;
+  });
+}
+
 Status VerifyCheckpointFile(const std::string& bytes, const std::string& path, int64_t expected_bytes,
                             const std::string& expected_sha256) {
   const int64_t size = static_cast<int64_t>(bytes.size());

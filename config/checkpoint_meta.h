@@ -36,6 +36,14 @@ std::string CheckpointMetaToJson(const CheckpointMeta& meta);
 // version other than 1 is refused.
 Expected<CheckpointMeta> CheckpointMetaFromJson(const std::string& text, const std::string& source);
 
+// An ensemble of trained policies (POLICY/ensemble.json, format "devplace.ensemble", version 1): a policy
+// directory holding this file instead of state.json places with its members together (agents/learned/learning.h).
+struct EnsembleMeta {
+  std::vector<std::string> members;  // checkpoint directories, relative to the ensemble's directory (at least two)
+};
+// Parses an ensemble file; errors read "<source>: <field>: <reason>", unknown keys are rejected.
+Expected<EnsembleMeta> EnsembleMetaFromJson(const std::string& text, const std::string& source);
+
 // Checks the bytes of a checkpoint's tensor file (read from `path`) against the size and SHA-256 digest its
 // sidecar records, and that they are a LibTorch archive (a zip file), before anything parses them. Errors read
 // "<path>: truncated: ..." (or "corrupted: ...", "not a LibTorch archive ...").

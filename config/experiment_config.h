@@ -74,6 +74,9 @@ struct PolicyConfig {
   // Not a `policy:` key either: true when env.action_space is soap, so that the transformer scores the split
   // candidates from their features (agents/learned/policy.h).
   bool soap = false;
+
+  // Field by field: two policies of equal configs read the same inputs and have the same parameters' shapes.
+  bool operator==(const PolicyConfig&) const = default;
 };
 
 // The `ppo:` section.

@@ -174,6 +174,12 @@ PpoLearner::PpoLearner(PolicyNet* net, const PpoConfig& config, int64_t total_it
                                                     torch::optim::AdamOptions(config.lr));
 }
 
+void PpoLearner::set_ensemble(std::vector<PolicyNet*> others) {
+  for (const PolicyNet* member : others)
+    DEVPLACE_CHECK(member->is_transformer() && net_->is_transformer(), "an ensemble of one-shot policies only");
+  ensemble_ = std::move(others);
+}
+
 double PpoLearner::Progress(int64_t iteration) const {
   return total_iterations_ <= 1 ? 0.0 : std::min(1.0, static_cast<double>(iteration) / (total_iterations_ - 1));
 }
@@ -186,6 +192,7 @@ GameRollout PpoLearner::Collect(const GameEntry& entry, int32_t samples, bool gr
   DEVPLACE_CHECK(samples >= 1, "at least one episode");
   DEVPLACE_CHECK(entry.game->kind() == (net_->is_transformer() ? MdpKind::kOneShot : MdpKind::kIterative),
                  "policy and environment MDP differ");
+  DEVPLACE_CHECK(ensemble_.empty() || net_->is_transformer(), "an ensemble decodes the one-shot MDP only");
   return net_->is_transformer() ? CollectOneShot(entry, samples, greedy, rng)
                                 : CollectIterative(entry, samples, greedy, rng);
 }
@@ -195,8 +202,31 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
   const int64_t n = game.num_groups(), d = game.num_actions(), s_count = greedy ? 1 : samples;
   const bool baseline = !greedy && config_.baseline == PpoConfig::Baseline::kGreedy;
   torch::NoGradGuard no_grad;
-  OneShotOutput out = net_->transformer()->forward(entry.tensors);
-  torch::Tensor logits = (out.logits / config_.temperature).contiguous();
+  // The policies that decode (net_, then set_ensemble's members) and their forward passes.
+  std::vector<PolicyNet*> nets{net_};
+  nets.insert(nets.end(), ensemble_.begin(), ensemble_.end());
+  std::vector<OneShotOutput> outs;
+  for (PolicyNet* member : nets) outs.push_back(member->transformer()->forward(entry.tensors));
+  const OneShotOutput& out = outs[0];
+  std::vector<uint8_t> legal(static_cast<size_t>(n * d), 1);  // per group: every device, the splits it can take
+  for (int64_t g = 0; g < n; ++g)
+    for (int64_t k = game.num_devices(); k < d; ++k)
+      legal[g * d + k] = game.can_split(static_cast<int32_t>(g), static_cast<int32_t>(k)) ? 1 : 0;
+  const torch::Tensor illegal = torch::from_blob(legal.data(), {n, d}, torch::kUInt8).eq(0);
+  // One pass's logits from each member's ([n, d] or [rows, n, d]): net_'s alone, or the members' mean
+  // log-probability over the legal actions (illegal ones far below every legal one).
+  auto combine = [&](const std::vector<torch::Tensor>& member_logits) {
+    if (member_logits.size() == 1) return member_logits[0];
+    torch::Tensor sum;
+    for (const torch::Tensor& l : member_logits) {
+      const torch::Tensor lp = l.masked_fill(illegal, -1e9).log_softmax(-1);
+      sum = sum.defined() ? sum + lp : lp;
+    }
+    return sum / static_cast<double>(member_logits.size());
+  };
+  std::vector<torch::Tensor> first_pass;
+  for (const OneShotOutput& o : outs) first_pass.push_back(o.logits);
+  torch::Tensor logits = (combine(first_pass) / config_.temperature).contiguous();
   GameRollout r;
   r.entry = &entry;
   // With PolicyConfig::coherence each episode decodes twice: first actions from `logits` (each group's legal
@@ -205,10 +235,6 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
   const int64_t rows = s_count + (baseline ? 1 : 0);
   torch::Tensor episode_logits;
   if (net_->config().coherence) {
-    std::vector<uint8_t> legal(static_cast<size_t>(n * d), 1);  // per group: every device, the splits it can take
-    for (int64_t g = 0; g < n; ++g)
-      for (int64_t k = game.num_devices(); k < d; ++k)
-        legal[g * d + k] = game.can_split(static_cast<int32_t>(g), static_cast<int32_t>(k)) ? 1 : 0;
     torch::Tensor first = torch::empty({rows, n}, torch::kInt64);
     // Chooses every row's action per group from `from` ([n, d] shared by the rows, or [rows, n, d]) into `first`.
     auto choose = [&](const torch::Tensor& from) {
@@ -223,9 +249,11 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
       }
     };
     auto cohere = [&] {
-      return (net_->transformer()->Cohere(out.logits.unsqueeze(0).expand({rows, n, d}), first, out, entry.tensors) /
-              config_.temperature)
-          .contiguous();
+      std::vector<torch::Tensor> second_pass;
+      for (size_t m = 0; m < nets.size(); ++m)
+        second_pass.push_back(nets[m]->transformer()->Cohere(outs[m].logits.unsqueeze(0).expand({rows, n, d}), first,
+                                                             outs[m], entry.tensors));
+      return (combine(second_pass) / config_.temperature).contiguous();
     };
     choose(logits);
     // PolicyConfig::coherence_passes: each further pass decodes on the previous one's actions.
@@ -410,6 +438,7 @@ Expected<UpdateStats> PpoLearner::UpdateInGroup(std::vector<GameRollout>& rollou
 
 Expected<UpdateStats> PpoLearner::RunUpdate(std::vector<GameRollout>& rollouts, int64_t iteration,
                                             std::mt19937_64& rng, ProcessGroup* group) {
+  DEVPLACE_CHECK(ensemble_.empty(), "an ensemble's rollouts are not the learner's policy's to update it with");
   UpdateStats stats;
   if (rollouts.empty()) return stats;
   for (auto& group_options : optimizer_->param_groups())

@@ -115,6 +115,13 @@ class PpoLearner {
   Expected<UpdateStats> UpdateInGroup(std::vector<GameRollout>& rollouts, int64_t iteration, std::mt19937_64& rng,
                                       ProcessGroup& group);
 
+  // Makes Collect (one-shot MDP only) decode with an ensemble: the policy given to the constructor and `others`.
+  // Each member's logits become log-probabilities over each group's statically legal actions (every device, the
+  // splits the group can take), their mean is what every pass decodes from (coherence passes: each member's second
+  // pass reads the shared actions of the previous pass), and the episodes' values are the constructor's policy's.
+  // Every member must read the game tensors the entries were built for (same policy and environment configs).
+  // For placement only: Update refuses rollouts collected this way (they are not the constructor's policy's).
+  void set_ensemble(std::vector<PolicyNet*> others);
   // How many times Collect runs the coherence pass (PolicyConfig::coherence_passes; starts at the policy's). The
   // update scores each rollout's recorded draft, so it does not depend on this.
   void set_coherence_passes(int32_t passes) { coherence_passes_ = passes; }
@@ -133,6 +140,7 @@ class PpoLearner {
                                   ProcessGroup* group);
 
   PolicyNet* net_;
+  std::vector<PolicyNet*> ensemble_;  // set_ensemble's `others` (empty: net_ alone decodes)
   PpoConfig config_;
   int64_t total_iterations_;
   int32_t threads_;

@@ -118,21 +118,28 @@ struct PlaceResult {
   int32_t num_actions = 0;        // actions per group: the devices, then the split candidates (if any)
 };
 
-// A trained policy loaded from a checkpoint directory (RUN/ckpt or models/<name>). Not thread-safe.
+// A trained policy loaded from a checkpoint directory (RUN/ckpt or models/<name>), or an ensemble of them: a
+// directory whose ensemble.json (config/checkpoint_meta.h EnsembleMeta) names two or more checkpoints of one-shot
+// policies with equal policy and environment configs (typically one recipe trained with different seeds). An
+// ensemble decodes every group from the mean of its members' log-probabilities over the group's legal actions,
+// in every coherence pass (agents/learned/learner.h PpoLearner::set_ensemble). Not thread-safe.
 class LearnedPolicy {
  public:
-  // Errors: missing or malformed state.json or parameter file (named).
-  static Expected<std::unique_ptr<LearnedPolicy>> Load(const std::string& checkpoint_dir);
+  // Errors: missing or malformed state.json, ensemble.json or parameter file (named); ensemble members that do
+  // not read the same inputs.
+  static Expected<std::unique_ptr<LearnedPolicy>> Load(const std::string& policy_dir);
   ~LearnedPolicy();
 
   // Places `graph` on `topology`: zero-shot (the most likely legal device for each group), when asked the best of
-  // that and `options.samples` sampled placements, and, when asked, fine-tunes a copy of the policy on this graph and returns the best placement seen. Errors: a topology with
-  // more devices than the policy addresses.
+  // that and `options.samples` sampled placements, and, when asked, fine-tunes a copy of the policy (of an
+  // ensemble, its first member) on this graph and returns the best placement seen. Errors: a topology with more
+  // devices than the policy addresses.
   Expected<PlaceResult> Place(const Graph& graph, const Topology& topology, const CostModel& cost,
                               const SimOptions& sim, const PlaceOptions& options);
 
-  const ExperimentConfig& experiment() const;
-  int64_t trained_iterations() const;
+  const ExperimentConfig& experiment() const;  // of an ensemble: its first member's
+  int64_t trained_iterations() const;          // of an ensemble: its first member's
+  int32_t ensemble_size() const;               // 1 for a single policy
 
  private:
   struct Impl;

@@ -37,7 +37,8 @@ def from_torch(module, example_inputs, name=None, batch=None):
 
 def place(graph, topology, policy=None, finetune_evals=0, seed=0, samples=0, uniform=False, coherence_passes=0):
     """Places `graph` on `topology` with a trained policy: `policy` is a checkpoint directory (RUN/ckpt; None: the
-    shipped default policy, models/soap-context), zero-shot (greedy, or with `samples` > 0 the best of that and
+    shipped default policy, models/soap-context) or an ensemble's (ensemble.json naming checkpoints, e.g.
+    models/soap-ensemble), zero-shot (greedy, or with `samples` > 0 the best of that and
     `samples` placements sampled from the policy) or fine-tuned with at most `finetune_evals` simulations (seeded by
     `seed`); `uniform` also tries the fastest uniform sample split (every group on one split, e.g. data parallelism:
     one simulation) and keeps it when faster (`devplace place --uniform`); `coherence_passes` > 0 runs the policy's

@@ -441,6 +441,33 @@ TEST(CheckpointMeta, RoundTripsAndRejectsGarbage) {
             "state.json: optimizer_bytes: missing required field");
 }
 
+TEST(EnsembleMeta, ReadsMembersAndRejectsBadFiles) {
+  Expected<EnsembleMeta> good = EnsembleMetaFromJson(
+      R"({"format": "devplace.ensemble", "version": 1, "members": ["seed2", "../other/ckpt"]})", "ensemble.json");
+  ASSERT_TRUE(good.ok()) << good.error().message;
+  EXPECT_EQ(good->members, (std::vector<std::string>{"seed2", "../other/ckpt"}));
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"format": "devplace.checkpoint", "version": 1, "members": ["a", "b"]})",
+       "ensemble.json: format: expected 'devplace.ensemble', not 'devplace.checkpoint'"},
+      {R"({"format": "devplace.ensemble", "version": 2, "members": ["a", "b"]})",
+       "ensemble.json: version: 2 is not an ensemble version this devplace reads (1)"},
+      {R"({"format": "devplace.ensemble", "version": 1, "members": ["a"]})",
+       "ensemble.json: members: an ensemble needs at least two members"},
+      {R"({"format": "devplace.ensemble", "version": 1, "members": ["a", ""]})",
+       "ensemble.json: members[1]: an empty directory name"},
+      {R"({"format": "devplace.ensemble", "version": 1, "members": ["a", 3]})", "ensemble.json: members[1]: "},
+      {R"({"format": "devplace.ensemble", "version": 1, "members": "a"})", "ensemble.json: members: "},
+      {R"({"format": "devplace.ensemble", "version": 1, "members": ["a", "b"], "weights": [1, 2]})",
+       "ensemble.json: weights: unknown field"},
+      {R"({"format": "devplace.ensemble", "version": 1, "members": ["a", "b"])", "ensemble.json: invalid JSON"},
+  };
+  for (const auto& [text, message] : bad) {
+    Expected<EnsembleMeta> parsed = EnsembleMetaFromJson(text, "ensemble.json");
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_EQ(parsed.error().message.rfind(message, 0), 0u) << parsed.error().message;
+  }
+}
+
 // A checkpoint's tensor file is checked against its sidecar's size and digest before LibTorch sees it.
 TEST(CheckpointMeta, VerifiesTheTensorFilesBytes) {
   const std::string bytes = std::string("PK\x03\x04") + "parameters";
