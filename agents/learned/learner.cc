@@ -208,11 +208,15 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
   std::vector<OneShotOutput> outs;
   for (PolicyNet* member : nets) outs.push_back(member->transformer()->forward(entry.tensors));
   const OneShotOutput& out = outs[0];
-  std::vector<uint8_t> legal(static_cast<size_t>(n * d), 1);  // per group: every device, the splits it can take
-  for (int64_t g = 0; g < n; ++g)
-    for (int64_t k = game.num_devices(); k < d; ++k)
-      legal[g * d + k] = game.can_split(static_cast<int32_t>(g), static_cast<int32_t>(k)) ? 1 : 0;
-  const torch::Tensor illegal = torch::from_blob(legal.data(), {n, d}, torch::kUInt8).eq(0);
+  std::vector<uint8_t> legal;  // per group: every device, the splits it can take (for the coherence pass, ensembles)
+  if (net_->config().coherence || nets.size() > 1) {
+    legal.assign(static_cast<size_t>(n * d), 1);
+    for (int64_t g = 0; g < n; ++g)
+      for (int64_t k = game.num_devices(); k < d; ++k)
+        legal[g * d + k] = game.can_split(static_cast<int32_t>(g), static_cast<int32_t>(k)) ? 1 : 0;
+  }
+  const torch::Tensor illegal =
+      nets.size() > 1 ? torch::from_blob(legal.data(), {n, d}, torch::kUInt8).eq(0) : torch::Tensor();
   // One pass's logits from each member's ([n, d] or [rows, n, d]): net_'s alone, or the members' mean
   // log-probability over the legal actions (illegal ones far below every legal one).
   auto combine = [&](const std::vector<torch::Tensor>& member_logits) {
