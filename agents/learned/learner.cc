@@ -174,10 +174,11 @@ PpoLearner::PpoLearner(PolicyNet* net, const PpoConfig& config, int64_t total_it
                                                     torch::optim::AdamOptions(config.lr));
 }
 
-void PpoLearner::set_ensemble(std::vector<PolicyNet*> others) {
+void PpoLearner::set_ensemble(std::vector<PolicyNet*> others, int32_t threads) {
   for (const PolicyNet* member : others)
     DEVPLACE_CHECK(member->is_transformer() && net_->is_transformer(), "an ensemble of one-shot policies only");
   ensemble_ = std::move(others);
+  ensemble_threads_ = std::max(1, threads);
 }
 
 double PpoLearner::Progress(int64_t iteration) const {
@@ -205,8 +206,15 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
   // The policies that decode (net_, then set_ensemble's members) and their forward passes.
   std::vector<PolicyNet*> nets{net_};
   nets.insert(nets.end(), ensemble_.begin(), ensemble_.end());
-  std::vector<OneShotOutput> outs;
-  for (PolicyNet* member : nets) outs.push_back(member->transformer()->forward(entry.tensors));
+  // Runs pass(m) for every member m, on ensemble_threads_ threads when there are several members.
+  auto for_members = [&](const std::function<void(size_t)>& pass) {
+    RunParallel(nets.size(), nets.size() > 1 ? ensemble_threads_ : 1, [&](size_t m) {
+      torch::NoGradGuard no_grad_here;  // grad mode is per thread
+      pass(m);
+    });
+  };
+  std::vector<OneShotOutput> outs(nets.size());
+  for_members([&](size_t m) { outs[m] = nets[m]->transformer()->forward(entry.tensors); });
   const OneShotOutput& out = outs[0];
   std::vector<uint8_t> legal;  // per group: every device, the splits it can take (for the coherence pass, ensembles)
   if (net_->config().coherence || nets.size() > 1) {
@@ -253,10 +261,11 @@ GameRollout PpoLearner::CollectOneShot(const GameEntry& entry, int32_t samples, 
       }
     };
     auto cohere = [&] {
-      std::vector<torch::Tensor> second_pass;
-      for (size_t m = 0; m < nets.size(); ++m)
-        second_pass.push_back(nets[m]->transformer()->Cohere(outs[m].logits.unsqueeze(0).expand({rows, n, d}), first,
-                                                             outs[m], entry.tensors));
+      std::vector<torch::Tensor> second_pass(nets.size());
+      for_members([&](size_t m) {
+        second_pass[m] = nets[m]->transformer()->Cohere(outs[m].logits.unsqueeze(0).expand({rows, n, d}), first,
+                                                        outs[m], entry.tensors);
+      });
       return (combine(second_pass) / config_.temperature).contiguous();
     };
     choose(logits);

@@ -121,7 +121,9 @@ class PpoLearner {
   // pass reads the shared actions of the previous pass), and the episodes' values are the constructor's policy's.
   // Every member must read the game tensors the entries were built for (same policy and environment configs).
   // For placement only: Update refuses rollouts collected this way (they are not the constructor's policy's).
-  void set_ensemble(std::vector<PolicyNet*> others);
+  // The members' forward and coherence passes run on up to `threads` threads (RunParallel); the decoding does not
+  // depend on it, bit for bit.
+  void set_ensemble(std::vector<PolicyNet*> others, int32_t threads = 1);
   // How many times Collect runs the coherence pass (PolicyConfig::coherence_passes; starts at the policy's). The
   // update scores each rollout's recorded draft, so it does not depend on this.
   void set_coherence_passes(int32_t passes) { coherence_passes_ = passes; }
@@ -141,6 +143,7 @@ class PpoLearner {
 
   PolicyNet* net_;
   std::vector<PolicyNet*> ensemble_;  // set_ensemble's `others` (empty: net_ alone decodes)
+  int32_t ensemble_threads_ = 1;
   PpoConfig config_;
   int64_t total_iterations_;
   int32_t threads_;

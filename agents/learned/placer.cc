@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <thread>
 
 #include "agents/learned/checkpoint.h"
 #include "agents/learned/demonstration.h"
@@ -75,6 +76,9 @@ Expected<LoadedPolicy> LoadEnsemble(const std::string& dir) {
   return first;
 }
 
+// Threads for an ensemble's members' passes: the machine's cores (the decoding does not depend on it).
+int32_t EnsembleThreads() { return static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())); }
+
 }  // namespace
 
 struct LearnedPolicy::Impl {
@@ -144,7 +148,7 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
   EpisodeResult best;
   {
     PpoLearner zero_shot(impl_->policy.net.get(), exp.ppo, 1);
-    zero_shot.set_ensemble(impl_->ensemble());
+    zero_shot.set_ensemble(impl_->ensemble(), EnsembleThreads());
     passes(zero_shot);
     GameRollout r = zero_shot.Collect(entry, 1, /*greedy=*/true, rng);
     best = r.episodes[0];
@@ -156,7 +160,7 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
     PpoConfig sampling = exp.ppo;
     if (options.sample_temperature > 0) sampling.temperature = options.sample_temperature;
     PpoLearner sampler(impl_->policy.net.get(), sampling, 1);
-    sampler.set_ensemble(impl_->ensemble());
+    sampler.set_ensemble(impl_->ensemble(), EnsembleThreads());
     passes(sampler);
     GameRollout r = sampler.Collect(entry, options.samples, /*greedy=*/false, rng);
     result.evaluations += r.evaluations;

@@ -71,9 +71,9 @@ TEST(Ensemble, DecodesTheMembersMeanLogProbability) {
     }
     const torch::Tensor expected_actions = expected.argmax(-1);
 
-    auto greedy = [&](PolicyNet& lead, std::vector<PolicyNet*> others) {
+    auto greedy = [&](PolicyNet& lead, std::vector<PolicyNet*> others, int32_t threads = 1) {
       PpoLearner learner(&lead, PpoConfig{}, 1);
-      learner.set_ensemble(std::move(others));
+      learner.set_ensemble(std::move(others), threads);
       std::mt19937_64 rng(5);
       return learner.Collect(entry, 1, /*greedy=*/true, rng).episodes[0].placement;
     };
@@ -83,8 +83,9 @@ TEST(Ensemble, DecodesTheMembersMeanLogProbability) {
     // The test is not vacuous: the ensemble decodes differently from each member alone.
     EXPECT_NE(together, alone_a);
     EXPECT_NE(together, alone_b);
-    // The order of the members does not matter (up to rounding of the mean).
+    // The order of the members does not matter (up to rounding of the mean), nor the threads running them.
     EXPECT_EQ(greedy(b, {&a}), together);
+    EXPECT_EQ(greedy(a, {&b}, 2), together);
   }
 }
 
