@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <utility>
 
 #include <unistd.h>
@@ -73,9 +74,11 @@ std::shared_ptr<const PlacementGame> MakeGame(Graph graph, Topology topology, Md
   return std::move(game).value();
 }
 
-std::string WriteTinyExperiment(const std::string& dir, int iterations) {
+std::string WriteTinyExperiment(const std::string& dir, int iterations,
+                                const std::vector<std::pair<std::string, std::string>>& edits) {
+  std::filesystem::create_directories(dir);
   const std::string path = dir + "/exp.yaml";
-  std::ofstream out(path);
+  std::ostringstream out;
   out << "name: tiny\nseed: 3\n"
       << "topologies: [" << DEVPLACE_SOURCE_DIR << "/configs/topologies/dgx1-v100.yaml]\n"
       << "train: [{family: ptb, seeds: {from: 1, count: 2}, target_ops: 120}]\n"
@@ -84,6 +87,13 @@ std::string WriteTinyExperiment(const std::string& dir, int iterations) {
       << "ppo: {iterations: " << iterations << ", graphs_per_iteration: 2, samples_per_graph: 4, epochs: 2, "
       << "minibatches: 2}\n"
       << "eval_every: 2\ncheckpoint_every: 2\n";
+  std::string yaml = out.str();
+  for (const auto& [from, to] : edits) {
+    const size_t at = yaml.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) yaml.replace(at, from.size(), to);
+  }
+  std::ofstream(path) << yaml;
   return path;
 }
 

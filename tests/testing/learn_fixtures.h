@@ -4,6 +4,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "config/experiment_config.h"
 #include "core/graph.h"
@@ -22,8 +24,11 @@ Topology TwoDevices(double speedup, int64_t memory_bytes = int64_t{1} << 34);
 // fails the test on error.
 std::shared_ptr<const PlacementGame> MakeGame(Graph graph, Topology topology, MdpKind kind,
                                               bool memory_aware_mask = true, bool data_parallel_action = false);
-// Writes a tiny experiment (2 ptb members on dgx1-v100, one held out) to `dir`/exp.yaml and returns its path.
-std::string WriteTinyExperiment(const std::string& dir, int iterations);
+// Writes a tiny experiment (2 ptb members on dgx1-v100, one held out) to `dir`/exp.yaml (creating `dir`) and returns
+// its path. Each edit (from, to) then replaces the first occurrence of `from` in the text; a missing one fails the
+// test.
+std::string WriteTinyExperiment(const std::string& dir, int iterations,
+                                const std::vector<std::pair<std::string, std::string>>& edits = {});
 // A small policy of `kind` (transformer or placeto) for up to 4 devices, fast to train in tests.
 PolicyConfig TinyPolicy(const std::string& kind, int32_t segment = 8);
 // A fresh empty temporary directory for `name`.

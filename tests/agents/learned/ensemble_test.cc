@@ -112,15 +112,10 @@ void WriteEnsemble(const std::string& dir, const std::vector<std::string>& membe
   out << "]}\n";
 }
 
-// Trains the tiny experiment for one iteration with `edit` applied to its text; returns the checkpoint directory.
+// Trains the tiny experiment for one iteration with `from` replaced by `to` in its text; returns the checkpoint
+// directory.
 std::string TrainTiny(const std::string& dir, const std::string& from, const std::string& to) {
-  std::filesystem::create_directories(dir);
-  const std::string config = learntest::WriteTinyExperiment(dir, 1);
-  std::ifstream in(config);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  in.close();
-  text.replace(text.find(from), from.size(), to);
-  std::ofstream(config) << text;
+  const std::string config = learntest::WriteTinyExperiment(dir, 1, {{from, to}});
   Expected<TrainSummary> trained = TrainPolicy({.config_path = config, .run_dir = dir + "/run"});
   DEVPLACE_CHECK(trained.ok(), trained.ok() ? "" : trained.error().message);
   return trained->checkpoint_dir;

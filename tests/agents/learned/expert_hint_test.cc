@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <string>
 
@@ -163,14 +162,7 @@ TEST(ExpertHint, TrainsAndPlacesEndToEnd) {
   for (const std::string flags : {"expert_hint: true", "expert_hint: true, coherence: true, draft_cost: true, "
                                                        "strategy_context: true"}) {
     const std::string dir = learntest::TempDir("expert-hint");
-    std::string config = learntest::WriteTinyExperiment(dir, 1);
-    {
-      std::ifstream in(config);
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      const std::string key = "segment: 8}";
-      text.replace(text.find(key), key.size(), "segment: 8, " + flags + "}");
-      std::ofstream(config) << text;
-    }
+    const std::string config = learntest::WriteTinyExperiment(dir, 1, {{"segment: 8}", "segment: 8, " + flags + "}"}});
     Expected<TrainSummary> trained = TrainPolicy({.config_path = config, .run_dir = dir + "/run"});
     ASSERT_TRUE(trained.ok()) << trained.error().message;
     Expected<std::unique_ptr<LearnedPolicy>> policy = LearnedPolicy::Load(trained->checkpoint_dir);

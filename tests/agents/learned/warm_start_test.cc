@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "agents/learned/learning.h"
-#include "core/atomic_file.h"
 #include "core/topology_yaml.h"
 #include "datasets/graph_source.h"
 #include "sim/cost_model.h"
@@ -20,22 +19,6 @@ namespace {
 using learntest::ExpectSameRuns;
 using learntest::SameParameters;
 
-// The tiny experiment (learn_fixtures.h) in `dir` with each edit's first text replaced by its second; returns its
-// path.
-std::string TinyVariant(const std::string& dir, int iterations,
-                        const std::vector<std::pair<std::string, std::string>>& edits = {}) {
-  std::filesystem::create_directories(dir);
-  const std::string path = learntest::WriteTinyExperiment(dir, iterations);
-  std::string yaml = ReadFile(path).value();
-  for (const auto& [from, to] : edits) {
-    const size_t at = yaml.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) yaml.replace(at, from.size(), to);
-  }
-  EXPECT_TRUE(WriteFileAtomic(path, yaml).ok());
-  return path;
-}
-
 Expected<TrainSummary> Train(const std::string& config, const std::string& run, int64_t max_iterations = 0,
                              std::vector<std::string>* messages = nullptr) {
   TrainOptions options{.config_path = config, .run_dir = run, .max_iterations = max_iterations};
@@ -45,12 +28,12 @@ Expected<TrainSummary> Train(const std::string& config, const std::string& run, 
 
 TEST(WarmStart, StartsFromTheSavedParametersAndTrainsOnDeterministically) {
   const std::string dir = learntest::TempDir("warm");
-  const std::string base = TinyVariant(dir + "/base", 2);
+  const std::string base = learntest::WriteTinyExperiment(dir + "/base", 2);
   Expected<TrainSummary> saved = Train(base, dir + "/base/run");
   ASSERT_TRUE(saved.ok()) << saved.error().message;
 
   // With a learning rate of 0 the run keeps exactly the saved parameters; a fresh run with it keeps its own.
-  const std::string frozen = TinyVariant(dir + "/frozen", 1, {{"ppo: {", "ppo: {lr: 0, lr_final: 0, init_policy: ../base/run/ckpt, "}});
+  const std::string frozen = learntest::WriteTinyExperiment(dir + "/frozen", 1, {{"ppo: {", "ppo: {lr: 0, lr_final: 0, init_policy: ../base/run/ckpt, "}});
   std::vector<std::string> messages;
   Expected<TrainSummary> kept = Train(frozen, dir + "/frozen/run", 0, &messages);
   ASSERT_TRUE(kept.ok()) << kept.error().message;
@@ -58,13 +41,13 @@ TEST(WarmStart, StartsFromTheSavedParametersAndTrainsOnDeterministically) {
   bool said = false;
   for (const std::string& m : messages) said |= m.find("parameters initialised from " + dir + "/base/run/ckpt") == 0;
   EXPECT_TRUE(said);
-  const std::string cold = TinyVariant(dir + "/cold", 1, {{"ppo: {", "ppo: {lr: 0, lr_final: 0, "}});
+  const std::string cold = learntest::WriteTinyExperiment(dir + "/cold", 1, {{"ppo: {", "ppo: {lr: 0, lr_final: 0, "}});
   Expected<TrainSummary> fresh = Train(cold, dir + "/cold/run");
   ASSERT_TRUE(fresh.ok()) << fresh.error().message;
   EXPECT_FALSE(SameParameters(saved->checkpoint_dir, fresh->checkpoint_dir, base));
 
   // Training on moves away from them, the same way every time, and resumes exactly without the saved policy.
-  const std::string warm = TinyVariant(dir + "/warm", 3, {{"ppo: {", "ppo: {init_policy: ../base/run/ckpt, "}});
+  const std::string warm = learntest::WriteTinyExperiment(dir + "/warm", 3, {{"ppo: {", "ppo: {init_policy: ../base/run/ckpt, "}});
   Expected<TrainSummary> a = Train(warm, dir + "/warm/a");
   ASSERT_TRUE(a.ok()) << a.error().message;
   EXPECT_FALSE(SameParameters(saved->checkpoint_dir, a->checkpoint_dir, base));
@@ -85,9 +68,9 @@ TEST(WarmStart, StartsFromTheSavedParametersAndTrainsOnDeterministically) {
 
 TEST(WarmStart, RefusesAPolicyOfAnotherArchitecture) {
   const std::string dir = learntest::TempDir("warm-shape");
-  const std::string base = TinyVariant(dir + "/base", 1);
+  const std::string base = learntest::WriteTinyExperiment(dir + "/base", 1);
   ASSERT_TRUE(Train(base, dir + "/base/run").ok());
-  const std::string wider = TinyVariant(
+  const std::string wider = learntest::WriteTinyExperiment(
       dir + "/wide", 1, {{"policy: {hidden: 16,", "policy: {hidden: 32,"}, {"ppo: {", "ppo: {init_policy: ../base/run/ckpt, "}});
   Expected<TrainSummary> refused = Train(wider, dir + "/wide/run");
   ASSERT_FALSE(refused.ok());
@@ -104,10 +87,10 @@ TEST(WarmStart, RefusesAPolicyOfAnotherArchitecture) {
 TEST(WarmStart, WidensASoapPolicyToMoreCandidateColumns) {
   const std::string dir = learntest::TempDir("warm-widen");
   const std::string soap = "policy: {candidate_features: 19, ";
-  const std::string narrow = TinyVariant(dir + "/narrow", 1, {{"policy: {", "env: {action_space: soap}\n" + soap}});
+  const std::string narrow = learntest::WriteTinyExperiment(dir + "/narrow", 1, {{"policy: {", "env: {action_space: soap}\n" + soap}});
   Expected<TrainSummary> saved = Train(narrow, dir + "/narrow/run");
   ASSERT_TRUE(saved.ok()) << saved.error().message;
-  const std::string wide = TinyVariant(
+  const std::string wide = learntest::WriteTinyExperiment(
       dir + "/wide", 1,
       {{"policy: {", "env: {action_space: soap}\npolicy: {candidate_features: 22, "},
        {"ppo: {", "ppo: {lr: 0, lr_final: 0, init_policy: ../narrow/run/ckpt, "}});
@@ -127,7 +110,7 @@ TEST(WarmStart, WidensASoapPolicyToMoreCandidateColumns) {
   EXPECT_EQ(pa->strategy, pb->strategy);
   EXPECT_EQ(pa->zero_shot_step_time, pb->zero_shot_step_time);
 
-  const std::string back = TinyVariant(dir + "/back", 1,
+  const std::string back = learntest::WriteTinyExperiment(dir + "/back", 1,
                                        {{"policy: {", "env: {action_space: soap}\n" + soap},
                                         {"ppo: {", "ppo: {init_policy: ../wide/run/ckpt, "}});
   Expected<TrainSummary> refused = Train(back, dir + "/back/run");
@@ -144,8 +127,8 @@ TEST(EntryTeachers, OverrideThePpoSectionForTheirEntryOnly) {
   const std::string dir = learntest::TempDir("entry-teachers");
   const std::string one_entry = "train: [{family: ptb, seeds: {from: 1, count: 2}, target_ops: 120";
   const std::string global =
-      TinyVariant(dir + "/global", 2, {{"ppo: {", "ppo: {demonstrations: [expert], demonstration_coef: 2, "}});
-  const std::string own = TinyVariant(dir + "/own", 2, {{one_entry, one_entry + ", demonstrations: [expert], demonstration_coef: 2"}});
+      learntest::WriteTinyExperiment(dir + "/global", 2, {{"ppo: {", "ppo: {demonstrations: [expert], demonstration_coef: 2, "}});
+  const std::string own = learntest::WriteTinyExperiment(dir + "/own", 2, {{one_entry, one_entry + ", demonstrations: [expert], demonstration_coef: 2"}});
   std::vector<std::string> messages;
   Expected<TrainSummary> a = Train(global, dir + "/global/run");
   ASSERT_TRUE(a.ok()) << a.error().message;
@@ -157,9 +140,9 @@ TEST(EntryTeachers, OverrideThePpoSectionForTheirEntryOnly) {
   EXPECT_TRUE(said);
 
   const std::string no_cloning =
-      TinyVariant(dir + "/zero", 2, {{"ppo: {", "ppo: {demonstrations: [expert], demonstration_coef: 2, "},
+      learntest::WriteTinyExperiment(dir + "/zero", 2, {{"ppo: {", "ppo: {demonstrations: [expert], demonstration_coef: 2, "},
                                      {one_entry, one_entry + ", demonstration_coef: 0"}});
-  const std::string replay = TinyVariant(dir + "/replay", 2, {{"ppo: {", "ppo: {demonstrations: [expert], "}});
+  const std::string replay = learntest::WriteTinyExperiment(dir + "/replay", 2, {{"ppo: {", "ppo: {demonstrations: [expert], "}});
   Expected<TrainSummary> c = Train(no_cloning, dir + "/zero/run");
   ASSERT_TRUE(c.ok()) << c.error().message;
   Expected<TrainSummary> d = Train(replay, dir + "/replay/run");
@@ -168,7 +151,7 @@ TEST(EntryTeachers, OverrideThePpoSectionForTheirEntryOnly) {
   EXPECT_FALSE(SameParameters(a->checkpoint_dir, c->checkpoint_dir, global));  // ... which differs from weight 2
 
   // Teachers on one of two entries: only its games get a demonstration.
-  const std::string split = TinyVariant(dir + "/split", 1,
+  const std::string split = learntest::WriteTinyExperiment(dir + "/split", 1,
                                         {{one_entry, "train: [{family: ptb, seed: 1, target_ops: 120, demonstrations: "
                                                      "[expert]}, {family: ptb, seed: 2, target_ops: 120"}});
   messages.clear();
