@@ -67,6 +67,9 @@ struct EnvConfig {
   std::vector<Mesh> meshes;
   // Options of every simulation the environment runs.
   SimOptions sim;
+  // Not an experiment key: threads PlacementGame::Create fills the split candidates' tables and simulates their
+  // uniform splits on (<= 0: the machine's cores). The game is the same whatever the count.
+  int32_t build_threads = 0;
 };
 
 // Checks the values; errors name the field, e.g. "env.oom_penalty: must be >= 0 and finite".

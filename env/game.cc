@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "core/device_order.h"
+#include "core/parallel.h"
 #include "core/partition.h"
 #include "sim/estimates.h"
 
@@ -234,23 +235,46 @@ void PlacementGame::InitSplits() {
   sync_seconds_.assign(cells, 0.0);
   reshard_seconds_.assign(cells, 0.0);
   split_seconds_.assign(static_cast<size_t>(num_groups()) * positions_, 0.0);
-  for (int32_t grp = 0; grp < num_groups(); ++grp)
-    for (int32_t c = 0; c < num_cand; ++c) InitSplitGroup(grp, c, rings[c], part_devices[c]);
   uniform_reshard_seconds_.assign(cells, 0.0);
   neighbour_legal_.assign(cells, 1.0f);
   star_reshard_seconds_.assign(cells, 0.0);
   uniform_star_reshard_seconds_.assign(cells, 0.0);
-  MissingVolumes volumes(static_cast<size_t>(graph_->num_edges()) * num_cand, -1);
-  for (int32_t grp = 0; grp < num_groups(); ++grp)
-    for (int32_t c = 0; c < num_cand; ++c) {
-      const double legal_missing = InitUniformReshard(grp, c, rings[c], &volumes);
+  // Each candidate fills only its own cells and reads only its own can_split_ column, so the candidates run on the
+  // machine's cores with the same tables whatever the thread count.
+  ParallelFor(static_cast<size_t>(num_cand), BuildThreads(), [&](size_t candidate) {
+    const auto c = static_cast<int32_t>(candidate);
+    CandidateOps ops = MakeCandidateOps(c);
+    for (int32_t grp = 0; grp < num_groups(); ++grp) InitSplitGroup(grp, c, rings[c], part_devices[c], ops);
+    for (int32_t grp = 0; grp < num_groups(); ++grp) {
+      const double legal_missing = InitUniformReshard(grp, c, rings[c], &ops);
       if (config_.star_reshard && can_split(grp, num_devices() + c))
-        InitStarReshard(grp, num_devices() + c, rings[c], legal_missing, &volumes);
+        InitStarReshard(grp, num_devices() + c, rings[c], legal_missing, &ops);
     }
+  });
+}
+
+int32_t PlacementGame::BuildThreads() const {
+  return config_.build_threads > 0 ? config_.build_threads : HardwareThreads();
+}
+
+PlacementGame::CandidateOps PlacementGame::MakeCandidateOps(int32_t c) const {
+  const Graph& g = *graph_;
+  const SplitCandidate& cand = candidates_[c];
+  CandidateOps ops;
+  ops.config.resize(g.num_ops());
+  ops.native.assign(g.num_ops(), 0);
+  ops.missing.assign(g.num_edges(), -1);
+  if (cand.devices.size() < 2) return ops;  // one device splits nothing
+  for (OpId op = 0; op < g.num_ops(); ++op) {
+    bool native = false;
+    ops.config[op] = CandidateOpConfig(g.op(op), cand, &native);
+    ops.native[op] = native ? 1 : 0;
+  }
+  return ops;
 }
 
 void PlacementGame::InitSplitGroup(int32_t grp, int32_t c, const RingHops& ring,
-                                   std::span<const Device* const> devices) {
+                                   std::span<const Device* const> devices, const CandidateOps& ops) {
   const Graph& g = *graph_;
   const SplitCandidate& cand = candidates_[c];
   const auto n = static_cast<int64_t>(cand.devices.size());
@@ -261,10 +285,9 @@ void PlacementGame::InitSplitGroup(int32_t grp, int32_t c, const RingHops& ring,
   double reshard_bytes = 0.0;
   for (OpId op : groups_.members[grp]) {
     const Op& o = g.op(op);
-    bool native = false;
-    std::optional<OpConfig> split = n >= 2 ? CandidateOpConfig(o, cand, &native) : std::nullopt;
+    const std::optional<OpConfig>& split = ops.config[op];
     if (!split) return;  // the group cannot take the candidate: its row stays 0
-    any_native = any_native || native;
+    any_native = any_native || ops.native[op] != 0;
     const OpConfig& config = *split;
     bool replicated = false, partial = false, sliced_input = false;
     for (size_t k = 0; k < config.degrees.size(); ++k) {
@@ -294,16 +317,15 @@ void PlacementGame::InitSplitGroup(int32_t grp, int32_t c, const RingHops& ring,
   if (reshard_bytes > 0) reshard_seconds_[cell] = RingTime(*topology_, ring, static_cast<int64_t>(reshard_bytes / static_cast<double>(n)));
 }
 
-double PlacementGame::MissingBytes(int32_t c, int32_t edge, MissingVolumes* volumes) const {
+double PlacementGame::MissingBytes(int32_t edge, CandidateOps* ops) const {
   const Edge& e = graph_->edge(edge);
   const Op& from = graph_->op(e.src);
-  int64_t& volume = (*volumes)[static_cast<size_t>(edge) * candidates_.size() + c];
+  int64_t& volume = ops->missing[edge];
   if (volume < 0) {
-    const SplitCandidate& cand = candidates_[c];
     const Op& to = graph_->op(e.dst);
-    const OpConfig from_config = *CandidateOpConfig(from, cand), to_config = *CandidateOpConfig(to, cand);
+    const OpConfig &from_config = *ops->config[e.src], &to_config = *ops->config[e.dst];
     volume = 0;
-    for (int32_t p = 0; p < static_cast<int32_t>(cand.devices.size()); ++p) {
+    for (int32_t p = 0; p < static_cast<int32_t>(from_config.devices.size()); ++p) {
       const Box need = NeededBox(to, to_config, p, from);
       volume += Volume(need) - OverlapVolume(need, OwnedBox(from, from_config, p));
     }
@@ -312,7 +334,7 @@ double PlacementGame::MissingBytes(int32_t c, int32_t edge, MissingVolumes* volu
          static_cast<double>(std::max<int64_t>(1, NumElements(from)));
 }
 
-double PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops& ring, MissingVolumes* volumes) {
+double PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops& ring, CandidateOps* ops) {
   const size_t cell = static_cast<size_t>(grp) * candidates_.size() + c;
   if (!can_split_[cell]) return 0.0;
   const Graph& g = *graph_;
@@ -332,13 +354,13 @@ double PlacementGame::InitUniformReshard(int32_t grp, int32_t c, const RingHops&
       return;
     }
     legal_bytes += bytes;
-    const double m = MissingBytes(c, e, volumes);
+    const double m = MissingBytes(e, ops);
     reshard += m;
     legal_missing += m;
   };
   for (OpId op : groups_.members[grp]) {
     const Op& o = g.op(op);
-    const OpConfig config = *CandidateOpConfig(o, cand);
+    const OpConfig& config = *ops->config[op];
     bool partial = false, sliced_input = false;
     for (size_t k = 0; k < config.degrees.size(); ++k) {
       if (config.degrees[k] <= 1) continue;
@@ -377,12 +399,22 @@ std::vector<int32_t> PlacementGame::UniformPlacement(int32_t c) const {
 
 Status PlacementGame::InitUniformSteps() {
   uniform_step_times_.assign(candidates_.size(), 0.0);
-  for (int32_t c = 0; c < num_candidates(); ++c) {
-    if (candidates_[c].kind && *candidates_[c].kind != DimKind::kSample) continue;
+  std::vector<int32_t> sampled;  // the candidates whose uniform split is simulated: sample splits (or any dim)
+  for (int32_t c = 0; c < num_candidates(); ++c)
+    if (!candidates_[c].kind || *candidates_[c].kind == DimKind::kSample) sampled.push_back(c);
+  // Independent simulations (Evaluate borrows a simulator per call) on the machine's cores.
+  std::vector<Status> status(sampled.size(), Status::Ok());
+  ParallelFor(sampled.size(), BuildThreads(), [&](size_t i) {
+    const int32_t c = sampled[i];
     Expected<SimResult> result = Evaluate(UniformPlacement(c));
-    if (!result) return result.error();
+    if (!result) {
+      status[i] = result.error();
+      return;
+    }
     uniform_step_times_[c] = PenalisedTime(CostOf(*result, *topology_));
-  }
+  });
+  for (const Status& s : status)
+    if (!s) return s;
   return Status::Ok();
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -177,23 +178,33 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   using RingHops = std::vector<std::pair<DeviceId, DeviceId>>;
   // The slowest hop's transfer time of `bytes` (Topology::transfer_time_estimate).
   static double RingTime(const Topology& topology, const RingHops& hops, int64_t bytes);
+  // One candidate's view of the graph while InitSplits fills its tables: each op's config under it
+  // (CandidateOpConfig; none where the op cannot take it) and whether that config splits a dim of the candidate's
+  // kind, and per edge the missing volume MissingBytes computes (elements of the producer's output; -1 before): an
+  // edge between two groups is priced from both sides.
+  struct CandidateOps {
+    std::vector<std::optional<OpConfig>> config;  // [op]
+    std::vector<uint8_t> native;                  // [op]
+    std::vector<int64_t> missing;                 // [edge]
+  };
+  CandidateOps MakeCandidateOps(int32_t c) const;
+  // Threads for Init's per-candidate work (EnvConfig::build_threads).
+  int32_t BuildThreads() const;
   // Fills group `group`'s row of the split tables for candidate `c`: `ring` its ring's hops, `devices` the
   // device each part runs on.
-  void InitSplitGroup(int32_t group, int32_t c, const RingHops& ring, std::span<const Device* const> devices);
-  // Per edge and candidate, the missing volume MissingBytes computes (elements of the producer's output; -1 before):
-  // an edge between two groups is priced from both sides, so InitSplits keeps them while it fills the tables.
-  using MissingVolumes = std::vector<int64_t>;
-  // Fills uniform_reshard_seconds_ and neighbour_legal_ of one group and candidate (after every can_split_ is set);
-  // returns the bytes its edges to groups that can take the candidate miss (MissingBytes, summed).
-  double InitUniformReshard(int32_t group, int32_t c, const RingHops& ring, MissingVolumes* volumes);
+  void InitSplitGroup(int32_t group, int32_t c, const RingHops& ring, std::span<const Device* const> devices,
+                      const CandidateOps& ops);
+  // Fills uniform_reshard_seconds_ and neighbour_legal_ of one group and candidate (after the candidate's every
+  // can_split_ is set); returns the bytes its edges to groups that can take the candidate miss (MissingBytes, summed).
+  double InitUniformReshard(int32_t group, int32_t c, const RingHops& ring, CandidateOps* ops);
   // The bytes the parts of edge `edge`'s consumer miss of its producer's output when both take candidate `c`,
   // part p of both on its p-th device (core/partition.h NeededBox, OwnedBox), summed over the parts; computed once
-  // per edge and candidate into `volumes`.
-  double MissingBytes(int32_t c, int32_t edge, MissingVolumes* volumes) const;
+  // per edge into `ops`.
+  double MissingBytes(int32_t edge, CandidateOps* ops) const;
   // Fills star_reshard_seconds_ and uniform_star_reshard_seconds_ of a group and a split action it can take
-  // (game_reshard.cc; after every can_split_ is set), given InitUniformReshard's result for them.
+  // (game_reshard.cc; after the candidate's every can_split_ is set), given InitUniformReshard's result for them.
   void InitStarReshard(int32_t group, int32_t action, const RingHops& ring, double legal_missing_bytes,
-                       MissingVolumes* volumes);
+                       CandidateOps* ops);
   Status InitUniformSteps();
   void InitCandidateFeatures();
   size_t SplitIndex(int32_t group, int32_t action) const {

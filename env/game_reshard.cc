@@ -53,7 +53,7 @@ class PartRows {
 }  // namespace
 
 void PlacementGame::InitStarReshard(int32_t grp, int32_t action, const RingHops& ring, double legal_missing_bytes,
-                                    MissingVolumes* volumes) {
+                                    CandidateOps* ops) {
   const size_t cell = SplitIndex(grp, action);
   const SplitCandidate& cand = candidates_[action - num_devices()];
   const Graph& g = *graph_;
@@ -69,7 +69,7 @@ void PlacementGame::InitStarReshard(int32_t grp, int32_t action, const RingHops&
   double ring_bytes = 0.0;
   for (OpId op : groups_.members[grp]) {
     const Op& o = g.op(op);
-    const OpConfig config = *CandidateOpConfig(o, cand);
+    const OpConfig& config = *ops->config[op];
     bool partial = false;
     for (size_t k = 0; k < config.degrees.size(); ++k) partial |= config.degrees[k] > 1 && o.dims[k].output_axis < 0;
     if (partial) ring_bytes += static_cast<double>(OutputBytes(o)) * spread;
@@ -77,7 +77,7 @@ void PlacementGame::InitStarReshard(int32_t grp, int32_t action, const RingHops&
       const OpId src = g.edge(e).src;
       const int32_t other = groups_.group_of_op[src];
       if (other == grp) {
-        ring_bytes += MissingBytes(action - num_devices(), e, volumes);
+        ring_bytes += MissingBytes(e, ops);
         continue;
       }
       const auto bytes = static_cast<double>(g.edge(e).bytes);

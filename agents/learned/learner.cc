@@ -3,15 +3,12 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
-#include <mutex>
-#include <thread>
 #include <utility>
 
 #include "agents/learned/ppo.h"
 #include "distributed/process_group.h"
 #include "core/check.h"
+#include "core/parallel.h"
 
 namespace devplace {
 
@@ -122,34 +119,21 @@ struct GameGradient {
 }  // namespace
 
 void RunParallel(size_t count, int32_t threads, const std::function<void(size_t)>& work) {
-  const size_t workers = std::min<size_t>(count, static_cast<size_t>(std::max(1, threads)));
-  if (workers <= 1) {
-    for (size_t i = 0; i < count; ++i) work(i);
+  if (std::min<size_t>(count, static_cast<size_t>(std::max(1, threads))) <= 1) {
+    ParallelFor(count, 1, work);
     return;
   }
   const int32_t intra_op = at::get_num_threads();
   SetPolicyThreads(1);
-  std::atomic<size_t> next{0};
-  std::mutex failure_mutex;
-  std::exception_ptr failure;
-  auto loop = [&] {
-    at::set_num_threads(1);  // this thread's OpenMP setting (a new thread would otherwise start from the default)
-    for (size_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {
-      try {
-        work(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-        next.store(count);
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < workers; ++w) pool.emplace_back(loop);
-  loop();
-  for (std::thread& t : pool) t.join();
-  SetPolicyThreads(intra_op);
-  if (failure) std::rethrow_exception(failure);
+  // Each thread's OpenMP setting (a new thread would otherwise start from the default).
+  auto restore = [&] { SetPolicyThreads(intra_op); };
+  try {
+    ParallelFor(count, threads, work, [] { at::set_num_threads(1); });
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
 }
 
 void SetPolicyThreads(int32_t threads) {

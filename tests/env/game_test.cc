@@ -551,5 +551,48 @@ TEST(SoapActionSpace, CandidatesSplitAlongTheirKindAndPriceTheirCosts) {
   EXPECT_FALSE(PlacementGame::Create(graph, Share(TwoHosts(int64_t{16} << 30)), PeakRateCost(), both).ok());
 }
 
+// Create fills the split candidates' tables and simulates their uniform splits on EnvConfig::build_threads
+// threads: the game is the same for every count (a matmul graph with parameter and reduction splits, a random one,
+// on two hosts, every candidate column including the star estimates).
+TEST(PlacementGame, TheSoapTablesDoNotDependOnTheBuildThreads) {
+  for (std::shared_ptr<const Graph> graph : {Share(MatmulTrainingGraph(3)), Share(RandomTrainingGraph(11, 60))}) {
+    auto topology = Share(TwoHosts(int64_t{16} << 30));
+    std::vector<std::shared_ptr<const PlacementGame>> games;
+    for (int32_t threads : {1, 2, 5}) {
+      EnvConfig config;
+      config.action_space = ActionSpace::kSoap;
+      config.star_reshard = true;
+      config.build_threads = threads;
+      games.push_back(Game(graph, topology, config));
+      ASSERT_NE(games.back(), nullptr);
+    }
+    const PlacementGame& one = *games[0];
+    ASSERT_GT(one.num_candidates(), 2);
+    int32_t splits = 0;
+    for (size_t k = 1; k < games.size(); ++k) {
+      const PlacementGame& other = *games[k];
+      ASSERT_EQ(other.num_actions(), one.num_actions());
+      EXPECT_EQ(other.candidate_features(), one.candidate_features());
+      EXPECT_EQ(other.static_node_features(), one.static_node_features());
+      for (int32_t c = 0; c < one.num_candidates(); ++c) EXPECT_EQ(other.uniform_step_time(c), one.uniform_step_time(c));
+      for (int32_t g = 0; g < one.num_groups(); ++g)
+        for (int32_t a = one.num_devices(); a < one.num_actions(); ++a) {
+          ASSERT_EQ(other.can_split(g, a), one.can_split(g, a)) << g << " " << a;
+          splits += one.can_split(g, a) ? 1 : 0;
+          EXPECT_EQ(other.split_memory_bytes(g, a), one.split_memory_bytes(g, a));
+          EXPECT_EQ(other.split_sync_seconds(g, a), one.split_sync_seconds(g, a));
+          EXPECT_EQ(other.split_reshard_seconds(g, a), one.split_reshard_seconds(g, a));
+          EXPECT_EQ(other.split_uniform_reshard_seconds(g, a), one.split_uniform_reshard_seconds(g, a));
+          EXPECT_EQ(other.split_star_reshard_seconds(g, a), one.split_star_reshard_seconds(g, a));
+          EXPECT_EQ(other.split_uniform_star_reshard_seconds(g, a), one.split_uniform_star_reshard_seconds(g, a));
+          for (DeviceId d = 0; d < one.num_devices(); ++d)
+            EXPECT_EQ(other.split_seconds(g, a, d), one.split_seconds(g, a, d));
+        }
+    }
+    EXPECT_GT(splits, 0);  // the tables compared hold splits
+    EXPECT_GT(one.uniform_step_time(0), 0.0);
+  }
+}
+
 }  // namespace
 }  // namespace devplace::envtest
