@@ -85,6 +85,7 @@ std::string GraphToJson(const Graph& graph) {
 
 Expected<Graph> GraphFromJson(const std::string& text, const std::string& source) {
   Expected<GraphBuilder> builder = CatchInputErrors<GraphBuilder>([&]() {
+    if (std::optional<GraphBuilder> fast = GraphBuilderFromJsonFast(text)) return std::move(*fast);
     nlohmann::json doc = ParseJson(text, source);
     JsonObject root(doc, source, "");
     if (root.string("format") != kFormat) root.fail("format", std::string("expected \"") + kFormat + "\"");

@@ -74,6 +74,68 @@ TEST(GraphJson, RoundTripsExactly) {
   EXPECT_EQ(GraphToJson(*back), text);
 }
 
+// The one-pass reader takes what GraphToJson writes and builds the same graph; so does GraphFromJson.
+TEST(GraphJson, TheOnePassReaderReadsWhatTheWriterWrites) {
+  for (const Graph& g : {SmallTrainingGraph(), DeriveTrainingGraph([] {
+                           GraphBuilder b("chain");
+                           OpId prev = b.add_op(Op{.name = "in", .type = "input", .shape = {8, 4}});
+                           for (int i = 0; i < 30; ++i) {
+                             Op op{.name = "op", .type = "matmul", .layer = "l", .shape = {8, 4}, .param_bytes = 64,
+                                   .flops = 1e3 * i + 0.25, .colocation = i % 2 ? "even" : ""};
+                             op.name += std::to_string(i);
+                             op.layer += std::to_string(i % 3);
+                             op.dims = {PartitionDim{DimKind::kSample, 0, 0, 8}, PartitionDim{DimKind::kParameter, 1, -1, 4}};
+                             const OpId id = b.add_op(std::move(op));
+                             b.add_edge(prev, id, 100 + i);
+                             prev = id;
+                           }
+                           return std::move(b).Build().value();
+                         }()).value()}) {
+    const std::string text = GraphToJson(g);
+    std::optional<GraphBuilder> fast = GraphBuilderFromJsonFast(text);
+    ASSERT_TRUE(fast.has_value());
+    Expected<Graph> built = std::move(*fast).Build();
+    ASSERT_TRUE(built.ok()) << built.error().message;
+    ExpectSameGraph(g, *built);
+    EXPECT_EQ(GraphToJson(*built), text);
+  }
+}
+
+// Keys in any order and defaults read as the checked reader reads them; a text in another form (an integral float,
+// a repeated key, an unknown key, a wrong type, no op, an edge to a missing op) is left to the checked reader,
+// which reads the same graph or names the problem.
+TEST(GraphJson, TheOnePassReaderLeavesOtherFormsToTheCheckedReader) {
+  const std::string reordered =
+      R"({"edges": [[0, 1, 8]], "ops": [{"shape": [2], "type": "t", "name": "a"}, {"name": "b", "type": "u",)"
+      R"( "shape": [4], "flops": 3, "dims": [{"size": 4, "output_axis": 0, "kind": "attribute"}], "role": "backward"}],)"
+      R"( "version": 1, "format": "devplace.graph"})";
+  std::optional<GraphBuilder> fast = GraphBuilderFromJsonFast(reordered);
+  ASSERT_TRUE(fast.has_value());
+  Expected<Graph> g = std::move(*fast).Build();
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->name(), "graph");
+  EXPECT_EQ(g->op(1).role, OpRole::kBackward);
+  EXPECT_EQ(g->op(1).flops, 3.0);
+  ASSERT_EQ(g->op(1).dims.size(), 1u);
+  EXPECT_EQ(g->op(1).dims[0].kind, DimKind::kAttribute);
+  EXPECT_EQ(g->op(1).dims[0].input_axis, -1);
+  EXPECT_EQ(g->op(0).dtype, DType::kF32);
+  ExpectSameGraph(*g, GraphFromJson(reordered, "g.json").value());
+
+  const std::string head = R"({"format": "devplace.graph", "version": 1, "ops": [{"name": "a", "type": "t", )";
+  for (const std::string& other :
+       {head + R"("shape": [2.0]}], "edges": []})", head + R"("shape": [2], "name": "b"}], "edges": []})",
+        head + R"("shape": [2], "x": 1}], "edges": []})", head + R"("shape": [2], "flops": "1"}], "edges": []})",
+        head + R"("shape": [2]}], "edges": [[0, 1, 8]]})", head + R"("shape": [2]}], "edges": [[0, 0]]})",
+        std::string(R"({"format": "devplace.graph", "version": 1.0, "ops": [], "edges": []})"),
+        head + R"("shape": [2]}], "edges": [], "version": 1})", std::string("[1, 2]"), std::string("7")})
+    EXPECT_FALSE(GraphBuilderFromJsonFast(other).has_value()) << other;
+  // An integral float the checked reader accepts: the same graph as with the integer.
+  Expected<Graph> with_float = GraphFromJson(head + R"("shape": [2.0]}], "edges": []})", "g.json");
+  ASSERT_TRUE(with_float.ok()) << with_float.error().message;
+  EXPECT_EQ(with_float->op(0).shape, std::vector<int64_t>{2});
+}
+
 std::string GraphError(const std::string& text) {
   Expected<Graph> g = GraphFromJson(text, "g.json");
   return g.ok() ? "" : g.error().message;
