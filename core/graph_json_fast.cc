@@ -28,35 +28,23 @@ enum OpKey : uint32_t {
 };
 enum DimKey : uint32_t { kKind = 1, kOutputAxis = 2, kInputAxis = 4, kSize = 8 };
 
-uint32_t RootKeyOf(const std::string& k) {
-  if (k == "format") return kFormat;
-  if (k == "version") return kVersion;
-  if (k == "name") return kName;
-  if (k == "ops") return kOpsKey;
-  if (k == "edges") return kEdgesKey;
-  return 0;
-}
+struct KeyFlag {
+  const char* key;
+  uint32_t flag;
+};
+constexpr KeyFlag kRootKeys[] = {
+    {"format", kFormat}, {"version", kVersion}, {"name", kName}, {"ops", kOpsKey}, {"edges", kEdgesKey}};
+constexpr KeyFlag kOpKeys[] = {{"name", kOpName},         {"type", kType},      {"layer", kLayer},
+                               {"role", kRole},           {"shape", kShapeKey}, {"dtype", kDType},
+                               {"flops", kFlops},         {"param_bytes", kParamBytes},
+                               {"colocation", kColocation}, {"forward_op", kForwardOp}, {"dims", kDimsKey}};
+constexpr KeyFlag kDimKeys[] = {{"kind", kKind}, {"output_axis", kOutputAxis}, {"input_axis", kInputAxis}, {"size", kSize}};
 
-uint32_t OpKeyOf(const std::string& k) {
-  if (k == "name") return kOpName;
-  if (k == "type") return kType;
-  if (k == "layer") return kLayer;
-  if (k == "role") return kRole;
-  if (k == "shape") return kShapeKey;
-  if (k == "dtype") return kDType;
-  if (k == "flops") return kFlops;
-  if (k == "param_bytes") return kParamBytes;
-  if (k == "colocation") return kColocation;
-  if (k == "forward_op") return kForwardOp;
-  if (k == "dims") return kDimsKey;
-  return 0;
-}
-
-uint32_t DimKeyOf(const std::string& k) {
-  if (k == "kind") return kKind;
-  if (k == "output_axis") return kOutputAxis;
-  if (k == "input_axis") return kInputAxis;
-  if (k == "size") return kSize;
+// The flag of `key` among `keys`, 0 for an unknown key.
+template <size_t N>
+uint32_t FlagOf(const std::string& key, const KeyFlag (&keys)[N]) {
+  for (const KeyFlag& k : keys)
+    if (key == k.key) return k.flag;
   return 0;
 }
 
@@ -82,9 +70,9 @@ class GraphSax {
   bool key(std::string& k) {
     uint32_t field = 0, *seen = nullptr;
     switch (Top()) {
-      case At::kRoot: field = RootKeyOf(k), seen = &root_seen_; break;
-      case At::kOp: field = OpKeyOf(k), seen = &op_seen_; break;
-      case At::kDim: field = DimKeyOf(k), seen = &dim_seen_; break;
+      case At::kRoot: field = FlagOf(k, kRootKeys), seen = &root_seen_; break;
+      case At::kOp: field = FlagOf(k, kOpKeys), seen = &op_seen_; break;
+      case At::kDim: field = FlagOf(k, kDimKeys), seen = &dim_seen_; break;
       default: return false;
     }
     if (field == 0 || (*seen & field) != 0) return false;
