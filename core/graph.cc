@@ -244,6 +244,9 @@ Expected<Graph> GraphBuilder::Build() && {
   }
   g.topo_rank_.assign(n, 0);
   for (int32_t r = 0; r < n; ++r) g.topo_rank_[g.topo_order_[r]] = r;
+  g.forward_op_ids_.assign(n, -1);
+  for (OpId i = 0; i < n; ++i)
+    if (!g.ops_[i].forward_op.empty()) g.forward_op_ids_[i] = g.find(g.ops_[i].forward_op);
   return g;
 }
 

@@ -98,6 +98,8 @@ class Graph {
   int32_t topological_rank(OpId id) const { return topo_rank_[id]; }
   // The op with this name, or -1.
   OpId find(std::string_view name) const;
+  // The op named by `id`'s forward_op (find(op(id).forward_op), looked up once at Build), or -1.
+  OpId forward_op_of(OpId id) const { return forward_op_ids_[id]; }
 
   double total_flops() const;
   int64_t total_param_bytes() const;
@@ -112,6 +114,7 @@ class Graph {
   std::vector<int32_t> out_offsets_, out_ids_, in_offsets_, in_ids_;
   std::vector<OpId> topo_order_;
   std::vector<int32_t> topo_rank_;
+  std::vector<OpId> forward_op_ids_;  // forward_op_of
   // Hashes a name given as any string type, so `find` looks up a string_view without copying it.
   struct NameHash {
     using is_transparent = void;

@@ -7,7 +7,7 @@ namespace devplace::sim {
 int64_t ParamBytesOf(const Graph& graph, OpId op) {
   const Op& o = graph.op(op);
   if (o.role == OpRole::kForward) return o.param_bytes;
-  const OpId f = o.forward_op.empty() ? -1 : graph.find(o.forward_op);
+  const OpId f = graph.forward_op_of(op);
   return f < 0 ? o.param_bytes : graph.op(f).param_bytes;
 }
 

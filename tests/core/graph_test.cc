@@ -43,6 +43,25 @@ TEST(Graph, BuildsCsrAdjacencyAndTopologicalOrder) {
   EXPECT_DOUBLE_EQ(g->total_flops(), 40);
 }
 
+TEST(Graph, NamesEachOpsForwardOp) {
+  GraphBuilder b("fwd");
+  OpId f = b.add_op(MakeOp("f"));
+  Op grad = MakeOp("f/grad");
+  grad.role = OpRole::kBackward;
+  grad.forward_op = "f";
+  OpId g = b.add_op(grad);
+  Op orphan = MakeOp("orphan/grad");
+  orphan.role = OpRole::kBackward;
+  orphan.forward_op = "gone";  // names no op of the graph
+  OpId o = b.add_op(orphan);
+  b.add_edge(f, g);
+  Expected<Graph> graph = std::move(b).Build();
+  ASSERT_TRUE(graph.ok()) << graph.error().message;
+  EXPECT_EQ(graph->forward_op_of(g), f);
+  EXPECT_EQ(graph->forward_op_of(f), -1);
+  EXPECT_EQ(graph->forward_op_of(o), -1);
+}
+
 std::string BuildError(GraphBuilder b) {
   Expected<Graph> g = std::move(b).Build();
   return g.ok() ? "" : g.error().message;
