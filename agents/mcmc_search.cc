@@ -1,19 +1,18 @@
 #include "agents/mcmc_search.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <memory>
 #include <numeric>
 #include <optional>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "agents/baechi_placers.h"
 #include "agents/expert_placer.h"
 #include "agents/search_budget.h"
 #include "core/colocation.h"
+#include "core/parallel.h"
 #include "sim/estimates.h"
 #include "sim/objective.h"
 
@@ -250,31 +249,24 @@ Expected<SearchResult> McmcSearch::DoSearch(const SearchProblem& problem, const 
                            : 0;
   std::vector<std::optional<Expected<ChainBest>>> outcomes(static_cast<size_t>(chains));
   std::vector<int64_t> used(static_cast<size_t>(chains), 0);
-  const int32_t hardware = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-  const int32_t threads = std::min(chains, options_.threads > 0 ? options_.threads : hardware);
+  const int32_t threads = std::min(chains, options_.threads > 0 ? options_.threads : HardwareThreads());
   // A seconds budget: the chains run in waves of `threads`, so each gets its wave's part of the time left.
   const double seconds_left = bounded.budget.max_seconds > 0
                                   ? std::max(0.0, bounded.budget.max_seconds - budget.seconds()) /
                                         ((chains + threads - 1) / threads)
                                   : 0.0;
-  std::atomic<int32_t> next{0};
-  auto worker = [&]() {
-    for (int32_t c = next++; c < chains; c = next++) {
-      SearchRequest share = bounded;
-      const int64_t evaluations = left / chains + (c < left % chains ? 1 : 0);
-      if (left > 0 && evaluations == 0 && c > 0) continue;  // fewer evaluations left than chains
-      if (left > 0) share.budget.max_evaluations = std::max<int64_t>(1, evaluations);
-      if (bounded.budget.max_seconds > 0) share.budget.max_seconds = std::max(seconds_left, 1e-9);
-      if (c > 0) share.progress = nullptr;
-      BudgetTracker chain_budget(share);
-      outcomes[c].emplace(Walk(problem, options_, start, ChainSeed(request.seed, c), chain_budget));
-      used[c] = chain_budget.evaluations();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int32_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
+  ParallelFor(static_cast<size_t>(chains), threads, [&](size_t chain) {
+    const auto c = static_cast<int32_t>(chain);
+    SearchRequest share = bounded;
+    const int64_t evaluations = left / chains + (c < left % chains ? 1 : 0);
+    if (left > 0 && evaluations == 0 && c > 0) return;  // fewer evaluations left than chains
+    if (left > 0) share.budget.max_evaluations = std::max<int64_t>(1, evaluations);
+    if (bounded.budget.max_seconds > 0) share.budget.max_seconds = std::max(seconds_left, 1e-9);
+    if (c > 0) share.progress = nullptr;
+    BudgetTracker chain_budget(share);
+    outcomes[c].emplace(Walk(problem, options_, start, ChainSeed(request.seed, c), chain_budget));
+    used[c] = chain_budget.evaluations();
+  });
   int32_t winner = -1;
   for (int32_t c = 0; c < chains; ++c) {
     if (!outcomes[c]) continue;

@@ -107,7 +107,7 @@ class GraphSax {
       const uint32_t required = kFormat | kVersion | kOpsKey | kEdgesKey;
       if ((root_seen_ & required) != required) return false;
     }
-    return RestoreField();
+    return Closed();
   }
   bool start_array(std::size_t) {
     if (stack_.empty()) return false;
@@ -131,7 +131,7 @@ class GraphSax {
     const At at = Top();
     stack_.pop_back();
     if (at == At::kEdge && edge_values_ != 3) return false;
-    return RestoreField();
+    return Closed();
   }
   template <class Exception>
   bool parse_error(std::size_t, const std::string&, const Exception&) {
@@ -158,8 +158,8 @@ class GraphSax {
     stack_.push_back(at);
     return true;
   }
-  // After a container closes, the field being read is its parent object's (the array or object was its value).
-  bool RestoreField() {
+  // After a container closes no key is pending: the enclosing object's next value comes after its next key.
+  bool Closed() {
     field_ = 0;
     return true;
   }

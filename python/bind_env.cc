@@ -10,9 +10,9 @@
 #include <optional>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "core/parallel.h"
 #include "env/batch.h"
 #include "env/config.h"
 #include "env/game.h"
@@ -153,19 +153,6 @@ class PlacementEnv {
   Observation obs_;
 };
 
-// Runs fn(i) for i in [0, n) on up to `threads` threads (contiguous chunks; the caller's thread runs one).
-template <class F>
-void ParallelFor(int32_t n, int32_t threads, F fn) {
-  threads = std::max(1, std::min(threads, n));
-  std::vector<std::thread> workers;
-  auto chunk = [&](int32_t t) {
-    for (int32_t i = n * t / threads; i < n * (t + 1) / threads; ++i) fn(i);
-  };
-  for (int32_t t = 1; t < threads; ++t) workers.emplace_back(chunk, t);
-  chunk(0);
-  for (std::thread& w : workers) w.join();
-}
-
 // N environments of one game. Env i is an EnvBatch of one env with base seed (seed + i), so results do not
 // depend on the thread count; finished episodes restart in the same step (Gymnasium's vector autoreset):
 // the returned observation is then the next episode's first, and info carries the finished episode's figures.
@@ -174,7 +161,7 @@ class PlacementVecEnv {
   PlacementVecEnv(std::shared_ptr<const PlacementGame> game, int32_t num_envs, uint64_t seed, int32_t num_threads)
       : game_(std::move(game)), num_envs_(num_envs), seed_(seed) {
     if (num_envs < 1) throw py::value_error("num_envs: must be >= 1");
-    num_threads_ = num_threads > 0 ? num_threads : static_cast<int32_t>(std::thread::hardware_concurrency());
+    num_threads_ = num_threads > 0 ? num_threads : HardwareThreads();
   }
 
   py::tuple Reset(std::optional<uint64_t> seed) {
@@ -184,7 +171,7 @@ class PlacementVecEnv {
       std::vector<Status> errors(num_envs_);
       {
         py::gil_scoped_release release;
-        ParallelFor(num_envs_, num_threads_, [&](int32_t i) {
+        ParallelFor(static_cast<size_t>(num_envs_), num_threads_, [&](size_t i) {
           Expected<EnvBatch> batch = EnvBatch::Create({game_}, 1, seed_ + static_cast<uint64_t>(i));
           if (batch.ok()) created[i].emplace(std::move(batch).value()); else errors[i] = batch.error();
         });
@@ -194,7 +181,7 @@ class PlacementVecEnv {
       for (auto& b : created) envs_.push_back(std::move(*b));
     } else {
       py::gil_scoped_release release;
-      ParallelFor(num_envs_, num_threads_, [&](int32_t i) { envs_[i].Reset(); });
+      ParallelFor(static_cast<size_t>(num_envs_), num_threads_, [&](size_t i) { envs_[i].Reset(); });
     }
     const ObsShape shape(*game_);
     ObsBuffers buffers;
@@ -226,7 +213,7 @@ class PlacementVecEnv {
     std::vector<Status> errors(num_envs_);
     {
       py::gil_scoped_release release;
-      ParallelFor(num_envs_, num_threads_, [&](int32_t i) {
+      ParallelFor(static_cast<size_t>(num_envs_), num_threads_, [&](size_t i) {
         BatchStep step;
         errors[i] = envs_[i].Step(std::span<const int32_t>(a + i, 1), &step);
         reward[i] = step.rewards.empty() ? 0.0 : step.rewards[0];

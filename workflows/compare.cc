@@ -1,17 +1,16 @@
 #include "workflows/compare.h"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "agents/learned/learned_search.h"
 #include "agents/search.h"
 #include "core/atomic_file.h"
 #include "core/graph_json.h"
+#include "core/parallel.h"
 #include "core/sha256.h"
 #include "core/topology_yaml.h"
 #include "sim/pipeline.h"
@@ -160,7 +159,6 @@ Expected<CompareRun> RunCompareSuite(const CompareSuite& suite, const CompareRun
                    progress.cells[k].topology + " with " + progress.cells[k].algorithm + " is not a cell of the suite"};
   std::mutex record;  // guards progress and write_error
   Status write_error;
-  std::atomic<size_t> next{0};
   std::mutex report;
   auto notify = [&](size_t i, const CompareCell& cell, bool done) {
     if (!options.on_cell) return;
@@ -188,16 +186,9 @@ Expected<CompareRun> RunCompareSuite(const CompareSuite& suite, const CompareRun
     run.cells[i] = std::move(cell);
     notify(i, run.cells[i], true);
   };
-  auto worker = [&]() {
-    for (size_t i = next++; i < total; i = next++)
-      if (parallel[i % algorithms]) run_cell(i);
-  };
-  const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
-  const size_t threads = std::min(total, options.threads > 0 ? static_cast<size_t>(options.threads) : hardware);
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
+  ParallelFor(total, options.threads > 0 ? options.threads : HardwareThreads(), [&](size_t i) {
+    if (parallel[i % algorithms]) run_cell(i);
+  });
   for (size_t i = 0; i < total && write_error.ok(); ++i)
     if (!parallel[i % algorithms]) run_cell(i);
   if (!write_error.ok()) return write_error.error();

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <thread>
 
 #include "agents/learned/checkpoint.h"
 #include "agents/learned/demonstration.h"
@@ -11,6 +10,7 @@
 #include "agents/learned/learning.h"
 #include "agents/learned/setup.h"
 #include "core/atomic_file.h"
+#include "core/parallel.h"
 
 namespace devplace {
 
@@ -76,8 +76,6 @@ Expected<LoadedPolicy> LoadEnsemble(const std::string& dir) {
   return first;
 }
 
-// Threads for an ensemble's members' passes: the machine's cores (the decoding does not depend on it).
-int32_t EnsembleThreads() { return static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())); }
 
 }  // namespace
 
@@ -148,7 +146,7 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
   EpisodeResult best;
   {
     PpoLearner zero_shot(impl_->policy.net.get(), exp.ppo, 1);
-    zero_shot.set_ensemble(impl_->ensemble(), EnsembleThreads());
+    zero_shot.set_ensemble(impl_->ensemble(), HardwareThreads());  // the decoding does not depend on it
     passes(zero_shot);
     GameRollout r = zero_shot.Collect(entry, 1, /*greedy=*/true, rng);
     best = r.episodes[0];
@@ -160,7 +158,7 @@ Expected<PlaceResult> LearnedPolicy::Place(const Graph& graph, const Topology& t
     PpoConfig sampling = exp.ppo;
     if (options.sample_temperature > 0) sampling.temperature = options.sample_temperature;
     PpoLearner sampler(impl_->policy.net.get(), sampling, 1);
-    sampler.set_ensemble(impl_->ensemble(), EnsembleThreads());
+    sampler.set_ensemble(impl_->ensemble(), HardwareThreads());  // the decoding does not depend on it
     passes(sampler);
     GameRollout r = sampler.Collect(entry, options.samples, /*greedy=*/false, rng);
     result.evaluations += r.evaluations;
