@@ -1,4 +1,4 @@
-// `devplace place [--policy DIR] -g G -t T [--samples K] [--uniform] [--coherence-passes K] [--mesh RxC]
+// `devplace place [--policy DIR] -g G -t T [--samples K] [--no-uniform] [--coherence-passes K] [--mesh RxC]
 // [--finetune-evals N] [--seed S] [--costs C] -o P.json [--json]`: places a graph with a trained policy (the shipped models/soap-context when --policy is not
 // given), zero-shot (greedy, or the best of greedy and K sampled placements) or after fine-tuning within a budget
 // of simulator evaluations. A SOAP policy also splits over the lines of the topology file's meshes and --mesh.
@@ -25,7 +25,7 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
     double sample_temperature = 0;
     int32_t coherence_passes = 0;
     uint64_t seed = 0;
-    bool uniform = false;
+    bool uniform = true;
     bool json = false;
   };
   auto opts = std::make_shared<Options>();
@@ -56,9 +56,10 @@ void RegisterPlaceCommand(CLI::App& app, CommandContext& ctx) {
                   "A SOAP policy also splits over the lines of this mesh shape's axes, e.g. 2x4 (beside the "
                   "topology file's meshes:)");
   cmd->add_option("--seed", opts->seed, "Seed for sampling and fine-tuning (default 0)");
-  cmd->add_flag("--uniform", opts->uniform,
-                "Also try the fastest uniform split (every group on one sample split, e.g. data parallelism; one "
-                "simulation) and keep it if it beats the policy");
+  cmd->add_flag("--uniform,!--no-uniform", opts->uniform,
+                "Also try the fastest uniform split (every group on one sample split, e.g. data parallelism; "
+                "simulated while the environment is built) and keep it if it beats the policy (default on; "
+                "--no-uniform: the policy's placement only)");
   cmd->add_option("--costs", opts->costs, "Profiled cost table (default: the analytic cost model)");
   cmd->add_option("-o,--output", opts->output, "Output strategy JSON file")->required();
   cmd->add_flag("--json", opts->json, "Print one JSON object on stdout");

@@ -65,7 +65,10 @@ Box FullBox(const std::vector<int64_t>& shape) {
   DEVPLACE_CHECK(shape.size() <= static_cast<size_t>(kMaxRank), "rank above kMaxRank");
   Box box;
   box.rank = static_cast<int32_t>(shape.size());
-  for (int32_t a = 0; a < box.rank; ++a) box.hi[a] = shape[a];
+  // Over all kMaxRank axes: a fixed-length loop compiles to vector moves, a copy of `rank` extents to a string
+  // operation (core/CMakeLists.txt: DEVPLACE_SHORT_STRINGOPS).
+  const int64_t* extent = shape.data();
+  for (int32_t a = 0; a < kMaxRank; ++a) box.hi[a] = a < box.rank ? extent[a] : 0;
   return box;
 }
 
@@ -173,15 +176,19 @@ namespace {
 // axis divides its extent.
 bool AxesDivide(const std::vector<int64_t>& shape, const Op& op, const OpConfig& config,
                 int32_t PartitionDim::*axis_of) {
+  // Only the axes some dim of degree > 1 cuts (bit a of `cut`) can fail; most configs cut one axis.
   std::array<int64_t, kMaxRank> product;
-  product.fill(1);
+  uint32_t cut = 0;
   const auto rank = static_cast<int32_t>(shape.size());
   for (size_t j = 0; j < config.degrees.size(); ++j) {
     const int32_t axis = op.dims[j].*axis_of;
-    if (axis >= 0 && axis < rank && axis < kMaxRank) product[axis] *= config.degrees[j];
+    if (config.degrees[j] == 1 || axis < 0 || axis >= rank || axis >= kMaxRank) continue;
+    if ((cut >> axis & 1u) == 0) product[axis] = 1;
+    cut |= 1u << axis;
+    product[axis] *= config.degrees[j];
   }
-  for (int32_t a = 0; a < rank && a < kMaxRank; ++a)
-    if (shape[a] % product[a] != 0) return false;
+  for (int32_t a = 0; cut != 0; ++a, cut >>= 1)
+    if ((cut & 1u) != 0 && shape[a] % product[a] != 0) return false;
   return true;
 }
 

@@ -59,8 +59,7 @@ Status PlacementGame::Init() {
   InitEdges();
   if (Status s = InitReference(); !s) return s;
   InitEstimates();
-  InitSplits();
-  if (Status s = InitUniformSteps(); !s) return s;
+  if (Status s = InitSplits(); !s) return s;
   InitNodeFeatures();
   InitDeviceFeatures();
   InitCandidateFeatures();
@@ -200,7 +199,7 @@ double PlacementGame::RingTime(const Topology& topology, const RingHops& hops, i
   return worst;
 }
 
-void PlacementGame::InitSplits() {
+Status PlacementGame::InitSplits() {
   if (config_.action_space == ActionSpace::kSoap) {
     candidates_ = SoapCandidates(*topology_, config_.meshes);
   } else if (config_.data_parallel_action) {
@@ -239,10 +238,20 @@ void PlacementGame::InitSplits() {
   neighbour_legal_.assign(cells, 1.0f);
   star_reshard_seconds_.assign(cells, 0.0);
   uniform_star_reshard_seconds_.assign(cells, 0.0);
+  uniform_step_times_.assign(num_cand, 0.0);
+  uniform_costs_.assign(num_cand, StepCost{});
+  // The candidates whose uniform split is simulated (sample splits, or any dim) take longest: they are claimed
+  // first, so that the last items to finish are short ones.
+  auto simulated = [&](int32_t c) { return !candidates_[c].kind || *candidates_[c].kind == DimKind::kSample; };
+  std::vector<int32_t> order;
+  for (int32_t pass = 0; pass < 2; ++pass)
+    for (int32_t c = 0; c < num_cand; ++c)
+      if (simulated(c) == (pass == 0)) order.push_back(c);
   // Each candidate fills only its own cells and reads only its own can_split_ column, so the candidates run on the
   // machine's cores with the same tables whatever the thread count.
-  ParallelFor(static_cast<size_t>(num_cand), BuildThreads(), [&](size_t candidate) {
-    const auto c = static_cast<int32_t>(candidate);
+  std::vector<Status> status(static_cast<size_t>(num_cand), Status::Ok());
+  ParallelFor(static_cast<size_t>(num_cand), BuildThreads(), [&](size_t item) {
+    const int32_t c = order[item];
     CandidateOps ops = MakeCandidateOps(c);
     for (int32_t grp = 0; grp < num_groups(); ++grp) InitSplitGroup(grp, c, rings[c], part_devices[c], ops);
     for (int32_t grp = 0; grp < num_groups(); ++grp) {
@@ -250,7 +259,11 @@ void PlacementGame::InitSplits() {
       if (config_.star_reshard && can_split(grp, num_devices() + c))
         InitStarReshard(grp, num_devices() + c, rings[c], legal_missing, &ops);
     }
+    if (simulated(c)) status[c] = InitUniformStep(c);
   });
+  for (const Status& s : status)
+    if (!s) return s;
+  return Status::Ok();
 }
 
 int32_t PlacementGame::BuildThreads() const {
@@ -397,24 +410,11 @@ std::vector<int32_t> PlacementGame::UniformPlacement(int32_t c) const {
   return placement;
 }
 
-Status PlacementGame::InitUniformSteps() {
-  uniform_step_times_.assign(candidates_.size(), 0.0);
-  std::vector<int32_t> sampled;  // the candidates whose uniform split is simulated: sample splits (or any dim)
-  for (int32_t c = 0; c < num_candidates(); ++c)
-    if (!candidates_[c].kind || *candidates_[c].kind == DimKind::kSample) sampled.push_back(c);
-  // Independent simulations (Evaluate borrows a simulator per call) on the machine's cores.
-  std::vector<Status> status(sampled.size(), Status::Ok());
-  ParallelFor(sampled.size(), BuildThreads(), [&](size_t i) {
-    const int32_t c = sampled[i];
-    Expected<SimResult> result = Evaluate(UniformPlacement(c));
-    if (!result) {
-      status[i] = result.error();
-      return;
-    }
-    uniform_step_times_[c] = PenalisedTime(CostOf(*result, *topology_));
-  });
-  for (const Status& s : status)
-    if (!s) return s;
+Status PlacementGame::InitUniformStep(int32_t c) {
+  Expected<SimResult> result = Evaluate(UniformPlacement(c));  // borrows a simulator per call
+  if (!result) return result.error();
+  uniform_costs_[c] = CostOf(*result, *topology_);
+  uniform_step_times_[c] = PenalisedTime(uniform_costs_[c]);
   return Status::Ok();
 }
 

@@ -116,6 +116,9 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // Create for the candidates of kind sample (and the kind-less one), 0 for the others (one simulation each,
   // so a 50k-op graph on an 8-GPU machine pays three).
   double uniform_step_time(int32_t c) const { return uniform_step_times_[c]; }
+  // The simulated cost of that strategy (uniform_step_time is its PenalisedTime); a default StepCost (step time 0)
+  // for the candidates not simulated.
+  const StepCost& uniform_cost(int32_t c) const { return uniform_costs_[c]; }
   // That strategy's action per group: split action num_devices() + c where can_split, else the reference device.
   std::vector<int32_t> UniformPlacement(int32_t c) const;
   // Group-level edges: a -> b when some op of group a feeds some op of group b (deduplicated, no self loops,
@@ -173,7 +176,9 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   void InitEdges();
   Status InitReference();
   void InitEstimates();
-  void InitSplits();
+  // The split candidates' tables and, for the candidates of kind sample (and the kind-less one), the uniform
+  // split's simulation (InitUniformStep), each candidate one item on the machine's cores.
+  Status InitSplits();
   // The hops (src, dst) of a ring over a candidate's devices.
   using RingHops = std::vector<std::pair<DeviceId, DeviceId>>;
   // The slowest hop's transfer time of `bytes` (Topology::transfer_time_estimate).
@@ -205,7 +210,9 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // (game_reshard.cc; after the candidate's every can_split_ is set), given InitUniformReshard's result for them.
   void InitStarReshard(int32_t group, int32_t action, const RingHops& ring, double legal_missing_bytes,
                        CandidateOps* ops);
-  Status InitUniformSteps();
+  // Simulates candidate c's uniform placement (UniformPlacement) into uniform_costs_ and uniform_step_times_ (after
+  // the candidate's every can_split_ is set).
+  Status InitUniformStep(int32_t c);
   void InitCandidateFeatures();
   size_t SplitIndex(int32_t group, int32_t action) const {
     return static_cast<size_t>(group) * candidates_.size() + static_cast<size_t>(action - num_devices());
@@ -238,6 +245,7 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   std::vector<double> star_reshard_seconds_, uniform_star_reshard_seconds_;       // [group x candidate]
   std::vector<float> neighbour_legal_;  // [group x candidate]: kCandidateNeighbourLegal
   std::vector<double> uniform_step_times_;  // [candidate]
+  std::vector<StepCost> uniform_costs_;      // [candidate]
   std::vector<float> candidate_features_;
   int64_t total_memory_ = 0;
   double total_reference_seconds_ = 0.0;

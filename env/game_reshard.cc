@@ -70,6 +70,13 @@ void PlacementGame::InitStarReshard(int32_t grp, int32_t action, const RingHops&
   for (OpId op : groups_.members[grp]) {
     const Op& o = g.op(op);
     const OpConfig& config = *ops->config[op];
+    // PartsAlike: every axis the config cuts divides evenly, so every part needs (and computes) the same volume of
+    // each tensor and one part's box gives all parts' bytes. Decided at the op's first edge to another group.
+    int alike = -1;
+    auto parts_alike = [&] {
+      if (alike < 0) alike = PartsAlike(g, op, config) ? 1 : 0;
+      return alike == 1;
+    };
     bool partial = false;
     for (size_t k = 0; k < config.degrees.size(); ++k) partial |= config.degrees[k] > 1 && o.dims[k].output_axis < 0;
     if (partial) ring_bytes += static_cast<double>(OutputBytes(o)) * spread;
@@ -84,8 +91,12 @@ void PlacementGame::InitStarReshard(int32_t grp, int32_t action, const RingHops&
       const double elements = static_cast<double>(std::max<int64_t>(1, NumElements(g.op(src))));
       const int views = can_split(other, action) ? 1 : 2;
       double* need = inputs[0].Add(src, 0.0);
-      for (int32_t p = 0; p < n; ++p)
-        need[p] = bytes * (static_cast<double>(Volume(NeededBox(o, config, p, g.op(src)))) / elements);
+      if (parts_alike()) {
+        std::fill_n(need, n, bytes * (static_cast<double>(Volume(NeededBox(o, config, 0, g.op(src)))) / elements));
+      } else {
+        for (int32_t p = 0; p < n; ++p)
+          need[p] = bytes * (static_cast<double>(Volume(NeededBox(o, config, p, g.op(src)))) / elements);
+      }
       if (views == 2) std::copy_n(need, n, inputs[1].Add(src, 0.0));
     }
     bool have_shares = false;
@@ -95,9 +106,13 @@ void PlacementGame::InitStarReshard(int32_t grp, int32_t action, const RingHops&
       const auto bytes = static_cast<double>(g.edge(e).bytes);
       if (!have_shares) {
         const double elements = static_cast<double>(std::max<int64_t>(1, NumElements(o)));
+        // Owned boxes are the computed ones unless a reduction scatters them (not necessarily evenly).
+        const bool same_share = parts_alike() && Layout(o, config).reduction == 1;
+        const double first = same_share ? static_cast<double>(Volume(OwnedBox(o, config, 0))) / elements : 0.0;
         for (int32_t p = 0; p < n; ++p)
-          shares[p] = ReplicaIndex(o, config, p) != 0 ? 0.0
-                                                       : static_cast<double>(Volume(OwnedBox(o, config, p))) / elements;
+          shares[p] = ReplicaIndex(o, config, p) != 0
+                          ? 0.0
+                          : (same_share ? first : static_cast<double>(Volume(OwnedBox(o, config, p))) / elements);
         have_shares = true;
       }
       for (int v = 0; v < (can_split(other, action) ? 1 : 2); ++v)

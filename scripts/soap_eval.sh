@@ -7,8 +7,8 @@
 # (8-device machines only) and POLICY zero-shot (and fine-tuned with EVALS evaluations when FINETUNE=1). With
 # SAMPLES=K the zero-shot row is the best of the greedy and K sampled placements (`devplace place --samples K
 # --seed 1`, temperature SAMPLE_TEMPERATURE, default the policy's), named NAME-kK. With UNIFORM=1 the zero-shot and
-# fine-tuned rows also try the fastest uniform sample split (`--uniform`, one more evaluation, counted in the
-# fine-tuning's budget), named NAME-u.
+# fine-tuned rows also try the fastest uniform sample split (`--uniform`, `devplace place`'s default, simulated
+# while the environment is built), named NAME-u; without it they are the policy's own (`--no-uniform`).
 # Usage: scripts/soap_eval.sh DEVPLACE POLICY OUT_DIR   (env: EVALS=2000, FINETUNE=0, ONLY="base"|"policy"|"",
 #        NAME=soap: the policy's method name, SAMPLES=0, SAMPLE_TEMPERATURE, UNIFORM=0)
 # Writes OUT_DIR/results.csv: case,topology,method,step_time_ms,oom.
@@ -21,7 +21,7 @@ if [ "$SAMPLES" != 0 ]; then
   [ -n "${SAMPLE_TEMPERATURE:-}" ] && SAMPLING+=(--sample-temperature "$SAMPLE_TEMPERATURE")
   NAME=$NAME-k$SAMPLES
 fi
-if [ "${UNIFORM:-0}" = 1 ]; then SAMPLING+=(--uniform); NAME=$NAME-u; fi
+if [ "${UNIFORM:-0}" = 1 ]; then SAMPLING+=(--uniform); NAME=$NAME-u; else SAMPLING+=(--no-uniform); fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TOPO=$ROOT/configs/topologies
 mkdir -p "$OUT/graphs" "$OUT/p"
@@ -48,7 +48,7 @@ run_case() {  # family seed target topology
     for a in single expert data-parallel tofu-dp; do row "$c" "$t" "$a" "$("$DEVPLACE" search --algo $a -g "$g" -t "$T" -o "$P-$a.json" --json)"; done
     row "$c" "$t" "mcmc-$EVALS" "$("$DEVPLACE" search --algo mcmc --budget-evals "$EVALS" --seed 1 -g "$g" -t "$T" -o "$P-mcmc.json" --json)"
     if [ "$t" != p100-4x4-ib ]; then
-      row "$c" "$t" general "$("$DEVPLACE" place -g "$g" -t "$T" -o "$P-general.json" --json)"
+      row "$c" "$t" general "$("$DEVPLACE" place --no-uniform -g "$g" -t "$T" -o "$P-general.json" --json)"
     fi
   fi
   if [ "$ONLY" != base ]; then

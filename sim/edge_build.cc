@@ -114,18 +114,14 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
     // all-to-all or all-gather no device's inbound link receives from every sender at once.
     const PartLayout lu = Layout(u, cu);
     const int64_t volume = std::max<int64_t>(1, NumElements(u));
-    std::vector<Box> owned(static_cast<size_t>(lu.distinct));
+    std::vector<Box>& owned = owned_;
+    owned.resize(static_cast<size_t>(lu.distinct));
     for (int32_t p = 0; p < lu.distinct; ++p) owned[p] = OwnedBox(u, cu, p);
     // A reduced output is gathered in place: a slice of a reduce-scattered sum lands in the full-size partial-sum
     // buffer of a part on the consumer's device that computed it and that the consumer also reads (so that buffer
     // stays alive until the consumer ends), as an all-reduce leaves the sum there.
-    struct Send {
-      int32_t round, p, q;
-      int64_t bytes;
-      Box region;  // of the producer's output
-      bool in_place;
-    };
-    std::vector<Send> sends;
+    std::vector<RegionSend>& sends = sends_;
+    sends.clear();
     const int32_t devices = topology_.num_devices();
     for (int32_t q = 0; q < cv.num_parts(); ++q) {
       const Box need = NeededBox(v, cv, q, u);
@@ -146,8 +142,13 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
         sends[k].in_place = OverlapVolume(held, slice) == Volume(slice);
       }
     }
-    std::stable_sort(sends.begin(), sends.end(), [](const Send& a, const Send& b) { return a.round < b.round; });
-    for (const Send& s : sends) connect(s.p, s.q, s.bytes, s.region, s.in_place);
+    // Stable by round (rounds are 0 .. devices - 1): a counting sort into the second scratch vector.
+    round_begin_.assign(static_cast<size_t>(devices) + 1, 0);
+    for (const RegionSend& s : sends) ++round_begin_[s.round + 1];
+    for (int32_t r = 0; r < devices; ++r) round_begin_[r + 1] += round_begin_[r];
+    sends_by_round_.resize(sends.size());
+    for (const RegionSend& s : sends) sends_by_round_[round_begin_[s.round]++] = s;
+    for (const RegionSend& s : sends_by_round_) connect(s.p, s.q, s.bytes, s.region, s.in_place);
   }
   tg->group_dep_count[group] = static_cast<int32_t>(tg->dep_from.size()) - tg->group_dep_begin[group];
 }

@@ -223,6 +223,17 @@ class TaskBuilder {
   std::vector<Time> resource_delay_;   // per resource
   std::vector<int32_t> firsts_, lasts_, share_sinks_;
   std::vector<int64_t> shape_scratch_;
+  // AppendEdgeGroup's scratch, reused from edge to edge: one send of a region of the producer's output from part p
+  // to consumer part q (issued in rounds, see there), and the producer parts' owned boxes.
+  struct RegionSend {
+    int32_t round, p, q;
+    int64_t bytes;
+    Box region;  // of the producer's output
+    bool in_place;
+  };
+  std::vector<RegionSend> sends_, sends_by_round_;
+  std::vector<int32_t> round_begin_;
+  std::vector<Box> owned_;
 };
 
 // Rebuilds the CSR adjacency of every task from the groups' dependency lists.

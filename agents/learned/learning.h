@@ -89,9 +89,10 @@ struct PlaceOptions {
   // SOAP action space (Place returns an error otherwise).
   std::vector<Mesh> meshes;
   // true: also consider the game's fastest uniform split (PlacementGame::uniform_step_time: every group that can
-  // takes one sample-kind candidate, e.g. data parallelism over all devices), one more simulation, and keep it
-  // when it beats the policy's placements (before fine-tuning, which then starts from it as its best).
-  bool uniform = false;
+  // takes one sample-kind candidate, e.g. data parallelism over all devices), which the game simulated when it was
+  // built (no further evaluation), and keep it when it beats the policy's placements (before fine-tuning, which
+  // then starts from it as its best). false: the policy's placements only.
+  bool uniform = true;
   // > 0: run the policy's coherence pass this many times (PolicyConfig::coherence_passes) in the greedy, sampled
   // and fine-tuning episodes instead of the policy's own count; only for a policy with the coherence pass (Place
   // returns an error otherwise).

@@ -35,13 +35,14 @@ def from_torch(module, example_inputs, name=None, batch=None):
     return Graph.from_onnx_bytes(buffer.getvalue(), name or type(module).__name__, batch)
 
 
-def place(graph, topology, policy=None, finetune_evals=0, seed=0, samples=0, uniform=False, coherence_passes=0):
+def place(graph, topology, policy=None, finetune_evals=0, seed=0, samples=0, uniform=True, coherence_passes=0):
     """Places `graph` on `topology` with a trained policy: `policy` is a checkpoint directory (RUN/ckpt; None: the
     shipped default policy, models/soap-context) or an ensemble's (ensemble.json naming checkpoints, e.g.
     models/soap-ensemble), zero-shot (greedy, or with `samples` > 0 the best of that and
     `samples` placements sampled from the policy) or fine-tuned with at most `finetune_evals` simulations (seeded by
-    `seed`); `uniform` also tries the fastest uniform sample split (every group on one split, e.g. data parallelism:
-    one simulation) and keeps it when faster (`devplace place --uniform`); `coherence_passes` > 0 runs the policy's
+    `seed`); `uniform` (default True) also tries the fastest uniform sample split (every group on one split, e.g.
+    data parallelism, simulated while the environment is built) and keeps it when faster; False returns the policy's
+    placements only (`devplace place --no-uniform`); `coherence_passes` > 0 runs the policy's
     coherence pass that many times instead of its own count (`devplace place --coherence-passes`).
     Returns (Strategy, info), info being the `devplace place --json` object (step time, OOM, evaluations, ...).
 
@@ -69,8 +70,8 @@ def place(graph, topology, policy=None, finetune_evals=0, seed=0, samples=0, uni
             args += ["--finetune-evals", str(finetune_evals)]
         if samples:
             args += ["--samples", str(samples)]
-        if uniform:
-            args.append("--uniform")
+        if not uniform:
+            args.append("--no-uniform")
         if coherence_passes:
             args += ["--coherence-passes", str(coherence_passes)]
         run = subprocess.run(args, capture_output=True, text=True)

@@ -531,6 +531,15 @@ TEST(SoapActionSpace, CandidatesSplitAlongTheirKindAndPriceTheirCosts) {
   double best = game->uniform_step_time(0);
   for (int32_t c = 0; c < 12; ++c) {
     EXPECT_EQ(game->uniform_step_time(c) > 0, c % 4 == 0) << c;
+    // uniform_cost: the simulated cost of the uniform placement, which the placer keeps without simulating again.
+    EXPECT_EQ(game->uniform_cost(c).step_time > 0, c % 4 == 0) << c;
+    if (c % 4 == 0) {
+      const StepCost again = CostOf(*game->Evaluate(game->UniformPlacement(c)), game->topology());
+      EXPECT_EQ(game->uniform_cost(c).step_time, again.step_time) << c;
+      EXPECT_EQ(game->uniform_cost(c).oom, again.oom) << c;
+      EXPECT_EQ(game->uniform_cost(c).overage, again.overage) << c;
+      EXPECT_EQ(game->uniform_step_time(c), game->PenalisedTime(game->uniform_cost(c))) << c;
+    }
     if (c % 4 == 0) best = std::min(best, game->uniform_step_time(c));
   }
   EXPECT_FLOAT_EQ(relu_dp[kCandidateUniformBest], static_cast<float>(best / game->uniform_step_time(0)));

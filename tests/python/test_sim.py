@@ -116,17 +116,22 @@ class PlaceTest(unittest.TestCase):
         self.assertAlmostEqual(simulated.step_time, info["step_time"], delta=info["step_time"] * 1e-9)
         again, _ = devplace.place(g, t)
         self.assertEqual(again.to_json(g, t), strategy.to_json(g, t))
-        sampled, sampled_info = devplace.place(g, t, samples=4, seed=1)
+        # By default the fastest uniform split (simulated while the environment was built) is kept when it beats
+        # the policy; uniform=False is the policy's own placement, with the same number of evaluations.
+        plain, plain_info = devplace.place(g, t, uniform=False)
+        self.assertEqual(plain_info["uniform_step_time"], 0)
+        self.assertGreater(info["uniform_step_time"], 0)
+        self.assertEqual(info["evaluations"], plain_info["evaluations"])
+        self.assertEqual(info["zero_shot_step_time"], plain_info["step_time"])
+        self.assertEqual(info["step_time"], min(plain_info["step_time"], info["uniform_step_time"]))
+        self.assertAlmostEqual(devplace.simulate(g, t, plain).step_time, plain_info["step_time"],
+                               delta=plain_info["step_time"] * 1e-9)
+        sampled, sampled_info = devplace.place(g, t, samples=4, seed=1, uniform=False)
         self.assertEqual(sampled_info["evaluations"], 5)
-        self.assertEqual(sampled_info["zero_shot_step_time"], info["step_time"])
-        self.assertLessEqual(sampled_info["step_time"], info["step_time"])
+        self.assertEqual(sampled_info["zero_shot_step_time"], plain_info["step_time"])
+        self.assertLessEqual(sampled_info["step_time"], plain_info["step_time"])
         self.assertAlmostEqual(devplace.simulate(g, t, sampled).step_time, sampled_info["step_time"],
                                delta=sampled_info["step_time"] * 1e-9)
-        uniform, uniform_info = devplace.place(g, t, uniform=True)
-        self.assertGreater(uniform_info["uniform_step_time"], 0)
-        self.assertEqual(uniform_info["step_time"], min(info["step_time"], uniform_info["uniform_step_time"]))
-        self.assertAlmostEqual(devplace.simulate(g, t, uniform).step_time, uniform_info["step_time"],
-                               delta=uniform_info["step_time"] * 1e-9)
         # The shipped policy decodes its coherence pass twice; once is the CLI's --coherence-passes 1.
         once, once_info = devplace.place(g, t, coherence_passes=1)
         self.assertAlmostEqual(devplace.simulate(g, t, once).step_time, once_info["step_time"],
