@@ -4,7 +4,7 @@
 // placement: the game's tables and uniform splits, the policy's passes, the final simulation. The policy is loaded
 // and the graph built once, outside the timing (`devplace place` adds both: process start with LibTorch, reading the
 // 30 MB graph file). Reported per policy: seconds per placement (wall and process CPU), the placement's step time.
-//   place_bench [--policy=DIR[,DIR...]] [--uniform] [benchmark flags]
+//   place_bench [--policy=DIR[,DIR...]] [--no-uniform] [benchmark flags]
 // (default models/soap-context and models/soap-ensemble). Results and the command are in docs/performance.md.
 #include <benchmark/benchmark.h>
 
@@ -30,7 +30,7 @@ using namespace devplace;
 struct Settings {
   std::vector<std::string> policies = {std::string(DEVPLACE_SOURCE_DIR) + "/models/soap-context",
                                        std::string(DEVPLACE_SOURCE_DIR) + "/models/soap-ensemble"};
-  bool uniform = false;
+  bool uniform = true;  // PlaceOptions' default: the fastest uniform split kept when faster (no simulation)
 };
 
 [[noreturn]] void Fail(const std::string& message) {
@@ -94,15 +94,15 @@ int main(int argc, char** argv) {
       settings.policies.clear();
       std::stringstream list(arg.substr(9));
       for (std::string dir; std::getline(list, dir, ',');) settings.policies.push_back(dir);
-    } else if (arg == "--uniform") {
-      settings.uniform = true;
+    } else if (arg == "--no-uniform") {
+      settings.uniform = false;
     } else {
       rest.push_back(argv[i]);
     }
   }
   for (const std::string& dir : settings.policies) {
     const std::string name = "PlaceZeroShot/nmt50k/" + dir.substr(dir.find_last_of('/') + 1) +
-                             (settings.uniform ? "/uniform" : "");
+                             (settings.uniform ? "" : "/no-uniform");
     benchmark::RegisterBenchmark(name.c_str(), PlaceZeroShot, dir, settings.uniform)
         ->Unit(benchmark::kSecond)
         ->UseRealTime()

@@ -3,7 +3,8 @@
 # and from ptb: the training families' validation members (nmt seeds 50-51 at 600 ops, transformer seeds 50-51; an
 # experiment's eval set) on dgx1-v100 and k80-8-pcie, and two validation RNN language models (the zoo's rnnlm2 and
 # rnnlm4 at batch 32; training uses their default batch of 64) on dgx1-v100. Per case: single device and the expert
-# (ONLY=base), POLICY greedy (ONLY=policy, named NAME; the policy's own placement, `--no-uniform`). A run is chosen by these numbers only, never by ptb or the
+# (ONLY=base), POLICY greedy (ONLY=policy, named NAME; the policy's own placement, `--no-uniform`; with UNIFORM=1
+# `devplace place`'s default, which also keeps the fastest uniform split, named NAME-u). A run is chosen by these numbers only, never by ptb or the
 # held-out topologies' test cases.
 # SEEDS (default "50 51") lists the members' seeds, RNNLMS (default "rnnlm2 rnnlm4"; empty for none) the zoo models,
 # LM_SEEDS (default none) validation members of the lstmlm training family (at 400 ops, as ptb's test members, on
@@ -11,11 +12,13 @@
 # the generator's one family in neither training nor test, held out as ptb is in the test (docs/results.md
 # Eleventh pass).
 # Usage: scripts/soap_validate.sh DEVPLACE POLICY OUT_DIR
-#        (env: ONLY="base"|"policy"|"", NAME=soap, SEEDS, RNNLMS, LM_SEEDS, VAL_FAMILY_SEEDS)
+#        (env: ONLY="base"|"policy"|"", NAME=soap, UNIFORM=0, SEEDS, RNNLMS, LM_SEEDS, VAL_FAMILY_SEEDS)
 # Writes OUT_DIR/validation.csv (case,topology,method,step_time_ms,oom); scripts/soap_summary.py reads it.
 set -euo pipefail
 DEVPLACE=$1 POLICY=$2 OUT=$3
 ONLY=${ONLY:-} NAME=${NAME:-soap} SEEDS=${SEEDS:-50 51} RNNLMS=${RNNLMS-rnnlm2 rnnlm4}
+UNIFORM_FLAG=--no-uniform
+if [ "${UNIFORM:-0}" = 1 ]; then UNIFORM_FLAG=--uniform; NAME=$NAME-u; fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT/vgraphs" "$OUT/vp"
 CSV=$OUT/validation.csv
@@ -31,7 +34,7 @@ run_case() {  # case graph topology
     for a in single expert; do row "$1" "$3" "$a" "$("$DEVPLACE" search --algo $a -g "$2" -t "$T" -o "$P-$a.json" --json)"; done
   fi
   if [ "$ONLY" != base ]; then
-    row "$1" "$3" "$NAME" "$("$DEVPLACE" place --policy "$POLICY" --no-uniform -g "$2" -t "$T" --seed 1 -o "$P-$NAME.json" --json)"
+    row "$1" "$3" "$NAME" "$("$DEVPLACE" place --policy "$POLICY" "$UNIFORM_FLAG" -g "$2" -t "$T" --seed 1 -o "$P-$NAME.json" --json)"
   fi
 }
 for s in $SEEDS; do
