@@ -219,12 +219,16 @@ TEST(Calibration, MeasuresLinksAndDevicesIntoATopology) {
     c = Calibrate(t, options);
     ASSERT_TRUE(c.ok()) << c.error().message;
     ASSERT_EQ(c->pairs.size(), 2u);  // 0 -> 1 and 1 -> 0
-    for (const PairCalibration& p : c->pairs) EXPECT_EQ(p.points.size(), 6u);  // 1, 4, 16, 64, 256, 1024 KiB
     ASSERT_EQ(c->steps.size(), 2u);  // the ring's steps into cpu1 and into cpu0
-    for (const PairCalibration& p : c->steps) EXPECT_EQ(p.points.size(), 6u);
     ASSERT_EQ(c->peak_flops.size(), 2u);
     ASSERT_EQ(c->memory_bandwidth.size(), 2u);
+    // A point per size (1, 4, 16, 64, 256, 1024 KiB) of every pair and step; OneWayPoints drops a size whose round
+    // trip measured no longer than the token's, which a lost time slice on a loaded machine causes (seen once in
+    // CTest), so a missing point is retried as an implausible bound is.
     why = Implausible(*c);
+    for (const auto* fits : {&c->pairs, &c->steps})
+      for (const PairCalibration& p : *fits)
+        if (p.points.size() != 6u) why += " " + std::to_string(p.points.size()) + " of 6 points;";
     if (why.empty()) break;
   }
   EXPECT_EQ(why, "") << "in three calibrations";
