@@ -103,7 +103,7 @@ class BackwardKernel : public Kernel {
     need_.assign(slot_src.size(), 0);
     for (int32_t e : graph.out_edges(backward)) {
       const Op& dst = graph.op(graph.edge(e).dst);
-      const OpId u = dst.role == OpRole::kBackward ? graph.find(dst.forward_op) : -1;
+      const OpId u = dst.role == OpRole::kBackward ? graph.forward_op_of(graph.edge(e).dst) : -1;
       const int s = u >= 0 ? slot_of(u) : -1;
       if (s >= 0) {
         out_.push_back({Out::kInputGrad, s});
@@ -218,8 +218,8 @@ EdgeTensor NaturalEdge(const Graph& graph, const Edge& e, const std::vector<at::
   EdgeTensor t{src.shape, TorchType(src.dtype, device)};
   *element_bytes = DTypeBytes(src.dtype);
   if (src.role == OpRole::kBackward) {
-    const OpId u = dst.role == OpRole::kBackward ? graph.find(dst.forward_op) : -1;
-    const OpId v = graph.find(src.forward_op);
+    const OpId u = dst.role == OpRole::kBackward ? graph.forward_op_of(e.dst) : -1;
+    const OpId v = graph.forward_op_of(e.src);
     if (u >= 0) {
       t.shape = graph.op(u).shape;
       *element_bytes = DTypeBytes(graph.op(u).dtype);
@@ -292,7 +292,7 @@ Expected<Plan> BuildPlan(const Graph& graph, const std::vector<at::Device>& devi
       if (!op.colocation.empty()) holders[op.colocation].push_back(i);
     }
     if (op.role == OpRole::kBackward) {
-      const OpId f = graph.find(op.forward_op);
+      const OpId f = graph.forward_op_of(i);
       if (f >= 0 && graph.op(f).role == OpRole::kForward && grad_of[f] < 0) grad_of[f] = i;
     }
   }
@@ -342,7 +342,7 @@ Expected<Plan> BuildPlan(const Graph& graph, const std::vector<at::Device>& devi
   for (int32_t id = 0; id < graph.num_edges(); ++id) {
     const Edge& e = graph.edge(id);
     const Op& dst = graph.op(e.dst);
-    const OpId f = dst.role == OpRole::kForward ? e.dst : (dst.role == OpRole::kBackward ? graph.find(dst.forward_op) : -1);
+    const OpId f = dst.role == OpRole::kForward ? e.dst : (dst.role == OpRole::kBackward ? graph.forward_op_of(e.dst) : -1);
     if (f < 0 || !impl[f]) continue;
     const auto in = graph.in_edges(f);
     for (size_t s = 0; s < in.size(); ++s) {
@@ -390,7 +390,7 @@ Expected<Plan> BuildPlan(const Graph& graph, const std::vector<at::Device>& devi
       plan.kernels[i] = std::make_unique<InputKernel>(std::move(data), std::move(out));
       continue;
     }
-    const OpId f = graph.find(op.forward_op);
+    const OpId f = graph.forward_op_of(i);
     const bool has_forward = f >= 0 && graph.op(f).role == OpRole::kForward;
     if (op.role == OpRole::kBackward && has_forward && impl[f]) {
       if (owner[f] >= 0) slot = plan.params[owner[f]].get();

@@ -219,7 +219,7 @@ std::vector<float> PartPlan::Value(const Graph& graph, const Strategy& strategy,
       else value.copy_(g);
     }
   } else {
-    const OpId owner = graph.find(o.forward_op);
+    const OpId owner = graph.forward_op_of(op);
     if (owner < 0 || !full_weights[owner].defined()) return {};
     value = full_weights[owner].clone();
     for (const auto& r : updates)

@@ -57,13 +57,13 @@ Need NeedOf(const Graph& graph, const Plan& base, int32_t e, const OpConfig& con
   std::vector<int64_t> natural;
   if (u.role == OpRole::kForward) {
     natural = u.shape;
-    const OpId f = v.role == OpRole::kBackward ? graph.find(v.forward_op) : -1;
+    const OpId f = v.role == OpRole::kBackward ? graph.forward_op_of(edge.dst) : -1;
     if (v.role == OpRole::kForward) need.region = Needed(v, config, part, u);
     else if (f == edge.src) need.region = ComputedBox(u, config, part);
     else if (f >= 0) need.region = Needed(graph.op(f), config, part, u);
     else need.region = FullBox(u.shape);
   } else if (u.role == OpRole::kBackward && v.role == OpRole::kBackward) {
-    const OpId a = graph.find(u.forward_op), b = graph.find(v.forward_op);
+    const OpId a = graph.forward_op_of(edge.src), b = graph.forward_op_of(edge.dst);
     need.port = a >= 0 && b >= 0 ? SlotOf(graph, a, b) : -1;
     if (need.port < 0) {
       need.zeros = true;
@@ -82,7 +82,7 @@ Need NeedOf(const Graph& graph, const Plan& base, int32_t e, const OpConfig& con
     need.region = FullBox(natural);
     // A part taking rows of its op reads its rows of a cut that carries one value per row (e.g. the ids of one
     // time step for an embedding step): the op's rows are computed row by row.
-    const OpId f = v.role == OpRole::kBackward ? graph.find(v.forward_op) : -1;
+    const OpId f = v.role == OpRole::kBackward ? graph.forward_op_of(edge.dst) : -1;
     const Op& rows = f >= 0 ? graph.op(f) : v;
     if (config.num_parts() > 1 && RowsOnly(rows, config) && !rows.shape.empty() &&
         need.cut->shape == std::vector<int64_t>{rows.shape[0]}) {

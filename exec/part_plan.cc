@@ -112,7 +112,7 @@ class Builder {
     const Op& o = g_.op(op);
     const OpConfig& c = s_.configs[op];
     const int32_t parts = c.num_parts();
-    const OpId f = o.role == OpRole::kForward ? op : g_.find(o.forward_op);
+    const OpId f = o.role == OpRole::kForward ? op : g_.forward_op_of(op);
     const bool has_forward = f >= 0 && g_.op(f).role == OpRole::kForward;
     const OpId owner = has_forward ? base_.owner[f] : -1;
     const auto in = g_.in_edges(op);
@@ -234,7 +234,7 @@ class Builder {
       }
       for (int32_t e : g_.out_edges(op)) {
         const Op& dst = g_.op(g_.edge(e).dst);
-        const OpId b = dst.role == OpRole::kBackward ? g_.find(dst.forward_op) : -1;
+        const OpId b = dst.role == OpRole::kBackward ? g_.forward_op_of(g_.edge(e).dst) : -1;
         const int slot = f >= 0 && b >= 0 ? SlotOf(g_, f, b) : -1;
         if (slot >= 0) roles.need[slot] = 1;
       }

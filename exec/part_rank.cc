@@ -334,7 +334,7 @@ Expected<std::vector<std::vector<float>>> RankValues(const Graph& graph, const S
       v = sum.narrow(0, offset, k) / sum.narrow(0, offset + k, k).clamp_min(1.0);
       offset += 2 * k;
     } else if (o.role == OpRole::kUpdate) {
-      const OpId owner = graph.find(o.forward_op);
+      const OpId owner = graph.forward_op_of(op);
       if (owner >= 0 && plan.full_weights[owner].defined()) v = plan.full_weights[owner].reshape({-1});
     }
     if (!v.defined()) continue;

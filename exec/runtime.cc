@@ -140,7 +140,7 @@ struct Executor::Impl {
     if (o.role != OpRole::kBackward && !io.produced.empty()) {
       t = io.produced[0];
     } else if (o.role == OpRole::kBackward && !io.produced.empty()) {
-      const OpId f = graph.find(o.forward_op);
+      const OpId f = graph.forward_op_of(op);
       if (f >= 0 && graph.op(f).role == OpRole::kForward && plan.owner[f] == f) t = io.produced.back();
     }
     if (!t.defined()) return {};
