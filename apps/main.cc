@@ -8,9 +8,11 @@
 
 #include "apps/cli_util.h"
 #include "apps/commands.h"
+#include "core/allocator.h"
 #include "core/check.h"
 
 int main(int argc, char** argv) {
+  devplace::KeepFreedMemoryForReuse();  // simulations and tensors are built and dropped over and over
   CLI::App app{"devplace: device placement for deep-learning training graphs", "devplace"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "devplace 0.1");

@@ -3,7 +3,8 @@
 // writes) on dgx1-v100 with the analytic cost model, as `devplace place` calls it. Each iteration is one whole
 // placement: the game's tables and uniform splits, the policy's passes, the final simulation. The policy is loaded
 // and the graph built once, outside the timing (`devplace place` adds both: process start with LibTorch, reading the
-// 30 MB graph file). Reported per policy: seconds per placement (wall and process CPU), the placement's step time.
+// 30 MB graph file); like it, the process keeps freed memory for reuse (core/allocator.h). Reported per policy:
+// seconds per placement (wall and process CPU), the placement's step time.
 //   place_bench [--policy=DIR[,DIR...]] [--no-uniform] [benchmark flags]
 // (default models/soap-context and models/soap-ensemble). Results and the command are in docs/performance.md.
 #include <benchmark/benchmark.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "agents/learned/learning.h"
+#include "core/allocator.h"
 #include "core/mesh.h"
 #include "core/topology_yaml.h"
 #include "datasets/families.h"
@@ -86,6 +88,7 @@ void PlaceZeroShot(benchmark::State& state, const std::string& policy_dir, bool 
 }  // namespace
 
 int main(int argc, char** argv) {
+  devplace::KeepFreedMemoryForReuse();  // as the devplace program does
   Settings settings;
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
