@@ -162,10 +162,20 @@ std::vector<Scenario> Scenarios() {
 }
 
 std::shared_ptr<const PlacementGame> MakeGame(const Scenario& scenario, const EnvConfig& config) {
+  return MakeGame(scenario.graph, scenario.topology, config);
+}
+
+std::shared_ptr<const PlacementGame> MakeGame(std::shared_ptr<const Graph> graph,
+                                              std::shared_ptr<const Topology> topology, const EnvConfig& config) {
   Expected<std::shared_ptr<const PlacementGame>> game =
-      PlacementGame::Create(scenario.graph, scenario.topology, PeakRateCost(), config);
+      PlacementGame::Create(std::move(graph), std::move(topology), PeakRateCost(), config);
   EXPECT_TRUE(game.ok()) << game.error().message;
   return game.ok() ? *game : nullptr;
+}
+
+std::shared_ptr<const Graph> Share(Graph graph) { return std::make_shared<const Graph>(std::move(graph)); }
+std::shared_ptr<const Topology> Share(Topology topology) {
+  return std::make_shared<const Topology>(std::move(topology));
 }
 
 }  // namespace devplace::envtest

@@ -56,5 +56,11 @@ struct Scenario {
 std::vector<Scenario> Scenarios();
 // The game of `scenario` under `config`, with PeakRateCost. Fails the calling test on error.
 std::shared_ptr<const PlacementGame> MakeGame(const Scenario& scenario, const EnvConfig& config);
+// The same for a graph and a machine.
+std::shared_ptr<const PlacementGame> MakeGame(std::shared_ptr<const Graph> graph,
+                                              std::shared_ptr<const Topology> topology, const EnvConfig& config = {});
+// Shared handles, as PlacementGame::Create takes its graph and machine.
+std::shared_ptr<const Graph> Share(Graph graph);
+std::shared_ptr<const Topology> Share(Topology topology);
 
 }  // namespace devplace::envtest
