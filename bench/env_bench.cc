@@ -12,6 +12,9 @@
 //     (num_groups checked steps and one full simulation). items = episodes.
 //   Observation/<ops>: PlacementState::FillObservation into a reused Observation.
 //   BatchStepping/<envs>: EnvBatch::Step over 4 one-shot nmt games of about 1k ops (8 GPUs); items = env steps.
+//   SplitEvaluate/<ops>: PlacementGame::Evaluate of a one-shot SOAP game's uniform split over all 8 GPUs along the
+//     sample dimension (UniformPlacement of candidate 0): the terminal simulation of a placement that partitions
+//     every group, as a one-shot episode of a SOAP policy ends with. items = evaluations.
 //   GameCreate/<ops>/<soap>: PlacementGame::Create of a one-shot game (reference simulations, estimates and, with
 //     soap = 1, the SOAP candidates' tables and features: 12 candidates on the DGX-1); the graph is built once.
 #include <benchmark/benchmark.h>
@@ -172,13 +175,31 @@ void BatchStepping(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * batch.num_envs());
 }
 
-void GameCreate(benchmark::State& st) {
+// The nmt family member of about `ops` ops (seed 42) and a one-shot game config with `action_space`.
+std::shared_ptr<const Graph> NmtGraph(int64_t ops) {
   FamilyOptions options;
-  options.target_ops = static_cast<int32_t>(st.range(0));
-  auto graph = std::make_shared<const Graph>(Check(GenerateFamilyMember("nmt", 42, options)));
+  options.target_ops = static_cast<int32_t>(ops);
+  return std::make_shared<const Graph>(Check(GenerateFamilyMember("nmt", 42, options)));
+}
+EnvConfig OneShot(ActionSpace action_space) {
   EnvConfig config;
   config.kind = MdpKind::kOneShot;
-  config.action_space = st.range(1) != 0 ? ActionSpace::kSoap : ActionSpace::kDevices;
+  config.action_space = action_space;
+  return config;
+}
+
+void SplitEvaluate(benchmark::State& st) {
+  const std::shared_ptr<const PlacementGame> game =
+      Check(PlacementGame::Create(NmtGraph(st.range(0)), Dgx1(), CostModel(), OneShot(ActionSpace::kSoap)));
+  if (game->candidate(0).name != "all/sample") throw std::runtime_error("candidate 0 is not all/sample");
+  const std::vector<int32_t> placement = game->UniformPlacement(0);
+  for (auto _ : st) benchmark::DoNotOptimize(Check(game->Evaluate(placement)).step_time);
+  st.SetItemsProcessed(st.iterations());
+}
+
+void GameCreate(benchmark::State& st) {
+  const std::shared_ptr<const Graph> graph = NmtGraph(st.range(0));
+  const EnvConfig config = OneShot(st.range(1) != 0 ? ActionSpace::kSoap : ActionSpace::kDevices);
   for (auto _ : st) benchmark::DoNotOptimize(Check(PlacementGame::Create(graph, Dgx1(), CostModel(), config)).get());
   st.SetItemsProcessed(st.iterations());
 }
@@ -189,6 +210,7 @@ BENCHMARK(FullResimStep)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(OneShotEpisode)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 BENCHMARK(ObservationFill)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BatchStepping)->Arg(16)->Unit(benchmark::kMicrosecond);
+BENCHMARK(SplitEvaluate)->Arg(10000)->Arg(50000)->Unit(benchmark::kMillisecond);
 BENCHMARK(GameCreate)->Args({10000, 0})->Args({10000, 1})->Args({50000, 0})->Args({50000, 1})->Unit(benchmark::kMillisecond);
 
 }  // namespace

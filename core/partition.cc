@@ -204,6 +204,7 @@ bool PartsAlike(const Graph& graph, OpId op, const OpConfig& config) {
 
 int32_t NearestCopy(const Topology& topology, const OpConfig& config, const PartLayout& layout, int32_t part,
                     DeviceId device) {
+  if (layout.copies == 1) return part;  // the only copy
   int32_t best = part;
   size_t best_hops = SIZE_MAX;
   for (int32_t c = 0; c < layout.copies; ++c) {

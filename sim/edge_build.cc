@@ -3,6 +3,7 @@
 // device: SharedTransfer) and the weight gradient an update part reads from one replica. The op groups and the
 // rest of the builder are in sim/task_graph.cc.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -11,6 +12,37 @@
 #include "sim/task_graph.h"
 
 namespace devplace::sim {
+namespace {
+
+// Whether consumer part q of an edge u -> v needs exactly the box producer part q % distinct computes, for every q,
+// and the producer's boxes tile its output: the dims both configs cut (degree > 1), in dim order, pair up with the
+// same degree and the same axis of u's output (v's input axis; its output axis when v reads its own forward op's
+// saved output, NeededBox), so NeededBox and ComputedBox cut the same full box the same way with the same digits.
+// When every cut axis also divides evenly (`*even`), every part's box holds NumElements(u) / distinct elements.
+bool AlignedCuts(const Op& u, const OpConfig& cu, const Op& v, const OpConfig& cv, bool* even) {
+  const bool own_forward = !v.forward_op.empty() && v.forward_op == u.name && v.shape == u.shape;
+  const int32_t PartitionDim::*axis_of = own_forward ? &PartitionDim::output_axis : &PartitionDim::input_axis;
+  const auto rank = static_cast<int32_t>(u.shape.size());
+  std::array<int64_t, kMaxRank> product;
+  product.fill(1);
+  for (size_t j = 0, k = 0;; ++j, ++k) {
+    while (j < cu.degrees.size() && cu.degrees[j] == 1) ++j;
+    while (k < cv.degrees.size() && cv.degrees[k] == 1) ++k;
+    if (j == cu.degrees.size() || k == cv.degrees.size()) {
+      if (j != cu.degrees.size() || k != cv.degrees.size()) return false;
+      break;
+    }
+    const int32_t axis = u.dims[j].output_axis;
+    if (axis < 0 || axis >= rank || axis >= kMaxRank || v.dims[k].*axis_of != axis || cu.degrees[j] != cv.degrees[k])
+      return false;
+    product[axis] *= cu.degrees[j];
+  }
+  *even = true;
+  for (int32_t a = 0; a < rank; ++a) *even = *even && u.shape[a] % product[a] == 0;
+  return true;
+}
+
+}  // namespace
 
 bool TaskBuilder::SharedTransfer(int32_t edge, int32_t part, int32_t consumer_part, const Box& region,
                                  const Strategy& strategy, const TaskGraph& tg) {
@@ -54,7 +86,8 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
   // shared transfer (SharedTransfer) carries it to every consumer part that reads it there, the others add
   // nothing. `in_place`: the bytes land in a buffer the consumer's device already holds (no receive buffer).
   const bool shares = SharesTensor(graph_, edge);
-  auto connect = [&](int32_t p, int32_t q, int64_t bytes, const Box& region, bool in_place = false) {
+  // `region` (of the producer's output) is read only by a transfer of a shared tensor (SharedTransfer).
+  auto connect = [&](int32_t p, int32_t q, int64_t bytes, const Box* region, bool in_place = false) {
     const int32_t* outs = &tg->out_tasks[ubase + TaskGraph::kOutsPerPart * p];
     const int32_t sink = vbase + q;
     const DeviceId src = cu.devices[p], dst = cv.devices[q];
@@ -64,7 +97,7 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
       if (extra >= 0) AddSinkDep(tg, extra, sink);
       return;
     }
-    if (shares && !SharedTransfer(edge, p, q, region, strategy, *tg)) return;
+    if (shares && !SharedTransfer(edge, p, q, *region, strategy, *tg)) return;
     AppendRoute(tg, group, src, dst, bytes, true, TaskKind::kTransfer, e.src, p, e.dst, &firsts_, &lasts_);
     for (int32_t f : firsts_) {
       AddDep(tg, outs[0], f);
@@ -78,7 +111,8 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
   };
 
   if (cu.num_parts() == 1 && cv.num_parts() == 1) {
-    connect(0, 0, e.bytes, FullBox(u.shape));
+    const Box whole = FullBox(u.shape);
+    connect(0, 0, e.bytes, &whole);
   } else if (weight_gradient) {
     // The weight gradient: an update part reads the bytes of each piece of the gradient (WeightPieces: a shard,
     // or under ZeRO-3 a replica's reduce-scattered piece of one) that its own slice of the weights (its region of
@@ -104,7 +138,7 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
         }
         const int64_t bytes = std::min(ScaleBytes(e.bytes, piece + 1, pieces), ScaleBytes(e.bytes, hi, elements)) -
                               std::max(ScaleBytes(e.bytes, piece, pieces), ScaleBytes(e.bytes, lo, elements));
-        connect(source, q, std::max<int64_t>(0, bytes), Box{});
+        connect(source, q, std::max<int64_t>(0, bytes), nullptr);
       }
     }
   } else {
@@ -114,41 +148,67 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
     // all-to-all or all-gather no device's inbound link receives from every sender at once.
     const PartLayout lu = Layout(u, cu);
     const int64_t volume = std::max<int64_t>(1, NumElements(u));
-    std::vector<Box>& owned = owned_;
-    owned.resize(static_cast<size_t>(lu.distinct));
-    for (int32_t p = 0; p < lu.distinct; ++p) owned[p] = OwnedBox(u, cu, p);
-    // A reduced output is gathered in place: a slice of a reduce-scattered sum lands in the full-size partial-sum
-    // buffer of a part on the consumer's device that computed it and that the consumer also reads (so that buffer
-    // stays alive until the consumer ends), as an all-reduce leaves the sum there.
     std::vector<RegionSend>& sends = sends_;
     sends.clear();
+    regions_.clear();
     const int32_t devices = topology_.num_devices();
-    for (int32_t q = 0; q < cv.num_parts(); ++q) {
-      const Box need = NeededBox(v, cv, q, u);
-      const size_t begin = sends.size();
-      int32_t local = -1;  // a part on the consumer's device that the consumer reads
-      for (int32_t p = 0; p < lu.distinct; ++p) {
-        const int64_t overlap = OverlapVolume(owned[p], need);
+    bool even = false;
+    if (AlignedCuts(u, cu, v, cv, &even)) {
+      // Both ends split alike (the usual case): consumer part q reads producer part q % distinct's box from its
+      // nearest copy, and nothing else (the boxes tile), which the general loop below would find box by box.
+      const int64_t part_volume = even ? NumElements(u) / lu.distinct : 0;
+      const int64_t part_bytes = even ? ScaleBytes(e.bytes, part_volume, volume) : 0;
+      for (int32_t q = 0; q < cv.num_parts(); ++q) {
+        const int32_t p = q % lu.distinct;
+        const int64_t overlap = even ? part_volume : Volume(ComputedBox(u, cu, p));
         if (overlap == 0) continue;
         const int32_t source = NearestCopy(topology_, cu, lu, p, cv.devices[q]);
-        if (cu.devices[source] == cv.devices[q]) local = source;
+        int32_t region = -1;
+        if (shares && cu.devices[source] != cv.devices[q]) {
+          region = static_cast<int32_t>(regions_.size());
+          regions_.push_back(ComputedBox(u, cu, p));
+        }
         sends.push_back({(cv.devices[q] - cu.devices[source] + devices) % devices, source, q,
-                         ScaleBytes(e.bytes, overlap, volume), Intersection(owned[p], need), false});
+                         even ? part_bytes : ScaleBytes(e.bytes, overlap, volume), region, false});
       }
-      if (lu.reduction == 1 || local < 0) continue;
-      const Box held = ComputedBox(u, cu, local);
-      for (size_t k = begin; k < sends.size(); ++k) {
-        const Box& slice = owned[sends[k].p % lu.distinct];
-        sends[k].in_place = OverlapVolume(held, slice) == Volume(slice);
+    } else {
+      std::vector<Box>& owned = owned_;
+      owned.resize(static_cast<size_t>(lu.distinct));
+      for (int32_t p = 0; p < lu.distinct; ++p) owned[p] = lu.reduction == 1 ? ComputedBox(u, cu, p) : OwnedBox(u, cu, p);
+      // A reduced output is gathered in place: a slice of a reduce-scattered sum lands in the full-size partial-sum
+      // buffer of a part on the consumer's device that computed it and that the consumer also reads (so that buffer
+      // stays alive until the consumer ends), as an all-reduce leaves the sum there.
+      for (int32_t q = 0; q < cv.num_parts(); ++q) {
+        const Box need = NeededBox(v, cv, q, u);
+        const size_t begin = sends.size();
+        int32_t local = -1;  // a part on the consumer's device that the consumer reads
+        for (int32_t p = 0; p < lu.distinct; ++p) {
+          const int64_t overlap = OverlapVolume(owned[p], need);
+          if (overlap == 0) continue;
+          const int32_t source = NearestCopy(topology_, cu, lu, p, cv.devices[q]);
+          if (cu.devices[source] == cv.devices[q]) local = source;
+          sends.push_back({(cv.devices[q] - cu.devices[source] + devices) % devices, source, q,
+                           ScaleBytes(e.bytes, overlap, volume), static_cast<int32_t>(regions_.size()), false});
+          regions_.push_back(Intersection(owned[p], need));
+        }
+        if (lu.reduction == 1 || local < 0) continue;
+        const Box held = ComputedBox(u, cu, local);
+        for (size_t k = begin; k < sends.size(); ++k) {
+          const Box& slice = owned[sends[k].p % lu.distinct];
+          sends[k].in_place = OverlapVolume(held, slice) == Volume(slice);
+        }
       }
     }
-    // Stable by round (rounds are 0 .. devices - 1): a counting sort into the second scratch vector.
+    // Stable by round (rounds are 0 .. devices - 1): a counting sort of the sends' indices.
     round_begin_.assign(static_cast<size_t>(devices) + 1, 0);
     for (const RegionSend& s : sends) ++round_begin_[s.round + 1];
     for (int32_t r = 0; r < devices; ++r) round_begin_[r + 1] += round_begin_[r];
-    sends_by_round_.resize(sends.size());
-    for (const RegionSend& s : sends) sends_by_round_[round_begin_[s.round]++] = s;
-    for (const RegionSend& s : sends_by_round_) connect(s.p, s.q, s.bytes, s.region, s.in_place);
+    by_round_.resize(sends.size());
+    for (size_t k = 0; k < sends.size(); ++k) by_round_[round_begin_[sends[k].round]++] = static_cast<int32_t>(k);
+    for (int32_t k : by_round_) {
+      const RegionSend& s = sends[k];
+      connect(s.p, s.q, s.bytes, s.region >= 0 ? &regions_[s.region] : nullptr, s.in_place);
+    }
   }
   tg->group_dep_count[group] = static_cast<int32_t>(tg->dep_from.size()) - tg->group_dep_begin[group];
 }

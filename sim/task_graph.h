@@ -224,16 +224,17 @@ class TaskBuilder {
   std::vector<int32_t> firsts_, lasts_, share_sinks_;
   std::vector<int64_t> shape_scratch_;
   // AppendEdgeGroup's scratch, reused from edge to edge: one send of a region of the producer's output from part p
-  // to consumer part q (issued in rounds, see there), and the producer parts' owned boxes.
+  // to consumer part q (issued in rounds, see there), the regions a transfer of a shared tensor needs, and the
+  // producer parts' owned boxes.
   struct RegionSend {
     int32_t round, p, q;
     int64_t bytes;
-    Box region;  // of the producer's output
+    int32_t region;  // index into regions_ of the region of the producer's output, -1 when nothing reads it
     bool in_place;
   };
-  std::vector<RegionSend> sends_, sends_by_round_;
-  std::vector<int32_t> round_begin_;
-  std::vector<Box> owned_;
+  std::vector<RegionSend> sends_;
+  std::vector<int32_t> round_begin_, by_round_;  // sends_ indices by round
+  std::vector<Box> regions_, owned_;
 };
 
 // Rebuilds the CSR adjacency of every task from the groups' dependency lists.

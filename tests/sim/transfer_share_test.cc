@@ -161,6 +161,37 @@ TEST(TransferShare, SplitConsumersSharePerRegion) {
   EXPECT_EQ(Sim(g, topo, s).bytes_moved, 3 * (kOutput / 2));
 }
 
+TEST(TransferShare, AlignedUnevenSplitsMoveEachPartsOwnRowsOnce) {
+  // Ten rows in three parts (3, 3 and 4 rows) at both ends of two edges carrying the same tensor: consumer part q
+  // reads producer part q's rows and nothing else, once per device however many consumers read them there.
+  constexpr int64_t kFew = 10, kBytes = kFew * kCols * 4;
+  GraphBuilder b("uneven");
+  auto split_op = [](const std::string& name) {
+    Op o = MakeOp(name, 1e6, {kFew, kCols});
+    o.dims = {PartitionDim{DimKind::kSample, 0, 0, kFew}};
+    return o;
+  };
+  const OpId u = b.add_op(split_op("u"));
+  b.add_edge(u, b.add_op(split_op("v0")));
+  b.add_edge(u, b.add_op(split_op("v1")));
+  const Graph g = std::move(b).Build().value();
+  const Topology topo = testing::FullyConnected(4, 10e9, 1e-6);
+  Strategy s = Placed({0, 0, 0});
+  s.configs[0] = OpConfig{{0, 1, 2}, {3}};
+  s.configs[1] = s.configs[2] = OpConfig{{1, 2, 3}, {3}};  // every part one device further on
+  const SimResult r = Sim(g, topo, s);
+  EXPECT_EQ(r.bytes_moved, kBytes * 3 / 10 + kBytes * 3 / 10 + kBytes * 4 / 10);
+  EXPECT_EQ(r.num_tasks, 9 + 3);  // three parts of three ops, one transfer per producer part
+  // On the producer's own devices nothing moves.
+  s.configs[1] = s.configs[2] = s.configs[0];
+  EXPECT_EQ(Sim(g, topo, s).bytes_moved, 0);
+  // v1 split the other way round: its parts 0 and 2 read rows no v0 part reads on their devices.
+  s.configs[1] = OpConfig{{1, 2, 3}, {3}};
+  s.configs[2] = OpConfig{{3, 2, 1}, {3}};
+  EXPECT_EQ(Sim(g, topo, s).bytes_moved, 2 * (kBytes * 3 / 10 + kBytes * 3 / 10 + kBytes * 4 / 10) -
+                                             (kBytes * 3 / 10));  // only the middle rows (1 -> 2) are shared
+}
+
 // Consumers of one producer join and leave shared transfers: every delta step equals a full simulation.
 TEST(TransferShare, DeltaEqualsFullAsConsumersJoinAndLeave) {
   const Topology topo = testing::TwoHosts(2, 10e9, 2e-6);
