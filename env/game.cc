@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/cut_alignment.h"
 #include "core/device_order.h"
 #include "core/parallel.h"
 #include "core/partition.h"
@@ -338,7 +339,9 @@ double PlacementGame::MissingBytes(int32_t edge, CandidateOps* ops) const {
     const Op& to = graph_->op(e.dst);
     const OpConfig &from_config = *ops->config[e.src], &to_config = *ops->config[e.dst];
     volume = 0;
-    for (int32_t p = 0; p < static_cast<int32_t>(from_config.devices.size()); ++p) {
+    // Cut alike (core/cut_alignment.h): every part needs exactly the box it owns, nothing is missing.
+    const bool alike = AlignedCuts(from, from_config, to, to_config);
+    for (int32_t p = 0; !alike && p < static_cast<int32_t>(from_config.devices.size()); ++p) {
       const Box need = NeededBox(to, to_config, p, from);
       volume += Volume(need) - OverlapVolume(need, OwnedBox(from, from_config, p));
     }

@@ -3,46 +3,15 @@
 // device: SharedTransfer) and the weight gradient an update part reads from one replica. The op groups and the
 // rest of the builder are in sim/task_graph.cc.
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <vector>
 
+#include "core/cut_alignment.h"
 #include "core/tensor_sharing.h"
 #include "sim/partition.h"
 #include "sim/task_graph.h"
 
 namespace devplace::sim {
-namespace {
-
-// Whether consumer part q of an edge u -> v needs exactly the box producer part q % distinct computes, for every q,
-// and the producer's boxes tile its output: the dims both configs cut (degree > 1), in dim order, pair up with the
-// same degree and the same axis of u's output (v's input axis; its output axis when v reads its own forward op's
-// saved output, NeededBox), so NeededBox and ComputedBox cut the same full box the same way with the same digits.
-// When every cut axis also divides evenly (`*even`), every part's box holds NumElements(u) / distinct elements.
-bool AlignedCuts(const Op& u, const OpConfig& cu, const Op& v, const OpConfig& cv, bool* even) {
-  const bool own_forward = !v.forward_op.empty() && v.forward_op == u.name && v.shape == u.shape;
-  const int32_t PartitionDim::*axis_of = own_forward ? &PartitionDim::output_axis : &PartitionDim::input_axis;
-  const auto rank = static_cast<int32_t>(u.shape.size());
-  std::array<int64_t, kMaxRank> product;
-  product.fill(1);
-  for (size_t j = 0, k = 0;; ++j, ++k) {
-    while (j < cu.degrees.size() && cu.degrees[j] == 1) ++j;
-    while (k < cv.degrees.size() && cv.degrees[k] == 1) ++k;
-    if (j == cu.degrees.size() || k == cv.degrees.size()) {
-      if (j != cu.degrees.size() || k != cv.degrees.size()) return false;
-      break;
-    }
-    const int32_t axis = u.dims[j].output_axis;
-    if (axis < 0 || axis >= rank || axis >= kMaxRank || v.dims[k].*axis_of != axis || cu.degrees[j] != cv.degrees[k])
-      return false;
-    product[axis] *= cu.degrees[j];
-  }
-  *even = true;
-  for (int32_t a = 0; a < rank; ++a) *even = *even && u.shape[a] % product[a] == 0;
-  return true;
-}
-
-}  // namespace
 
 bool TaskBuilder::SharedTransfer(int32_t edge, int32_t part, int32_t consumer_part, const Box& region,
                                  const Strategy& strategy, const TaskGraph& tg) {
