@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
+
+#include "sim/partition.h"
 
 namespace devplace {
 
@@ -40,12 +43,18 @@ OpEstimates EstimateOps(const Graph& graph, const Topology& topology, const Cost
   e.num_devices = topology.num_devices();
   e.seconds.resize(static_cast<size_t>(graph.num_ops()) * e.num_devices);
   e.memory_bytes.resize(graph.num_ops());
+  // The whole op's work (what CostModel::ComputeTime of a one-part config prices) does not depend on the device:
+  // its box geometry is computed once per op, its price once per device.
+  const OpConfig whole{{0}, {}};
+  std::vector<int64_t> shape;
+  PartWork work;
   for (OpId op = 0; op < graph.num_ops(); ++op) {
-    for (DeviceId d = 0; d < e.num_devices; ++d) {
-      OpConfig whole{{d}, {}};
-      e.seconds[static_cast<size_t>(op) * e.num_devices + d] =
-          cost.ComputeTime(graph, op, whole, 0, topology.device(d));
-    }
+    work.op = &graph.op(op);
+    work.bytes_accessed = sim::PartBytesAccessed(graph, op, whole, 0, &shape);
+    work.shape = shape;
+    work.flops = work.op->flops;
+    for (DeviceId d = 0; d < e.num_devices; ++d)
+      e.seconds[static_cast<size_t>(op) * e.num_devices + d] = cost.Cost(work, topology.device(d)).seconds;
     e.memory_bytes[op] = OpMemoryEstimate(graph.op(op), optimizer_state_factor);
   }
   return e;
