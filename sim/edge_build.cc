@@ -55,7 +55,8 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
   // shared transfer (SharedTransfer) carries it to every consumer part that reads it there, the others add
   // nothing. `in_place`: the bytes land in a buffer the consumer's device already holds (no receive buffer).
   const bool shares = SharesTensor(graph_, edge);
-  // `region` (of the producer's output) is read only by a transfer of a shared tensor (SharedTransfer).
+  // `region` (of the producer's output) is read only by a transfer of a shared tensor (SharedTransfer), so it may
+  // be null where none is (the weight gradient: an edge into an update op is never shared).
   auto connect = [&](int32_t p, int32_t q, int64_t bytes, const Box* region, bool in_place = false) {
     const int32_t* outs = &tg->out_tasks[ubase + TaskGraph::kOutsPerPart * p];
     const int32_t sink = vbase + q;
@@ -143,7 +144,8 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
     } else {
       std::vector<Box>& owned = owned_;
       owned.resize(static_cast<size_t>(lu.distinct));
-      for (int32_t p = 0; p < lu.distinct; ++p) owned[p] = lu.reduction == 1 ? ComputedBox(u, cu, p) : OwnedBox(u, cu, p);
+      for (int32_t p = 0; p < lu.distinct; ++p)
+        owned[p] = lu.reduction == 1 ? ComputedBox(u, cu, p) : OwnedBox(u, cu, p);
       // A reduced output is gathered in place: a slice of a reduce-scattered sum lands in the full-size partial-sum
       // buffer of a part on the consumer's device that computed it and that the consumer also reads (so that buffer
       // stays alive until the consumer ends), as an all-reduce leaves the sum there.
