@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/cost_model.h"
+#include "sim/estimates.h"
 #include "sim/simulator.h"
 #include "tests/testing/sim_fixtures.h"
 
@@ -63,6 +64,37 @@ TEST(ProfiledCost, UsesMeasuredTimesAndCountsFallbacks) {
   const double b_time = MakeAnalyticCostModel().ComputeTime(g, 1, OpConfig{{0}, {}}, 0, t.device(0));
   EXPECT_NEAR(r.step_time, 0.25 + b_time, 1e-12);
   EXPECT_EQ(cost.ComputeTime(g, 0, OpConfig{{0}, {}}, 0, t.device(0)), 0.25);
+}
+
+// EstimateOps prices each op's work once per device: the same seconds as ComputeTime of the whole op on that
+// device, for the analytic model and for a profiled table (measured entries and fallbacks), on a machine of two
+// device kinds.
+TEST(Estimates, EveryOpOnEveryDeviceCostsItsWholeComputeTime) {
+  TopologyBuilder tb("two-kinds");
+  tb.add_device(testing::MakeDevice("slow"));
+  Device fast = testing::MakeDevice("fast");
+  fast.kind = "fast";
+  fast.peak_flops_f32 = fast.peak_flops_f16 = 3e12;
+  fast.memory_bandwidth = 4e11;
+  tb.add_device(fast);
+  tb.add_bidirectional_link(0, 1, 1e10, 1e-6, "nvlink");
+  const Topology t = *std::move(tb).Build();
+  const Graph g = testing::RandomTrainingGraph(3, 40);
+  CostTable table;  // the first op measured on the slow kind, everything else from the analytic fallback
+  const Op& first = g.op(0);
+  table.entries.push_back({"test", first.type, first.role, first.dtype, first.shape, first.flops, 0.125});
+  for (const CostModel& cost : {MakeAnalyticCostModel(), MakeProfiledCostModel(table)}) {
+    const OpEstimates e = EstimateOps(g, t, cost, 0.5);
+    int differ = 0;
+    for (OpId op = 0; op < g.num_ops(); ++op) {
+      for (DeviceId d = 0; d < 2; ++d)
+        EXPECT_EQ(e.time(op, d), cost.ComputeTime(g, op, OpConfig{{d}, {}}, 0, t.device(d))) << g.op(op).name;
+      differ += e.time(op, 0) != e.time(op, 1) ? 1 : 0;
+      EXPECT_EQ(e.memory_bytes[op], OpMemoryEstimate(g.op(op), 0.5));
+    }
+    EXPECT_GT(differ, g.num_ops() / 2);
+  }
+  EXPECT_EQ(EstimateOps(g, t, MakeProfiledCostModel(table), 0.5).time(0, 0), 0.125);
 }
 
 TEST(CostTableJson, RoundTripsAndRejectsBadInput) {
