@@ -61,7 +61,9 @@ TEST(DraftCost, SecondsPerByteBetweenLayoutsByHand) {
   ASSERT_GT(s, 0.0);
   // An action to itself moves nothing, except a parameter split, whose output is sliced and input whole.
   for (int32_t b = 0; b < a; ++b) {
-    if (b < devices || game->candidate(b - devices).kind != DimKind::kParameter) EXPECT_EQ(at(b, b), 0.0) << b;
+    if (b < devices || game->candidate(b - devices).kind != DimKind::kParameter) {
+      EXPECT_EQ(at(b, b), 0.0) << b;
+    }
   }
   EXPECT_DOUBLE_EQ(at(all_param, all_param), 3 * s / 4);
   EXPECT_DOUBLE_EQ(at(0, 1), s);

@@ -147,9 +147,12 @@ TEST(SoapDemonstration, RefineReachesALocalOptimumOfTheHeaviestGroups) {
   });
   for (int32_t g = 0; g < game->num_groups(); ++g) {
     const int32_t a = d.device_per_group[g];
-    if (game->is_split(a)) EXPECT_TRUE(game->can_split(g, a)) << "group " << g;
-    if (a != expert.device_per_group[g])
+    if (game->is_split(a)) {
+      EXPECT_TRUE(game->can_split(g, a)) << "group " << g;
+    }
+    if (a != expert.device_per_group[g]) {
       EXPECT_NE(std::find(order.begin(), order.begin() + kGroups, g), order.begin() + kGroups) << "group " << g;
+    }
   }
   for (int32_t k = 0; k < kGroups; ++k) {
     const int32_t g = order[k];
