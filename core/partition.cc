@@ -151,13 +151,15 @@ Box ComputedBox(const Op& op, const OpConfig& config, int32_t part) {
 
 Box OwnedBox(const Op& op, const OpConfig& config, int32_t part) {
   Box box = ComputedBox(op, config, part);
-  const PartLayout layout = Layout(op, config);
-  if (layout.reduction == 1 || box.rank == 0) return box;
+  int32_t reduction = 1;  // Layout's `reduction`, without the rest of the layout (this runs for every part)
+  for (size_t j = 0; j < config.degrees.size(); ++j)
+    if (op.dims[j].kind == DimKind::kReduction) reduction *= config.degrees[j];
+  if (reduction == 1 || box.rank == 0) return box;
   // Reduce-scatter: each ring member keeps one slice of the box along its longest axis (lowest axis on ties).
   int32_t axis = 0;
   for (int32_t a = 1; a < box.rank; ++a)
     if (box.hi[a] - box.lo[a] > box.hi[axis] - box.lo[axis]) axis = a;
-  Slice(&box, axis, layout.reduction, ReductionIndex(op, config, part));
+  Slice(&box, axis, reduction, ReductionIndex(op, config, part));
   return box;
 }
 

@@ -144,8 +144,7 @@ void TaskBuilder::AppendEdgeGroup(int32_t edge, const Strategy& strategy, TaskGr
     } else {
       std::vector<Box>& owned = owned_;
       owned.resize(static_cast<size_t>(lu.distinct));
-      for (int32_t p = 0; p < lu.distinct; ++p)
-        owned[p] = lu.reduction == 1 ? ComputedBox(u, cu, p) : OwnedBox(u, cu, p);
+      for (int32_t p = 0; p < lu.distinct; ++p) owned[p] = OwnedBox(u, cu, p);
       // A reduced output is gathered in place: a slice of a reduce-scattered sum lands in the full-size partial-sum
       // buffer of a part on the consumer's device that computed it and that the consumer also reads (so that buffer
       // stays alive until the consumer ends), as an all-reduce leaves the sum there.
