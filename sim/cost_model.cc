@@ -122,12 +122,7 @@ PartCost CostModel::ComputeCost(const Graph& graph, OpId op, const OpConfig& con
                                 const Device& device) const {
   DEVPLACE_CHECK(part >= 0 && part < config.num_parts());
   std::vector<int64_t> shape;
-  PartWork work;
-  work.op = &graph.op(op);
-  work.bytes_accessed = sim::PartBytesAccessed(graph, op, config, part, &shape);
-  work.shape = shape;
-  work.flops = work.op->flops / sim::Layout(*work.op, config).distinct;
-  return impl_->Cost(work, device);
+  return impl_->Cost(sim::PartWorkOf(graph, op, config, part, &shape), device);
 }
 
 void CostModel::AddComputeTimes(const Graph& graph, OpId op, const OpConfig& config,
@@ -136,13 +131,8 @@ void CostModel::AddComputeTimes(const Graph& graph, OpId op, const OpConfig& con
   const bool alike = PartsAlike(graph, op, config);
   std::vector<int64_t> shape;
   PartWork work;
-  work.op = &graph.op(op);
-  work.flops = work.op->flops / sim::Layout(*work.op, config).distinct;
   for (size_t p = 0; p < devices.size(); ++p) {
-    if (p == 0 || !alike) {
-      work.bytes_accessed = sim::PartBytesAccessed(graph, op, config, static_cast<int32_t>(p), &shape);
-      work.shape = shape;
-    }
+    if (p == 0 || !alike) work = sim::PartWorkOf(graph, op, config, static_cast<int32_t>(p), &shape);
     seconds[p] += impl_->Cost(work, *devices[p]).seconds;
   }
 }

@@ -47,12 +47,8 @@ OpEstimates EstimateOps(const Graph& graph, const Topology& topology, const Cost
   // its box geometry is computed once per op, its price once per device.
   const OpConfig whole{{0}, {}};
   std::vector<int64_t> shape;
-  PartWork work;
   for (OpId op = 0; op < graph.num_ops(); ++op) {
-    work.op = &graph.op(op);
-    work.bytes_accessed = sim::PartBytesAccessed(graph, op, whole, 0, &shape);
-    work.shape = shape;
-    work.flops = work.op->flops;
+    const PartWork work = sim::PartWorkOf(graph, op, whole, 0, &shape);
     for (DeviceId d = 0; d < e.num_devices; ++d)
       e.seconds[static_cast<size_t>(op) * e.num_devices + d] = cost.Cost(work, topology.device(d)).seconds;
     e.memory_bytes[op] = OpMemoryEstimate(graph.op(op), optimizer_state_factor);

@@ -21,6 +21,15 @@ int32_t WeightPiece(const Op& op, const OpConfig& config, int32_t part) {
   return ShardIndex(op, config, part) * Layout(op, config).replicas + ReplicaIndex(op, config, part);
 }
 
+PartWork PartWorkOf(const Graph& graph, OpId op, const OpConfig& config, int32_t part, std::vector<int64_t>* shape) {
+  PartWork work;
+  work.op = &graph.op(op);
+  work.bytes_accessed = PartBytesAccessed(graph, op, config, part, shape);
+  work.shape = *shape;
+  work.flops = work.op->flops / Layout(*work.op, config).distinct;
+  return work;
+}
+
 int64_t PartBytesAccessed(const Graph& graph, OpId op, const OpConfig& config, int32_t part,
                           std::vector<int64_t>* shape) {
   const Op& o = graph.op(op);

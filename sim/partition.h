@@ -8,6 +8,7 @@
 #include "core/graph.h"
 #include "core/partition.h"
 #include "core/strategy.h"
+#include "sim/cost_model.h"
 
 namespace devplace::sim {
 
@@ -35,6 +36,10 @@ using devplace::ShardSource;
 // Bytes of `part`'s inputs, output and weights, for the cost model; fills *shape with the part's output shape.
 int64_t PartBytesAccessed(const Graph& graph, OpId op, const OpConfig& config, int32_t part,
                           std::vector<int64_t>* shape);
+// The work a cost model prices for `part` of `op` under `config`: its output shape (written to *shape, which the
+// returned work views, so it lives as long as *shape is unchanged), its FLOPs (the op's over its distinct parts)
+// and its bytes accessed (PartBytesAccessed).
+PartWork PartWorkOf(const Graph& graph, OpId op, const OpConfig& config, int32_t part, std::vector<int64_t>* shape);
 
 // How the flat weights (or weight gradients, or optimizer state) an op stands for are held across its parts: in
 // WeightPieces equal pieces (piece k covers [k/n, (k+1)/n) of them), part p holding piece WeightPiece. One piece per

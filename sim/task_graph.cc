@@ -17,12 +17,7 @@ void PlainCostCache::Fill(const Graph& graph, const Topology& topology, const Co
   OpConfig config;
   config.devices = {device};
   std::vector<int64_t> shape;
-  PartWork work;
-  work.op = &graph.op(op);
-  work.bytes_accessed = PartBytesAccessed(graph, op, config, 0, &shape);
-  work.shape = shape;
-  work.flops = work.op->flops;
-  const PartCost c = cost.Cost(work, topology.device(device));
+  const PartCost c = cost.Cost(PartWorkOf(graph, op, config, 0, &shape), topology.device(device));
   DEVPLACE_CHECK(c.seconds > 0 && std::isfinite(c.seconds), "cost model returned a non-positive time");
   entry->ticks = ToTicks(c.seconds);
   entry->fallback = c.fallback;
@@ -153,14 +148,9 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
   const PartLayout layout = Layout(o, config);
   const int64_t volume = std::max<int64_t>(1, NumElements(o));
   const bool alike = PartsAlike(graph_, op, config);  // then every part reads and writes what part 0 does
-  int64_t bytes_accessed = 0;
+  PartWork work;
   for (int32_t p = 0; p < parts; ++p) {
-    PartWork work;
-    work.op = &o;
-    if (p == 0 || !alike) bytes_accessed = PartBytesAccessed(graph_, op, config, p, &shape_scratch_);
-    work.bytes_accessed = bytes_accessed;
-    work.shape = shape_scratch_;
-    work.flops = o.flops / layout.distinct;
+    if (p == 0 || !alike) work = PartWorkOf(graph_, op, config, p, &shape_scratch_);
     const DeviceId device = config.devices[p];
     const PartCost c = cost_.Cost(work, topology_.device(device));
     DEVPLACE_CHECK(c.seconds > 0 && std::isfinite(c.seconds), "cost model returned a non-positive time");
