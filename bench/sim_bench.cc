@@ -16,6 +16,9 @@
 //   change would give, nothing kept; how a search evaluates a proposal it may reject), same counters but result().
 //   Delta/ask_make_<placement>/<ops>: each change asked and then made (a search's accepted proposal), timed
 //   together, then undone (untimed).
+//   DeltaFixed/<src>: a fixed amount of delta work for instruction counts (callgrind) and paired timings: 400 of
+//   the Delta benchmark's random changes on the random 10k-op placement (same seeds), each made, its step time
+//   read, and undone, all in one iteration.
 //   Placeto/<ops>/src: the figure comparable with Placeto's simulator: whole simulations per second (Run and
 //   RunStepTime, thread CPU time) of 16 random group placements (each colocation group on a uniformly random one
 //   of the 8 GPUs), cycled; placeto_tasks = tasks as Placeto counts them (one compute task per op, one transfer
@@ -340,6 +343,29 @@ void Sizes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMicrosecond);
 }
 
+
+// A fixed run of Delta's changes (see the file comment); the undo counts too.
+void DeltaFixed(benchmark::State& state) {
+  const Fixture& f = Get(10000, static_cast<int>(state.range(0)));
+  const int devices = f.topology.num_devices();
+  const Strategy base = Placement(f.graph, devices, true, 7);
+  const CostModel cost = MakeAnalyticCostModel();
+  DeltaSimulator delta = Check(DeltaSimulator::Create(f.graph, f.topology, base, cost));
+  std::mt19937_64 rng(99);
+  double sum = 0;
+  for (auto _ : state) {
+    for (int k = 0; k < 400; ++k) {
+      const OpId op = static_cast<OpId>(Below(rng, static_cast<uint64_t>(f.graph.num_ops())));
+      const OpConfig old = delta.strategy().configs[op];
+      const OpConfig moved{{static_cast<DeviceId>((old.devices[0] + 1 + Below(rng, devices - 1)) % devices)}, {}};
+      if (!delta.SetConfig(op, moved).ok()) state.SkipWithError("SetConfig failed");
+      sum += delta.step_time();
+      if (!delta.SetConfig(op, old).ok()) state.SkipWithError("SetConfig failed");
+    }
+  }
+  benchmark::DoNotOptimize(sum);
+}
+BENCHMARK(DeltaFixed)->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(Full, contiguous, false)->Apply(Sizes);
 BENCHMARK_CAPTURE(Full, random, true)->Apply(Sizes);
 BENCHMARK(Placeto)->Apply(Sizes);

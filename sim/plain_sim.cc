@@ -167,7 +167,7 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
         task[h] = {price, x, static_cast<int16_t>(r), route_what_[route + h]};
       }
     } else {
-      PlanSegments(edge.bytes, x, route, hops, segments, &sum);
+      sum += PlanSegments(edge.bytes, x, route, hops, segments);
     }
     totals_.bytes_moved += edge.bytes;
     totals_.held[device[edge.dst]] += edge.bytes;
@@ -187,8 +187,8 @@ Time PlainSim::Price(int32_t size, int32_t route_entry) const {
   return ToTicks(route_latency_[route_entry] + static_cast<double>(size_bytes_[size]) / route_bandwidth_[route_entry]);
 }
 
-void PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hops, int64_t segments,
-                            unsigned __int128* horizon) {
+unsigned __int128 PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hops, int64_t segments) {
+  HorizonSum horizon = 0;
   // Segment s carries floor((s + 1) bytes / segments) - floor(s bytes / segments) bytes: `shorter` or one more.
   const int64_t shorter = bytes / segments, longs = bytes % segments;
   hop_price_.resize(2 * static_cast<size_t>(hops));
@@ -202,8 +202,8 @@ void PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hop
     totals_.busy[r] += (segments - longs) * short_ticks + longs * long_ticks;
     totals_.bytes[r] += bytes;
     totals_.count[r] += static_cast<int32_t>(segments);
-    *horizon += static_cast<HorizonSum>(segments - longs) * static_cast<HorizonSum>(short_ticks + resource_delay_[r]) +
-                static_cast<HorizonSum>(longs) * static_cast<HorizonSum>(long_ticks + resource_delay_[r]);
+    horizon += static_cast<HorizonSum>(segments - longs) * static_cast<HorizonSum>(short_ticks + resource_delay_[r]) +
+               static_cast<HorizonSum>(longs) * static_cast<HorizonSum>(long_ticks + resource_delay_[r]);
   }
   HopTask* task = HopSpace(hops * segments);
   for (int64_t s = 0, acc = 0; s < segments; ++s) {
@@ -216,6 +216,7 @@ void PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hop
       *task++ = {hop_price_[2 * h + is_long], x, static_cast<int16_t>(route_resource_[route + h]), what};
     }
   }
+  return horizon;
 }
 
 template <bool kFull, class Keys>

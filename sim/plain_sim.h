@@ -79,9 +79,9 @@ class PlainSim {
   // adds their task times to `horizon` and returns the task count.
   int32_t PlanTransfers(std::span<const DeviceId> device, unsigned __int128* horizon);
   // The hop tasks and totals of transfer `x` (of `bytes`) cut into `segments` > 1 segments over `hops` links from
-  // route_off_'s entry `route`.
-  void PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hops, int64_t segments,
-                    unsigned __int128* horizon);
+  // route_off_'s entry `route`; returns their task times and latencies summed (returned rather than added through a
+  // pointer, so that PlanTransfers' sum stays in registers).
+  unsigned __int128 PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hops, int64_t segments);
   // Room for the next `count` hop tasks at the end of hop_tasks_ (which keeps its size between runs).
   [[gnu::always_inline]] HopTask* HopSpace(int64_t count) {
     if (num_hops_ + count > static_cast<int64_t>(hop_tasks_.size())) GrowHops(count);
