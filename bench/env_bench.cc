@@ -1,12 +1,13 @@
 // Placement-environment speed on 8 GPUs (configs/topologies/dgx1-v100.yaml) with "nmt" family training graphs
 // (seed 42) of about 1k and 10k ops (docs/performance.md, docs/environments.md).
-//   IterativeStep/<ops>: one PlacementState::ApplyAction of the iterative (Placeto) MDP: episodes start with
-//     every group on one device and move each group in turn to a uniformly random device (memory mask off, so
-//     the three step benchmarks make the same moves); includes the delta simulation and the OOM check.
-//     items = actions.
-//   DeltaStepTimeOnly/<ops>: the same moves through DeltaSimulator::SetConfigs + step_time() only (no OOM
+//   IterativeStep/<ops>: the iterative (Placeto) MDP's PlacementState::ApplyAction, a whole episode per iteration
+//     (so that the mean covers every step of an episode, whatever the machine's speed): every group starts on one
+//     device and moves in turn to a uniformly random device (memory mask off, so the three step benchmarks make the
+//     same moves); includes the delta simulation and the OOM check. items = steps; per_step = mean CPU time per
+//     step.
+//   DeltaStepTimeOnly/<ops>: the same episodes' moves through DeltaSimulator::SetConfigs + step_time() only (no OOM
 //     check): the part of IterativeStep the simulator itself needs.
-//   FullResimStep/<ops>: the same moves re-simulated from scratch with Simulator::Run (what an environment
+//   FullResimStep/<ops>: the same episodes' moves re-simulated from scratch with Simulator::Run (what an environment
 //     without delta simulation would pay per step, OOM included).
 //   OneShotEpisode/<ops>: a whole one-shot (GDP) episode: NewInitialState + ApplyPlacement of a random placement
 //     (num_groups checked steps and one full simulation). items = episodes.
@@ -65,20 +66,28 @@ int32_t RandomLegal(const PlacementState& state, std::mt19937_64& rng) {
   }
 }
 
+// Items and the mean CPU time per step of benchmarks that run `steps` steps in all.
+void CountSteps(benchmark::State& st, int64_t steps) {
+  st.SetItemsProcessed(steps);
+  st.counters["per_step"] =
+      benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 void IterativeStep(benchmark::State& st) {
   auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative, 42, false);
   std::mt19937_64 rng(1);
-  PlacementState state = game->NewInitialState(0);
+  int64_t steps = 0;
   for (auto _ : st) {
-    if (state.IsTerminal()) {
-      st.PauseTiming();
-      state = game->NewInitialState(0);
-      st.ResumeTiming();
+    st.PauseTiming();
+    PlacementState state = game->NewInitialState(0);
+    st.ResumeTiming();
+    while (!state.IsTerminal()) {
+      const int32_t d = static_cast<int32_t>(rng() % game->num_devices());
+      if (!state.ApplyAction(d).ok()) throw std::runtime_error("illegal action");
+      ++steps;
     }
-    const int32_t d = static_cast<int32_t>(rng() % game->num_devices());
-    if (!state.ApplyAction(d).ok()) throw std::runtime_error("illegal action");
   }
-  st.SetItemsProcessed(st.iterations());
+  CountSteps(st, steps);
   st.counters["groups"] = game->num_groups();
   st.counters["ops"] = game->graph().num_ops();
 }
@@ -88,26 +97,24 @@ void DeltaStepTimeOnly(benchmark::State& st) {
   std::mt19937_64 rng(1);
   const int32_t groups = game->num_groups();
   const Strategy single = game->StrategyFromGroups(std::vector<int32_t>(groups, game->reference_device()));
-  DeltaSimulator delta =
-      Check(DeltaSimulator::Create(game->graph(), game->topology(), single, game->cost(), game->config().sim));
   std::vector<std::pair<OpId, OpConfig>> changes;
-  int32_t g = 0;
   double sink = 0;
+  int64_t steps = 0;
   for (auto _ : st) {
-    if (g == 0) {
-      st.PauseTiming();
-      delta = Check(DeltaSimulator::Create(game->graph(), game->topology(), single, game->cost(), game->config().sim));
-      st.ResumeTiming();
+    st.PauseTiming();
+    DeltaSimulator delta =
+        Check(DeltaSimulator::Create(game->graph(), game->topology(), single, game->cost(), game->config().sim));
+    st.ResumeTiming();
+    for (int32_t g = 0; g < groups; ++g, ++steps) {
+      const int32_t d = static_cast<int32_t>(rng() % game->num_devices());
+      changes.clear();
+      for (OpId op : game->groups().members[g]) changes.emplace_back(op, OpConfig{{d}, {}});
+      if (!delta.SetConfigs(changes).ok()) throw std::runtime_error("delta failed");
+      sink += delta.step_time();
     }
-    const int32_t d = static_cast<int32_t>(rng() % game->num_devices());
-    changes.clear();
-    for (OpId op : game->groups().members[g]) changes.emplace_back(op, OpConfig{{d}, {}});
-    if (!delta.SetConfigs(changes).ok()) throw std::runtime_error("delta failed");
-    sink += delta.step_time();
-    g = (g + 1) % groups;
   }
   benchmark::DoNotOptimize(sink);
-  st.SetItemsProcessed(st.iterations());
+  CountSteps(st, steps);
 }
 
 void FullResimStep(benchmark::State& st) {
@@ -115,20 +122,20 @@ void FullResimStep(benchmark::State& st) {
   std::mt19937_64 rng(1);
   const int32_t groups = game->num_groups();
   const Strategy single = game->StrategyFromGroups(std::vector<int32_t>(groups, game->reference_device()));
-  Strategy strategy = single;
   Simulator sim = Check(Simulator::Create(game->graph(), game->topology(), game->cost(), game->config().sim));
-  int32_t g = 0;
   double sink = 0;
+  int64_t steps = 0;
   for (auto _ : st) {
-    if (g == 0) strategy = single;  // (a copy; negligible next to a full simulation)
-    const int32_t d = static_cast<int32_t>(rng() % game->num_devices());
-    for (OpId op : game->groups().members[g]) strategy.configs[op].devices[0] = d;
-    SimResult r = Check(sim.Run(strategy));
-    sink += game->PenalisedTime(CostOf(r, game->topology()));
-    g = (g + 1) % groups;
+    Strategy strategy = single;  // (a copy; negligible next to an episode of full simulations)
+    for (int32_t g = 0; g < groups; ++g, ++steps) {
+      const int32_t d = static_cast<int32_t>(rng() % game->num_devices());
+      for (OpId op : game->groups().members[g]) strategy.configs[op].devices[0] = d;
+      SimResult r = Check(sim.Run(strategy));
+      sink += game->PenalisedTime(CostOf(r, game->topology()));
+    }
   }
   benchmark::DoNotOptimize(sink);
-  st.SetItemsProcessed(st.iterations());
+  CountSteps(st, steps);
 }
 
 void OneShotEpisode(benchmark::State& st) {
@@ -204,9 +211,9 @@ void GameCreate(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations());
 }
 
-BENCHMARK(IterativeStep)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(DeltaStepTimeOnly)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(FullResimStep)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(IterativeStep)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+BENCHMARK(DeltaStepTimeOnly)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+BENCHMARK(FullResimStep)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 BENCHMARK(OneShotEpisode)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 BENCHMARK(ObservationFill)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BatchStepping)->Arg(16)->Unit(benchmark::kMicrosecond);
