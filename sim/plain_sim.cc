@@ -243,10 +243,15 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
   int32_t* last = last_.data();
   Time* op_sent = op_sent_.data();
   // Runs task `t` on resource `r` from `ready` for `duration` (its input `bind` unless it waited for `r`);
-  // sets `crit` to the task before it on a critical path and returns its end.
+  // sets `crit` to the last op before it on a critical path (-1: none) and returns its end. The task before it
+  // there, when a hop, has run and holds that op already: the walk back (CriticalPath) then visits ops only,
+  // one dependent load each, instead of every hop between them.
   auto run = [&](int32_t t, int32_t r, Time ready, Time duration, int32_t bind, int32_t* crit) {
     const Time start = std::max(ready, free[r]);
-    if constexpr (kFull) *crit = free[r] > ready ? last[r] : bind;
+    if constexpr (kFull) {
+      const int32_t before = free[r] > ready ? last[r] : bind;
+      *crit = before >= n ? hop_tasks[before - n].crit : before;
+    }
     free[r] = start + duration;
     last[r] = t;
     return start + duration;
@@ -415,7 +420,8 @@ std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
 }
 
 void PlainSim::CriticalPath(SimResult* result) const {
-  // From the last task to finish (the smallest id on ties), back through crit_ (Engine::Run's crit_prev).
+  // From the last task to finish (the smallest id on ties), back through the ops' critical-path links (Engine::Run's
+  // crit_prev with the hops skipped: the loop links each task to the last op before it).
   int32_t t = -1;
   Time best = -1;
   for (int32_t r = 0; r < num_resources_; ++r) {
@@ -430,11 +436,8 @@ void PlainSim::CriticalPath(SimResult* result) const {
   std::vector<OpId> ops;
   Time compute = 0;
   const int32_t n = graph_.num_ops();
+  if (t >= n) t = hop_tasks_[t - n].crit;
   for (; t >= 0;) {
-    if (t >= n) {
-      t = hop_tasks_[t - n].crit;
-      continue;
-    }
     ops.push_back(t);
     compute += op_ticks_[t];
     t = waiting_[t].bind;

@@ -54,7 +54,7 @@ class PlainSim {
   // One hop task (hop_tasks_[id - ops]): its price, transfer, resource and what it is (kFirstHop: the first hop of
   // a segment, kLastHop: the last, kBuffer: segment 0's last hop, which holds the receive buffer, kSegmented: the
   // first hop of a transfer of two or more segments). Once it has run in a kFull loop, `crit` (in place of `xfer`)
-  // is the task before it on a critical path (as Timing::crit_prev).
+  // is the last op before it on a critical path (Timing::crit_prev followed past hops; -1: none).
   static constexpr uint8_t kFirstHop = 1, kLastHop = 2, kBuffer = 4, kSegmented = 8;
   struct HopTask {
     Time price;
@@ -66,7 +66,7 @@ class PlainSim {
     uint8_t what;
   };
   // Per op while it waits for its inputs (as Engine::Waiting); once it has run in a kFull loop, `ready` holds its
-  // end (its start is that less its price) and `bind` the task before it on a critical path.
+  // end (its start is that less its price) and `bind` the last op before it on a critical path (as HopTask::crit).
   struct Waiting {
     Time ready;
     int32_t bind;
