@@ -214,14 +214,20 @@ struct DeltaSimulator::Impl {
   Status FullRebuild();
   // Lays the order out afresh from run.timing (absolute times and the compact order).
   void Layout();
+  // Lays the tasks of run.timing's order (absolute times) out afresh from slot `from` (a chunk boundary) on, after
+  // the slots before it, which keep their tasks, times and entries; leaves `placed` and the predecessor entries to
+  // the caller.
+  void LayoutFrom(int32_t from);
+  // Cuts the per-resource slot lists and links at slot `from` (for LayoutFrom to append to).
+  void TruncateResourceLists(int32_t from);
   // Lays the current order out afresh (holes spread evenly, chunk shifts folded into the stored times) and
   // rebuilds the per-resource slot lists and links from it.
   void Relayout();
-  // Finish's alternative to Place for a large window: writes the new order (the window merged with the tasks
-  // that kept their slots, each window task after those before its `after`; the tasks from `cut` on moved by
-  // `shift`) with absolute times into run.timing and lays it out afresh (Layout). The removed tasks must have
-  // left their slots.
-  void LayoutMerged(int32_t cut, sim::Time shift);
+  // Finish's alternative to Place for a large window: writes the new order from the chunk of slot `begin` (the
+  // sweep's first slot) on (the window merged with the tasks that kept their slots, each window task after those
+  // before its `after`; the tasks from `cut` on moved by `shift`) with absolute times into run.timing and lays it
+  // out afresh there (LayoutFrom). The removed tasks must have left their slots.
+  void LayoutMerged(int32_t begin, int32_t cut, sim::Time shift);
   // Empties the per-resource slot lists and links (every resource without tasks), for a layout to append to.
   void ClearResourceLists();
   // Gives task t `slot` (its resource in slot_res) and appends it to its resource's slot list and links: `slot`
@@ -236,8 +242,9 @@ struct DeltaSimulator::Impl {
     res_next[t] = -1;
     run.last_task[r] = t;
   }
-  // Sizes the chunk bounds to the layout, all stale (RefreshChunk computes one when a shift check reads it).
-  void IndexChunks();
+  // Sizes the chunk bounds to the layout, those from chunk `first` on stale (RefreshChunk computes one when a
+  // shift check reads it).
+  void IndexChunks(int32_t first = 0);
   void GrowScratch();
   // Free time and last task of each resource just before slot `slot`, looked up for `resources` (a list that
   // includes every resource with tasks; the others are free at 0 with no last task).

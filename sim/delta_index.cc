@@ -70,19 +70,38 @@ void DeltaSimulator::Impl::IndexPredsBy(int32_t t, EndOf end_of) {
 }
 
 void DeltaSimulator::Impl::Layout() {
+  LayoutFrom(0);
+  placed = static_cast<int32_t>(run.timing.order.size());
+  // IndexPreds for every task, reading the times from `tm` (equal to the layout's, without the slot lookups).
+  const sim::Timing& tm = run.timing;
+  for (int32_t t : tm.order) IndexPredsBy(t, [&tm](int32_t p, int32_t) { return tm.end[p]; });
+}
+
+void DeltaSimulator::Impl::LayoutFrom(int32_t from) {
   const sim::TaskGraph& tg = run.tg;
   sim::Timing& tm = run.timing;
   const int32_t n = static_cast<int32_t>(tm.order.size());
-  const int32_t slots = sim::FreshSlots(n);
-  slot_task.assign(static_cast<size_t>(slots), -1);
+  const int32_t slots = from + sim::FreshSlots(n);
+  const int32_t first_chunk = from >> kChunkBits;
+  const size_t chunks = static_cast<size_t>((slots >> kChunkBits) + 1);
+  if (from == 0) {
+    slot_task.assign(static_cast<size_t>(slots), -1);
+    slot_res.assign(static_cast<size_t>(slots), -1);
+    std::fill(pos.begin(), pos.end(), -1);
+    ClearResourceLists();
+  } else {
+    TruncateResourceLists(from);
+    slot_task.resize(static_cast<size_t>(slots));
+    slot_res.resize(static_cast<size_t>(slots));
+    std::fill(slot_task.begin() + from, slot_task.end(), -1);
+    std::fill(slot_res.begin() + from, slot_res.end(), -1);
+  }
   for (auto* v : {&slot_ready, &slot_start, &slot_end}) v->resize(static_cast<size_t>(slots));  // holes: unread
-  slot_res.assign(static_cast<size_t>(slots), -1);
-  chunk_shift.assign(static_cast<size_t>((slots >> kChunkBits) + 1), 0);
-  std::fill(pos.begin(), pos.end(), -1);
-  ClearResourceLists();
+  chunk_shift.resize(chunks);
+  std::fill(chunk_shift.begin() + first_chunk, chunk_shift.end(), 0);
   for (int32_t k = 0; k < n; ++k) {
     const int32_t t = tm.order[k];
-    const int32_t s = sim::FreshSlot(k);
+    const int32_t s = from + sim::FreshSlot(k);
     slot_task[s] = t;
     pos[t] = s;
     slot_ready[s] = tm.ready[t];
@@ -90,12 +109,24 @@ void DeltaSimulator::Impl::Layout() {
     slot_end[s] = tm.end[t];
     AppendToResource(t, s);
   }
-  placed = n;
-  // IndexPreds for every task, reading the times from `tm` (equal to the layout's, without the slot lookups).
-  for (int32_t k = 0; k < n; ++k) IndexPredsBy(tm.order[k], [&tm](int32_t p, int32_t) { return tm.end[p]; });
   res_added.resize(static_cast<size_t>(tg.num_resources));
   res_dropped.resize(static_cast<size_t>(tg.num_resources));
-  IndexChunks();
+  IndexChunks(first_chunk);
+}
+
+void DeltaSimulator::Impl::TruncateResourceLists(int32_t from) {
+  for (int32_t r = 0; r < run.tg.num_resources; ++r) {
+    std::vector<int32_t>& v = res_slots[r];
+    v.erase(std::lower_bound(v.begin(), v.end(), from), v.end());
+    if (v.empty()) {
+      res_first[r] = -1;
+      run.last_task[r] = -1;
+    } else {
+      const int32_t t = slot_task[v.back()];
+      run.last_task[r] = t;
+      res_next[t] = -1;
+    }
+  }
 }
 
 void DeltaSimulator::Impl::ClearResourceLists() {
@@ -106,12 +137,13 @@ void DeltaSimulator::Impl::ClearResourceLists() {
   run.last_task.assign(resources, -1);
 }
 
-void DeltaSimulator::Impl::IndexChunks() {
+void DeltaSimulator::Impl::IndexChunks(int32_t first) {
   const size_t chunks = chunk_shift.size();
-  chunk_min_pred.assign(chunks, kNoSlot);
-  chunk_min_bind.assign(chunks, kNoSlot);
-  chunk_min_ready.assign(chunks, 0);
-  chunk_stale.assign(chunks, 1);  // computed when a shift check first reads them
+  chunk_min_pred.resize(chunks);
+  chunk_min_bind.resize(chunks);
+  chunk_min_ready.resize(chunks);
+  chunk_stale.resize(chunks);
+  std::fill(chunk_stale.begin() + first, chunk_stale.end(), 1);  // computed when a shift check first reads them
 }
 
 void DeltaSimulator::Impl::DropSlot(int32_t t, int32_t slot) {
@@ -494,16 +526,19 @@ Status DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
   }
   ResetStates();
   if (merge) {
-    LayoutMerged(cut, shift);
+    LayoutMerged(begin, cut, shift);
     return Status::Ok();
   }
   Place(begin, cut, shift, scratch.reindex);
   return Status::Ok();
 }
 
-void DeltaSimulator::Impl::LayoutMerged(int32_t cut, Time shift) {
+void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift) {
   // A window task follows every task that kept its slot before its `after` (PlaceWindow's merge); the window's
-  // tasks are in their new order and their `after` never decreases.
+  // tasks are in their new order and their `after` never decreases. Nothing before `begin` changed (every window
+  // task comes after it and had its previous slot, if any, from it on; so did the removed tasks): the layout is
+  // rewritten from the chunk that holds `begin`.
+  const int32_t from = (begin >> kChunkBits) << kChunkBits;
   sim::Timing& tm = run.timing;
   const size_t n = static_cast<size_t>(run.tg.num_tasks());
   tm.ready.resize(n);
@@ -519,7 +554,7 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t cut, Time shift) {
   };
   const int32_t slots = static_cast<int32_t>(slot_task.size());
   size_t j = 0;
-  for (int32_t s = 0; s < slots; ++s) {
+  for (int32_t s = from; s < slots; ++s) {
     for (; j < window.size() && window[j].after <= s; ++j)
       emit(window[j].task, window[j].ready, window[j].start, window[j].end);
     const int32_t t = slot_task[s];
@@ -528,8 +563,15 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t cut, Time shift) {
     emit(t, slot_ready[s] + o, slot_start[s] + o, slot_end[s] + o);
   }
   for (; j < window.size(); ++j) emit(window[j].task, window[j].ready, window[j].start, window[j].end);
-  for (const Placement& q : window) moved[q.task] = 0;
-  Layout();
+  int32_t added = 0;  // new tasks: in the window, never placed
+  for (const Placement& q : window) {
+    moved[q.task] = 0;
+    added += pos[q.task] < 0;
+  }
+  LayoutFrom(from);
+  placed += added;
+  // The tasks before `from` have their predecessors before it too: their entries stand.
+  for (int32_t t : tm.order) IndexPreds(t);
 }
 
 }  // namespace devplace
