@@ -6,7 +6,8 @@
 //     same moves); includes the delta simulation and the OOM check. items = steps; per_step = mean CPU time per
 //     step.
 //   DeltaStepTimeOnly/<ops>: the same episodes' moves through DeltaSimulator::SetConfigs + step_time() only (no OOM
-//     check): the part of IterativeStep the simulator itself needs.
+//     check): the part of IterativeStep the simulator itself needs. retimed = tasks re-simulated per step (mean),
+//     tasks = the task count at the episode's end.
 //   FullResimStep/<ops>: the same episodes' moves re-simulated from scratch with Simulator::Run (what an environment
 //     without delta simulation would pay per step, OOM included).
 //   OneShotEpisode/<ops>: a whole one-shot (GDP) episode: NewInitialState + ApplyPlacement of a random placement
@@ -98,8 +99,8 @@ void DeltaStepTimeOnly(benchmark::State& st) {
   const int32_t groups = game->num_groups();
   const Strategy single = game->StrategyFromGroups(std::vector<int32_t>(groups, game->reference_device()));
   std::vector<std::pair<OpId, OpConfig>> changes;
-  double sink = 0;
-  int64_t steps = 0;
+  double sink = 0, retimed = 0;
+  int64_t steps = 0, tasks = 0;
   for (auto _ : st) {
     st.PauseTiming();
     DeltaSimulator delta =
@@ -111,10 +112,16 @@ void DeltaStepTimeOnly(benchmark::State& st) {
       for (OpId op : game->groups().members[g]) changes.emplace_back(op, OpConfig{{d}, {}});
       if (!delta.SetConfigs(changes).ok()) throw std::runtime_error("delta failed");
       sink += delta.step_time();
+      retimed += static_cast<double>(delta.last_retimed_tasks());
     }
+    st.PauseTiming();
+    tasks = delta.result().num_tasks;
+    st.ResumeTiming();
   }
   benchmark::DoNotOptimize(sink);
   CountSteps(st, steps);
+  st.counters["retimed"] = steps > 0 ? retimed / static_cast<double>(steps) : 0.0;
+  st.counters["tasks"] = tasks;
 }
 
 void FullResimStep(benchmark::State& st) {
