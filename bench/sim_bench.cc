@@ -32,6 +32,7 @@
 #include <random>
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 
 #include "core/topology_yaml.h"
 #include "core/training_graph.h"
@@ -250,6 +251,13 @@ void Placeto(benchmark::State& state) {
 // search's accepted proposal: the making reuses the query's work).
 enum class DeltaMode { kMake, kAsk, kAskThenMake };
 
+// The Delta benchmarks' change: a uniformly random op moved whole to another uniformly random device.
+std::pair<OpId, OpConfig> RandomMove(const Graph& g, const DeltaSimulator& delta, int devices, std::mt19937_64& rng) {
+  const OpId op = static_cast<OpId>(Below(rng, static_cast<uint64_t>(g.num_ops())));
+  const DeviceId from = delta.strategy().configs[op].devices[0];
+  return {op, OpConfig{{static_cast<DeviceId>((from + 1 + Below(rng, devices - 1)) % devices)}, {}}};
+}
+
 void Delta(benchmark::State& state, bool random, DeltaMode mode) {
   const bool query = mode == DeltaMode::kAsk;
   using Clock = ThreadCpuClock;
@@ -285,9 +293,7 @@ void Delta(benchmark::State& state, bool random, DeltaMode mode) {
     return t1 - t0;
   };
   for (auto _ : state) {
-    const OpId op = static_cast<OpId>(Below(rng, static_cast<uint64_t>(f.graph.num_ops())));
-    const OpConfig& old = delta.strategy().configs[op];
-    const OpConfig moved{{static_cast<DeviceId>((old.devices[0] + 1 + Below(rng, devices - 1)) % devices)}, {}};
+    const auto [op, moved] = RandomMove(f.graph, delta, devices, rng);
     const double seconds = change(op, moved, false);  // timed by the benchmark too (the undo included)
     ++changes;
     retimed += static_cast<double>(delta.last_retimed_tasks());
@@ -343,7 +349,6 @@ void Sizes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMicrosecond);
 }
 
-
 // A fixed run of Delta's changes (see the file comment); the undo counts too.
 void DeltaFixed(benchmark::State& state) {
   const Fixture& f = Get(10000, static_cast<int>(state.range(0)));
@@ -355,9 +360,8 @@ void DeltaFixed(benchmark::State& state) {
   double sum = 0;
   for (auto _ : state) {
     for (int k = 0; k < 400; ++k) {
-      const OpId op = static_cast<OpId>(Below(rng, static_cast<uint64_t>(f.graph.num_ops())));
+      const auto [op, moved] = RandomMove(f.graph, delta, devices, rng);
       const OpConfig old = delta.strategy().configs[op];
-      const OpConfig moved{{static_cast<DeviceId>((old.devices[0] + 1 + Below(rng, devices - 1)) % devices)}, {}};
       if (!delta.SetConfig(op, moved).ok()) state.SkipWithError("SetConfig failed");
       sum += delta.step_time();
       if (!delta.SetConfig(op, old).ok()) state.SkipWithError("SetConfig failed");
