@@ -7,9 +7,12 @@
 //     step.
 //   DeltaStepTimeOnly/<ops>: the same episodes' moves through DeltaSimulator::SetConfigs + step_time() only (no OOM
 //     check): the part of IterativeStep the simulator itself needs. retimed = tasks re-simulated per step (mean),
-//     tasks = the task count at the episode's end.
+//     tasks = the task count at the episode's end; from each step's wall time, step_p50_us / step_p90_us (median
+//     and 90th percentile) and slow_half_share (the share of the episode's time spent in its slower half of steps).
 //   FullResimStep/<ops>: the same episodes' moves re-simulated from scratch with Simulator::Run (what an environment
 //     without delta simulation would pay per step, OOM included).
+//   IterativeStep/transformer/<ops>, DeltaStepTimeOnly/transformer/<ops>, FullResimStep/transformer/<ops>: the
+//     same three on "transformer" family graphs.
 //   OneShotEpisode/<ops>: a whole one-shot (GDP) episode: NewInitialState + ApplyPlacement of a random placement
 //     (num_groups checked steps and one full simulation). items = episodes.
 //   Observation/<ops>: PlacementState::FillObservation into a reused Observation.
@@ -21,10 +24,14 @@
 //     soap = 1, the SOAP candidates' tables and features: 12 candidates on the DGX-1); the graph is built once.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -49,10 +56,11 @@ std::shared_ptr<const Topology> Dgx1() {
   return topo;
 }
 
-std::shared_ptr<const PlacementGame> Game(int32_t ops, MdpKind kind, uint64_t seed = 42, bool mask = true) {
+std::shared_ptr<const PlacementGame> Game(int32_t ops, MdpKind kind, uint64_t seed = 42, bool mask = true,
+                                          const char* family = "nmt") {
   FamilyOptions options;
   options.target_ops = ops;
-  auto graph = std::make_shared<const Graph>(Check(GenerateFamilyMember("nmt", seed, options)));
+  auto graph = std::make_shared<const Graph>(Check(GenerateFamilyMember(family, seed, options)));
   EnvConfig config;
   config.kind = kind;
   config.memory_aware_mask = mask;
@@ -74,8 +82,8 @@ void CountSteps(benchmark::State& st, int64_t steps) {
       benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
-void IterativeStep(benchmark::State& st) {
-  auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative, 42, false);
+void IterativeStepOf(benchmark::State& st, const char* family) {
+  auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative, 42, false, family);
   std::mt19937_64 rng(1);
   int64_t steps = 0;
   for (auto _ : st) {
@@ -93,12 +101,13 @@ void IterativeStep(benchmark::State& st) {
   st.counters["ops"] = game->graph().num_ops();
 }
 
-void DeltaStepTimeOnly(benchmark::State& st) {
-  auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative, 42, false);
+void DeltaStepTimeOnlyOf(benchmark::State& st, const char* family) {
+  auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative, 42, false, family);
   std::mt19937_64 rng(1);
   const int32_t groups = game->num_groups();
   const Strategy single = game->StrategyFromGroups(std::vector<int32_t>(groups, game->reference_device()));
   std::vector<std::pair<OpId, OpConfig>> changes;
+  std::vector<double> step_us;  // each step's wall time
   double sink = 0, retimed = 0;
   int64_t steps = 0, tasks = 0;
   for (auto _ : st) {
@@ -108,10 +117,12 @@ void DeltaStepTimeOnly(benchmark::State& st) {
     st.ResumeTiming();
     for (int32_t g = 0; g < groups; ++g, ++steps) {
       const int32_t d = static_cast<int32_t>(rng() % game->num_devices());
+      const auto started = std::chrono::steady_clock::now();
       changes.clear();
       for (OpId op : game->groups().members[g]) changes.emplace_back(op, OpConfig{{d}, {}});
       if (!delta.SetConfigs(changes).ok()) throw std::runtime_error("delta failed");
       sink += delta.step_time();
+      step_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started).count());
       retimed += static_cast<double>(delta.last_retimed_tasks());
     }
     st.PauseTiming();
@@ -122,10 +133,17 @@ void DeltaStepTimeOnly(benchmark::State& st) {
   CountSteps(st, steps);
   st.counters["retimed"] = steps > 0 ? retimed / static_cast<double>(steps) : 0.0;
   st.counters["tasks"] = tasks;
+  if (step_us.empty()) return;
+  std::sort(step_us.begin(), step_us.end());
+  const size_t n = step_us.size();
+  const double total = std::accumulate(step_us.begin(), step_us.end(), 0.0);
+  st.counters["step_p50_us"] = step_us[n / 2];
+  st.counters["step_p90_us"] = step_us[n * 9 / 10];
+  st.counters["slow_half_share"] = total > 0 ? std::accumulate(step_us.begin() + n / 2, step_us.end(), 0.0) / total : 0;
 }
 
-void FullResimStep(benchmark::State& st) {
-  auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative, 42, false);
+void FullResimStepOf(benchmark::State& st, const char* family) {
+  auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative, 42, false, family);
   std::mt19937_64 rng(1);
   const int32_t groups = game->num_groups();
   const Strategy single = game->StrategyFromGroups(std::vector<int32_t>(groups, game->reference_device()));
@@ -218,9 +236,19 @@ void GameCreate(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations());
 }
 
-BENCHMARK(IterativeStep)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
-BENCHMARK(DeltaStepTimeOnly)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
-BENCHMARK(FullResimStep)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+// The step benchmarks: nmt under the plain names, transformer as <name>/transformer/<ops>.
+[[maybe_unused]] const bool kStepBenchmarks = [] {
+  using Step = void (*)(benchmark::State&, const char*);
+  for (const auto& [name, step] : {std::pair<const char*, Step>{"IterativeStep", IterativeStepOf},
+                                   {"DeltaStepTimeOnly", DeltaStepTimeOnlyOf},
+                                   {"FullResimStep", FullResimStepOf}})
+    for (const char* family : {"nmt", "transformer"}) {
+      std::string label = name;
+      if (std::string_view(family) != "nmt") label.append("/").append(family);
+      benchmark::RegisterBenchmark(label.c_str(), step, family)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+    }
+  return true;
+}();
 BENCHMARK(OneShotEpisode)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 BENCHMARK(ObservationFill)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BatchStepping)->Arg(16)->Unit(benchmark::kMicrosecond);
