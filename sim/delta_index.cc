@@ -570,8 +570,12 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift) 
   }
   LayoutFrom(from);
   placed += added;
-  // The tasks before `from` have their predecessors before it too: their entries stand.
-  for (int32_t t : tm.order) IndexPreds(t);
+  // The tasks before `from` have their predecessors before it too: their entries stand. A predecessor from `from`
+  // on has its time in `tm` (read by task, without the slot lookup).
+  for (int32_t t : tm.order)
+    IndexPredsBy(t, [this, from, &tm](int32_t p, int32_t slot) {
+      return slot >= from ? tm.end[p] : slot_end[slot] + Shift(slot);
+    });
 }
 
 }  // namespace devplace
