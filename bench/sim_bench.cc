@@ -19,6 +19,10 @@
 //   DeltaFixed/<src>: a fixed amount of delta work for instruction counts (callgrind) and paired timings: 400 of
 //   the Delta benchmark's random changes on the random 10k-op placement (same seeds), each made, its step time
 //   read, and undone, all in one iteration.
+//   DeltaNumbering/<src>/<numbering>: DeltaFixed's work (the same ops moved to the same devices) on the same graph
+//   with its ops numbered 0: as built, 1: by start time in the base placement's schedule (what a re-timing walks
+//   in order), 2: at random: how the delta simulator's speed depends on where a task's data lies (task ids follow
+//   op ids). Tie-breaks follow the ids, so a renumbered graph's schedule may differ where tasks tie.
 //   Placeto/<ops>/src: the figure comparable with Placeto's simulator: whole simulations per second (Run and
 //   RunStepTime, thread CPU time) of 16 random group placements (each colocation group on a uniformly random one
 //   of the 8 GPUs), cycled; placeto_tasks = tasks as Placeto counts them (one compute task per op, one transfer
@@ -370,6 +374,67 @@ void DeltaFixed(benchmark::State& state) {
   benchmark::DoNotOptimize(sum);
 }
 BENCHMARK(DeltaFixed)->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// `g` with op `order[k]` as op k: the same ops and edges (added in order of their new source).
+Graph Renumbered(const Graph& g, const std::vector<OpId>& order) {
+  std::vector<OpId> new_id(order.size());
+  for (size_t k = 0; k < order.size(); ++k) new_id[order[k]] = static_cast<OpId>(k);
+  GraphBuilder b(g.name());
+  for (OpId o : order) b.add_op(g.op(o));
+  std::vector<int32_t> edges(static_cast<size_t>(g.num_edges()));
+  for (int32_t e = 0; e < g.num_edges(); ++e) edges[e] = e;
+  std::stable_sort(edges.begin(), edges.end(),
+                   [&](int32_t x, int32_t y) { return new_id[g.edge(x).src] < new_id[g.edge(y).src]; });
+  for (int32_t e : edges) b.add_edge(new_id[g.edge(e).src], new_id[g.edge(e).dst], g.edge(e).bytes);
+  return Check(std::move(b).Build());
+}
+
+void DeltaNumbering(benchmark::State& state) {
+  const Fixture& f = Get(10000, static_cast<int>(state.range(0)));
+  const int devices = f.topology.num_devices();
+  const Strategy base = Placement(f.graph, devices, true, 7);
+  const CostModel cost = MakeAnalyticCostModel();
+  const int32_t n = f.graph.num_ops();
+  std::vector<OpId> order(static_cast<size_t>(n));  // order[k]: the op numbered k
+  for (int32_t o = 0; o < n; ++o) order[o] = o;
+  if (state.range(1) == 1) {
+    SimOptions options;
+    options.keep_timeline = true;
+    const SimResult r = Check(Simulate(f.graph, f.topology, base, cost, options));
+    std::vector<double> start(static_cast<size_t>(n), 0.0);
+    for (const TimelineTask& t : r.timeline)
+      if (t.kind == TimelineTask::Kind::kCompute) start[t.op] = t.start;
+    std::stable_sort(order.begin(), order.end(), [&](OpId a, OpId b) { return start[a] < start[b]; });
+  } else if (state.range(1) == 2) {
+    std::mt19937_64 shuffle_rng(5);
+    std::shuffle(order.begin(), order.end(), shuffle_rng);
+  }
+  const Graph g = Renumbered(f.graph, order);
+  Strategy renumbered = base;
+  for (int32_t k = 0; k < n; ++k) renumbered.configs[k] = base.configs[order[k]];
+  DeltaSimulator delta = Check(DeltaSimulator::Create(g, f.topology, renumbered, cost));
+  // DeltaFixed's moves (each change is undone, so every move starts from the base placement).
+  std::vector<OpId> new_id(static_cast<size_t>(n));
+  for (int32_t k = 0; k < n; ++k) new_id[order[k]] = k;
+  DeltaSimulator as_built = Check(DeltaSimulator::Create(f.graph, f.topology, base, cost));
+  std::mt19937_64 rng(99);
+  std::vector<std::pair<OpId, OpConfig>> moves;
+  for (int k = 0; k < 400; ++k) {
+    auto [op, moved] = RandomMove(f.graph, as_built, devices, rng);
+    moves.emplace_back(new_id[op], std::move(moved));
+  }
+  double sum = 0;
+  for (auto _ : state) {
+    for (const auto& [op, moved] : moves) {
+      const OpConfig old = delta.strategy().configs[op];
+      if (!delta.SetConfig(op, moved).ok()) state.SkipWithError("SetConfig failed");
+      sum += delta.step_time();
+      if (!delta.SetConfig(op, old).ok()) state.SkipWithError("SetConfig failed");
+    }
+  }
+  benchmark::DoNotOptimize(sum);
+}
+BENCHMARK(DeltaNumbering)->ArgsProduct({{0, 1, 2}, {0, 1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(Full, contiguous, false)->Apply(Sizes);
 BENCHMARK_CAPTURE(Full, random, true)->Apply(Sizes);
 BENCHMARK(Placeto)->Apply(Sizes);
