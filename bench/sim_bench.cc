@@ -256,9 +256,9 @@ void Placeto(benchmark::State& state) {
 enum class DeltaMode { kMake, kAsk, kAskThenMake };
 
 // The Delta benchmarks' change: a uniformly random op moved whole to another uniformly random device.
-std::pair<OpId, OpConfig> RandomMove(const Graph& g, const DeltaSimulator& delta, int devices, std::mt19937_64& rng) {
+std::pair<OpId, OpConfig> RandomMove(const Graph& g, const Strategy& now, int devices, std::mt19937_64& rng) {
   const OpId op = static_cast<OpId>(Below(rng, static_cast<uint64_t>(g.num_ops())));
-  const DeviceId from = delta.strategy().configs[op].devices[0];
+  const DeviceId from = now.configs[op].devices[0];
   return {op, OpConfig{{static_cast<DeviceId>((from + 1 + Below(rng, devices - 1)) % devices)}, {}}};
 }
 
@@ -297,7 +297,7 @@ void Delta(benchmark::State& state, bool random, DeltaMode mode) {
     return t1 - t0;
   };
   for (auto _ : state) {
-    const auto [op, moved] = RandomMove(f.graph, delta, devices, rng);
+    const auto [op, moved] = RandomMove(f.graph, delta.strategy(), devices, rng);
     const double seconds = change(op, moved, false);  // timed by the benchmark too (the undo included)
     ++changes;
     retimed += static_cast<double>(delta.last_retimed_tasks());
@@ -353,18 +353,19 @@ void Sizes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMicrosecond);
 }
 
-// A fixed run of Delta's changes (see the file comment); the undo counts too.
-void DeltaFixed(benchmark::State& state) {
-  const Fixture& f = Get(10000, static_cast<int>(state.range(0)));
-  const int devices = f.topology.num_devices();
-  const Strategy base = Placement(f.graph, devices, true, 7);
-  const CostModel cost = MakeAnalyticCostModel();
-  DeltaSimulator delta = Check(DeltaSimulator::Create(f.graph, f.topology, base, cost));
+// DeltaFixed's 400 changes on `base` (each is undone, so every one starts from it).
+std::vector<std::pair<OpId, OpConfig>> FixedMoves(const Graph& g, const Strategy& base, int devices) {
   std::mt19937_64 rng(99);
+  std::vector<std::pair<OpId, OpConfig>> moves;
+  for (int k = 0; k < 400; ++k) moves.push_back(RandomMove(g, base, devices, rng));
+  return moves;
+}
+
+// Makes each of `moves`, reads the step time and undoes it, once per benchmark iteration.
+void MakeAndUndo(benchmark::State& state, DeltaSimulator& delta, const std::vector<std::pair<OpId, OpConfig>>& moves) {
   double sum = 0;
   for (auto _ : state) {
-    for (int k = 0; k < 400; ++k) {
-      const auto [op, moved] = RandomMove(f.graph, delta, devices, rng);
+    for (const auto& [op, moved] : moves) {
       const OpConfig old = delta.strategy().configs[op];
       if (!delta.SetConfig(op, moved).ok()) state.SkipWithError("SetConfig failed");
       sum += delta.step_time();
@@ -373,12 +374,19 @@ void DeltaFixed(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(sum);
 }
+
+// A fixed run of Delta's changes (see the file comment); the undo counts too.
+void DeltaFixed(benchmark::State& state) {
+  const Fixture& f = Get(10000, static_cast<int>(state.range(0)));
+  const int devices = f.topology.num_devices();
+  const Strategy base = Placement(f.graph, devices, true, 7);
+  DeltaSimulator delta = Check(DeltaSimulator::Create(f.graph, f.topology, base, MakeAnalyticCostModel()));
+  MakeAndUndo(state, delta, FixedMoves(f.graph, base, devices));
+}
 BENCHMARK(DeltaFixed)->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);
 
-// `g` with op `order[k]` as op k: the same ops and edges (added in order of their new source).
-Graph Renumbered(const Graph& g, const std::vector<OpId>& order) {
-  std::vector<OpId> new_id(order.size());
-  for (size_t k = 0; k < order.size(); ++k) new_id[order[k]] = static_cast<OpId>(k);
+// `g` with op `order[k]` as op k (new_id its inverse): the same ops and edges (added in order of their new source).
+Graph Renumbered(const Graph& g, const std::vector<OpId>& order, const std::vector<OpId>& new_id) {
   GraphBuilder b(g.name());
   for (OpId o : order) b.add_op(g.op(o));
   std::vector<int32_t> edges(static_cast<size_t>(g.num_edges()));
@@ -409,30 +417,15 @@ void DeltaNumbering(benchmark::State& state) {
     std::mt19937_64 shuffle_rng(5);
     std::shuffle(order.begin(), order.end(), shuffle_rng);
   }
-  const Graph g = Renumbered(f.graph, order);
+  std::vector<OpId> new_id(static_cast<size_t>(n));
+  for (int32_t k = 0; k < n; ++k) new_id[order[k]] = k;
+  const Graph g = Renumbered(f.graph, order, new_id);
   Strategy renumbered = base;
   for (int32_t k = 0; k < n; ++k) renumbered.configs[k] = base.configs[order[k]];
   DeltaSimulator delta = Check(DeltaSimulator::Create(g, f.topology, renumbered, cost));
-  // DeltaFixed's moves (each change is undone, so every move starts from the base placement).
-  std::vector<OpId> new_id(static_cast<size_t>(n));
-  for (int32_t k = 0; k < n; ++k) new_id[order[k]] = k;
-  DeltaSimulator as_built = Check(DeltaSimulator::Create(f.graph, f.topology, base, cost));
-  std::mt19937_64 rng(99);
-  std::vector<std::pair<OpId, OpConfig>> moves;
-  for (int k = 0; k < 400; ++k) {
-    auto [op, moved] = RandomMove(f.graph, as_built, devices, rng);
-    moves.emplace_back(new_id[op], std::move(moved));
-  }
-  double sum = 0;
-  for (auto _ : state) {
-    for (const auto& [op, moved] : moves) {
-      const OpConfig old = delta.strategy().configs[op];
-      if (!delta.SetConfig(op, moved).ok()) state.SkipWithError("SetConfig failed");
-      sum += delta.step_time();
-      if (!delta.SetConfig(op, old).ok()) state.SkipWithError("SetConfig failed");
-    }
-  }
-  benchmark::DoNotOptimize(sum);
+  std::vector<std::pair<OpId, OpConfig>> moves = FixedMoves(f.graph, base, devices);
+  for (auto& move : moves) move.first = new_id[move.first];
+  MakeAndUndo(state, delta, moves);
 }
 BENCHMARK(DeltaNumbering)->ArgsProduct({{0, 1, 2}, {0, 1, 2}})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(Full, contiguous, false)->Apply(Sizes);
