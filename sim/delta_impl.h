@@ -211,6 +211,8 @@ struct DeltaSimulator::Impl {
   // risky_memo (computed when not valid): the peaks of the devices that may overflow, from one pass over the
   // order that adds only their buffers (times read from the layout), and the bound for the others.
   const std::vector<int64_t>& RiskyPeaks() const;
+  // Builds and runs the whole strategy afresh, stores the task groups in schedule order (FullRun::
+  // StoreInScheduleOrder: a re-timing then walks the per-task arrays nearly in order) and lays the order out.
   Status FullRebuild();
   // Lays the order out afresh from run.timing (absolute times and the compact order).
   void Layout();

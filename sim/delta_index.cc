@@ -34,6 +34,7 @@ Status DeltaSimulator::Impl::FullRebuild() {
   peaks_valid = false;
   risky_valid = false;
   if (Status s = run.Run(builder, engine, strategy, sim::Record::kAll); !s) return s;
+  run.StoreInScheduleOrder();
   live_tasks = run.tg.num_tasks();
   for (auto* v : {&state, &mark, &moved}) v->clear();
   for (auto* v : {&blocked, &pos, &res_next, &min_pred, &bind_pred}) v->clear();

@@ -33,6 +33,13 @@ struct FullRun {
   // Builds and runs everything for `strategy`; an error when the step is too long to simulate (CheckHorizon).
   // `record`: what the timing keeps (Engine::Run).
   Status Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, Record record);
+  // After Run with Record::kAll: stores the task groups in the order their first tasks were dequeued
+  // (ReorderGroups), so that a pass in schedule order walks each per-task array nearly in order; remaps the
+  // timing and last_task to the new ids. Times and keys do not change.
+  void StoreInScheduleOrder();
+
+ private:
+  std::vector<int32_t> group_order_, task_group_, new_id_;  // StoreInScheduleOrder's scratch
 };
 
 }  // namespace devplace::sim

@@ -85,6 +85,40 @@ Status FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strate
   return Status::Ok();
 }
 
+void FullRun::StoreInScheduleOrder() {
+  const int32_t n = tg.num_tasks(), groups = static_cast<int32_t>(tg.group_task_begin.size());
+  task_group_.resize(static_cast<size_t>(n));
+  for (int32_t g = 0; g < groups; ++g)
+    for (int32_t k = 0; k < tg.group_task_count[g]; ++k) task_group_[tg.group_task_begin[g] + k] = g;
+  // Groups by their first dequeued task, then those with no task (in group order).
+  std::vector<uint8_t> listed(static_cast<size_t>(groups), 0);
+  group_order_.clear();
+  for (int32_t t : timing.order) {
+    const int32_t g = task_group_[t];
+    if (!listed[g]) {
+      listed[g] = 1;
+      group_order_.push_back(g);
+    }
+  }
+  for (int32_t g = 0; g < groups; ++g)
+    if (!listed[g]) group_order_.push_back(g);
+  ReorderGroups(group_order_, &tg, &new_id_);
+  auto remap = [this](int32_t t) { return t < 0 ? t : new_id_[t]; };
+  auto permute_times = [&](std::vector<Time>* v) {
+    std::vector<Time> out(v->size());
+    for (int32_t t = 0; t < n; ++t) out[new_id_[t]] = (*v)[t];
+    v->swap(out);
+  };
+  for (auto* v : {&timing.ready, &timing.start, &timing.end}) permute_times(v);
+  for (auto* v : {&timing.res_prev, &timing.crit_prev}) {
+    std::vector<int32_t> out(v->size());
+    for (int32_t t = 0; t < n; ++t) out[new_id_[t]] = remap((*v)[t]);
+    v->swap(out);
+  }
+  for (int32_t& t : timing.order) t = new_id_[t];
+  for (int32_t& t : last_task) t = remap(t);
+}
+
 }  // namespace sim
 
 Status ValidateSimOptions(const SimOptions& options) {

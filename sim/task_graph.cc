@@ -376,4 +376,46 @@ void BuildAdjacency(TaskGraph* tg) {
   }
 }
 
+namespace {
+// v[new_id[t]] = old v[t] for every task t.
+template <class T>
+void PermuteByTask(const std::vector<int32_t>& new_id, std::vector<T>* v, std::vector<T>* scratch) {
+  scratch->resize(v->size());
+  for (size_t t = 0; t < v->size(); ++t) (*scratch)[static_cast<size_t>(new_id[t])] = (*v)[t];
+  v->swap(*scratch);
+}
+}  // namespace
+
+void ReorderGroups(std::span<const int32_t> groups, TaskGraph* tg, std::vector<int32_t>* new_id) {
+  const int32_t n = tg->num_tasks();
+  DEVPLACE_CHECK(groups.size() == tg->group_task_begin.size(), "every group once");
+  new_id->assign(static_cast<size_t>(n), -1);
+  int32_t next = 0;
+  for (int32_t g : groups) {
+    const int32_t begin = tg->group_task_begin[g], count = tg->group_task_count[g];
+    for (int32_t k = 0; k < count; ++k) (*new_id)[begin + k] = next + k;
+    tg->group_task_begin[g] = next;
+    next += count;
+  }
+  DEVPLACE_CHECK(next == n, "groups must cover every task once");
+  const std::vector<int32_t>& id = *new_id;
+  {
+    std::vector<int32_t> s32;
+    for (auto* v : {&tg->resource, &tg->op, &tg->part, &tg->consumer, &tg->mem_device}) PermuteByTask(id, v, &s32);
+    std::vector<int64_t> s64;
+    for (auto* v : {&tg->duration, &tg->bytes, &tg->mem_bytes}) PermuteByTask(id, v, &s64);
+    std::vector<uint64_t> keys;
+    PermuteByTask(id, &tg->key, &keys);
+    std::vector<uint8_t> s8;
+    for (auto* v : {&tg->first_hop, &tg->alive, &tg->fallback}) PermuteByTask(id, v, &s8);
+    std::vector<TaskKind> kinds;
+    PermuteByTask(id, &tg->kind, &kinds);
+  }
+  for (int32_t& t : tg->dep_from) t = id[t];
+  for (int32_t& t : tg->dep_to) t = id[t];
+  for (int32_t& t : tg->out_tasks)
+    if (t >= 0) t = id[t];
+  BuildAdjacency(tg);
+}
+
 }  // namespace devplace::sim

@@ -240,6 +240,12 @@ class TaskBuilder {
 // Rebuilds the CSR adjacency of every task from the groups' dependency lists.
 void BuildAdjacency(TaskGraph* tg);
 
+// Stores the groups' tasks in the order `groups` lists the groups (each exactly once): group groups[0]'s tasks get
+// the first ids, each group's tasks in their present order. Every per-task field, the dependencies and the output
+// tasks follow; the adjacency is rebuilt. Keys do not change, so ids no longer increase with them. Writes each
+// task's new id to (*new_id)[old id]. The graph must hold no dead tasks.
+void ReorderGroups(std::span<const int32_t> groups, TaskGraph* tg, std::vector<int32_t>* new_id);
+
 // Clears `tg` and sets its resources for `topology` (devices, then one per link with the link's latency as delay)
 // and one group starting at task 0: the start of a builder whose tasks are keyed by id (pipelines, collectives).
 void ResetSingleGroup(const Topology& topology, TaskGraph* tg);

@@ -1,12 +1,15 @@
 // The event loop's heap keys: one-word keys (re-based as time moves on, or given up for two-word keys when a
 // ready time lies too far ahead) must give exactly what two-word keys give; and the lighter record levels must
-// leave the same per-resource ends and, where kept, the same times.
+// leave the same per-resource ends and, where kept, the same times; and a run stored in schedule order keeps its
+// tasks, times and order.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <vector>
 
 #include "sim/engine.h"
+#include "sim/full_run.h"
 #include "tests/testing/sim_fixtures.h"
 
 namespace devplace::sim {
@@ -104,6 +107,84 @@ TEST(Engine, LighterRecordsKeepTheSameEnds) {
   EXPECT_TRUE(none.end.empty());
   EXPECT_EQ(engine.last_end(), ends);
   EXPECT_EQ(engine.last_task(), lasts);
+}
+
+// Storing a fresh run's groups in schedule order (what the delta simulator does after every rebuild) keeps every
+// task's key, record, dependencies and times and the dequeue order (compared by key), and lays the groups out
+// contiguously in the order of their first dequeued tasks.
+TEST(FullRun, StoringInScheduleOrderKeepsTasksTimesAndOrder) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 6; ++round) {
+    const Graph graph = testing::RandomTrainingGraph(100 + round, 40);
+    const Topology topology = testing::TwoHosts(2, 1e9, 2e-6);
+    const CostModel cost = testing::FixedRateCost();
+    const SimOptions options;
+    PlainCostCache cache(graph.num_ops(), topology.num_devices());
+    TaskBuilder builder(graph, topology, cost, options, &cache);
+    Engine engine;
+    const Strategy strategy = testing::RandomStrategy(graph, topology.num_devices(), round % 2 ? 0.5 : 0.0, rng);
+    FullRun before, after;
+    ASSERT_TRUE(before.Run(builder, engine, strategy, Record::kAll).ok());
+    ASSERT_TRUE(after.Run(builder, engine, strategy, Record::kAll).ok());
+    after.StoreInScheduleOrder();
+    const TaskGraph &a = before.tg, &b = after.tg;
+    ASSERT_EQ(a.num_tasks(), b.num_tasks());
+    // Old id of each new id, through the (unchanged, unique) keys.
+    std::map<uint64_t, int32_t> by_key;
+    for (int32_t t = 0; t < a.num_tasks(); ++t) by_key[a.key[t]] = t;
+    std::vector<int32_t> old_of(static_cast<size_t>(b.num_tasks()));
+    for (int32_t t = 0; t < b.num_tasks(); ++t) old_of[t] = by_key.at(b.key[t]);
+    auto keys_of = [](const TaskGraph& tg, const std::vector<int32_t>& pool, int32_t off, int32_t cnt) {
+      std::vector<uint64_t> keys;
+      for (int32_t k = 0; k < cnt; ++k) keys.push_back(tg.key[pool[off + k]]);
+      return keys;
+    };
+    bool moved = false;
+    for (int32_t t = 0; t < b.num_tasks(); ++t) {
+      const int32_t o = old_of[t];
+      moved |= o != t;
+      EXPECT_EQ(b.resource[t], a.resource[o]);
+      EXPECT_EQ(b.duration[t], a.duration[o]);
+      EXPECT_EQ(b.kind[t], a.kind[o]);
+      EXPECT_EQ(b.op[t], a.op[o]);
+      EXPECT_EQ(b.consumer[t], a.consumer[o]);
+      EXPECT_EQ(b.mem_bytes[t], a.mem_bytes[o]);
+      EXPECT_EQ(b.mem_device[t], a.mem_device[o]);
+      EXPECT_EQ(keys_of(b, b.succ_pool, b.succ_off[t], b.succ_cnt[t]),
+                keys_of(a, a.succ_pool, a.succ_off[o], a.succ_cnt[o]));
+      EXPECT_EQ(keys_of(b, b.pred_pool, b.pred_off[t], b.pred_cnt[t]),
+                keys_of(a, a.pred_pool, a.pred_off[o], a.pred_cnt[o]));
+      EXPECT_EQ(after.timing.start[t], before.timing.start[o]);
+      EXPECT_EQ(after.timing.end[t], before.timing.end[o]);
+      EXPECT_EQ(after.timing.ready[t], before.timing.ready[o]);
+      const int32_t rp = after.timing.res_prev[t];
+      EXPECT_EQ(rp < 0 ? -1 : old_of[rp], before.timing.res_prev[o]);
+    }
+    EXPECT_TRUE(moved) << "round " << round << ": the schedule order differs from the build order";
+    for (size_t g = 0; g < b.out_tasks.size(); ++g)
+      EXPECT_EQ(b.out_tasks[g] < 0 ? -1 : old_of[b.out_tasks[g]], a.out_tasks[g]);
+    ASSERT_EQ(after.timing.order.size(), before.timing.order.size());
+    for (size_t k = 0; k < after.timing.order.size(); ++k)
+      EXPECT_EQ(b.key[after.timing.order[k]], a.key[before.timing.order[k]]);
+    for (size_t r = 0; r < after.last_task.size(); ++r)
+      EXPECT_EQ(after.last_task[r] < 0 ? -1 : old_of[after.last_task[r]], before.last_task[r]);
+    // Groups contiguous, in the order of their first dequeued tasks.
+    std::vector<int32_t> group_of(static_cast<size_t>(b.num_tasks()), -1);
+    for (size_t g = 0; g < b.group_task_begin.size(); ++g)
+      for (int32_t k = 0; k < b.group_task_count[g]; ++k) {
+        ASSERT_EQ(group_of[b.group_task_begin[g] + k], -1);
+        group_of[b.group_task_begin[g] + k] = static_cast<int32_t>(g);
+      }
+    int32_t last_begin = -1;
+    std::vector<uint8_t> seen(b.group_task_begin.size(), 0);
+    for (int32_t t : after.timing.order) {
+      const int32_t g = group_of[t];
+      if (seen[g]) continue;
+      seen[g] = 1;
+      EXPECT_GT(b.group_task_begin[g], last_begin);
+      last_begin = b.group_task_begin[g];
+    }
+  }
 }
 
 }  // namespace
