@@ -37,9 +37,6 @@ struct FullRun {
   // (ReorderGroups), so that a pass in schedule order walks each per-task array nearly in order; remaps the
   // timing and last_task to the new ids. Times and keys do not change.
   void StoreInScheduleOrder();
-
- private:
-  std::vector<int32_t> group_order_, task_group_, new_id_;  // StoreInScheduleOrder's scratch
 };
 
 }  // namespace devplace::sim

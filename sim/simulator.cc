@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/check.h"
 #include "sim/full_run.h"
 #include "sim/memory.h"
 #include "sim/partition.h"
@@ -87,35 +88,41 @@ Status FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strate
 
 void FullRun::StoreInScheduleOrder() {
   const int32_t n = tg.num_tasks(), groups = static_cast<int32_t>(tg.group_task_begin.size());
-  task_group_.resize(static_cast<size_t>(n));
+  const size_t tasks = static_cast<size_t>(n);
+  for (const auto* v : {&timing.res_prev, &timing.crit_prev})
+    DEVPLACE_CHECK(v->size() == tasks, "StoreInScheduleOrder needs a run with Record::kAll");
+  for (const auto* v : {&timing.ready, &timing.start, &timing.end})
+    DEVPLACE_CHECK(v->size() == tasks, "StoreInScheduleOrder needs a run with Record::kAll");
+  std::vector<int32_t> task_group(tasks);
   for (int32_t g = 0; g < groups; ++g)
-    for (int32_t k = 0; k < tg.group_task_count[g]; ++k) task_group_[tg.group_task_begin[g] + k] = g;
+    for (int32_t k = 0; k < tg.group_task_count[g]; ++k) task_group[tg.group_task_begin[g] + k] = g;
   // Groups by their first dequeued task, then those with no task (in group order).
   std::vector<uint8_t> listed(static_cast<size_t>(groups), 0);
-  group_order_.clear();
+  std::vector<int32_t> group_order;
+  group_order.reserve(static_cast<size_t>(groups));
   for (int32_t t : timing.order) {
-    const int32_t g = task_group_[t];
+    const int32_t g = task_group[t];
     if (!listed[g]) {
       listed[g] = 1;
-      group_order_.push_back(g);
+      group_order.push_back(g);
     }
   }
   for (int32_t g = 0; g < groups; ++g)
-    if (!listed[g]) group_order_.push_back(g);
-  ReorderGroups(group_order_, &tg, &new_id_);
-  auto remap = [this](int32_t t) { return t < 0 ? t : new_id_[t]; };
-  auto permute_times = [&](std::vector<Time>* v) {
-    std::vector<Time> out(v->size());
-    for (int32_t t = 0; t < n; ++t) out[new_id_[t]] = (*v)[t];
-    v->swap(out);
-  };
-  for (auto* v : {&timing.ready, &timing.start, &timing.end}) permute_times(v);
-  for (auto* v : {&timing.res_prev, &timing.crit_prev}) {
-    std::vector<int32_t> out(v->size());
-    for (int32_t t = 0; t < n; ++t) out[new_id_[t]] = remap((*v)[t]);
+    if (!listed[g]) group_order.push_back(g);
+  std::vector<int32_t> new_id;
+  ReorderGroups(group_order, &tg, &new_id);
+  auto remap = [&new_id](int32_t t) { return t < 0 ? t : new_id[t]; };
+  for (auto* v : {&timing.ready, &timing.start, &timing.end}) {
+    std::vector<Time> out(tasks);
+    for (int32_t t = 0; t < n; ++t) out[new_id[t]] = (*v)[t];
     v->swap(out);
   }
-  for (int32_t& t : timing.order) t = new_id_[t];
+  for (auto* v : {&timing.res_prev, &timing.crit_prev}) {
+    std::vector<int32_t> out(tasks);
+    for (int32_t t = 0; t < n; ++t) out[new_id[t]] = remap((*v)[t]);
+    v->swap(out);
+  }
+  for (int32_t& t : timing.order) t = new_id[t];
   for (int32_t& t : last_task) t = remap(t);
 }
 
