@@ -125,6 +125,7 @@ struct DeltaSimulator::Impl {
   // peaks_memo.
   mutable std::vector<int64_t> risky_memo;
   mutable std::vector<uint8_t> risky;
+  mutable std::vector<int32_t> risky_slots;  // RiskyPeaks' scratch
   mutable bool risky_valid = false;
   int64_t retimed = 0;
   int32_t live_tasks = 0;
@@ -134,6 +135,10 @@ struct DeltaSimulator::Impl {
   // Stored times and resource of the task at each slot (by slot, so that walking the order reads them in turn).
   std::vector<sim::Time> slot_ready, slot_start, slot_end;
   std::vector<int32_t> slot_res;
+  // The device whose memory holds the buffer of the task at each slot (-1: the task holds none), so that the memory
+  // pass over the order (RiskyPeaks) picks the slots it adds from one stream, without a branch per slot. Holes may
+  // keep a stale entry: a reader checks slot_task where this names a device.
+  std::vector<int32_t> slot_mem;
   std::vector<sim::Time> chunk_shift;            // added to the stored times of the tasks in each chunk
   std::vector<int32_t> pos;                      // slot of each task (-1: not in the order)
   std::vector<std::vector<int32_t>> res_slots;   // per resource: the slots of its tasks, increasing
@@ -232,10 +237,11 @@ struct DeltaSimulator::Impl {
   void LayoutMerged(int32_t begin, int32_t cut, sim::Time shift);
   // Empties the per-resource slot lists and links (every resource without tasks), for a layout to append to.
   void ClearResourceLists();
-  // Gives task t `slot` (its resource in slot_res) and appends it to its resource's slot list and links: `slot`
+  // Gives task t `slot` (its resource in slot_res, its buffer's device in slot_mem) and appends it to its resource's slot list and links: `slot`
   // comes after every slot appended since ClearResourceLists. (Here, to be inlined into the layouts' loops.)
   void AppendToResource(int32_t t, int32_t slot) {
     const int32_t r = slot_res[slot] = run.tg.resource[t];
+    slot_mem[slot] = run.tg.mem_bytes[t] > 0 ? run.tg.mem_device[t] : -1;
     res_slots[r].push_back(slot);
     const int32_t prev = run.last_task[r];
     run.timing.res_prev[t] = prev;

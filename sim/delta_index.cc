@@ -88,14 +88,17 @@ void DeltaSimulator::Impl::LayoutFrom(int32_t from) {
   if (from == 0) {
     slot_task.assign(static_cast<size_t>(slots), -1);
     slot_res.assign(static_cast<size_t>(slots), -1);
+    slot_mem.assign(static_cast<size_t>(slots), -1);
     std::fill(pos.begin(), pos.end(), -1);
     ClearResourceLists();
   } else {
     TruncateResourceLists(from);
     slot_task.resize(static_cast<size_t>(slots));
     slot_res.resize(static_cast<size_t>(slots));
+    slot_mem.resize(static_cast<size_t>(slots));
     std::fill(slot_task.begin() + from, slot_task.end(), -1);
     std::fill(slot_res.begin() + from, slot_res.end(), -1);
+    std::fill(slot_mem.begin() + from, slot_mem.end(), -1);
   }
   for (auto* v : {&slot_ready, &slot_start, &slot_end}) v->resize(static_cast<size_t>(slots));  // holes: unread
   chunk_shift.resize(chunks);
@@ -182,7 +185,9 @@ void DeltaSimulator::Impl::Relayout() {
   const int32_t slots = sim::FreshSlots(placed);
   relaid_task.assign(static_cast<size_t>(slots), -1);
   for (auto* v : {&relaid_ready, &relaid_start, &relaid_end}) v->resize(static_cast<size_t>(slots));  // holes: unread
-  slot_res.assign(static_cast<size_t>(slots), -1);  // by new slot (the loop reads the old layout's other arrays)
+  // By new slot (the loop reads the old layout's other arrays).
+  slot_res.assign(static_cast<size_t>(slots), -1);
+  slot_mem.assign(static_cast<size_t>(slots), -1);
   ClearResourceLists();
   int32_t k = 0;
   for (int32_t s = 0; s < old_slots; ++s) {
@@ -272,6 +277,7 @@ void DeltaSimulator::Impl::GrowSlots(int32_t s) {
     slot_task.resize(slots, -1);
     for (auto* v : {&slot_ready, &slot_start, &slot_end}) v->resize(slots, 0);
     slot_res.resize(slots, -1);
+    slot_mem.resize(slots, -1);
     const size_t chunks = (slots >> kChunkBits) + 1;
     chunk_shift.resize(chunks, chunk_shift.back());
     chunk_min_pred.resize(chunks, kNoSlot);
@@ -307,6 +313,7 @@ int32_t DeltaSimulator::Impl::AssignSlot(const Placement& q, int32_t s, int32_t 
   slot_start[s] = q.start - o;
   slot_end[s] = q.end - o;
   slot_res[s] = run.tg.resource[t];
+  slot_mem[s] = run.tg.mem_bytes[t] > 0 ? run.tg.mem_device[t] : -1;
   TouchChunk(s >> kChunkBits);
   return s + 1;
 }

@@ -90,12 +90,13 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
   // device's buffers could not all fit does a pass over the order add the buffers of those devices.
   const int32_t devices = topology.num_devices();
   risky_memo.resize(static_cast<size_t>(devices));
-  risky.assign(static_cast<size_t>(devices), 0);
+  // risky[1 + d]: device d may overflow; risky[0] stands for "no buffer" (a slot_mem entry of -1).
+  risky.assign(static_cast<size_t>(devices) + 1, 0);
   bool any = false;
   for (DeviceId d = 0; d < devices; ++d) {
     risky_memo[d] = run.static_bytes[d] + run.totals.held[d];
-    risky[d] = risky_memo[d] > topology.device(d).memory_bytes;
-    any |= risky[d] != 0;
+    risky[1 + d] = risky_memo[d] > topology.device(d).memory_bytes;
+    any |= risky[1 + d] != 0;
   }
   if (any) {
     const sim::TaskGraph& tg = run.tg;
@@ -103,15 +104,24 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
     for (int32_t t : run.last_task)
       if (t >= 0) max_end = std::max(max_end, End(t));
     peaks.Begin(devices, tg.num_tasks(), max_end);
-    for (int32_t s = 0; s < static_cast<int32_t>(slot_task.size()); ++s) {
-      const int32_t t = slot_task[s];
-      if (t < 0 || tg.mem_bytes[t] == 0 || !risky[tg.mem_device[t]]) continue;
+    // The slots of those devices' buffers first, without a branch per slot (about every other slot holds a
+    // buffer, in no pattern a branch predictor could follow), then their buffers.
+    const int32_t slots = static_cast<int32_t>(slot_task.size());
+    risky_slots.resize(static_cast<size_t>(slots));
+    const uint8_t* risky_at = risky.data() + 1;
+    int32_t count = 0;
+    for (int32_t s = 0; s < slots; ++s) {
+      risky_slots[count] = s;
+      count += risky_at[slot_mem[s]] & static_cast<uint8_t>(slot_task[s] >= 0);  // holes may keep a stale entry
+    }
+    for (int32_t k = 0; k < count; ++k) {
+      const int32_t s = risky_slots[k], t = slot_task[s];
       const Time free = sim::BufferFreeBy(tg, t, [this](int32_t u) { return End(u); });
-      peaks.Add(tg.mem_device[t], slot_start[s] + Shift(s), free, tg.mem_bytes[t]);
+      peaks.Add(slot_mem[s], slot_start[s] + Shift(s), free, tg.mem_bytes[t]);
     }
     const std::vector<int64_t> dynamic = peaks.Finish();
     for (DeviceId d = 0; d < devices; ++d)
-      if (risky[d]) risky_memo[d] = run.static_bytes[d] + dynamic[d];
+      if (risky[1 + d]) risky_memo[d] = run.static_bytes[d] + dynamic[d];
   }
   risky_valid = true;
   return risky_memo;
