@@ -1,6 +1,7 @@
 // DeltaSimulator's state (internal to sim/): shared by delta.cc and delta_sweep.cc (the incremental run, by way
 // of the DeltaSweep of delta_sweep.h), delta_index.cc (the layout of the dequeue order, its indexes, placing a
-// change), delta_query.cc (rolling a query back after its sweep) and delta_simulator.cc (the public methods).
+// change), delta_merge.cc (laying a large change out), delta_query.cc (rolling a query back after its sweep) and
+// delta_simulator.cc (the public methods).
 //
 // The dequeue order lives in slots: slot_task[s] is the task at slot s (-1: a hole), slots increase along the
 // order, and a fresh layout leaves a hole after every few tasks. A change rewrites the slots of the part of the
@@ -233,8 +234,15 @@ struct DeltaSimulator::Impl {
   // Finish's alternative to Place for a large window: writes the new order from the chunk of slot `begin` (the
   // sweep's first slot) on (the window merged with the tasks that kept their slots, each window task after those
   // before its `after`; the tasks from `cut` on moved by `shift`) with absolute times into run.timing and lays it
-  // out afresh there (LayoutFrom). The removed tasks must have left their slots.
-  void LayoutMerged(int32_t begin, int32_t cut, sim::Time shift);
+  // out afresh there, up to where the tasks after it can keep their slots (LayoutBetween) or to the end
+  // (LayoutFrom). The removed tasks must have left their slots; `removed_last` is the last slot they left (-1:
+  // none).
+  void LayoutMerged(int32_t begin, int32_t cut, sim::Time shift, int32_t removed_last);
+  // Lays the tasks of run.timing's order (absolute times) out over slots [from, to) (chunk boundaries; at least as
+  // many slots as tasks), spread evenly; the tasks from `to` on keep their slots and move by `shift`, those before
+  // `from` keep theirs. Updates the per-resource slot lists and links and marks the chunk bounds from `from` on
+  // stale; leaves `placed` and the predecessor entries to the caller.
+  void LayoutBetween(int32_t from, int32_t to, sim::Time shift);
   // Empties the per-resource slot lists and links (every resource without tasks), for a layout to append to.
   void ClearResourceLists();
   // Gives task t `slot` (its resource in slot_res, its buffer's device in slot_mem) and appends it to its resource's slot list and links: `slot`
@@ -274,6 +282,10 @@ struct DeltaSimulator::Impl {
   // Instead of UpdateResourceSlots when a relayout follows: forgets the recorded slot changes.
   void DropSlotEdits();
   void ReindexPlaced(const std::vector<int32_t>& reindex);
+  // Links the tasks at entries x - 1 and x (x > 0) of a resource's slot list `v` (res_next, run.timing.res_prev).
+  void LinkEntries(const std::vector<int32_t>& v, size_t x);
+  // Sets resource r's first and last task from its slot list and ends the links there.
+  void CloseResourceEnds(int32_t r);
   // Puts q's task at slot s (growing the layout when s is past its end), displacing a kept task found there (its
   // times moved by `shift` when s >= cut); returns s + 1.
   int32_t AssignSlot(const Placement& q, int32_t s, int32_t cut, sim::Time shift);
@@ -323,5 +335,29 @@ struct DeltaSimulator::Impl {
   // slot `cut`, the unsettled rest moves by `shift` (call before the tasks' states are reset).
   sim::Time QueryStep(const std::vector<sim::Time>& free, bool stopped, int32_t cut, sim::Time shift) const;
 };
+
+// (Here because delta_index.cc and delta_merge.cc both instantiate it.)
+template <typename EndOf>
+void DeltaSimulator::Impl::IndexPredsBy(int32_t t, EndOf end_of) {
+  const sim::TaskGraph& tg = run.tg;
+  int32_t earliest = -1, bind = -1, earliest_pos = INT32_MAX, bind_pos = -1;
+  sim::Time best = -1;
+  for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) {
+    const int32_t p = tg.pred_pool[tg.pred_off[t] + k];
+    const int32_t slot = pos[p];
+    if (slot < earliest_pos) {
+      earliest_pos = slot;
+      earliest = p;
+    }
+    const sim::Time arrival = end_of(p, slot) + tg.resource_delay[tg.resource[p]];
+    if (arrival > best || (arrival == best && slot > bind_pos)) {
+      best = arrival;
+      bind = p;
+      bind_pos = slot;
+    }
+  }
+  min_pred[t] = earliest;
+  bind_pred[t] = bind;
+}
 
 }  // namespace devplace

@@ -47,29 +47,6 @@ Status DeltaSimulator::Impl::FullRebuild() {
   return Status::Ok();
 }
 
-template <typename EndOf>
-void DeltaSimulator::Impl::IndexPredsBy(int32_t t, EndOf end_of) {
-  const sim::TaskGraph& tg = run.tg;
-  int32_t earliest = -1, bind = -1, earliest_pos = INT32_MAX, bind_pos = -1;
-  Time best = -1;
-  for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) {
-    const int32_t p = tg.pred_pool[tg.pred_off[t] + k];
-    const int32_t slot = pos[p];
-    if (slot < earliest_pos) {
-      earliest_pos = slot;
-      earliest = p;
-    }
-    const Time arrival = end_of(p, slot) + tg.resource_delay[tg.resource[p]];
-    if (arrival > best || (arrival == best && slot > bind_pos)) {
-      best = arrival;
-      bind = p;
-      bind_pos = slot;
-    }
-  }
-  min_pred[t] = earliest;
-  bind_pred[t] = bind;
-}
-
 void DeltaSimulator::Impl::Layout() {
   LayoutFrom(0);
   placed = static_cast<int32_t>(run.timing.order.size());
@@ -365,7 +342,6 @@ void DeltaSimulator::Impl::UpdateResourceSlots() {
   // left first, in order, then those moving right, in reverse order, so that none overwrites one still to move),
   // and only the links at the edits are rewritten (the tasks between two edits keep their neighbours). A
   // resource whose edits lie far apart costs moving the entries between them, not visiting every task there.
-  sim::Timing& tm = run.timing;
   for (int32_t r : changed_res) {
     std::vector<int32_t>& v = res_slots[r];
     std::vector<int32_t>& added = res_added[r];
@@ -411,22 +387,29 @@ void DeltaSimulator::Impl::UpdateResourceSlots() {
     for (const Insert& x : inserts) v[x.to] = x.slot;
     v.resize(size);
     for (size_t x : edits)
-      if (x > 0 && x < size) {
-        const int32_t p = slot_task[v[x - 1]], q = slot_task[v[x]];
-        res_next[p] = q;
-        tm.res_prev[q] = p;
-      }
-    res_first[r] = v.empty() ? -1 : slot_task[v.front()];
-    run.last_task[r] = v.empty() ? -1 : slot_task[v.back()];
-    if (!v.empty()) {
-      tm.res_prev[res_first[r]] = -1;
-      res_next[run.last_task[r]] = -1;
-    }
+      if (x > 0 && x < size) LinkEntries(v, x);
+    CloseResourceEnds(r);
     added.clear();
     dropped.clear();
   }
   changed_res.clear();
   stale.clear();
+}
+
+void DeltaSimulator::Impl::LinkEntries(const std::vector<int32_t>& v, size_t x) {
+  const int32_t p = slot_task[v[x - 1]], q = slot_task[v[x]];
+  res_next[p] = q;
+  run.timing.res_prev[q] = p;
+}
+
+void DeltaSimulator::Impl::CloseResourceEnds(int32_t r) {
+  const std::vector<int32_t>& v = res_slots[r];
+  res_first[r] = v.empty() ? -1 : slot_task[v.front()];
+  run.last_task[r] = v.empty() ? -1 : slot_task[v.back()];
+  if (!v.empty()) {
+    run.timing.res_prev[res_first[r]] = -1;
+    res_next[run.last_task[r]] = -1;
+  }
 }
 
 void DeltaSimulator::Impl::ReindexPlaced(const std::vector<int32_t>& reindex) {
@@ -522,7 +505,9 @@ Status DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
     return FullRebuild();
   const bool merge = static_cast<int64_t>(window.size()) >
                      std::max(placed / sim::kMergeDivisor, sim::kRelayoutMinSlots);
+  int32_t removed_last = -1;  // the last slot a removed task leaves
   for (int32_t t : scratch.removed) {
+    removed_last = std::max(removed_last, pos[t]);
     state[t] = kClean;
     slot_task[pos[t]] = -1;
     if (!merge) {
@@ -534,56 +519,11 @@ Status DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
   }
   ResetStates();
   if (merge) {
-    LayoutMerged(begin, cut, shift);
+    LayoutMerged(begin, cut, shift, removed_last);
     return Status::Ok();
   }
   Place(begin, cut, shift, scratch.reindex);
   return Status::Ok();
-}
-
-void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift) {
-  // A window task follows every task that kept its slot before its `after` (PlaceWindow's merge); the window's
-  // tasks are in their new order and their `after` never decreases. Nothing before `begin` changed (every window
-  // task comes after it and had its previous slot, if any, from it on; so did the removed tasks): the layout is
-  // rewritten from the chunk that holds `begin`.
-  const int32_t from = (begin >> kChunkBits) << kChunkBits;
-  sim::Timing& tm = run.timing;
-  const size_t n = static_cast<size_t>(run.tg.num_tasks());
-  tm.ready.resize(n);
-  tm.start.resize(n);
-  tm.end.resize(n);
-  tm.order.clear();
-  for (const Placement& q : window) moved[q.task] = 1;
-  auto emit = [&tm](int32_t t, Time ready, Time start, Time end) {
-    tm.order.push_back(t);
-    tm.ready[t] = ready;
-    tm.start[t] = start;
-    tm.end[t] = end;
-  };
-  const int32_t slots = static_cast<int32_t>(slot_task.size());
-  size_t j = 0;
-  for (int32_t s = from; s < slots; ++s) {
-    for (; j < window.size() && window[j].after <= s; ++j)
-      emit(window[j].task, window[j].ready, window[j].start, window[j].end);
-    const int32_t t = slot_task[s];
-    if (t < 0 || moved[t]) continue;
-    const Time o = Shift(s) + (s >= cut ? shift : 0);
-    emit(t, slot_ready[s] + o, slot_start[s] + o, slot_end[s] + o);
-  }
-  for (; j < window.size(); ++j) emit(window[j].task, window[j].ready, window[j].start, window[j].end);
-  int32_t added = 0;  // new tasks: in the window, never placed
-  for (const Placement& q : window) {
-    moved[q.task] = 0;
-    added += pos[q.task] < 0;
-  }
-  LayoutFrom(from);
-  placed += added;
-  // The tasks before `from` have their predecessors before it too: their entries stand. A predecessor from `from`
-  // on has its time in `tm` (read by task, without the slot lookup).
-  for (int32_t t : tm.order)
-    IndexPredsBy(t, [this, from, &tm](int32_t p, int32_t slot) {
-      return slot >= from ? tm.end[p] : slot_end[slot] + Shift(slot);
-    });
 }
 
 }  // namespace devplace

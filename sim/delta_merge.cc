@@ -1,0 +1,130 @@
+// Laying a large change out (internal to sim/): the merged new order written from the change's first chunk up to
+// where the rest of the schedule can keep its slots (DeltaSimulator::Impl::LayoutMerged, LayoutBetween).
+#include <algorithm>
+
+#include "sim/delta_impl.h"
+
+namespace devplace {
+
+using sim::kChunkBits;
+using sim::Time;
+
+void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, int32_t removed_last) {
+  // A window task follows every task that kept its slot before its `after` (PlaceWindow's merge); the window's
+  // tasks are in their new order and their `after` never decreases. Nothing before `begin` changed (every window
+  // task comes after it and had its previous slot, if any, from it on; so did the removed tasks): the layout is
+  // rewritten from the chunk that holds `begin` up to a chunk boundary `to` after which every task keeps its slot
+  // and moves by `shift` (its chunks' shift grows by it): `to` lies past the cut, past every window task's merge
+  // position and previous slot and every removed task's slot, and far enough that a ninth of the rewritten slots
+  // stay holes; when no such boundary exists, the rest of the layout is laid out afresh.
+  const int32_t from = (begin >> kChunkBits) << kChunkBits;
+  const int32_t slots = static_cast<int32_t>(slot_task.size());
+  sim::Timing& tm = run.timing;
+  const size_t n = static_cast<size_t>(run.tg.num_tasks());
+  tm.ready.resize(n);
+  tm.start.resize(n);
+  tm.end.resize(n);
+  tm.order.clear();
+  int32_t need = std::max(std::min(cut, slots), removed_last + 1);
+  for (const Placement& q : window) {
+    moved[q.task] = 1;
+    need = std::max({need, q.after + 1, pos[q.task] + 1});
+  }
+  auto emit = [&tm](int32_t t, Time ready, Time start, Time end) {
+    tm.order.push_back(t);
+    tm.ready[t] = ready;
+    tm.start[t] = start;
+    tm.end[t] = end;
+  };
+  constexpr int32_t kChunk = int32_t{1} << kChunkBits;
+  int32_t to = std::min(slots, (need + kChunk - 1) / kChunk * kChunk);
+  size_t j = 0;
+  for (int32_t s = from;;) {
+    for (; s < to; ++s) {
+      for (; j < window.size() && window[j].after <= s; ++j)
+        emit(window[j].task, window[j].ready, window[j].start, window[j].end);
+      const int32_t t = slot_task[s];
+      if (t < 0 || moved[t]) continue;
+      const Time o = Shift(s) + (s >= cut ? shift : 0);
+      emit(t, slot_ready[s] + o, slot_start[s] + o, slot_end[s] + o);
+    }
+    const int32_t count = static_cast<int32_t>(tm.order.size());
+    if (to == slots || count + count / 8 <= to - from) break;
+    to = std::min(slots, to + kChunk);
+  }
+  for (; j < window.size(); ++j) emit(window[j].task, window[j].ready, window[j].start, window[j].end);
+  int32_t added = 0;  // new tasks: in the window, never placed
+  for (const Placement& q : window) {
+    moved[q.task] = 0;
+    added += pos[q.task] < 0;
+  }
+  // A predecessor of a rewritten task (or of a kept one) from `from` until `to` has its time in `tm` (read by
+  // task, without the slot lookup); the others' slots and times are final.
+  auto end_of = [this, from, to, &tm](int32_t p, int32_t slot) {
+    return slot >= from && slot < to ? tm.end[p] : slot_end[slot] + Shift(slot);
+  };
+  if (to == slots) {
+    LayoutFrom(from);
+    placed += added;
+    // The tasks before `from` have their predecessors before it too: their entries stand.
+    for (int32_t t : tm.order) IndexPredsBy(t, end_of);
+    return;
+  }
+  LayoutBetween(from, to, shift);
+  placed += added;
+  for (int32_t t : tm.order) IndexPredsBy(t, end_of);
+  // A kept task's entries stand when all its predecessors are kept tasks too (they kept their slots and moved by
+  // the same shift); its earliest predecessor tells (if any predecessor lies before `to`, that one does), except
+  // for tasks whose predecessor lists changed or that moved while a predecessor may not have (`reindex`).
+  for (int32_t s = to; s < slots; ++s) {
+    const int32_t t = slot_task[s];
+    if (t < 0) continue;
+    const int32_t m = min_pred[t];
+    if (m >= 0 && pos[m] < to) IndexPredsBy(t, end_of);
+  }
+  for (int32_t t : scratch.reindex)
+    if (pos[t] >= to) IndexPredsBy(t, end_of);
+}
+
+void DeltaSimulator::Impl::LayoutBetween(int32_t from, int32_t to, Time shift) {
+  const sim::TaskGraph& tg = run.tg;
+  sim::Timing& tm = run.timing;
+  const int32_t n = static_cast<int32_t>(tm.order.size());
+  std::fill(slot_task.begin() + from, slot_task.begin() + to, -1);
+  std::fill(slot_res.begin() + from, slot_res.begin() + to, -1);
+  std::fill(slot_mem.begin() + from, slot_mem.begin() + to, -1);
+  for (int32_t c = from >> kChunkBits; c < (to >> kChunkBits); ++c) chunk_shift[c] = 0;
+  for (size_t c = static_cast<size_t>(to >> kChunkBits); c < chunk_shift.size(); ++c) chunk_shift[c] += shift;
+  // The tasks spread evenly over the slots (the holes between them are room for later changes).
+  const int64_t span = to - from;
+  for (int32_t k = 0; k < n; ++k) {
+    const int32_t t = tm.order[k];
+    const int32_t s = from + static_cast<int32_t>(static_cast<int64_t>(k) * span / n);
+    slot_task[s] = t;
+    pos[t] = s;
+    slot_ready[s] = tm.ready[t];
+    slot_start[s] = tm.start[t];
+    slot_end[s] = tm.end[t];
+    slot_res[s] = tg.resource[t];
+    slot_mem[s] = tg.mem_bytes[t] > 0 ? tg.mem_device[t] : -1;
+    res_added[tg.resource[t]].push_back(s);
+  }
+  // Each resource's slot list: its entries from `from` until `to` replaced by the new ones, relinked from the
+  // entry before them to the first kept entry after them.
+  for (int32_t r = 0; r < tg.num_resources; ++r) {
+    std::vector<int32_t>& v = res_slots[r];
+    std::vector<int32_t>& add = res_added[r];
+    const auto lo = std::lower_bound(v.begin(), v.end(), from);
+    const auto hi = std::lower_bound(lo, v.end(), to);
+    if (lo == hi && add.empty()) continue;
+    const size_t first = static_cast<size_t>(lo - v.begin());
+    v.insert(v.erase(lo, hi), add.begin(), add.end());
+    const size_t last = std::min(first + add.size(), v.size() - 1);
+    for (size_t x = std::max<size_t>(first, 1); x <= last; ++x) LinkEntries(v, x);
+    CloseResourceEnds(r);
+    add.clear();
+  }
+  IndexChunks(from >> kChunkBits);
+}
+
+}  // namespace devplace
