@@ -245,11 +245,14 @@ struct DeltaSimulator::Impl {
   void LayoutBetween(int32_t from, int32_t to, sim::Time shift);
   // Empties the per-resource slot lists and links (every resource without tasks), for a layout to append to.
   void ClearResourceLists();
-  // Gives task t `slot` (its resource in slot_res, its buffer's device in slot_mem) and appends it to its resource's slot list and links: `slot`
-  // comes after every slot appended since ClearResourceLists. (Here, to be inlined into the layouts' loops.)
+  // The device whose memory holds task t's buffer, -1 when it holds none (what slot_mem keeps per slot).
+  int32_t BufferDevice(int32_t t) const { return run.tg.mem_bytes[t] > 0 ? run.tg.mem_device[t] : -1; }
+  // Gives task t `slot` (its resource in slot_res, its buffer's device in slot_mem) and appends it to its
+  // resource's slot list and links: `slot` comes after every slot appended since ClearResourceLists. (Here, to be
+  // inlined into the layouts' loops.)
   void AppendToResource(int32_t t, int32_t slot) {
     const int32_t r = slot_res[slot] = run.tg.resource[t];
-    slot_mem[slot] = run.tg.mem_bytes[t] > 0 ? run.tg.mem_device[t] : -1;
+    slot_mem[slot] = BufferDevice(t);
     res_slots[r].push_back(slot);
     const int32_t prev = run.last_task[r];
     run.timing.res_prev[t] = prev;

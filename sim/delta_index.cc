@@ -290,7 +290,7 @@ int32_t DeltaSimulator::Impl::AssignSlot(const Placement& q, int32_t s, int32_t 
   slot_start[s] = q.start - o;
   slot_end[s] = q.end - o;
   slot_res[s] = run.tg.resource[t];
-  slot_mem[s] = run.tg.mem_bytes[t] > 0 ? run.tg.mem_device[t] : -1;
+  slot_mem[s] = BufferDevice(t);
   TouchChunk(s >> kChunkBits);
   return s + 1;
 }

@@ -63,16 +63,12 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
   auto end_of = [this, from, to, &tm](int32_t p, int32_t slot) {
     return slot >= from && slot < to ? tm.end[p] : slot_end[slot] + Shift(slot);
   };
-  if (to == slots) {
-    LayoutFrom(from);
-    placed += added;
-    // The tasks before `from` have their predecessors before it too: their entries stand.
-    for (int32_t t : tm.order) IndexPredsBy(t, end_of);
-    return;
-  }
-  LayoutBetween(from, to, shift);
+  if (to == slots) LayoutFrom(from);
+  else LayoutBetween(from, to, shift);
   placed += added;
+  // The tasks before `from` have their predecessors before it too: their entries stand.
   for (int32_t t : tm.order) IndexPredsBy(t, end_of);
+  if (to == slots) return;
   // A kept task's entries stand when all its predecessors are kept tasks too (they kept their slots and moved by
   // the same shift); its earliest predecessor tells (if any predecessor lies before `to`, that one does), except
   // for tasks whose predecessor lists changed or that moved while a predecessor may not have (`reindex`).
@@ -106,7 +102,7 @@ void DeltaSimulator::Impl::LayoutBetween(int32_t from, int32_t to, Time shift) {
     slot_start[s] = tm.start[t];
     slot_end[s] = tm.end[t];
     slot_res[s] = tg.resource[t];
-    slot_mem[s] = tg.mem_bytes[t] > 0 ? tg.mem_device[t] : -1;
+    slot_mem[s] = BufferDevice(t);
     res_added[tg.resource[t]].push_back(s);
   }
   // Each resource's slot list: its entries from `from` until `to` replaced by the new ones, relinked from the
