@@ -304,7 +304,17 @@ struct DeltaSimulator::Impl {
   void IndexPreds(int32_t t);
   // IndexPreds with predecessor p's end time given by end_of(p, slot of p).
   template <typename EndOf>
-  void IndexPredsBy(int32_t t, EndOf end_of);
+  void IndexPredsBy(int32_t t, EndOf end_of) {
+    const auto [earliest, bind] = PredEntries(t, end_of);
+    min_pred[t] = earliest;
+    bind_pred[t] = bind;
+  }
+  // Task t's earliest predecessor (by slot) and binding one (the latest arrival, the later slot on ties) from its
+  // predecessors' slots and end times end_of(p, slot of p); -1 for each when it has none.
+  template <typename EndOf>
+  std::pair<int32_t, int32_t> PredEntries(int32_t t, EndOf end_of) const;
+  // DeltaSimulator::CheckIndexes.
+  Status CheckIndexes() const;
   // The slot of a predecessor entry (-1: none).
   int32_t SlotOf(int32_t pred) const { return pred < 0 ? -1 : pos[pred]; }
   // Recomputes a chunk's bounds from the layout (and marks them fresh).
@@ -339,9 +349,9 @@ struct DeltaSimulator::Impl {
   sim::Time QueryStep(const std::vector<sim::Time>& free, bool stopped, int32_t cut, sim::Time shift) const;
 };
 
-// (Here because delta_index.cc and delta_merge.cc both instantiate it.)
+// (Here because delta_index.cc, delta_merge.cc and delta_check.cc all instantiate it.)
 template <typename EndOf>
-void DeltaSimulator::Impl::IndexPredsBy(int32_t t, EndOf end_of) {
+std::pair<int32_t, int32_t> DeltaSimulator::Impl::PredEntries(int32_t t, EndOf end_of) const {
   const sim::TaskGraph& tg = run.tg;
   int32_t earliest = -1, bind = -1, earliest_pos = INT32_MAX, bind_pos = -1;
   sim::Time best = -1;
@@ -359,8 +369,7 @@ void DeltaSimulator::Impl::IndexPredsBy(int32_t t, EndOf end_of) {
       bind_pos = slot;
     }
   }
-  min_pred[t] = earliest;
-  bind_pred[t] = bind;
+  return {earliest, bind};
 }
 
 }  // namespace devplace
