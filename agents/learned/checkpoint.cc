@@ -1,13 +1,12 @@
 #include "agents/learned/checkpoint.h"
 
-#include <torch/version.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <system_error>
 #include <vector>
 
+#include "agents/learned/adam_step.h"
 #include "core/atomic_file.h"
 #include "core/sha256.h"
 
@@ -34,16 +33,6 @@ Status SaveArchiveAtomic(torch::serialize::OutputArchive& archive, const fs::pat
   *bytes_out = static_cast<int64_t>(bytes.size());
   *sha256_out = Sha256Hex(bytes);
   return WriteFileAtomic(path.string(), bytes);
-}
-
-// The key of a parameter in LibTorch's optimizer state: its TensorImpl's address, as text in LibTorch 1.x and as the
-// pointer itself in 2.x.
-auto AdamStateKey(const torch::Tensor& param) {
-#if TORCH_VERSION_MAJOR >= 2
-  return static_cast<void*>(param.unsafeGetTensorImpl());
-#else
-  return c10::guts::to_string(param.unsafeGetTensorImpl());
-#endif
 }
 
 // Adam's state in a deterministic layout: per parameter group its options and, by parameter index, each

@@ -3,8 +3,10 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <mutex>
 #include <utility>
 
+#include "agents/learned/adam_step.h"
 #include "agents/learned/ppo.h"
 #include "distributed/process_group.h"
 #include "core/check.h"
@@ -114,6 +116,50 @@ Status SumGradients(const std::vector<torch::Tensor>& parameters, ProcessGroup& 
 struct GameGradient {
   std::vector<torch::Tensor> gradients;
   double stats[5] = {0, 0, 0, 0, 0};
+};
+
+// Adds the games' gradients into the parameters' .grad in game order, each game's as soon as it and every game
+// before it are done (by the thread that finished the last of them), so that the sum overlaps the games still
+// running; the sums equal adding the games one after another in order.
+class InOrderGradientSum {
+ public:
+  InOrderGradientSum(const std::vector<torch::Tensor>& parameters, std::vector<GameGradient>& parts)
+      : parameters_(parameters), parts_(parts), done_(parts.size(), 0) {}
+  // parts[j] holds game j's gradients.
+  void Done(size_t j) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_[j] = 1;
+    if (adding_) return;  // the thread adding will find it
+    adding_ = true;
+    while (next_ < done_.size() && done_[next_]) {
+      const size_t k = next_++;
+      lock.unlock();
+      Add(parts_[k]);
+      lock.lock();
+    }
+    adding_ = false;
+  }
+
+ private:
+  void Add(GameGradient& part) {
+    for (size_t p = 0; p < parameters_.size(); ++p) {
+      torch::Tensor& g = part.gradients[p];
+      if (!g.defined()) continue;
+      torch::Tensor param = parameters_[p];
+      if (param.grad().defined())
+        param.mutable_grad().add_(g);
+      else  // a copy in the parameter's layout: autograd may return a view
+        param.mutable_grad() = torch::empty_like(param).copy_(g);
+      g = torch::Tensor();  // added; its memory can go
+    }
+  }
+
+  const std::vector<torch::Tensor>& parameters_;
+  std::vector<GameGradient>& parts_;
+  std::mutex mutex_;
+  std::vector<uint8_t> done_;
+  size_t next_ = 0;
+  bool adding_ = false;
 };
 
 }  // namespace
@@ -464,9 +510,11 @@ Expected<UpdateStats> PpoLearner::RunUpdate(std::vector<GameRollout>& rollouts, 
       for (size_t i = begin; i < end; ++i)
         if (group == nullptr || static_cast<int32_t>((i - begin) % group->size()) == group->rank())
           mine.push_back(order[i]);
-      // The games' gradients in parallel (autograd::grad leaves the shared parameters' .grad alone), then summed
-      // into .grad in minibatch order, as one backward per game after another would accumulate them.
+      // The games' gradients in parallel (autograd::grad leaves the shared parameters' .grad alone), summed into
+      // .grad in minibatch order as the games finish, as one backward per game after another would accumulate them.
+      optimizer_->zero_grad();
       std::vector<GameGradient> parts(mine.size());
+      InOrderGradientSum sum(parameters, parts);
       RunParallel(mine.size(), threads_, [&](size_t j) {
         PpoLoss loss = Loss(rollouts[mine[j]]);
         parts[j].gradients = torch::autograd::grad({loss.total * weight}, parameters, {}, /*retain_graph=*/false,
@@ -474,26 +522,16 @@ Expected<UpdateStats> PpoLearner::RunUpdate(std::vector<GameRollout>& rollouts, 
         const double values[5] = {loss.policy.item<double>(), loss.value.item<double>(), loss.entropy.item<double>(),
                                   loss.clip_fraction, loss.approx_kl};
         for (int k = 0; k < 5; ++k) parts[j].stats[k] = values[k] * weight;
+        sum.Done(j);
       });
-      optimizer_->zero_grad();
-      for (GameGradient& part : parts) {
-        for (size_t p = 0; p < parameters.size(); ++p) {
-          torch::Tensor& g = part.gradients[p];
-          if (!g.defined()) continue;
-          torch::Tensor param = parameters[p];
-          if (param.grad().defined())
-            param.mutable_grad().add_(g);
-          else  // a copy in the parameter's layout: autograd may return a view
-            param.mutable_grad() = torch::empty_like(param).copy_(g);
-        }
+      for (const GameGradient& part : parts)
         for (int k = 0; k < 5; ++k) sums[k] += part.stats[k];
-      }
       if (group != nullptr)
         if (Status s = SumGradients(parameters, *group); !s) return s.error();
-      // max_grad_norm 0 disables clipping (the norm is still reported).
-      stats.grad_norm += torch::nn::utils::clip_grad_norm_(
-          parameters, config_.max_grad_norm > 0 ? config_.max_grad_norm : 1e30);
-      optimizer_->step();
+      // max_grad_norm 0 disables clipping (the norm is still reported). Clipping and Adam run by parameter on the
+      // threads, with the serial calls' result.
+      stats.grad_norm +=
+          ClipAndStepAdam(*optimizer_, parameters, config_.max_grad_norm > 0 ? config_.max_grad_norm : 1e30, threads_);
       ++updates;
     }
   }
