@@ -274,6 +274,48 @@ TEST(DeltaSimulator, EqualsFullSimulationWhenAChangeRetimesMostOfTheSchedule) {
   EXPECT_GE(large, 8) << "of " << tasks << " tasks";  // 11 when written
 }
 
+// The iterative environment's episode: every op starts on one GPU, then each forward op in turn moves with its
+// backward and update ops (one change of several ops) to a random GPU. Early moves shift the rest of a schedule
+// serialised on the first GPU; later ones re-time much of a scattered one, so merged layouts that keep the
+// shifted tail after the cut (LayoutMerged's kept tasks, re-indexed where their inputs moved) occur throughout.
+TEST(DeltaSimulator, EqualsFullSimulationOverAnIterativeEpisode) {
+  const Expected<Graph> graph = NmtGraph(2000, 43);
+  ASSERT_TRUE(graph.ok()) << graph.error().message;
+  const Topology topology = Dgx1();
+  const int devices = topology.num_devices();
+  const CostModel cost = MakeAnalyticCostModel();
+  std::vector<std::vector<OpId>> groups;  // a forward op, then its backward and update ops
+  std::vector<int32_t> group_of(static_cast<size_t>(graph->num_ops()), -1);
+  for (OpId op : graph->topological_order())
+    if (graph->op(op).role == OpRole::kForward) {
+      group_of[op] = static_cast<int32_t>(groups.size());
+      groups.push_back({op});
+    }
+  for (OpId op = 0; op < graph->num_ops(); ++op)
+    if (graph->op(op).role != OpRole::kForward) groups[group_of[graph->find(graph->op(op).forward_op)]].push_back(op);
+  Expected<DeltaSimulator> delta = DeltaSimulator::Create(
+      *graph, topology, Strategy::FromPlacement(std::vector<DeviceId>(static_cast<size_t>(graph->num_ops()), 0)), cost);
+  ASSERT_TRUE(delta.ok()) << delta.error().message;
+  std::mt19937_64 rng(43);
+  int large = 0, steps = 0;
+  // Every third group keeps the test short; the moves still spread the ops over the whole schedule.
+  for (size_t g = 0; g < groups.size(); g += 3, ++steps) {
+    const OpConfig moved{{static_cast<DeviceId>(testing::UniformInt(rng, devices))}, {}};
+    std::vector<std::pair<OpId, OpConfig>> changes;
+    for (OpId op : groups[g]) changes.emplace_back(op, moved);
+    ASSERT_TRUE(delta->SetConfigs(changes).ok());
+    const Expected<SimResult> full = Simulate(*graph, topology, delta->strategy(), cost);
+    ASSERT_TRUE(full.ok()) << full.error().message;
+    large += 4 * delta->last_retimed_tasks() > full->num_tasks && delta->last_retimed_tasks() > 1024;
+    ASSERT_EQ(delta->step_time(), full->step_time) << "step " << steps;
+    ASSERT_EQ(delta->oom(), full->oom) << "step " << steps;
+    if (steps % 10 == 0) ExpectSameResult(delta->result(), *full, "step " + std::to_string(steps));
+    ExpectIndexesHold(*delta, "step " + std::to_string(steps));
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GE(large, 100) << "of " << steps << " steps";  // 153 of 334 when written
+}
+
 // Every task's times, not only the aggregates: with the timeline kept, the delta simulator's timeline (its tasks
 // in dequeue order) equals the full simulation's entry by entry after every change. A task shifted with the rest
 // of the schedule while a settled input still binds it changes no aggregate until later changes build on it;
