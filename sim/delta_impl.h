@@ -34,9 +34,10 @@ inline int32_t FreshSlot(int32_t k) { return k + k / (kHoleEvery - 1); }
 inline constexpr int32_t kRelayoutDivisor = 16;
 inline constexpr int32_t kRelayoutMinSlots = 1024;
 // A change that re-times more than 1/kMergeDivisor of the tasks (and at least kRelayoutMinSlots) is not placed
-// slot by slot: the new order is written out whole and laid out afresh (DeltaSimulator::Impl::LayoutMerged),
-// which costs about what placing a quarter of the tasks does.
-inline constexpr int32_t kMergeDivisor = 4;
+// slot by slot: the new order is written out from the change's first chunk up to where the rest keeps its slots
+// (DeltaSimulator::Impl::LayoutMerged). Placing such a change slot by slot would pack its stretch so tightly
+// that the whole order is laid out afresh after it (kRelayoutDivisor), which costs more.
+inline constexpr int32_t kMergeDivisor = 16;
 // Task states during a change: unchanged so far, to be re-timed, re-timed, replaced by the change.
 enum : uint8_t { kClean = 0, kDirty = 1, kDone = 2, kRemoved = 3 };
 
