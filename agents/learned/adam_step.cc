@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstddef>
 #include <tuple>
+#include <unordered_map>
 
 #include "agents/learned/learner.h"
 #include "core/check.h"
@@ -28,13 +29,14 @@ double ClipAndStepAdam(torch::optim::Adam& adam, const std::vector<torch::Tensor
   const torch::Tensor clip_coef = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
   // Adam: each parameter's options from its group, and its state, made (as Adam::step makes it) before the
   // threads start, since the state map must not grow while they read it.
+  std::unordered_map<const void*, size_t> index;  // by TensorImpl
+  for (size_t i = 0; i < params.size(); ++i) index.emplace(params[i].unsafeGetTensorImpl(), i);
   std::vector<const torch::optim::AdamOptions*> options(params.size(), nullptr);
   for (auto& group : adam.param_groups()) {
     const auto& o = static_cast<const torch::optim::AdamOptions&>(group.options());
     DEVPLACE_CHECK(o.weight_decay() == 0 && !o.amsgrad(), "ClipAndStepAdam: weight decay and AMSGrad not supported");
     for (const torch::Tensor& p : group.params())
-      for (size_t i : with_grad)
-        if (params[i].is_same(p)) options[i] = &o;
+      if (const auto it = index.find(p.unsafeGetTensorImpl()); it != index.end()) options[it->second] = &o;
   }
   std::vector<torch::optim::AdamParamState*> states(params.size(), nullptr);
   for (size_t i : with_grad) {
