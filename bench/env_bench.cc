@@ -13,6 +13,10 @@
 //     without delta simulation would pay per step, OOM included).
 //   IterativeStep/transformer/<ops>, DeltaStepTimeOnly/transformer/<ops>, FullResimStep/transformer/<ops>: the
 //     same three on "transformer" family graphs.
+//   IterativeShape/<family>/<ops>: the shape of the same episodes' steps (bench/delta_shape.h, as sim_bench's
+//     DeltaShape): each step's placement simulated in full before and after, means per step of the tasks moved,
+//     the binding-forest subtrees and per-resource runs they form, the slacks to prove and the order breaks.
+//     One episode per run (about a minute at 10k ops).
 //   OneShotEpisode/<ops>: a whole one-shot (GDP) episode: NewInitialState + ApplyPlacement of a random placement
 //     (num_groups checked steps and one full simulation). items = episodes.
 //   Observation/<ops>: PlacementState::FillObservation into a reused Observation.
@@ -35,11 +39,14 @@
 #include <utility>
 #include <vector>
 
+#include "bench/delta_shape.h"
 #include "core/topology_yaml.h"
 #include "datasets/families.h"
 #include "env/batch.h"
 #include "env/game.h"
+#include "sim/full_run.h"
 #include "sim/simulator.h"
+#include "sim/task_graph.h"
 
 namespace devplace {
 namespace {
@@ -236,6 +243,35 @@ void GameCreate(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations());
 }
 
+void IterativeShapeOf(benchmark::State& st, const char* family) {
+  auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative, 42, false, family);
+  std::mt19937_64 rng(1);
+  const int32_t groups = game->num_groups();
+  const SimOptions options = game->config().sim;
+  const CostModel cost = game->cost();
+  sim::PlainCostCache cache(game->graph().num_ops(), game->num_devices());
+  sim::TaskBuilder builder(game->graph(), game->topology(), cost, options, &cache);
+  sim::Engine engine;
+  auto schedule = [&](const std::vector<int32_t>& devices) {
+    sim::FullRun run;
+    if (Status s = run.Run(builder, engine, game->StrategyFromGroups(devices), sim::Record::kAll); !s)
+      throw std::runtime_error(s.error().message);
+    return run;
+  };
+  bench::ShapeCounts shape;
+  for (auto _ : st) {
+    std::vector<int32_t> devices(static_cast<size_t>(groups), game->reference_device());
+    sim::FullRun before = schedule(devices);
+    for (int32_t g = 0; g < groups; ++g) {
+      devices[g] = static_cast<int32_t>(rng() % game->num_devices());
+      sim::FullRun after = schedule(devices);
+      shape.Add(before, after);
+      before = std::move(after);
+    }
+  }
+  shape.Report(st);
+}
+
 // The step benchmarks: nmt under the plain names, transformer as <name>/transformer/<ops>.
 [[maybe_unused]] const bool kStepBenchmarks = [] {
   using Step = void (*)(benchmark::State&, const char*);
@@ -247,6 +283,12 @@ void GameCreate(benchmark::State& st) {
       if (std::string_view(family) != "nmt") label.append("/").append(family);
       benchmark::RegisterBenchmark(label.c_str(), step, family)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
     }
+  for (const char* family : {"nmt", "transformer"})
+    benchmark::RegisterBenchmark((std::string("IterativeShape/") + family).c_str(), IterativeShapeOf, family)
+        ->Arg(1000)
+        ->Arg(10000)
+        ->Iterations(1)
+        ->Unit(benchmark::kSecond);
   return true;
 }();
 BENCHMARK(OneShotEpisode)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);

@@ -25,8 +25,8 @@
 //   op ids). Tie-breaks follow the ids, so a renumbered graph's schedule may differ where tasks tie.
 //   DeltaShape/<src>: the shape of DeltaFixed's large changes (those the delta simulator re-times more than a
 //   quarter of the tasks for), from full simulations of the placement before and after each change (tasks matched
-//   by tie-break key, resource and duration; a task moved when its start changed), means per large change: tasks
-//   moved; binding_roots, the moved tasks whose binding parent in the old schedule (Timing::crit_prev: its resource
+//   by tie-break key, resource and duration; a task moved when its start changed; bench/delta_shape.h), means per
+//   large change (`changes` of them): tasks moved; binding_roots, the moved tasks whose binding parent in the old schedule (Timing::crit_prev: its resource
 //   predecessor when it waited for the resource, else its latest input) is missing or moved by a different amount
 //   (every other moved task moves with its parent, so the moved tasks are that many subtrees of the binding forest,
 //   each shifted whole); resource_runs, maximal runs of equal shift in each resource's new order; cross_edges, inputs
@@ -44,7 +44,6 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <ctime>
 #include <random>
 #include <stdexcept>
@@ -53,6 +52,7 @@
 
 #include "core/topology_yaml.h"
 #include "core/training_graph.h"
+#include "bench/delta_shape.h"
 #include "sim/full_run.h"
 #include "sim/simulator.h"
 #include "sim/task_graph.h"
@@ -417,64 +417,20 @@ void DeltaShape(benchmark::State& state) {
   const Strategy base = Placement(f.graph, devices, true, 7);
   const CostModel cost = MakeAnalyticCostModel();
   DeltaSimulator delta = Check(DeltaSimulator::Create(f.graph, f.topology, base, cost));
-  const sim::FullRun old = FullSchedule(f, base, cost);
-  const sim::TaskGraph& a = old.tg;
-  const int32_t n = a.num_tasks();
-  double large = 0, moved = 0, roots = 0, runs = 0, cross = 0, tight = 0, breaks = 0;
+  const sim::FullRun before = FullSchedule(f, base, cost);
+  bench::ShapeCounts shape;
   for (auto _ : state) {
     for (const auto& [op, config] : FixedMoves(f.graph, base, devices)) {
       if (!delta.SetConfig(op, config).ok()) state.SkipWithError("SetConfig failed");
       const int64_t retimed = delta.last_retimed_tasks();
       if (!delta.SetConfig(op, base.configs[op]).ok()) state.SkipWithError("SetConfig failed");
-      if (retimed * 4 <= n) continue;
+      if (retimed * 4 <= before.tg.num_tasks()) continue;
       Strategy changed = base;
       changed.configs[op] = config;
-      const sim::FullRun now = FullSchedule(f, changed, cost);
-      const sim::TaskGraph& b = now.tg;
-      std::unordered_map<uint64_t, int32_t> by_key;
-      for (int32_t t = 0; t < b.num_tasks(); ++t) by_key.emplace(b.key[t], t);
-      std::vector<int32_t> match(static_cast<size_t>(n), -1);
-      std::vector<sim::Time> shift(static_cast<size_t>(n), 0);
-      for (int32_t t = 0; t < n; ++t) {
-        const auto it = by_key.find(a.key[t]);
-        if (it == by_key.end() || b.resource[it->second] != a.resource[t] || b.duration[it->second] != a.duration[t])
-          continue;
-        match[t] = it->second;
-        shift[t] = now.timing.start[it->second] - old.timing.start[t];
-      }
-      std::vector<std::vector<std::pair<sim::Time, int32_t>>> per_resource(static_cast<size_t>(b.num_resources));
-      large += 1;
-      for (int32_t t = 0; t < n; ++t) {
-        if (match[t] < 0 || shift[t] == 0) continue;
-        moved += 1;
-        per_resource[b.resource[match[t]]].emplace_back(now.timing.start[match[t]], t);
-        const int32_t parent = old.timing.crit_prev[t];
-        if (parent < 0 || match[parent] < 0 || shift[parent] != shift[t]) roots += 1;
-        if (parent >= 0 && match[parent] >= 0 && shift[t] < shift[parent]) breaks += 1;
-        for (int32_t k = 0; k < a.pred_cnt[t]; ++k) {
-          const int32_t p = a.pred_pool[a.pred_off[t] + k];
-          if (p == parent || match[p] < 0) continue;
-          if (shift[p] > shift[t]) cross += 1;
-          const sim::Time slack = old.timing.start[t] - old.timing.end[p] - a.resource_delay[a.resource[p]];
-          if (shift[p] == shift[t] && slack < std::abs(shift[t])) tight += 1;
-        }
-      }
-      for (auto& list : per_resource) {
-        std::sort(list.begin(), list.end());
-        for (size_t i = 0; i < list.size(); ++i)
-          if (i == 0 || shift[list[i].second] != shift[list[i - 1].second]) runs += 1;
-      }
+      shape.Add(before, FullSchedule(f, changed, cost));
     }
   }
-  const double per = std::max(1.0, large);
-  state.counters["large_changes"] = large;
-  state.counters["tasks"] = n;
-  state.counters["moved"] = moved / per;
-  state.counters["binding_roots"] = roots / per;
-  state.counters["resource_runs"] = runs / per;
-  state.counters["cross_edges"] = cross / per;
-  state.counters["order_breaks"] = breaks / per;
-  state.counters["tight_inner_edges"] = tight / per;
+  shape.Report(state);
 }
 BENCHMARK(DeltaShape)->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kSecond);
 

@@ -1,0 +1,86 @@
+// The shape of a change to a schedule, for DeltaShape (sim_bench) and IterativeShape (env_bench): what a re-timing
+// by lazily shifted subtrees of the binding forest, or by per-resource runs, would have to touch. Header-only,
+// shared by the two benchmark programs; reads sim/'s internal full-run state.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "sim/full_run.h"
+#include "sim/task_graph.h"
+
+namespace devplace::bench {
+
+// Sums over changes (divide by `changes` for means).
+struct ShapeCounts {
+  double changes = 0;
+  double tasks = 0;          // tasks before the change
+  double moved = 0;          // tasks whose start moved (matched by tie-break key, resource and duration)
+  double binding_roots = 0;  // moved tasks whose binding parent is missing or moved by a different amount
+  double resource_runs = 0;  // maximal runs of equal shift in each resource's new order
+  double cross_edges = 0;    // inputs other than the binding parent that moved more than their task
+  double tight_inner = 0;    // such inputs that moved as much as their task, with an old slack below the shift
+  double order_breaks = 0;   // tasks that moved less than their binding parent
+
+  // Adds the change from `before` to `after` (full runs with every time recorded: Record::kAll).
+  void Add(const sim::FullRun& before, const sim::FullRun& after) {
+    const sim::TaskGraph& a = before.tg;
+    const sim::TaskGraph& b = after.tg;
+    const int32_t n = a.num_tasks();
+    std::unordered_map<uint64_t, int32_t> by_key;
+    by_key.reserve(static_cast<size_t>(b.num_tasks()) * 2);
+    for (int32_t t = 0; t < b.num_tasks(); ++t) by_key.emplace(b.key[t], t);
+    std::vector<int32_t> match(static_cast<size_t>(n), -1);
+    std::vector<sim::Time> shift(static_cast<size_t>(n), 0);
+    for (int32_t t = 0; t < n; ++t) {
+      const auto it = by_key.find(a.key[t]);
+      if (it == by_key.end() || b.resource[it->second] != a.resource[t] || b.duration[it->second] != a.duration[t])
+        continue;
+      match[t] = it->second;
+      shift[t] = after.timing.start[it->second] - before.timing.start[t];
+    }
+    std::vector<std::vector<std::pair<sim::Time, int32_t>>> per_resource(static_cast<size_t>(b.num_resources));
+    changes += 1;
+    tasks += n;
+    for (int32_t t = 0; t < n; ++t) {
+      if (match[t] < 0 || shift[t] == 0) continue;
+      moved += 1;
+      per_resource[b.resource[match[t]]].emplace_back(after.timing.start[match[t]], t);
+      const int32_t parent = before.timing.crit_prev[t];
+      if (parent < 0 || match[parent] < 0 || shift[parent] != shift[t]) binding_roots += 1;
+      if (parent >= 0 && match[parent] >= 0 && shift[t] < shift[parent]) order_breaks += 1;
+      for (int32_t k = 0; k < a.pred_cnt[t]; ++k) {
+        const int32_t p = a.pred_pool[a.pred_off[t] + k];
+        if (p == parent || match[p] < 0) continue;
+        if (shift[p] > shift[t]) cross_edges += 1;
+        const sim::Time slack = before.timing.start[t] - before.timing.end[p] - a.resource_delay[a.resource[p]];
+        if (shift[p] == shift[t] && slack < std::abs(shift[t])) tight_inner += 1;
+      }
+    }
+    for (auto& list : per_resource) {
+      std::sort(list.begin(), list.end());
+      for (size_t i = 0; i < list.size(); ++i)
+        if (i == 0 || shift[list[i].second] != shift[list[i - 1].second]) resource_runs += 1;
+    }
+  }
+
+  // The means per change as benchmark counters.
+  template <class State>
+  void Report(State& state) const {
+    const double per = std::max(1.0, changes);
+    state.counters["changes"] = changes;
+    state.counters["tasks"] = tasks / per;
+    state.counters["moved"] = moved / per;
+    state.counters["binding_roots"] = binding_roots / per;
+    state.counters["resource_runs"] = resource_runs / per;
+    state.counters["cross_edges"] = cross_edges / per;
+    state.counters["tight_inner_edges"] = tight_inner / per;
+    state.counters["order_breaks"] = order_breaks / per;
+  }
+};
+
+}  // namespace devplace::bench
