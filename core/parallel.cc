@@ -72,12 +72,13 @@ class WorkerPool {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (busy_) return false;
-      busy_ = true;
-      // A new thread waits for the generation after the current one: the job offered below.
+      // A new thread waits for the generation after the current one: the job offered below. (Should starting one
+      // throw, the pool stays free for the next call.)
       while (threads_ < helpers) {
         std::thread(&WorkerPool::WorkerMain, this, generation_.load(std::memory_order_relaxed)).detach();
         ++threads_;
       }
+      busy_ = true;
       job_ = &job;
       seats_ = helpers;
       seated_ = finished_ = 0;
