@@ -25,6 +25,7 @@ struct ShapeCounts {
   double cross_edges = 0;    // inputs other than the binding parent that moved more than their task
   double tight_inner = 0;    // such inputs that moved as much as their task, with an old slack below the shift
   double order_breaks = 0;   // tasks that moved less than their binding parent
+  double queue_swaps = 0;    // consecutive tasks of a resource's old order that run in the other order after
 
   // Adds the change from `before` to `after` (full runs with every time recorded: Record::kAll).
   void Add(const sim::FullRun& before, const sim::FullRun& after) {
@@ -61,6 +62,12 @@ struct ShapeCounts {
         if (shift[p] == shift[t] && slack < std::abs(shift[t])) tight_inner += 1;
       }
     }
+    std::vector<int32_t> rank(static_cast<size_t>(b.num_tasks()), -1);
+    for (size_t k = 0; k < after.timing.order.size(); ++k) rank[after.timing.order[k]] = static_cast<int32_t>(k);
+    for (int32_t t = 0; t < n; ++t) {
+      const int32_t prev = before.timing.res_prev[t];
+      if (prev >= 0 && match[t] >= 0 && match[prev] >= 0 && rank[match[t]] < rank[match[prev]]) queue_swaps += 1;
+    }
     for (auto& list : per_resource) {
       std::sort(list.begin(), list.end());
       for (size_t i = 0; i < list.size(); ++i)
@@ -80,6 +87,7 @@ struct ShapeCounts {
     state.counters["cross_edges"] = cross_edges / per;
     state.counters["tight_inner_edges"] = tight_inner / per;
     state.counters["order_breaks"] = order_breaks / per;
+    state.counters["queue_swaps"] = queue_swaps / per;
   }
 };
 

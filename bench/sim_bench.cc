@@ -31,7 +31,8 @@
 //   (every other moved task moves with its parent, so the moved tasks are that many subtrees of the binding forest,
 //   each shifted whole); resource_runs, maximal runs of equal shift in each resource's new order; cross_edges, inputs
 //   that are not a task's binding parent and moved more than the task (each one a slack to prove); order_breaks,
-//   tasks that moved less than their binding parent (an order change or a new binding input); tight_inner_edges,
+//   tasks that moved less than their binding parent (an order change or a new binding input); queue_swaps,
+//   consecutive tasks of a resource's old order that run in the other order after the change; tight_inner_edges,
 //   such inputs that moved as much as the task with an old slack below the shift (what a filter on each task's
 //   least input slack would examine in vain). What a re-timing by lazily shifted subtrees or runs would have to
 //   touch, against the tasks moved today.
