@@ -97,9 +97,11 @@ TEST(FastRingOrder, VisitsTheHostsInTurnBeyondEightDevices) {
     ASSERT_EQ(std::set<DeviceId>(order.begin(), order.end()).size(), 16u);
     EXPECT_EQ(HostCrossings(*t, order), 4);
     EXPECT_DOUBLE_EQ(RingSecondsPerByte(*t, order), 1 / 12e9);
-    for (size_t i = 0; i < order.size(); ++i)  // within a host: the direct NVLink
-      if (t->device(order[i]).host == t->device(order[(i + 1) % order.size()]).host)
+    for (size_t i = 0; i < order.size(); ++i) {  // within a host: the direct NVLink
+      if (t->device(order[i]).host == t->device(order[(i + 1) % order.size()]).host) {
         EXPECT_EQ(t->route(order[i], order[(i + 1) % order.size()]).size(), 1u) << i;
+      }
+    }
     EXPECT_EQ(FastRingOrder(*t, {ids.rbegin(), ids.rend()}), order);
   }
   // Five hosts of four V100s on 10 Gb/s Ethernet (20 devices, not a power of two): five crossings.
