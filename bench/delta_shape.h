@@ -6,14 +6,41 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <stdexcept>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "core/graph.h"
+#include "core/strategy.h"
+#include "core/topology.h"
+#include "sim/cost_model.h"
 #include "sim/full_run.h"
+#include "sim/simulator.h"
 #include "sim/task_graph.h"
 
 namespace devplace::bench {
+
+// Full simulations with every time and binding parent recorded (Record::kAll), sharing one price cache.
+class FullScheduler {
+ public:
+  // `graph`, `topology`, `cost` and `options` must outlive the scheduler.
+  FullScheduler(const Graph& graph, const Topology& topology, const CostModel& cost, const SimOptions& options)
+      : cache_(graph.num_ops(), topology.num_devices()), builder_(graph, topology, cost, options, &cache_) {}
+
+  // The schedule of `strategy`; throws when it cannot be simulated (a benchmark's set-up error).
+  sim::FullRun Run(const Strategy& strategy) {
+    sim::FullRun run;
+    if (Status s = run.Run(builder_, engine_, strategy, sim::Record::kAll); !s)
+      throw std::runtime_error(s.error().message);
+    return run;
+  }
+
+ private:
+  sim::PlainCostCache cache_;
+  sim::TaskBuilder builder_;
+  sim::Engine engine_;
+};
 
 // Sums over changes (divide by `changes` for means).
 struct ShapeCounts {

@@ -44,9 +44,7 @@
 #include "datasets/families.h"
 #include "env/batch.h"
 #include "env/game.h"
-#include "sim/full_run.h"
 #include "sim/simulator.h"
-#include "sim/task_graph.h"
 
 namespace devplace {
 namespace {
@@ -249,15 +247,8 @@ void IterativeShapeOf(benchmark::State& st, const char* family) {
   const int32_t groups = game->num_groups();
   const SimOptions options = game->config().sim;
   const CostModel cost = game->cost();
-  sim::PlainCostCache cache(game->graph().num_ops(), game->num_devices());
-  sim::TaskBuilder builder(game->graph(), game->topology(), cost, options, &cache);
-  sim::Engine engine;
-  auto schedule = [&](const std::vector<int32_t>& devices) {
-    sim::FullRun run;
-    if (Status s = run.Run(builder, engine, game->StrategyFromGroups(devices), sim::Record::kAll); !s)
-      throw std::runtime_error(s.error().message);
-    return run;
-  };
+  bench::FullScheduler scheduler(game->graph(), game->topology(), cost, options);
+  auto schedule = [&](const std::vector<int32_t>& devices) { return scheduler.Run(game->StrategyFromGroups(devices)); };
   bench::ShapeCounts shape;
   for (auto _ : st) {
     std::vector<int32_t> devices(static_cast<size_t>(groups), game->reference_device());

@@ -54,9 +54,7 @@
 #include "core/topology_yaml.h"
 #include "core/training_graph.h"
 #include "bench/delta_shape.h"
-#include "sim/full_run.h"
 #include "sim/simulator.h"
-#include "sim/task_graph.h"
 #ifdef DEVPLACE_BENCH_FAMILIES
 #include "datasets/families.h"
 #endif
@@ -401,24 +399,15 @@ void DeltaFixed(benchmark::State& state) {
 }
 BENCHMARK(DeltaFixed)->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);
 
-// Full simulations of `strategy` for DeltaShape (every time and binding parent recorded).
-sim::FullRun FullSchedule(const Fixture& f, const Strategy& strategy, const CostModel& cost) {
-  const SimOptions options;  // (the builder keeps references to it and the cache)
-  sim::PlainCostCache cache(f.graph.num_ops(), f.topology.num_devices());
-  sim::TaskBuilder builder(f.graph, f.topology, cost, options, &cache);
-  sim::Engine engine;
-  sim::FullRun run;
-  if (Status s = run.Run(builder, engine, strategy, sim::Record::kAll); !s) throw std::runtime_error(s.error().message);
-  return run;
-}
-
 void DeltaShape(benchmark::State& state) {
   const Fixture& f = Get(10000, static_cast<int>(state.range(0)));
   const int devices = f.topology.num_devices();
   const Strategy base = Placement(f.graph, devices, true, 7);
   const CostModel cost = MakeAnalyticCostModel();
   DeltaSimulator delta = Check(DeltaSimulator::Create(f.graph, f.topology, base, cost));
-  const sim::FullRun before = FullSchedule(f, base, cost);
+  const SimOptions options;
+  bench::FullScheduler scheduler(f.graph, f.topology, cost, options);
+  const sim::FullRun before = scheduler.Run(base);
   bench::ShapeCounts shape;
   for (auto _ : state) {
     for (const auto& [op, config] : FixedMoves(f.graph, base, devices)) {
@@ -428,7 +417,7 @@ void DeltaShape(benchmark::State& state) {
       if (retimed * 4 <= before.tg.num_tasks()) continue;
       Strategy changed = base;
       changed.configs[op] = config;
-      shape.Add(before, FullSchedule(f, changed, cost));
+      shape.Add(before, scheduler.Run(changed));
     }
   }
   shape.Report(state);
