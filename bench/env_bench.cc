@@ -4,9 +4,12 @@
 //     (so that the mean covers every step of an episode, whatever the machine's speed): every group starts on one
 //     device and moves in turn to a uniformly random device (memory mask off, so the three step benchmarks make the
 //     same moves); includes the delta simulation and the OOM check. items = steps; per_step = mean CPU time per
-//     step.
+//     step; allocs_first_episode / allocs_per_step = operator new calls per step in the run's first episode and
+//     in the later ones (tests/testing/allocation_count.h; the states borrow the game's delta simulator, so the
+//     later episodes only grow its lists where they need more room than any episode before).
 //   DeltaStepTimeOnly/<ops>: the same episodes' moves through DeltaSimulator::SetConfigs + step_time() only (no OOM
-//     check): the part of IterativeStep the simulator itself needs. retimed = tasks re-simulated per step (mean),
+//     check), one simulator set back to the start (SetStrategy) for each episode: the part of IterativeStep the
+//     simulator itself needs. Allocation counters as IterativeStep's; retimed = tasks re-simulated per step (mean),
 //     tasks = the task count at the episode's end; from each step's wall time, step_p50_us / step_p90_us (median
 //     and 90th percentile) and slow_half_share (the share of the episode's time spent in its slower half of steps).
 //   FullResimStep/<ops>: the same episodes' moves re-simulated from scratch with Simulator::Run (what an environment
@@ -45,6 +48,7 @@
 #include "env/batch.h"
 #include "env/game.h"
 #include "sim/simulator.h"
+#include "tests/testing/allocation_count.h"
 
 namespace devplace {
 namespace {
@@ -87,21 +91,40 @@ void CountSteps(benchmark::State& st, int64_t steps) {
       benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// Allocations per step of the step benchmarks' episodes: in the first episode of a run (a simulator growing its
+// lists) and in the later ones (allocs_first_episode, allocs_per_step).
+struct StepAllocations {
+  int64_t first = 0, first_steps = 0, later = 0, later_steps = 0;
+  void Add(int64_t allocs, int64_t steps) {
+    (first_steps == 0 ? first : later) += allocs;
+    (first_steps == 0 ? first_steps : later_steps) += steps;
+  }
+  void Report(benchmark::State& st) const {
+    auto per = [](int64_t a, int64_t n) { return n > 0 ? static_cast<double>(a) / static_cast<double>(n) : 0.0; };
+    st.counters["allocs_first_episode"] = per(first, first_steps);
+    st.counters["allocs_per_step"] = per(later, later_steps);
+  }
+};
+
 void IterativeStepOf(benchmark::State& st, const char* family) {
   auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative, 42, false, family);
   std::mt19937_64 rng(1);
   int64_t steps = 0;
+  StepAllocations allocs;
   for (auto _ : st) {
     st.PauseTiming();
     PlacementState state = game->NewInitialState(0);
     st.ResumeTiming();
+    const int64_t before = testing::ThreadAllocations(), steps_before = steps;
     while (!state.IsTerminal()) {
       const int32_t d = static_cast<int32_t>(rng() % game->num_devices());
       if (!state.ApplyAction(d).ok()) throw std::runtime_error("illegal action");
       ++steps;
     }
+    allocs.Add(testing::ThreadAllocations() - before, steps - steps_before);
   }
   CountSteps(st, steps);
+  allocs.Report(st);
   st.counters["groups"] = game->num_groups();
   st.counters["ops"] = game->graph().num_ops();
 }
@@ -115,27 +138,34 @@ void DeltaStepTimeOnlyOf(benchmark::State& st, const char* family) {
   std::vector<double> step_us;  // each step's wall time
   double sink = 0, retimed = 0;
   int64_t steps = 0, tasks = 0;
+  StepAllocations allocs;
+  DeltaSimulator delta =
+      Check(DeltaSimulator::Create(game->graph(), game->topology(), single, game->cost(), game->config().sim));
   for (auto _ : st) {
     st.PauseTiming();
-    DeltaSimulator delta =
-        Check(DeltaSimulator::Create(game->graph(), game->topology(), single, game->cost(), game->config().sim));
+    if (!delta.SetStrategy(single).ok()) throw std::runtime_error("reset failed");
     st.ResumeTiming();
+    int64_t episode_allocs = 0;
     for (int32_t g = 0; g < groups; ++g, ++steps) {
       const int32_t d = static_cast<int32_t>(rng() % game->num_devices());
       const auto started = std::chrono::steady_clock::now();
       changes.clear();
       for (OpId op : game->groups().members[g]) changes.emplace_back(op, OpConfig{{d}, {}});
+      const int64_t before = testing::ThreadAllocations();
       if (!delta.SetConfigs(changes).ok()) throw std::runtime_error("delta failed");
       sink += delta.step_time();
+      episode_allocs += testing::ThreadAllocations() - before;
       step_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started).count());
       retimed += static_cast<double>(delta.last_retimed_tasks());
     }
+    allocs.Add(episode_allocs, groups);
     st.PauseTiming();
     tasks = delta.result().num_tasks;
     st.ResumeTiming();
   }
   benchmark::DoNotOptimize(sink);
   CountSteps(st, steps);
+  allocs.Report(st);
   st.counters["retimed"] = steps > 0 ? retimed / static_cast<double>(steps) : 0.0;
   st.counters["tasks"] = tasks;
   if (step_us.empty()) return;

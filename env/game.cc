@@ -499,14 +499,62 @@ double PlacementGame::PenalisedTime(const StepCost& cost) const {
 }
 
 OpConfig PlacementGame::ActionConfig(OpId op, int32_t action) const {
+  OpConfig config;
+  ActionConfigInto(op, action, &config);
+  return config;
+}
+
+void PlacementGame::ActionConfigInto(OpId op, int32_t action, OpConfig* config) const {
   if (is_split(action)) {
     DEVPLACE_CHECK(can_split(groups_.group_of_op[op], action), "split action on a group that cannot take it");
-    std::optional<OpConfig> config = CandidateOpConfig(graph_->op(op), candidates_[action - num_devices()]);
-    DEVPLACE_CHECK(config.has_value(), "split action without a config");
-    return std::move(*config);
+    std::optional<OpConfig> split = CandidateOpConfig(graph_->op(op), candidates_[action - num_devices()]);
+    DEVPLACE_CHECK(split.has_value(), "split action without a config");
+    *config = std::move(*split);
+    return;
   }
   DEVPLACE_CHECK(action >= 0 && action < num_devices(), "group device out of range");
-  return OpConfig{{action}, {}};
+  config->devices.assign(1, action);
+  config->degrees.clear();
+  config->shard_weights = false;
+}
+
+Expected<LentDeltaSimulator> PlacementGame::LendDeltaSimulator(const Strategy& strategy) const {
+  std::unique_ptr<DeltaSimulator> delta;
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (!delta_pool_.empty()) {
+      delta = std::move(delta_pool_.back());
+      delta_pool_.pop_back();
+    }
+  }
+  if (delta != nullptr) {
+    if (Status s = delta->SetStrategy(strategy); !s) {
+      TakeBack(std::move(delta));
+      return s.error();
+    }
+  } else {
+    Expected<DeltaSimulator> created = DeltaSimulator::Create(*graph_, *topology_, strategy, cost_, config_.sim);
+    if (!created) return created.error();
+    delta = std::make_unique<DeltaSimulator>(std::move(*created));
+  }
+  return LentDeltaSimulator(shared_from_this(), std::move(delta));
+}
+
+void PlacementGame::TakeBack(std::unique_ptr<DeltaSimulator> delta) const {
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  delta_pool_.push_back(std::move(delta));
+}
+
+void LentDeltaSimulator::GiveBack() noexcept {
+  if (sim_ != nullptr && game_ != nullptr) {
+    try {
+      game_->TakeBack(std::move(sim_));
+    } catch (...) {
+      // The pool is a cache: a simulator it cannot keep (no memory for the list) is simply freed.
+    }
+  }
+  sim_.reset();
+  game_.reset();
 }
 
 Strategy PlacementGame::StrategyFromGroups(std::span<const int32_t> device_per_group) const {
@@ -514,7 +562,7 @@ Strategy PlacementGame::StrategyFromGroups(std::span<const int32_t> device_per_g
   Strategy strategy;
   strategy.configs.resize(graph_->num_ops());
   for (OpId op = 0; op < graph_->num_ops(); ++op)
-    strategy.configs[op] = ActionConfig(op, device_per_group[groups_.group_of_op[op]]);
+    ActionConfigInto(op, device_per_group[groups_.group_of_op[op]], &strategy.configs[op]);
   return strategy;
 }
 

@@ -152,6 +152,8 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // The config of op `op` when its group takes `action`: {action} for a device, CandidateOpConfig for a split.
   // Precondition: the action is in range (and can_split for the op's group if a split).
   OpConfig ActionConfig(OpId op, int32_t action) const;
+  // The same written into *config (its device list reused: no allocation for a device action).
+  void ActionConfigInto(OpId op, int32_t action, OpConfig* config) const;
   // The strategy of an action per group (ActionConfig of every op). Precondition: one action in range per group,
   // can_split where a split.
   Strategy StrategyFromGroups(std::span<const int32_t> device_per_group) const;
@@ -159,6 +161,10 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // from a pool kept by the game, so repeated evaluations reuse priced ops and buffers. Errors on a wrong size,
   // an action out of range or a split action the group cannot take.
   Expected<SimResult> Evaluate(std::span<const int32_t> device_per_group) const;
+  // A delta simulator of `strategy` (the game's graph, machine, cost model and simulator options): one that an
+  // iterative state handed back (set to `strategy` afresh, the same state as a new one's, its buffers and priced
+  // ops kept), else a new one. Thread-safe. Errors as DeltaSimulator::Create's.
+  Expected<LentDeltaSimulator> LendDeltaSimulator(const Strategy& strategy) const;
 
   // Static node features, row-major [num_groups x kNodeFeatureDim]; the dynamic columns (is-current,
   // is-placed) are 0. Device features likewise, with the load columns 0.
@@ -253,9 +259,13 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   double reference_time_ = 0.0;
   std::vector<double> single_device_times_;
   std::vector<float> node_features_, device_features_;
-  // Idle simulators for Evaluate (a cache, not observable state).
+  friend class LentDeltaSimulator;
+  // Keeps a lent delta simulator for the next LendDeltaSimulator.
+  void TakeBack(std::unique_ptr<DeltaSimulator> delta) const;
+  // Idle simulators for Evaluate and idle delta simulators for LendDeltaSimulator (caches, not observable state).
   mutable std::mutex pool_mutex_;
   mutable std::vector<std::unique_ptr<Simulator>> pool_;
+  mutable std::vector<std::unique_ptr<DeltaSimulator>> delta_pool_;
 };
 
 }  // namespace devplace

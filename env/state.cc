@@ -41,10 +41,15 @@ void PlacementState::InitIterative() {
     }
     Place(grp, d);
   }
-  Expected<DeltaSimulator> delta =
-      DeltaSimulator::Create(g.graph(), g.topology(), g.StrategyFromGroups(placement_), g.cost(), g.config().sim);
+  // The step's change list, sized for the largest group (each entry's device list with room for one device), so
+  // that steps do not allocate.
+  size_t largest = 0;
+  for (const std::vector<OpId>& members : g.groups().members) largest = std::max(largest, members.size());
+  changes_.resize(largest);
+  for (auto& change : changes_) change.second.devices.reserve(1);
+  Expected<LentDeltaSimulator> delta = g.LendDeltaSimulator(g.StrategyFromGroups(placement_));
   DEVPLACE_CHECK(delta.ok(), delta.ok() ? "" : delta.error().message);
-  delta_.emplace(std::move(*delta));
+  delta_ = std::move(*delta);
   RefreshTimeFromDelta();
 }
 
@@ -147,10 +152,13 @@ Status PlacementState::ApplyAction(int32_t action) {
   if (g.kind() == MdpKind::kIterative) {
     const double before = penalised_time();
     if (placement_[current_] != action) {
-      std::vector<std::pair<OpId, OpConfig>> changes;
-      changes.reserve(g.groups().members[current_].size());
-      for (OpId op : g.groups().members[current_]) changes.emplace_back(op, g.ActionConfig(op, action));
-      Status s = delta_->SetConfigs(changes);
+      const std::vector<OpId>& members = g.groups().members[current_];
+      if (changes_.size() < members.size()) changes_.resize(members.size());  // a clone's first step
+      for (size_t k = 0; k < members.size(); ++k) {
+        changes_[k].first = members[k];
+        g.ActionConfigInto(members[k], action, &changes_[k].second);
+      }
+      Status s = delta_->SetConfigs({changes_.data(), members.size()});
       DEVPLACE_CHECK(s.ok(), s.ok() ? "" : s.error().message);
       Place(current_, action);
       RefreshTimeFromDelta();
@@ -225,11 +233,9 @@ PlacementState PlacementState::Clone() const {
   copy.evaluated_ = evaluated_;
   copy.cost_ = cost_;
   if (delta_) {
-    const PlacementGame& g = *game_;
-    Expected<DeltaSimulator> delta =
-        DeltaSimulator::Create(g.graph(), g.topology(), delta_->strategy(), g.cost(), g.config().sim);
+    Expected<LentDeltaSimulator> delta = game_->LendDeltaSimulator(delta_->strategy());
     DEVPLACE_CHECK(delta.ok(), delta.ok() ? "" : delta.error().message);
-    copy.delta_.emplace(std::move(*delta));
+    copy.delta_ = std::move(*delta);
   }
   return copy;
 }

@@ -24,7 +24,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -39,6 +38,35 @@
 namespace devplace {
 
 class PlacementGame;
+
+// A delta simulator lent by a game to an iterative state (PlacementGame::LendDeltaSimulator); it goes back to the
+// game's pool when the handle is destroyed or assigned over, so that the next episode reuses its buffers and
+// priced ops instead of building a simulator afresh. Move-only; empty when default-constructed or moved from.
+class LentDeltaSimulator {
+ public:
+  LentDeltaSimulator() = default;
+  LentDeltaSimulator(std::shared_ptr<const PlacementGame> game, std::unique_ptr<DeltaSimulator> sim)
+      : game_(std::move(game)), sim_(std::move(sim)) {}
+  LentDeltaSimulator(LentDeltaSimulator&&) noexcept = default;
+  LentDeltaSimulator& operator=(LentDeltaSimulator&& other) noexcept {
+    if (this != &other) {
+      GiveBack();
+      game_ = std::move(other.game_);
+      sim_ = std::move(other.sim_);
+    }
+    return *this;
+  }
+  ~LentDeltaSimulator() { GiveBack(); }
+
+  explicit operator bool() const { return sim_ != nullptr; }
+  DeltaSimulator* operator->() const { return sim_.get(); }
+  DeltaSimulator& operator*() const { return *sim_; }
+
+ private:
+  void GiveBack() noexcept;  // hands the simulator to the game's pool (env/game.cc)
+  std::shared_ptr<const PlacementGame> game_;
+  std::unique_ptr<DeltaSimulator> sim_;
+};
 
 class PlacementState {
  public:
@@ -121,7 +149,11 @@ class PlacementState {
   double return_ = 0.0;
   bool evaluated_ = false;             // cost_ describes the current complete placement
   StepCost cost_;
-  std::optional<DeltaSimulator> delta_;  // iterative MDP only
+  // ApplyAction's list of the current group's ops and their new configs (its first `members` entries), sized by
+  // InitIterative for the largest group; the entries keep their device lists from step to step, so that a step
+  // does not allocate.
+  std::vector<std::pair<OpId, OpConfig>> changes_;
+  LentDeltaSimulator delta_;  // iterative MDP only
 };
 
 }  // namespace devplace

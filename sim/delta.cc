@@ -57,13 +57,13 @@ void AppendEntry(std::vector<int32_t>& pool, int32_t& off, int32_t& cnt, int32_t
 
 }  // namespace
 
-Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>& changes, Time* query_step) {
+Status DeltaSimulator::Impl::Apply(std::span<const std::pair<OpId, OpConfig>> changes, Time* query_step) {
   retimed = 0;
   peaks_valid = false;
   risky_valid = false;
   DeltaSweep sweep(*this, query_step != nullptr);
   // A change just asked about (and nothing made since) needs no sweep: the query's outcome is placed.
-  const bool replay = !query_step && memo.valid && memo.changes == changes;
+  const bool replay = !query_step && memo.valid && memo.changes.Equals(changes);
   memo.valid = false;
   if (!sweep.CollectChanges(changes)) {
     if (query_step) *query_step = StepTicks();
@@ -85,7 +85,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   // A query ends here: read the step, remember the outcome, then put everything back.
   *query_step = sweep.QueryStep();
   memo.valid = true;  // the lists are swapped in and assigned, so that both sides keep their capacity
-  memo.changes = changes;
+  memo.changes.Assign(changes);
   memo.window.swap(window);
   memo.reindex.swap(scratch.reindex);
   memo.begin = sweep.begin();
@@ -98,7 +98,7 @@ Status DeltaSimulator::Impl::Apply(const std::vector<std::pair<OpId, OpConfig>>&
   return Status::Ok();
 }
 
-bool DeltaSimulator::Impl::DeltaSweep::CollectChanges(const std::vector<std::pair<OpId, OpConfig>>& changes) {
+bool DeltaSimulator::Impl::DeltaSweep::CollectChanges(std::span<const std::pair<OpId, OpConfig>> changes) {
   for (auto* v : {&sc.ops, &sc.edges, &sc.consumers, &sc.removed, &sc.patched, &sc.reindex, &sc.seeds,
                   &sc.dirty_list, &sc.processed_ahead, &sc.pending, &sc.used_res})
     v->clear();
@@ -112,7 +112,8 @@ bool DeltaSimulator::Impl::DeltaSweep::CollectChanges(const std::vector<std::pai
   if (ops.empty()) return false;
   if (query) m.undo.totals = m.run.totals;
   for (OpId op : ops) m.builder.AddStaticMemory(op, m.strategy.configs[op], &sc.old_static);
-  for (OpId op : ops) old_configs_.emplace_back(op, m.strategy.configs[op]);
+  sc.old_configs.Clear();
+  for (OpId op : ops) sc.old_configs.Append(op, m.strategy.configs[op]);
   for (const auto& [op, config] : changes) m.strategy.configs[op] = config;
   for (OpId op : ops) m.builder.AddStaticMemory(op, m.strategy.configs[op], &sc.new_static);
   for (int32_t d = 0; d < tg.num_devices; ++d) m.run.static_bytes[d] += sc.new_static[d] - sc.old_static[d];
@@ -159,7 +160,7 @@ void DeltaSimulator::Impl::DeltaSweep::FindGroups() {
     const OpId op = sc.ops[i];
     for (int32_t e : graph.in_edges(op)) {
       sc.edges.push_back(e);
-      AddSharers(e, old_configs_[i].second);
+      AddSharers(e, old_configs()[i].second);
     }
     for (int32_t e : graph.out_edges(op)) {
       sc.edges.push_back(e);
@@ -193,11 +194,11 @@ Status DeltaSimulator::Impl::DeltaSweep::BuildNewGroups() {
   m.live_tasks += num_tasks_ - first_new_;
   if (Status s = sim::CheckHorizon(m.run.totals); !s) {
     if (query) {
-      m.Rollback(old_configs_);
+      m.Rollback(old_configs());
       return s;
     }
     // Too long to simulate: go back to the previous strategy (a full rebuild) and report.
-    for (const auto& [op, config] : old_configs_) m.strategy.configs[op] = config;
+    for (const auto& [op, config] : old_configs()) m.strategy.configs[op] = config;
     if (Status rebuilt = m.FullRebuild(); !rebuilt) return rebuilt;
     return s;
   }

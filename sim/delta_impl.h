@@ -10,6 +10,7 @@
 // slot's chunk, so moving the rest of the schedule by a constant costs one addition per chunk, not per task.
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +51,35 @@ struct DeltaItem {
   bool operator<(const DeltaItem& o) const { return ready < o.ready || (ready == o.ready && key < o.key); }
 };
 
+// A list of (op, config) pairs that keeps its entries' device lists when it is emptied and refilled: refilling it
+// with configs of no more devices than before does not allocate (a vector's clear() would free them).
+class ConfigList {
+ public:
+  void Clear() { size_ = 0; }
+  void Append(OpId op, const OpConfig& config) {
+    if (size_ == entries_.size()) {
+      entries_.emplace_back(op, config);
+    } else {
+      entries_[size_].first = op;
+      entries_[size_].second = config;  // copy-assigned: reuses the entry's capacity
+    }
+    ++size_;
+  }
+  void Assign(std::span<const std::pair<OpId, OpConfig>> from) {
+    Clear();
+    for (const auto& [op, config] : from) Append(op, config);
+  }
+  std::span<const std::pair<OpId, OpConfig>> view() const { return {entries_.data(), size_}; }
+  bool Equals(std::span<const std::pair<OpId, OpConfig>> other) const {
+    return std::equal(other.begin(), other.end(), entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(size_)) &&
+           other.size() == size_;
+  }
+
+ private:
+  std::vector<std::pair<OpId, OpConfig>> entries_;
+  size_t size_ = 0;  // entries_ past it are spare
+};
+
 // The lists one change works with, kept between changes so that a change does not allocate once they have
 // grown; DeltaSimulator::Impl::DeltaSweep (sim/delta_sweep.h) fills them, step by step.
 struct ApplyScratch {
@@ -74,6 +104,7 @@ struct ApplyScratch {
   std::vector<int32_t> behind;                  // dirty tasks behind the cursor when the sweep stops at a shifted rest
   std::vector<uint8_t> used;                    // per resource: runs tasks
   std::vector<uint32_t> pending_stamp;          // per resource: the check whose pending_first it holds
+  ConfigList old_configs;                       // the changed ops' configs before the change
 };
 
 // What a query (a change evaluated but not kept) altered in the task graph before its sweep, for Rollback.
@@ -108,6 +139,7 @@ struct DeltaSimulator::Impl {
   const Graph& graph;
   const Topology& topology;
   Strategy strategy;
+  Strategy spare_strategy;  // SetStrategy's: the previous strategy (its lists kept for the next call)
   CostModel cost;
   SimOptions options;
   sim::PlainCostCache cache;
@@ -195,7 +227,7 @@ struct DeltaSimulator::Impl {
   // The outcome of the last query, kept until the next change: making the same change then skips its sweep.
   struct QueryMemo {
     bool valid = false;
-    std::vector<std::pair<OpId, OpConfig>> changes;
+    sim::ConfigList changes;
     std::vector<Placement> window;
     std::vector<int32_t> reindex;
     int32_t begin = 0, cut = 0;
@@ -337,14 +369,14 @@ struct DeltaSimulator::Impl {
   // Applies `changes` and re-simulates, by the steps of a DeltaSweep (sim/delta_sweep.h). With `query_step`, only
   // evaluates them: the step time they would give goes to *query_step (in ticks) and the simulator is left as it
   // was.
-  Status Apply(const std::vector<std::pair<OpId, OpConfig>>& changes, sim::Time* query_step = nullptr);
+  Status Apply(std::span<const std::pair<OpId, OpConfig>> changes, sim::Time* query_step = nullptr);
   // Records the groups, sizes and per-op output entries that appending the rebuilt groups will change.
   void SaveGroups(const std::vector<int32_t>& rebuilt_groups);
   // Records task t's successor (pred = 0) or predecessor (pred = 1) list before it is patched.
   void SaveList(int32_t t, uint8_t pred);
   // Undoes what a query did to the task graph, the strategy and the totals (the scratch lists still hold the
   // query's ops, removed tasks and static memory; `old_configs` the ops' previous configs).
-  void Rollback(const std::vector<std::pair<OpId, OpConfig>>& old_configs);
+  void Rollback(std::span<const std::pair<OpId, OpConfig>> old_configs);
   // The step (in ticks) after a query's sweep: `free` per resource from the sweep, and when it stopped early at
   // slot `cut`, the unsettled rest moves by `shift` (call before the tasks' states are reset).
   sim::Time QueryStep(const std::vector<sim::Time>& free, bool stopped, int32_t cut, sim::Time shift) const;

@@ -48,7 +48,7 @@ void DeltaSimulator::Impl::SaveList(int32_t t, uint8_t pred) {
   undo.entries.insert(undo.entries.end(), pool.begin() + off, pool.begin() + off + cnt);
 }
 
-void DeltaSimulator::Impl::Rollback(const std::vector<std::pair<OpId, OpConfig>>& old_configs) {
+void DeltaSimulator::Impl::Rollback(std::span<const std::pair<OpId, OpConfig>> old_configs) {
   sim::TaskGraph& tg = run.tg;
   const sim::ApplyScratch& sc = scratch;
   // Adjacency: the patched lists get their entries back where they were (a list that moved left its old place

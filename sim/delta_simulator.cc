@@ -25,6 +25,24 @@ Expected<DeltaSimulator> DeltaSimulator::Create(const Graph& graph, const Topolo
   return DeltaSimulator(std::move(impl));
 }
 
+Status DeltaSimulator::SetStrategy(const Strategy& strategy) {
+  Impl& m = *impl_;
+  if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy); !s) return s;
+  // Copied config by config into the spare strategy (its lists keep their capacity), then swapped in; on an
+  // error (a step too long to simulate) the previous strategy is swapped back and simulated again.
+  m.spare_strategy.configs.resize(strategy.configs.size());
+  std::copy(strategy.configs.begin(), strategy.configs.end(), m.spare_strategy.configs.begin());
+  std::swap(m.strategy, m.spare_strategy);
+  m.memo.valid = false;
+  m.retimed = 0;
+  if (Status s = m.FullRebuild(); !s) {
+    std::swap(m.strategy, m.spare_strategy);
+    if (Status back = m.FullRebuild(); !back) return back;
+    return s;
+  }
+  return Status::Ok();
+}
+
 Status DeltaSimulator::SetConfig(OpId op, const OpConfig& config) {
   const std::pair<OpId, OpConfig> change{op, config};
   return SetConfigs({&change, 1});
@@ -41,13 +59,13 @@ Status DeltaSimulator::Impl::CheckChanges(std::span<const std::pair<OpId, OpConf
 
 Status DeltaSimulator::SetConfigs(std::span<const std::pair<OpId, OpConfig>> changes) {
   if (Status s = impl_->CheckChanges(changes); !s) return s;
-  return impl_->Apply(std::vector<std::pair<OpId, OpConfig>>(changes.begin(), changes.end()));
+  return impl_->Apply(changes);
 }
 
 Expected<double> DeltaSimulator::StepTimeIf(std::span<const std::pair<OpId, OpConfig>> changes) {
   if (Status s = impl_->CheckChanges(changes); !s) return s.error();
   Time step = 0;
-  if (Status s = impl_->Apply(std::vector<std::pair<OpId, OpConfig>>(changes.begin(), changes.end()), &step); !s)
+  if (Status s = impl_->Apply(changes, &step); !s)
     return s.error();
   return static_cast<double>(step) * sim::kSecondsPerTick;
 }
@@ -119,7 +137,7 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
       const Time free = sim::BufferFreeBy(tg, t, [this](int32_t u) { return End(u); });
       peaks.Add(slot_mem[s], slot_start[s] + Shift(s), free, tg.mem_bytes[t]);
     }
-    const std::vector<int64_t> dynamic = peaks.Finish();
+    const std::vector<int64_t>& dynamic = peaks.Finish();
     for (DeviceId d = 0; d < devices; ++d)
       if (risky[1 + d]) risky_memo[d] = run.static_bytes[d] + dynamic[d];
   }

@@ -25,7 +25,7 @@ class DeltaSimulator::Impl::DeltaSweep {
   // configs into the strategy (the old ones kept for old_configs()), moves the ops' static memory in
   // run.static_bytes from the old configs to the new (per device in sc.old_static / sc.new_static), and for a
   // query saves the totals in m.undo.
-  bool CollectChanges(const std::vector<std::pair<OpId, OpConfig>>& changes);
+  bool CollectChanges(std::span<const std::pair<OpId, OpConfig>> changes);
   // 2. Group: the edges of the changed ops and the edges that may carry a shared transfer a changed consumer
   // joins or leaves (sc.edges), the consumers of their outputs (sc.consumers), and the groups to rebuild, ops
   // first (sc.rebuilt_groups).
@@ -55,7 +55,7 @@ class DeltaSimulator::Impl::DeltaSweep {
   sim::Time rest_shift() const { return shifted_ ? shift_ : 0; }
   // The step a query reads from the finished sweep (before the tasks' states are reset).
   sim::Time QueryStep() const { return m.QueryStep(sc.free, shifted_, cursor_, shift_); }
-  const std::vector<std::pair<OpId, OpConfig>>& old_configs() const { return old_configs_; }
+  std::span<const std::pair<OpId, OpConfig>> old_configs() const { return sc.old_configs.view(); }
 
  private:
   // Sweep's parts. StartSweep sets the resource state at `begin` and marks and queues the seeds; RunSweep merges
@@ -114,7 +114,6 @@ class DeltaSimulator::Impl::DeltaSweep {
   const bool query;  // a query: m.undo records what it changes in the task graph
 
   // Owned, for this call only.
-  std::vector<std::pair<OpId, OpConfig>> old_configs_;  // the changed ops' configs before the change
 
   // Steps 4-6.
   int32_t first_new_ = 0;          // the first new task

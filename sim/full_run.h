@@ -35,8 +35,15 @@ struct FullRun {
   Status Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, Record record);
   // After Run with Record::kAll: stores the task groups in the order their first tasks were dequeued
   // (ReorderGroups), so that a pass in schedule order walks each per-task array nearly in order; remaps the
-  // timing and last_task to the new ids. Times and keys do not change.
+  // timing and last_task to the new ids. Times and keys do not change. Does not allocate when it ran before on
+  // as many tasks and groups.
   void StoreInScheduleOrder();
+
+ private:
+  // StoreInScheduleOrder's lists.
+  std::vector<int32_t> task_group_, group_order_, new_id_;
+  std::vector<uint8_t> listed_;
+  PermuteScratch permute_;
 };
 
 }  // namespace devplace::sim

@@ -9,7 +9,7 @@ Time BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task) {
   return BufferFreeBy(tg, task, [&](int32_t t) { return timing.end[t]; });
 }
 
-std::vector<int64_t> PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing& timing, Time max_end) {
+const std::vector<int64_t>& PeakScratch::DynamicPeaks(const TaskGraph& tg, const Timing& timing, Time max_end) {
   const int32_t n = tg.num_tasks();
   Begin(tg.num_devices, n, max_end);
   for (int32_t t = 0; t < n; ++t) {
@@ -62,7 +62,7 @@ void PeakScratch::Bound() {
   bounded_ = true;
 }
 
-std::vector<int64_t> PeakScratch::Finish() {
+const std::vector<int64_t>& PeakScratch::Finish() {
   const int32_t bits = bits_, k = count_;
   if (!bounded_) {
     Bound();
@@ -72,7 +72,7 @@ std::vector<int64_t> PeakScratch::Finish() {
       if (upper_[b] > peaks_[b >> bits]) candidates_.push_back({b, events_[i]});
     }
   }
-  std::vector<int64_t> peaks = peaks_;
+  std::vector<int64_t>& peaks = peaks_;  // the lower bounds become the peaks
   // In (bucket, time) order, replayed exactly.
   std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& x, const Candidate& y) {
     return x.bucket < y.bucket || (x.bucket == y.bucket && x.event.key < y.event.key);
@@ -86,7 +86,7 @@ std::vector<int64_t> PeakScratch::Finish() {
       peak = std::max(peak, cur);
     }
   }
-  return peaks;
+  return peaks_;
 }
 
 }  // namespace devplace::sim

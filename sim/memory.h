@@ -33,11 +33,12 @@ Time BufferFree(const TaskGraph& tg, const Timing& timing, int32_t task);
 // the best lower bound (usually a handful around the peak) have their events sorted.
 class PeakScratch {
  public:
-  // Peaks of the alive tasks' buffers, indexed by device; `max_end` bounds every task end.
-  std::vector<int64_t> DynamicPeaks(const TaskGraph& tg, const Timing& timing, Time max_end);
+  // Peaks of the alive tasks' buffers, indexed by device; `max_end` bounds every task end. (Like Finish's, the
+  // result lives in the scratch until its next Begin.)
+  const std::vector<int64_t>& DynamicPeaks(const TaskGraph& tg, const Timing& timing, Time max_end);
   // The same from buffers given one by one: Begin (`devices`, at most `tasks` buffers, every time at most
   // `max_end`; `keep_events`: for Add), Add for each buffer (`bytes` > 0 on `device` from `start` until `free`),
-  // then Finish for the peaks.
+  // then Finish for the peaks (held by the scratch until its next Begin, so that a pass does not allocate).
   void Begin(int32_t devices, int32_t tasks, Time max_end, bool keep_events = true);
   void Add(int32_t device, Time start, Time free, int64_t bytes) {
     const int32_t base = device * per_device_;
@@ -50,7 +51,7 @@ class PeakScratch {
     freed_[bf] += bytes;
     upper_[ba] += bytes;
   }
-  std::vector<int64_t> Finish();
+  const std::vector<int64_t>& Finish();
   // The same in two passes over the buffers without keeping their events: Begin, Count for each buffer, Bound,
   // then Keep for each buffer again (the same arguments, any order), then Finish.
   void Count(int32_t device, Time start, Time free, int64_t bytes) {
@@ -88,7 +89,7 @@ class PeakScratch {
   std::vector<int64_t> freed_;        // per bucket: frees, then the running sum at its start
   std::vector<Candidate> candidates_;
   // Between Begin and Finish: devices, bucket bits, buckets per device, time shift, events added, whether Bound
-  // ran, and per device the peak's lower bound (after Bound).
+  // ran, and per device the peak's lower bound (after Bound; the peak itself after Finish).
   int32_t devices_ = 0, bits_ = 0, per_device_ = 1, shift_ = 0, count_ = 0;
   bool bounded_ = false;
   std::vector<int64_t> peaks_;

@@ -93,13 +93,15 @@ void FullRun::StoreInScheduleOrder() {
     DEVPLACE_CHECK(v->size() == tasks, "StoreInScheduleOrder needs a run with Record::kAll");
   for (const auto* v : {&timing.ready, &timing.start, &timing.end})
     DEVPLACE_CHECK(v->size() == tasks, "StoreInScheduleOrder needs a run with Record::kAll");
-  std::vector<int32_t> task_group(tasks);
+  std::vector<int32_t>& task_group = task_group_;
+  task_group.resize(tasks);
   for (int32_t g = 0; g < groups; ++g)
     for (int32_t k = 0; k < tg.group_task_count[g]; ++k) task_group[tg.group_task_begin[g] + k] = g;
   // Groups by their first dequeued task, then those with no task (in group order).
-  std::vector<uint8_t> listed(static_cast<size_t>(groups), 0);
-  std::vector<int32_t> group_order;
-  group_order.reserve(static_cast<size_t>(groups));
+  std::vector<uint8_t>& listed = listed_;
+  listed.assign(static_cast<size_t>(groups), 0);
+  std::vector<int32_t>& group_order = group_order_;
+  group_order.clear();
   for (int32_t t : timing.order) {
     const int32_t g = task_group[t];
     if (!listed[g]) {
@@ -109,16 +111,18 @@ void FullRun::StoreInScheduleOrder() {
   }
   for (int32_t g = 0; g < groups; ++g)
     if (!listed[g]) group_order.push_back(g);
-  std::vector<int32_t> new_id;
-  ReorderGroups(group_order, &tg, &new_id);
+  std::vector<int32_t>& new_id = new_id_;
+  ReorderGroups(group_order, &tg, &new_id, &permute_);
   auto remap = [&new_id](int32_t t) { return t < 0 ? t : new_id[t]; };
   for (auto* v : {&timing.ready, &timing.start, &timing.end}) {
-    std::vector<Time> out(tasks);
+    std::vector<Time>& out = permute_.s64;
+    out.resize(tasks);
     for (int32_t t = 0; t < n; ++t) out[new_id[t]] = (*v)[t];
     v->swap(out);
   }
   for (auto* v : {&timing.res_prev, &timing.crit_prev}) {
-    std::vector<int32_t> out(tasks);
+    std::vector<int32_t>& out = permute_.s32;
+    out.resize(tasks);
     for (int32_t t = 0; t < n; ++t) out[new_id[t]] = remap((*v)[t]);
     v->swap(out);
   }

@@ -127,6 +127,10 @@ class DeltaSimulator {
   DeltaSimulator& operator=(DeltaSimulator&&) noexcept;
   ~DeltaSimulator();
 
+  // Replaces the whole strategy (validated like Create; on error nothing changes) and simulates it afresh: the
+  // same state as Create of `strategy` would give, keeping this simulator's buffers and priced ops, so that an
+  // environment can reuse one simulator for episode after episode.
+  Status SetStrategy(const Strategy& strategy);
   // Changes the config of `op` (validated like Simulate; on error nothing changes) and re-simulates.
   Status SetConfig(OpId op, const OpConfig& config);
   // Changes several ops at once (e.g. a colocation group); all or nothing.

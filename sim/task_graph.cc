@@ -13,11 +13,9 @@ PlainCostCache::PlainCostCache(int32_t num_ops, int32_t num_devices)
     : num_devices_(num_devices), entries_(static_cast<size_t>(num_ops) * num_devices) {}
 
 void PlainCostCache::Fill(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op,
-                          DeviceId device, Entry* entry) const {
-  OpConfig config;
-  config.devices = {device};
-  std::vector<int64_t> shape;
-  const PartCost c = cost.Cost(PartWorkOf(graph, op, config, 0, &shape), topology.device(device));
+                          DeviceId device, Entry* entry) {
+  fill_config_.devices.assign(1, device);
+  const PartCost c = cost.Cost(PartWorkOf(graph, op, fill_config_, 0, &fill_shape_), topology.device(device));
   DEVPLACE_CHECK(c.seconds > 0 && std::isfinite(c.seconds), "cost model returned a non-positive time");
   entry->ticks = ToTicks(c.seconds);
   entry->fallback = c.fallback;
@@ -386,7 +384,8 @@ void PermuteByTask(const std::vector<int32_t>& new_id, std::vector<T>* v, std::v
 }
 }  // namespace
 
-void ReorderGroups(std::span<const int32_t> groups, TaskGraph* tg, std::vector<int32_t>* new_id) {
+void ReorderGroups(std::span<const int32_t> groups, TaskGraph* tg, std::vector<int32_t>* new_id,
+                   PermuteScratch* scratch) {
   const int32_t n = tg->num_tasks();
   DEVPLACE_CHECK(groups.size() == tg->group_task_begin.size(), "every group once");
   new_id->assign(static_cast<size_t>(n), -1);
@@ -399,18 +398,12 @@ void ReorderGroups(std::span<const int32_t> groups, TaskGraph* tg, std::vector<i
   }
   DEVPLACE_CHECK(next == n, "groups must cover every task once");
   const std::vector<int32_t>& id = *new_id;
-  {
-    std::vector<int32_t> s32;
-    for (auto* v : {&tg->resource, &tg->op, &tg->part, &tg->consumer, &tg->mem_device}) PermuteByTask(id, v, &s32);
-    std::vector<int64_t> s64;
-    for (auto* v : {&tg->duration, &tg->bytes, &tg->mem_bytes}) PermuteByTask(id, v, &s64);
-    std::vector<uint64_t> keys;
-    PermuteByTask(id, &tg->key, &keys);
-    std::vector<uint8_t> s8;
-    for (auto* v : {&tg->first_hop, &tg->alive, &tg->fallback}) PermuteByTask(id, v, &s8);
-    std::vector<TaskKind> kinds;
-    PermuteByTask(id, &tg->kind, &kinds);
-  }
+  PermuteScratch& s = *scratch;
+  for (auto* v : {&tg->resource, &tg->op, &tg->part, &tg->consumer, &tg->mem_device}) PermuteByTask(id, v, &s.s32);
+  for (auto* v : {&tg->duration, &tg->bytes, &tg->mem_bytes}) PermuteByTask(id, v, &s.s64);
+  PermuteByTask(id, &tg->key, &s.u64);
+  for (auto* v : {&tg->first_hop, &tg->alive, &tg->fallback}) PermuteByTask(id, v, &s.s8);
+  PermuteByTask(id, &tg->kind, &s.kinds);
   for (int32_t& t : tg->dep_from) t = id[t];
   for (int32_t& t : tg->dep_to) t = id[t];
   for (int32_t& t : tg->out_tasks)

@@ -133,9 +133,12 @@ class PlainCostCache {
 
  private:
   void Fill(const Graph& graph, const Topology& topology, const CostModel& cost, OpId op, DeviceId device,
-            Entry* entry) const;
+            Entry* entry);
   int32_t num_devices_;
   std::vector<Entry> entries_;
+  // Fill's config and part shape, kept so that pricing an op does not allocate.
+  OpConfig fill_config_;
+  std::vector<int64_t> fill_shape_;
 };
 
 // Aggregates that do not depend on timing: per-resource busy time, bytes, task counts and buffers held, bytes moved,
@@ -244,7 +247,17 @@ void BuildAdjacency(TaskGraph* tg);
 // the first ids, each group's tasks in their present order. Every per-task field, the dependencies and the output
 // tasks follow; the adjacency is rebuilt. Keys do not change, so ids no longer increase with them. Writes each
 // task's new id to (*new_id)[old id]. The graph must hold no dead tasks.
-void ReorderGroups(std::span<const int32_t> groups, TaskGraph* tg, std::vector<int32_t>* new_id);
+// The lists a permutation of per-task arrays goes through, kept by the caller so that permuting again does not
+// allocate (each permuted array swaps its buffer with the list of its type).
+struct PermuteScratch {
+  std::vector<int32_t> s32;
+  std::vector<int64_t> s64;
+  std::vector<uint64_t> u64;
+  std::vector<uint8_t> s8;
+  std::vector<TaskKind> kinds;
+};
+void ReorderGroups(std::span<const int32_t> groups, TaskGraph* tg, std::vector<int32_t>* new_id,
+                   PermuteScratch* scratch);
 
 // Clears `tg` and sets its resources for `topology` (devices, then one per link with the link's latency as delay)
 // and one group starting at task 0: the start of a builder whose tasks are keyed by id (pipelines, collectives).

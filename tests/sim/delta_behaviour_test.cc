@@ -1,8 +1,9 @@
 // DeltaSimulator's behaviour besides matching full simulation on random changes (delta_test.cc): its memory
 // answers (oom, step_cost) against the full memory model, a hand-built case for the shift check, multi-op and no-op
-// changes, queries that leave it as it was, and bad changes rejected atomically.
+// changes, queries that leave it as it was, bad changes rejected atomically, and a whole strategy set afresh.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -200,6 +201,52 @@ TEST(DeltaSimulator, RejectsBadChangesAtomically) {
   EXPECT_NE(s.error().message.find("device 7"), std::string::npos) << s.error().message;
   EXPECT_EQ(delta->strategy().configs[1].devices[0], 0);
   EXPECT_EQ(delta->step_time(), before);
+}
+
+// SetStrategy after changes and a query gives what a new simulator of that strategy gives, and later changes
+// and queries still match full simulation; a bad strategy changes nothing.
+TEST(DeltaSimulator, SetStrategyEqualsANewSimulator) {
+  const Graph graph = RandomTrainingGraph(21, 150);
+  const Topology topo = testing::TwoHosts(2, 12e9, 3e-6);
+  const CostModel cost = MakeAnalyticCostModel();
+  std::mt19937_64 rng(23);
+  const int devices = topo.num_devices();
+  Expected<DeltaSimulator> delta = DeltaSimulator::Create(graph, topo, RandomStrategy(graph, devices, 0.3, rng), cost);
+  ASSERT_TRUE(delta.ok()) << delta.error().message;
+  for (int round = 0; round < 4; ++round) {
+    for (int k = 0; k < 30; ++k) {
+      const OpId op = testing::UniformInt(rng, graph.num_ops());
+      ASSERT_TRUE(delta->SetConfig(op, RandomConfig(graph, op, devices, 0.3, rng)).ok());
+    }
+    const OpId asked = testing::UniformInt(rng, graph.num_ops());
+    ASSERT_TRUE(delta->StepTimeIf(asked, RandomConfig(graph, asked, devices, 0.3, rng)).ok());
+    const Strategy next = RandomStrategy(graph, devices, round % 2 == 0 ? 0.0 : 0.3, rng);
+    ASSERT_TRUE(delta->SetStrategy(next).ok());
+    EXPECT_EQ(delta->strategy(), next);
+    const std::string where = "round " + std::to_string(round);
+    ExpectSameResult(delta->result(), DeltaSimulator::Create(graph, topo, next, cost)->result(), where);
+    ExpectSameResult(delta->result(), *Simulate(graph, topo, next, cost), where);
+    EXPECT_EQ(delta->last_retimed_tasks(), 0) << where;
+    EXPECT_TRUE(delta->CheckIndexes().ok()) << where;
+    Strategy changed = next;
+    const OpId op = testing::UniformInt(rng, graph.num_ops());
+    changed.configs[op] = RandomConfig(graph, op, devices, 0.3, rng);
+    EXPECT_EQ(delta->StepTimeIf(op, changed.configs[op]).value(), Simulate(graph, topo, changed, cost)->step_time);
+    ASSERT_TRUE(delta->SetConfig(op, changed.configs[op]).ok());
+    ExpectSameResult(delta->result(), *Simulate(graph, topo, changed, cost), where + ", then a change");
+  }
+  const Strategy kept = delta->strategy();
+  const double before = delta->step_time();
+  Strategy bad = kept;
+  bad.configs[4].devices = {9};
+  const Status s = delta->SetStrategy(bad);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("device 9"), std::string::npos) << s.error().message;
+  EXPECT_EQ(delta->strategy(), kept);
+  EXPECT_EQ(delta->step_time(), before);
+  bad.configs.pop_back();
+  EXPECT_FALSE(delta->SetStrategy(bad).ok());
+  EXPECT_EQ(delta->strategy(), kept);
 }
 
 }  // namespace

@@ -1,0 +1,90 @@
+// Environment steps do not allocate once a game's simulators have grown to what its episodes need: an iterative
+// state borrows its delta simulator from the game and hands it back, so a later episode reuses its buffers, and
+// gives the same episode as a fresh simulator. Counted with a replacement of the global operator new
+// (tests/testing/allocation_count.h).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/topology_yaml.h"
+#include "env/config.h"
+#include "env/game.h"
+#include "env/state.h"
+#include "tests/testing/env_fixtures.h"
+#include "tests/testing/allocation_count.h"
+
+namespace devplace::envtest {
+namespace {
+
+struct Episode {
+  std::vector<double> rewards;
+  int64_t step_allocations = 0;  // made by ApplyAction calls (not by creating the state)
+};
+
+// An episode of `game` from state seed 0, each action drawn from `seed` among the legal ones.
+Episode Play(const std::shared_ptr<const PlacementGame>& game, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Episode episode;
+  PlacementState state = game->NewInitialState(0);
+  while (!state.IsTerminal()) {
+    const int32_t action = RandomLegalAction(state, rng);
+    const int64_t before = testing::ThreadAllocations();
+    const Status s = state.ApplyAction(action);
+    episode.step_allocations += testing::ThreadAllocations() - before;
+    EXPECT_TRUE(s.ok());
+    episode.rewards.push_back(state.last_reward());
+  }
+  return episode;
+}
+
+std::vector<std::shared_ptr<const Topology>> Machines() {
+  return {Share(ReadTopologyFile(std::string(DEVPLACE_SOURCE_DIR) + "/configs/topologies/dgx1-v100.yaml").value()),
+          Share(Pair(4, int64_t{1} << 22))};  // small devices: the OOM check's memory pass runs
+}
+
+TEST(StepAllocation, IterativeEpisodesReuseTheirSimulatorAndDoNotAllocate) {
+  for (const auto& topology : Machines()) {
+    EnvConfig config;
+    config.kind = MdpKind::kIterative;
+    const auto game = MakeGame(Share(RandomTrainingGraph(5, 600)), topology, config);
+    const Episode fresh = Play(game, 3);  // a new simulator
+    EXPECT_GT(fresh.step_allocations, 0) << topology->name() << ": the count sees the simulator's allocations";
+    for (int round = 1; round < 4; ++round) {
+      const Episode again = Play(game, 3);  // the first episode's simulator, set back to the start
+      EXPECT_EQ(again.rewards, fresh.rewards) << topology->name() << ", episode " << round;
+      if (round >= 2) {
+        EXPECT_EQ(again.step_allocations, 0) << topology->name() << ", episode " << round;
+      }
+    }
+    // Two states at once: the second cannot borrow the first's simulator, builds its own and plays the same.
+    PlacementState held = game->NewInitialState(0);
+    EXPECT_EQ(Play(game, 3).rewards, fresh.rewards) << topology->name();
+  }
+}
+
+TEST(StepAllocation, OneShotStepsBeforeTheLastDoNotAllocate) {
+  for (const auto& topology : Machines()) {
+    EnvConfig config;
+    config.kind = MdpKind::kOneShot;
+    const auto game = MakeGame(Share(RandomTrainingGraph(5, 600)), topology, config);
+    std::mt19937_64 rng(9);
+    PlacementState state = game->NewInitialState(0);
+    int64_t made = 0;
+    while (state.current_node() + 1 < game->num_groups()) {
+      const int32_t action = RandomLegalAction(state, rng);
+      const int64_t before = testing::ThreadAllocations();
+      ASSERT_TRUE(state.ApplyAction(action).ok());
+      made += testing::ThreadAllocations() - before;
+    }
+    EXPECT_EQ(made, 0) << topology->name();
+    ASSERT_TRUE(state.ApplyAction(RandomLegalAction(state, rng)).ok());  // the last step simulates
+    EXPECT_TRUE(state.IsTerminal());
+  }
+}
+
+}  // namespace
+}  // namespace devplace::envtest
