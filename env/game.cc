@@ -102,7 +102,7 @@ Status PlacementGame::InitReference() {
     single_device_times_[d] = *t;
   }
   // The simulator has priced every op on every kind of device: keep it for Evaluate.
-  pool_.push_back(std::make_unique<Simulator>(std::move(*sim)));
+  pool_.push_back({std::make_unique<Simulator>(std::move(*sim)), Strategy{}});
   reference_device_ = static_cast<DeviceId>(
       std::min_element(single_device_times_.begin(), single_device_times_.end()) - single_device_times_.begin());
   reference_time_ = single_device_times_[reference_device_];
@@ -566,7 +566,7 @@ Strategy PlacementGame::StrategyFromGroups(std::span<const int32_t> device_per_g
   return strategy;
 }
 
-Expected<SimResult> PlacementGame::Evaluate(std::span<const int32_t> device_per_group) const {
+Status PlacementGame::CheckPlacement(std::span<const int32_t> device_per_group) const {
   if (static_cast<int32_t>(device_per_group.size()) != num_groups())
     return Error{"env: placement has " + std::to_string(device_per_group.size()) + " devices but the graph has " +
                  std::to_string(num_groups()) + " groups"};
@@ -581,23 +581,42 @@ Expected<SimResult> PlacementGame::Evaluate(std::span<const int32_t> device_per_
                    graph_->op(groups_.members[g].front()).name + "') cannot take split " +
                    candidates_[a - num_devices()].name};
   }
-  std::unique_ptr<Simulator> sim;
+  return Status::Ok();
+}
+
+template <class Result, class RunFn>
+Expected<Result> PlacementGame::Simulated(std::span<const int32_t> device_per_group, RunFn run) const {
+  if (Status s = CheckPlacement(device_per_group); !s) return s.error();
+  PooledSimulator pooled;
   {
     std::lock_guard<std::mutex> lock(pool_mutex_);
     if (!pool_.empty()) {
-      sim = std::move(pool_.back());
+      pooled = std::move(pool_.back());
       pool_.pop_back();
     }
   }
-  if (sim == nullptr) {
+  if (pooled.sim == nullptr) {
     Expected<Simulator> created = Simulator::Create(*graph_, *topology_, cost_, config_.sim);
     if (!created) return created.error();
-    sim = std::make_unique<Simulator>(std::move(*created));
+    pooled.sim = std::make_unique<Simulator>(std::move(*created));
   }
-  Expected<SimResult> result = sim->Run(StrategyFromGroups(device_per_group));
+  // The strategy written config by config over the one this simulator ran last (its device lists reused).
+  Strategy& strategy = pooled.strategy;
+  strategy.configs.resize(static_cast<size_t>(graph_->num_ops()));
+  for (OpId op = 0; op < graph_->num_ops(); ++op)
+    ActionConfigInto(op, device_per_group[groups_.group_of_op[op]], &strategy.configs[op]);
+  Expected<Result> result = run(*pooled.sim, strategy);
   std::lock_guard<std::mutex> lock(pool_mutex_);
-  pool_.push_back(std::move(sim));
+  pool_.push_back(std::move(pooled));
   return result;
+}
+
+Expected<SimResult> PlacementGame::Evaluate(std::span<const int32_t> device_per_group) const {
+  return Simulated<SimResult>(device_per_group, [](Simulator& sim, const Strategy& s) { return sim.Run(s); });
+}
+
+Expected<StepCost> PlacementGame::EvaluateCost(std::span<const int32_t> device_per_group) const {
+  return Simulated<StepCost>(device_per_group, [](Simulator& sim, const Strategy& s) { return sim.RunCost(s); });
 }
 
 }  // namespace devplace

@@ -161,6 +161,10 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // from a pool kept by the game, so repeated evaluations reuse priced ops and buffers. Errors on a wrong size,
   // an action out of range or a split action the group cannot take.
   Expected<SimResult> Evaluate(std::span<const int32_t> device_per_group) const;
+  // Its cost (CostOf of Evaluate's result, sim/objective.h) without assembling a SimResult: what a one-shot
+  // episode's last step needs. Thread-safe like Evaluate, with the same errors; does not allocate once the
+  // game's simulators have run (each keeps the strategy it simulated last and rewrites it in place).
+  Expected<StepCost> EvaluateCost(std::span<const int32_t> device_per_group) const;
   // A delta simulator of `strategy` (the game's graph, machine, cost model and simulator options): one that an
   // iterative state handed back (set to `strategy` afresh, the same state as a new one's, its buffers and priced
   // ops kept), else a new one. Thread-safe. Errors as DeltaSimulator::Create's.
@@ -262,9 +266,21 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   friend class LentDeltaSimulator;
   // Keeps a lent delta simulator for the next LendDeltaSimulator.
   void TakeBack(std::unique_ptr<DeltaSimulator> delta) const;
+  // Evaluate's and EvaluateCost's errors for a placement of the wrong size, an action out of range or a split a
+  // group cannot take.
+  Status CheckPlacement(std::span<const int32_t> device_per_group) const;
+  // A simulator of the pool and the strategy it simulated last.
+  struct PooledSimulator {
+    std::unique_ptr<Simulator> sim;
+    Strategy strategy;
+  };
+  // Checks the placement, borrows a simulator, writes the placement's strategy and returns run(simulator,
+  // strategy).
+  template <class Result, class RunFn>
+  Expected<Result> Simulated(std::span<const int32_t> device_per_group, RunFn run) const;
   // Idle simulators for Evaluate and idle delta simulators for LendDeltaSimulator (caches, not observable state).
   mutable std::mutex pool_mutex_;
-  mutable std::vector<std::unique_ptr<Simulator>> pool_;
+  mutable std::vector<PooledSimulator> pool_;
   mutable std::vector<std::unique_ptr<DeltaSimulator>> delta_pool_;
 };
 

@@ -125,9 +125,9 @@ void PlacementState::Advance() {
 
 void PlacementState::EvaluateOneShot() {
   const PlacementGame& g = *game_;
-  Expected<SimResult> result = g.Evaluate(placement_);
-  DEVPLACE_CHECK(result.ok(), result.ok() ? "" : result.error().message);
-  cost_ = CostOf(*result, g.topology());
+  Expected<StepCost> cost = g.EvaluateCost(placement_);
+  DEVPLACE_CHECK(cost.ok(), cost.ok() ? "" : cost.error().message);
+  cost_ = *cost;
   evaluated_ = true;
 }
 

@@ -382,7 +382,15 @@ Expected<Time> PlainSim::Simulate(std::span<const DeviceId> device) {
 
 Expected<Time> PlainSim::StepTicks(std::span<const DeviceId> device) { return Simulate<false>(device); }
 
-std::vector<int64_t> PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
+Expected<Time> PlainSim::StepTicksAndPeaks(std::span<const DeviceId> device, std::vector<int64_t>* dynamic_peak) {
+  const Expected<Time> step = Simulate<true>(device);
+  if (!step) return step.error();
+  const std::vector<int64_t>& peaks = DynamicPeaks(device);
+  dynamic_peak->assign(peaks.begin(), peaks.end());
+  return *step;
+}
+
+const std::vector<int64_t>& PlainSim::DynamicPeaks(std::span<const DeviceId> device) {
   Time max_end = 0;
   for (int32_t r = 0; r < num_resources_; ++r)
     if (last_[r] >= 0) max_end = std::max(max_end, free_[r]);

@@ -38,6 +38,9 @@ class PlainSim {
   Expected<SimResult> Run(std::span<const DeviceId> device, const std::vector<int64_t>& static_bytes);
   // The step time in ticks of the same simulation, without the memory peaks and critical path.
   Expected<Time> StepTicks(std::span<const DeviceId> device);
+  // The step time in ticks and the dynamic memory peaks per device (in *dynamic_peak; Run's peak_bytes less the
+  // static bytes) of the same simulation, without the critical path and the statistics of a SimResult.
+  Expected<Time> StepTicksAndPeaks(std::span<const DeviceId> device, std::vector<int64_t>* dynamic_peak);
   // Bytes of the per-graph tables and per-run scratch.
   int64_t memory_bytes() const;
 
@@ -102,8 +105,8 @@ class PlainSim {
   // when the step is too long to simulate.
   template <bool kFull>
   Expected<Time> Simulate(std::span<const DeviceId> device);
-  // Peaks of the buffers (per device) from the last kFull run.
-  std::vector<int64_t> DynamicPeaks(std::span<const DeviceId> device);
+  // Peaks of the buffers (per device) from the last kFull run (held by peaks_ until its next run).
+  const std::vector<int64_t>& DynamicPeaks(std::span<const DeviceId> device);
   // The critical path of the last kFull run into `result`.
   void CriticalPath(SimResult* result) const;
 

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "sim/full_run.h"
+#include "sim/objective.h"
 #include "sim/memory.h"
 #include "sim/partition.h"
 #include "sim/plain_sim.h"
@@ -155,6 +156,7 @@ struct Simulator::Impl {
   sim::PeakScratch peaks;
   sim::FullRun run;
   std::vector<DeviceId> plain;  // each op's device when the strategy is plain (else empty)
+  std::vector<int64_t> peaks_of_cost;  // RunCost's: dynamic, then total peaks per device
 };
 
 Simulator::Simulator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -195,6 +197,26 @@ Expected<double> Simulator::RunStepTime(const Strategy& strategy) {
   if (Status s = sim::CheckHorizon(m.run.totals); !s) return s.error();
   m.engine.Run(m.run.tg, &m.run.timing, sim::Record::kStepOnly);
   return static_cast<double>(sim::StepTicks(m.run.tg, m.engine.last_end())) * sim::kSecondsPerTick;
+}
+
+Expected<StepCost> Simulator::RunCost(const Strategy& strategy) {
+  Impl& m = *impl_;
+  if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy, &m.plain); !s) return s.error();
+  std::vector<int64_t>& peaks = m.peaks_of_cost;
+  sim::Time step = 0;
+  if (!m.plain.empty() && m.plain_sim.usable()) {
+    m.builder.StaticMemory(strategy, m.plain, &m.run.static_bytes);
+    Expected<sim::Time> ticks = m.plain_sim.StepTicksAndPeaks(m.plain, &peaks);
+    if (!ticks) return ticks.error();
+    step = *ticks;
+  } else {
+    if (Status s = m.run.Run(m.builder, m.engine, strategy, sim::Record::kTimes); !s) return s.error();
+    step = sim::StepTicks(m.run.tg, m.run.last_end);
+    const std::vector<int64_t>& dynamic = m.peaks.DynamicPeaks(m.run.tg, m.run.timing, sim::MaxEnd(m.run.last_end));
+    peaks.assign(dynamic.begin(), dynamic.end());
+  }
+  for (size_t d = 0; d < peaks.size(); ++d) peaks[d] += m.run.static_bytes[d];
+  return CostOf(static_cast<double>(step) * sim::kSecondsPerTick, peaks, m.topology);
 }
 
 namespace {

@@ -90,6 +90,8 @@ struct SimResult {
 Expected<SimResult> Simulate(const Graph& graph, const Topology& topology, const Strategy& strategy,
                              const CostModel& cost, const SimOptions& options = {});
 
+struct StepCost;  // sim/objective.h
+
 // A simulator bound to one graph, machine and cost model, for evaluating many strategies: it caches the price
 // of every (op, device) and reuses its buffers, so Run allocates almost nothing. `graph` and `topology` must
 // outlive it. Not thread-safe (use one per thread).
@@ -105,6 +107,10 @@ class Simulator {
   Expected<SimResult> Run(const Strategy& strategy);
   // Step time only (skips the memory and critical-path analysis); OOM is not checked.
   Expected<double> RunStepTime(const Strategy& strategy);
+  // The cost of `strategy` (step time, OOM and overage), equal to CostOf(*Run(strategy), topology)
+  // (sim/objective.h), without the statistics, critical path, messages and timeline of a SimResult: what an
+  // environment's last step needs. Does not allocate once the simulator has run strategies of the same size.
+  Expected<StepCost> RunCost(const Strategy& strategy);
   // Bytes held by the simulator's buffers (task graph, timeline, cost cache) after the last run.
   int64_t memory_bytes() const;
 
@@ -116,7 +122,6 @@ class Simulator {
 
 // Incremental simulator. Holds the last simulated state; SetConfig re-times only what a change reaches.
 // `graph` and `topology` must outlive the object. Move-only; not thread-safe.
-struct StepCost;  // sim/objective.h
 
 class DeltaSimulator {
  public:

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/topology_yaml.h"
+#include "sim/objective.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
 #include "tests/testing/sim_fixtures.h"
@@ -295,6 +296,42 @@ TEST(Simulator, ReusableSimulatorMatchesSimulate) {
     EXPECT_GT(b.step_time, 0);
     EXPECT_FALSE(b.critical_path.empty());
   }
+}
+
+// RunCost equals the cost of Run's result on plain and partitioned strategies, on machines where they fit and
+// where some run out of memory (each case checks that both kinds occur).
+TEST(Simulator, RunCostEqualsTheCostOfRun) {
+  const Graph g = testing::RandomTrainingGraph(4, 60);
+  const Topology roomy = testing::TwoHosts(2, 12e9, 3e-6);
+  Simulator probe = Ok(Simulator::Create(g, roomy, MakeAnalyticCostModel()));
+  const int64_t all_on_one = Ok(probe.Run(Strategy::AllOn(g.num_ops(), 0))).devices[0].peak_bytes;
+  TopologyBuilder b("tight");
+  for (const char* name : {"d0", "d1", "d2", "d3"}) b.add_device(testing::MakeDevice(name, all_on_one * 2 / 5));
+  for (int d = 0; d < 4; ++d)
+    for (int e = d + 1; e < 4; ++e) b.add_bidirectional_link(d, e, 12e9, 3e-6, "link");
+  const Topology tight = std::move(b).Build().value();
+  for (const Topology* t : {&roomy, &tight}) {
+    Simulator sim = Ok(Simulator::Create(g, *t, MakeAnalyticCostModel()));
+    std::mt19937_64 rng(31);
+    int oom = 0, fits = 0;
+    for (int k = 0; k < 12; ++k) {
+      const Strategy s = k % 4 == 0 ? Strategy::AllOn(g.num_ops(), k % 3)
+                                    : testing::RandomStrategy(g, 4, k % 2 == 0 ? 0.0 : 0.3, rng);
+      const StepCost expected = CostOf(Ok(sim.Run(s)), *t);
+      const StepCost cost = Ok(sim.RunCost(s));
+      EXPECT_EQ(cost.step_time, expected.step_time) << t->name() << " " << k;
+      EXPECT_EQ(cost.oom, expected.oom) << t->name() << " " << k;
+      EXPECT_EQ(cost.overage, expected.overage) << t->name() << " " << k;
+      (expected.oom ? oom : fits) += 1;
+    }
+    if (t == &tight) {
+      EXPECT_GT(oom, 0);
+    }
+    EXPECT_GT(fits, 0) << t->name();
+  }
+  Strategy bad = Strategy::AllOn(g.num_ops(), 0);
+  bad.configs[2].devices = {8};
+  EXPECT_FALSE(probe.RunCost(bad).ok());
 }
 
 }  // namespace
