@@ -71,8 +71,8 @@ class ConfigList {
   }
   std::span<const std::pair<OpId, OpConfig>> view() const { return {entries_.data(), size_}; }
   bool Equals(std::span<const std::pair<OpId, OpConfig>> other) const {
-    return std::equal(other.begin(), other.end(), entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(size_)) &&
-           other.size() == size_;
+    const auto end = entries_.begin() + static_cast<std::ptrdiff_t>(size_);
+    return std::equal(other.begin(), other.end(), entries_.begin(), end);
   }
 
  private:
