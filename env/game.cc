@@ -542,8 +542,8 @@ Expected<LentDeltaSimulator> PlacementGame::LendDeltaSimulator(const Strategy& s
 
 void PlacementGame::TakeBack(std::unique_ptr<DeltaSimulator> delta) const {
   std::lock_guard<std::mutex> lock(pool_mutex_);
-  delta_pool_.push_back(std::move(delta));
-}
+  if (delta_pool_.size() < kIdleDeltaSimulators) delta_pool_.push_back(std::move(delta));
+}  // (a simulator the pool does not keep is freed here, after the lock)
 
 void LentDeltaSimulator::GiveBack() noexcept {
   if (sim_ != nullptr && game_ != nullptr) {

@@ -167,7 +167,8 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   Expected<StepCost> EvaluateCost(std::span<const int32_t> device_per_group) const;
   // A delta simulator of `strategy` (the game's graph, machine, cost model and simulator options): one that an
   // iterative state handed back (set to `strategy` afresh, the same state as a new one's, its buffers and priced
-  // ops kept), else a new one. Thread-safe. Errors as DeltaSimulator::Create's.
+  // ops kept), else a new one. Thread-safe. Errors as DeltaSimulator::Create's. The game keeps at most one idle
+  // delta simulator (kIdleDeltaSimulators) until it is destroyed.
   Expected<LentDeltaSimulator> LendDeltaSimulator(const Strategy& strategy) const;
 
   // Static node features, row-major [num_groups x kNodeFeatureDim]; the dynamic columns (is-current,
@@ -264,7 +265,11 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   std::vector<double> single_device_times_;
   std::vector<float> node_features_, device_features_;
   friend class LentDeltaSimulator;
-  // Keeps a lent delta simulator for the next LendDeltaSimulator.
+  // Keeps a lent delta simulator for the next LendDeltaSimulator while fewer than kIdleDeltaSimulators are idle,
+  // else frees it. One is what an environment that starts its next episode as the last one ends can reuse
+  // (EnvBatch, the Python env); more would keep, after a rollout of many episodes of one game at once, memory no
+  // later episode needs (about 25 MB per simulator at 10k ops), per game of a training set.
+  static constexpr size_t kIdleDeltaSimulators = 1;
   void TakeBack(std::unique_ptr<DeltaSimulator> delta) const;
   // Evaluate's and EvaluateCost's errors for a placement of the wrong size, an action out of range or a split a
   // group cannot take.

@@ -104,6 +104,7 @@ class PlacementEnv {
     const uint64_t episode_seed = rng_();
     {
       py::gil_scoped_release release;
+      state_.reset();  // first, so that an iterative episode's delta simulator goes back to the game for the next
       state_.emplace(game_->NewInitialState(episode_seed));
     }
     auto [obs, info] = ObsAndInfo();
