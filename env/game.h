@@ -279,6 +279,8 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
     std::unique_ptr<Simulator> sim;
     Strategy strategy;
   };
+  // Writes StrategyFromGroups(device_per_group) over *strategy (its configs' lists reused).
+  void FillStrategy(std::span<const int32_t> device_per_group, Strategy* strategy) const;
   // Checks the placement, borrows a simulator, writes the placement's strategy and returns run(simulator,
   // strategy).
   template <class Result, class RunFn>
