@@ -21,17 +21,37 @@ bool Strategy::is_plain_placement() const {
 }
 
 std::optional<OpConfig> SplitConfig(const Op& op, const std::vector<DeviceId>& devices) {
+  OpConfig config;
+  if (!SplitConfigInto(op, devices, &config)) return std::nullopt;
+  return config;
+}
+
+bool SplitConfigInto(const Op& op, const std::vector<DeviceId>& devices, OpConfig* config) {
   const auto n = static_cast<int64_t>(devices.size());
-  if (n == 0) return std::nullopt;
-  if (n == 1) return OpConfig{devices, {}};
+  if (n == 0) return false;
+  if (n == 1) {
+    WriteSplitConfig(devices, 0, 0, 1, config);
+    return true;
+  }
   for (int pass = 0; pass < 2; ++pass)
     for (size_t k = 0; k < op.dims.size(); ++k)
       if ((pass == 1 || op.dims[k].kind == DimKind::kSample) && op.dims[k].size >= n) {
-        OpConfig c{devices, std::vector<int32_t>(op.dims.size(), 1)};
-        c.degrees[k] = static_cast<int32_t>(n);
-        return c;
+        WriteSplitConfig(devices, op.dims.size(), k, static_cast<int32_t>(n), config);
+        return true;
       }
-  return std::nullopt;
+  return false;
+}
+
+void WriteSplitConfig(const std::vector<DeviceId>& devices, size_t num_dims, size_t dim, int32_t degree,
+                      OpConfig* config) {
+  config->devices.assign(devices.begin(), devices.end());
+  config->shard_weights = false;
+  if (degree == 1) {
+    config->degrees.clear();
+    return;
+  }
+  config->degrees.assign(num_dims, 1);
+  config->degrees[dim] = degree;
 }
 
 namespace {

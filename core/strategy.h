@@ -2,6 +2,7 @@
 // split into along each of its partitionable dimensions. A plain placement is one device per op.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -47,6 +48,13 @@ struct Strategy {
 // other kinds shard them. One device gives the plain config {devices, {}}. std::nullopt when no dimension is
 // large enough (or `devices` is empty).
 std::optional<OpConfig> SplitConfig(const Op& op, const std::vector<DeviceId>& devices);
+// SplitConfig written into *config, reusing the room of its lists (an environment step does not allocate once they
+// have grown): returns false, leaving *config as it was, where SplitConfig gives std::nullopt.
+bool SplitConfigInto(const Op& op, const std::vector<DeviceId>& devices, OpConfig* config);
+// Writes into *config the config that splits an op with `num_dims` dims `degree` ways along dim `dim` over
+// `devices` (part p on devices[p]; a degree of 1 gives the plain config {devices, {}}), reusing its lists' room.
+void WriteSplitConfig(const std::vector<DeviceId>& devices, size_t num_dims, size_t dim, int32_t degree,
+                      OpConfig* config);
 
 // Checks that `strategy` fits `graph` and `topology`: one config per op, known devices, degree vectors that
 // match the op's dims and multiply to a divisor of the device count, no device used twice by one op, colocated

@@ -22,7 +22,7 @@ Expected<EnvBatch> EnvBatch::Create(std::vector<std::shared_ptr<const PlacementG
   for (int32_t i = 0; i < num_envs; ++i) {
     batch.rngs_[i].seed(base_seed + static_cast<uint64_t>(i));
     batch.states_.push_back(batch.games_[batch.game_of(i)]->NewInitialState(batch.rngs_[i]()));
-    batch.states_[i].FillObservation(&batch.observations_[i]);
+    batch.states_[i]->FillObservation(&batch.observations_[i]);
   }
   return batch;
 }
@@ -36,12 +36,13 @@ void EnvBatch::Reset() {
 }
 
 void EnvBatch::StartEpisode(int32_t env) {
+  states_[env].reset();
   states_[env] = games_[game_of(env)]->NewInitialState(rngs_[env]());
-  states_[env].FillObservation(&observations_[env]);
+  states_[env]->FillObservation(&observations_[env]);
 }
 
 void EnvBatch::Finish(int32_t env) {
-  const PlacementState& s = states_[env];
+  const PlacementState& s = *states_[env];
   finished_.push_back(EpisodeStats{.env = env,
                                    .game = game_of(env),
                                    .seed = s.seed(),
@@ -62,13 +63,13 @@ Status EnvBatch::Step(std::span<const int32_t> actions, BatchStep* out) {
                  " envs"};
   for (int32_t i = 0; i < num_envs(); ++i) {
     const int32_t a = actions[i];
-    const std::vector<uint8_t>& mask = states_[i].LegalActionsMask();
+    const std::vector<uint8_t>& mask = states_[i]->LegalActionsMask();
     if (a < 0 || a >= static_cast<int32_t>(mask.size()) || !mask[a])
       return Error{"env batch: env " + std::to_string(i) + ": action " + std::to_string(a) + " is not legal"};
   }
   ResizeStep(num_envs(), out);
   for (int32_t i = 0; i < num_envs(); ++i) {
-    PlacementState& s = states_[i];
+    PlacementState& s = *states_[i];
     Status status = s.ApplyAction(actions[i]);
     DEVPLACE_CHECK(status.ok(), "a pre-checked action failed");
     out->rewards[i] = s.last_reward();
@@ -90,14 +91,14 @@ Status EnvBatch::StepPlacements(std::span<const std::vector<int32_t>> placements
   std::vector<PlacementState> next;
   next.reserve(static_cast<size_t>(num_envs()));
   for (int32_t i = 0; i < num_envs(); ++i) {
-    next.push_back(states_[i].Clone());
+    next.push_back(states_[i]->Clone());
     if (Status s = next.back().ApplyPlacement(placements[i]); !s)
       return Error{"env batch: env " + std::to_string(i) + ": " + s.error().message};
   }
   ResizeStep(num_envs(), out);
   for (int32_t i = 0; i < num_envs(); ++i) {
     states_[i] = std::move(next[i]);
-    out->rewards[i] = states_[i].last_reward();
+    out->rewards[i] = states_[i]->last_reward();
     out->dones[i] = 1;
     Finish(i);
     StartEpisode(i);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <vector>
@@ -53,7 +54,7 @@ class EnvBatch {
   // Clears finished_episodes().
   void Reset();
 
-  const PlacementState& state(int32_t env) const { return states_[env]; }
+  const PlacementState& state(int32_t env) const { return *states_[env]; }
   const Observation& observation(int32_t env) const { return observations_[env]; }
 
   // Applies actions[i] to env i (actions.size() == num_envs()). All actions are checked first; on an error
@@ -75,7 +76,9 @@ class EnvBatch {
   std::vector<std::shared_ptr<const PlacementGame>> games_;
   uint64_t base_seed_ = 0;
   std::vector<std::mt19937_64> rngs_;
-  std::vector<PlacementState> states_;
+  // Always set between calls; empty only while StartEpisode replaces an env's state (the finished state goes
+  // first, so that an iterative episode's delta simulator returns to the game before the next episode borrows one).
+  std::vector<std::optional<PlacementState>> states_;
   std::vector<Observation> observations_;
   std::vector<EpisodeStats> finished_;
 };

@@ -74,18 +74,23 @@ std::vector<SplitCandidate> SoapCandidates(const Topology& topology, const std::
 }
 
 std::optional<OpConfig> CandidateOpConfig(const Op& op, const SplitCandidate& candidate, bool* native) {
+  OpConfig config;
+  if (!CandidateOpConfigInto(op, candidate, &config, native)) return std::nullopt;
+  return config;
+}
+
+bool CandidateOpConfigInto(const Op& op, const SplitCandidate& candidate, OpConfig* config, bool* native) {
   if (native != nullptr) *native = false;
   const auto n = static_cast<int64_t>(candidate.devices.size());
   if (candidate.kind) {
     for (size_t k = 0; k < op.dims.size(); ++k) {
       if (op.dims[k].kind != *candidate.kind || op.dims[k].size < n || op.dims[k].size % n != 0) continue;
-      OpConfig c{candidate.devices, std::vector<int32_t>(op.dims.size(), 1)};
-      c.degrees[k] = static_cast<int32_t>(n);
+      WriteSplitConfig(candidate.devices, op.dims.size(), k, static_cast<int32_t>(n), config);
       if (native != nullptr) *native = true;
-      return c;
+      return true;
     }
   }
-  return SplitConfig(op, candidate.devices);
+  return SplitConfigInto(op, candidate.devices, config);
 }
 
 }  // namespace devplace

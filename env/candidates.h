@@ -51,5 +51,8 @@ std::vector<SplitCandidate> SoapCandidates(const Topology& topology, const std::
 // whose extent n divides is split n ways (*native = true); otherwise, and for the kind-less candidate, the op's
 // SplitConfig over the subset (*native = false). std::nullopt when neither exists.
 std::optional<OpConfig> CandidateOpConfig(const Op& op, const SplitCandidate& candidate, bool* native = nullptr);
+// CandidateOpConfig written into *config, reusing the room of its lists: returns false, leaving *config as it was
+// (and *native false), where CandidateOpConfig gives std::nullopt.
+bool CandidateOpConfigInto(const Op& op, const SplitCandidate& candidate, OpConfig* config, bool* native = nullptr);
 
 }  // namespace devplace

@@ -170,6 +170,9 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // ops kept), else a new one. Thread-safe. Errors as DeltaSimulator::Create's. The game keeps at most one idle
   // delta simulator (kIdleDeltaSimulators) until it is destroyed.
   Expected<LentDeltaSimulator> LendDeltaSimulator(const Strategy& strategy) const;
+  // How many handed-back delta simulators the game holds idle now (at most kIdleDeltaSimulators); for tests and
+  // memory accounting. Thread-safe.
+  size_t idle_delta_simulators() const;
 
   // Static node features, row-major [num_groups x kNodeFeatureDim]; the dynamic columns (is-current,
   // is-placed) are 0. Device features likewise, with the load columns 0.
@@ -285,7 +288,7 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // strategy).
   template <class Result, class RunFn>
   Expected<Result> Simulated(std::span<const int32_t> device_per_group, RunFn run) const;
-  // Idle simulators for Evaluate and idle delta simulators for LendDeltaSimulator (caches, not observable state).
+  // Idle simulators for Evaluate and idle delta simulators for LendDeltaSimulator (caches: they change no result).
   mutable std::mutex pool_mutex_;
   mutable std::vector<PooledSimulator> pool_;
   mutable std::vector<std::unique_ptr<DeltaSimulator>> delta_pool_;

@@ -31,6 +31,11 @@ Expected<LentDeltaSimulator> PlacementGame::LendDeltaSimulator(const Strategy& s
   return LentDeltaSimulator(shared_from_this(), std::move(delta));
 }
 
+size_t PlacementGame::idle_delta_simulators() const {
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  return delta_pool_.size();
+}
+
 void PlacementGame::TakeBack(std::unique_ptr<DeltaSimulator> delta) const {
   std::lock_guard<std::mutex> lock(pool_mutex_);
   if (delta_pool_.size() < kIdleDeltaSimulators) delta_pool_.push_back(std::move(delta));

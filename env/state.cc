@@ -41,12 +41,21 @@ void PlacementState::InitIterative() {
     }
     Place(grp, d);
   }
-  // The step's change list, sized for the largest group (each entry's device list with room for one device), so
-  // that steps do not allocate.
+  // The step's change list, sized for the largest group, each entry with room for the largest config an action
+  // writes (one device; with split actions every device and a degree per dim of the graph's largest op), so that
+  // steps do not allocate.
   size_t largest = 0;
   for (const std::vector<OpId>& members : g.groups().members) largest = std::max(largest, members.size());
+  size_t devices = 1, degrees = 0;
+  if (g.num_actions() > num_dev) {
+    devices = static_cast<size_t>(num_dev);
+    for (OpId op = 0; op < g.graph().num_ops(); ++op) degrees = std::max(degrees, g.graph().op(op).dims.size());
+  }
   changes_.resize(largest);
-  for (auto& change : changes_) change.second.devices.reserve(1);
+  for (auto& change : changes_) {
+    change.second.devices.reserve(devices);
+    change.second.degrees.reserve(degrees);
+  }
   Expected<LentDeltaSimulator> delta = g.LendDeltaSimulator(g.StrategyFromGroups(placement_));
   DEVPLACE_CHECK(delta.ok(), delta.ok() ? "" : delta.error().message);
   delta_ = std::move(*delta);

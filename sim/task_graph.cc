@@ -103,11 +103,15 @@ void TaskBuilder::AppendRoute(TaskGraph* tg, int32_t group, DeviceId src, Device
   }
 }
 
-void TaskBuilder::AppendRing(TaskGraph* tg, int32_t group, OpId op, const OpConfig& config,
-                             const std::vector<int32_t>& members, int64_t bytes, int32_t steps) {
+void TaskBuilder::AppendRing(TaskGraph* tg, int32_t group, OpId op, const OpConfig& config, int64_t bytes,
+                             int32_t steps) {
+  const std::vector<int32_t>& members = ring_members_;
   const int32_t r = static_cast<int32_t>(members.size());
   const int32_t base = tg->group_task_begin[group];
-  std::vector<int32_t> prev_last(static_cast<size_t>(r), -1), cur_last(static_cast<size_t>(r), -1);
+  std::vector<int32_t>& prev_last = ring_prev_;
+  std::vector<int32_t>& cur_last = ring_cur_;
+  prev_last.assign(static_cast<size_t>(r), -1);
+  cur_last.assign(static_cast<size_t>(r), -1);
   for (int32_t k = 0; k < steps; ++k) {
     for (int32_t i = 0; i < r; ++i) {
       const int32_t from = members[i], to = members[(i + 1) % r];
@@ -161,7 +165,7 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
     tg->out_tasks.insert(tg->out_tasks.end(), {t, -1, -1, -1});
   }
   const int32_t out = tg->out_begin[op];
-  std::vector<int32_t> members;
+  std::vector<int32_t>& members = ring_members_;
   if (layout.reduction > 1) {
     // One reduce-scatter ring per group of parts computing partial sums of the same box.
     const int32_t rings = parts / layout.reduction;
@@ -172,7 +176,7 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
       const int64_t box_bytes = ScaleBytes(OutputBytes(o), Volume(ComputedBox(o, config, members[0])), volume);
       const int32_t r = layout.reduction;
       const int32_t first = tg->num_tasks();
-      AppendRing(tg, group, op, config, members, std::max<int64_t>(1, box_bytes / r), r - 1);
+      AppendRing(tg, group, op, config, std::max<int64_t>(1, box_bytes / r), r - 1);
       // Member i's last receive (step r-2) is the last-hop task received from member i-1.
       for (int32_t t = first; t < tg->num_tasks(); ++t) {
         if (tg->mem_bytes[t] == 0) continue;  // only last hops hold a receive buffer
@@ -201,7 +205,7 @@ void TaskBuilder::AppendOpGroup(OpId op, const OpConfig& config, TaskGraph* tg) 
       const int32_t r = layout.replicas;
       const int64_t shard_bytes = ScaleBytes(param, shard + 1, layout.shards) - ScaleBytes(param, shard, layout.shards);
       const int32_t first = tg->num_tasks();
-      AppendRing(tg, group, op, config, members, std::max<int64_t>(1, shard_bytes / r), (gathers ? 1 : 2) * (r - 1));
+      AppendRing(tg, group, op, config, std::max<int64_t>(1, shard_bytes / r), (gathers ? 1 : 2) * (r - 1));
       for (int32_t t = first; t < tg->num_tasks(); ++t) {
         if (tg->mem_bytes[t] == 0) continue;
         const int32_t sender = tg->part[t];

@@ -196,8 +196,9 @@ class TaskBuilder {
   void AppendRoute(TaskGraph* tg, int32_t group, DeviceId src, DeviceId dst, int64_t bytes, bool segmented,
                    TaskKind kind, int32_t op, int32_t part, int32_t consumer, std::vector<int32_t>* firsts,
                    std::vector<int32_t>* lasts) const;
-  void AppendRing(TaskGraph* tg, int32_t group, OpId op, const OpConfig& config,
-                  const std::vector<int32_t>& members, int64_t bytes, int32_t steps);
+  // Appends a ring of `steps` steps among the parts `members` (member i sends to member i + 1); reads the members
+  // from ring_members_ (they stay there for the caller).
+  void AppendRing(TaskGraph* tg, int32_t group, OpId op, const OpConfig& config, int64_t bytes, int32_t steps);
   // ZeRO-3 (OpConfig::shard_weights, sim/weight_gather.cc): appends to group `op` a ring all-gather of each weight
   // shard among its replicas (each sends its piece, WeightPieces), records each part's first send as its gather
   // entry, and makes each part's compute task wait for every piece it receives (which it holds until it ends); a
@@ -226,6 +227,9 @@ class TaskBuilder {
   std::vector<Time> resource_delay_;   // per resource
   std::vector<int32_t> firsts_, lasts_, share_sinks_;
   std::vector<int64_t> shape_scratch_;
+  // The rings' scratch (AppendOpGroup, AppendRing, AppendWeightGather): the parts of one ring, and each member's
+  // last task of the previous and the current step.
+  std::vector<int32_t> ring_members_, ring_prev_, ring_cur_;
   // AppendEdgeGroup's scratch, reused from edge to edge: one send of a region of the producer's output from part p
   // to consumer part q (issued in rounds, see there), the regions a transfer of a shared tensor needs, and the
   // producer parts' owned boxes.

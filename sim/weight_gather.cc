@@ -27,8 +27,12 @@ void TaskBuilder::AppendWeightGather(OpId op, const OpConfig& config, TaskGraph*
   const int32_t r = layout.replicas, pieces = WeightPieces(o, config);
   const int64_t param = param_bytes_[op];
   const int32_t base = tg->group_task_begin[group], out = tg->out_begin[op];
-  std::vector<int32_t> members(static_cast<size_t>(r)), prev_last(static_cast<size_t>(r)),
-      cur_last(static_cast<size_t>(r));
+  std::vector<int32_t>& members = ring_members_;
+  std::vector<int32_t>& prev_last = ring_prev_;
+  std::vector<int32_t>& cur_last = ring_cur_;
+  members.assign(static_cast<size_t>(r), 0);
+  prev_last.assign(static_cast<size_t>(r), 0);
+  cur_last.assign(static_cast<size_t>(r), 0);
   for (int32_t ring = 0; ring < layout.copies * layout.shards; ++ring) {
     const int32_t copy = ring / layout.shards, shard = ring % layout.shards;
     for (int32_t p = copy * layout.distinct; p < (copy + 1) * layout.distinct; ++p)
