@@ -165,11 +165,13 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // episode's last step needs. Thread-safe like Evaluate, with the same errors; does not allocate once the
   // game's simulators have run (each keeps the strategy it simulated last and rewrites it in place).
   Expected<StepCost> EvaluateCost(std::span<const int32_t> device_per_group) const;
-  // A delta simulator of `strategy` (the game's graph, machine, cost model and simulator options): one that an
-  // iterative state handed back (set to `strategy` afresh, the same state as a new one's, its buffers and priced
-  // ops kept), else a new one. Thread-safe. Errors as DeltaSimulator::Create's. The game keeps at most one idle
+  // A delta simulator of StrategyFromGroups(device_per_group) (the game's graph, machine, cost model and
+  // simulator options): one that an iterative state handed back (set to that strategy afresh, the same state as a
+  // new one's, its buffers and priced ops kept; the strategy written over the list that came back with it, so
+  // that this allocates nothing once the lists have grown), else a new one. Thread-safe. Precondition: one valid
+  // action per group (as StrategyFromGroups). Errors as DeltaSimulator::Create's. The game keeps at most one idle
   // delta simulator (kIdleDeltaSimulators) until it is destroyed.
-  Expected<LentDeltaSimulator> LendDeltaSimulator(const Strategy& strategy) const;
+  Expected<LentDeltaSimulator> LendDeltaSimulator(std::span<const int32_t> device_per_group) const;
   // How many handed-back delta simulators the game holds idle now (at most kIdleDeltaSimulators); for tests and
   // memory accounting. Thread-safe.
   size_t idle_delta_simulators() const;
@@ -273,7 +275,7 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // (EnvBatch, the Python env); more would keep, after a rollout of many episodes of one game at once, memory no
   // later episode needs (about 25 MB per simulator at 10k ops), per game of a training set.
   static constexpr size_t kIdleDeltaSimulators = 1;
-  void TakeBack(std::unique_ptr<DeltaSimulator> delta) const;
+  void TakeBack(std::unique_ptr<DeltaSimulator> delta, Strategy strategy) const;
   // Evaluate's and EvaluateCost's errors for a placement of the wrong size, an action out of range or a split a
   // group cannot take.
   Status CheckPlacement(std::span<const int32_t> device_per_group) const;
@@ -291,7 +293,12 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // Idle simulators for Evaluate and idle delta simulators for LendDeltaSimulator (caches: they change no result).
   mutable std::mutex pool_mutex_;
   mutable std::vector<PooledSimulator> pool_;
-  mutable std::vector<std::unique_ptr<DeltaSimulator>> delta_pool_;
+  // An idle delta simulator and the list its last lending's strategy was written into.
+  struct PooledDeltaSimulator {
+    std::unique_ptr<DeltaSimulator> sim;
+    Strategy strategy;
+  };
+  mutable std::vector<PooledDeltaSimulator> delta_pool_;
 };
 
 }  // namespace devplace

@@ -9,26 +9,29 @@
 
 namespace devplace {
 
-Expected<LentDeltaSimulator> PlacementGame::LendDeltaSimulator(const Strategy& strategy) const {
-  std::unique_ptr<DeltaSimulator> delta;
+Expected<LentDeltaSimulator> PlacementGame::LendDeltaSimulator(std::span<const int32_t> device_per_group) const {
+  DEVPLACE_CHECK(static_cast<int32_t>(device_per_group.size()) == num_groups(), "one device per group");
+  PooledDeltaSimulator lent;
   {
     std::lock_guard<std::mutex> lock(pool_mutex_);
     if (!delta_pool_.empty()) {
-      delta = std::move(delta_pool_.back());
+      lent = std::move(delta_pool_.back());
       delta_pool_.pop_back();
     }
   }
-  if (delta != nullptr) {
-    if (Status s = delta->SetStrategy(strategy); !s) {
-      TakeBack(std::move(delta));
+  FillStrategy(device_per_group, &lent.strategy);
+  if (lent.sim != nullptr) {
+    if (Status s = lent.sim->SetStrategy(lent.strategy); !s) {
+      TakeBack(std::move(lent.sim), std::move(lent.strategy));
       return s.error();
     }
   } else {
-    Expected<DeltaSimulator> created = DeltaSimulator::Create(*graph_, *topology_, strategy, cost_, config_.sim);
+    Expected<DeltaSimulator> created =
+        DeltaSimulator::Create(*graph_, *topology_, lent.strategy, cost_, config_.sim);
     if (!created) return created.error();
-    delta = std::make_unique<DeltaSimulator>(std::move(*created));
+    lent.sim = std::make_unique<DeltaSimulator>(std::move(*created));
   }
-  return LentDeltaSimulator(shared_from_this(), std::move(delta));
+  return LentDeltaSimulator(shared_from_this(), std::move(lent.sim), std::move(lent.strategy));
 }
 
 size_t PlacementGame::idle_delta_simulators() const {
@@ -36,15 +39,15 @@ size_t PlacementGame::idle_delta_simulators() const {
   return delta_pool_.size();
 }
 
-void PlacementGame::TakeBack(std::unique_ptr<DeltaSimulator> delta) const {
+void PlacementGame::TakeBack(std::unique_ptr<DeltaSimulator> delta, Strategy strategy) const {
   std::lock_guard<std::mutex> lock(pool_mutex_);
-  if (delta_pool_.size() < kIdleDeltaSimulators) delta_pool_.push_back(std::move(delta));
+  if (delta_pool_.size() < kIdleDeltaSimulators) delta_pool_.push_back({std::move(delta), std::move(strategy)});
 }  // (a simulator the pool does not keep is freed here, after the lock)
 
 void LentDeltaSimulator::GiveBack() noexcept {
   if (sim_ != nullptr && game_ != nullptr) {
     try {
-      game_->TakeBack(std::move(sim_));
+      game_->TakeBack(std::move(sim_), std::move(strategy_));
     } catch (...) {
       // The pool is a cache: a simulator it cannot keep (no memory for the list) is simply freed.
     }

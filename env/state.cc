@@ -56,7 +56,7 @@ void PlacementState::InitIterative() {
     change.second.devices.reserve(devices);
     change.second.degrees.reserve(degrees);
   }
-  Expected<LentDeltaSimulator> delta = g.LendDeltaSimulator(g.StrategyFromGroups(placement_));
+  Expected<LentDeltaSimulator> delta = g.LendDeltaSimulator(placement_);
   DEVPLACE_CHECK(delta.ok(), delta.ok() ? "" : delta.error().message);
   delta_ = std::move(*delta);
   RefreshTimeFromDelta();
@@ -242,7 +242,7 @@ PlacementState PlacementState::Clone() const {
   copy.evaluated_ = evaluated_;
   copy.cost_ = cost_;
   if (delta_) {
-    Expected<LentDeltaSimulator> delta = game_->LendDeltaSimulator(delta_->strategy());
+    Expected<LentDeltaSimulator> delta = game_->LendDeltaSimulator(placement_);
     DEVPLACE_CHECK(delta.ok(), delta.ok() ? "" : delta.error().message);
     copy.delta_ = std::move(*delta);
   }

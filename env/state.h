@@ -45,14 +45,17 @@ class PlacementGame;
 class LentDeltaSimulator {
  public:
   LentDeltaSimulator() = default;
-  LentDeltaSimulator(std::shared_ptr<const PlacementGame> game, std::unique_ptr<DeltaSimulator> sim)
-      : game_(std::move(game)), sim_(std::move(sim)) {}
+  // `strategy`: the list the game wrote the simulator's initial strategy into; it goes back to the pool with the
+  // simulator, for the next lending to write over.
+  LentDeltaSimulator(std::shared_ptr<const PlacementGame> game, std::unique_ptr<DeltaSimulator> sim, Strategy strategy)
+      : game_(std::move(game)), sim_(std::move(sim)), strategy_(std::move(strategy)) {}
   LentDeltaSimulator(LentDeltaSimulator&&) noexcept = default;
   LentDeltaSimulator& operator=(LentDeltaSimulator&& other) noexcept {
     if (this != &other) {
       GiveBack();
       game_ = std::move(other.game_);
       sim_ = std::move(other.sim_);
+      strategy_ = std::move(other.strategy_);
     }
     return *this;
   }
@@ -63,9 +66,10 @@ class LentDeltaSimulator {
   DeltaSimulator& operator*() const { return *sim_; }
 
  private:
-  void GiveBack() noexcept;  // hands the simulator to the game's pool (env/game.cc)
+  void GiveBack() noexcept;  // hands the simulator and the list to the game's pool (env/game_simulators.cc)
   std::shared_ptr<const PlacementGame> game_;
   std::unique_ptr<DeltaSimulator> sim_;
+  Strategy strategy_;
 };
 
 class PlacementState {

@@ -99,7 +99,9 @@ TEST(StepAllocation, SplitActionEpisodesDoNotAllocate) {
 
 // An EnvBatch that finishes an iterative episode ends it before it starts the next, so the next episode borrows
 // the finished one's delta simulator instead of building a second one while the first waits idle in the game:
-// after each restart of a one-env batch the game holds no idle simulator.
+// after each restart of a one-env batch the game holds no idle simulator. The restart writes the initial strategy
+// over the list that came back with the simulator: from the second on, the step that restarts allocates only the
+// new state's own lists, nothing per op or group.
 TEST(StepAllocation, EnvBatchRestartReusesTheFinishedEpisodesSimulator) {
   EnvConfig config;
   config.kind = MdpKind::kIterative;
@@ -114,10 +116,13 @@ TEST(StepAllocation, EnvBatchRestartReusesTheFinishedEpisodesSimulator) {
     BatchStep step;
     for (int restarts = 0; restarts < 3;) {
       const int32_t action = RandomLegalAction(batch->state(0), rng);
+      const int64_t before = testing::ThreadAllocations();
       ASSERT_TRUE(batch->Step({&action, 1}, &step).ok());
+      const int64_t allocations = testing::ThreadAllocations() - before;
       if (step.dones[0]) {
         ++restarts;
         EXPECT_EQ(game->idle_delta_simulators(), 0u) << "after restart " << restarts;
+        if (restarts >= 2) EXPECT_LT(allocations, 16) << "restart " << restarts << " (" << game->num_groups() << " groups)";
       }
     }
   }
