@@ -507,8 +507,8 @@ OpConfig PlacementGame::ActionConfig(OpId op, int32_t action) const {
 void PlacementGame::ActionConfigInto(OpId op, int32_t action, OpConfig* config) const {
   if (is_split(action)) {
     DEVPLACE_CHECK(can_split(groups_.group_of_op[op], action), "split action on a group that cannot take it");
-    DEVPLACE_CHECK(CandidateOpConfigInto(graph_->op(op), candidates_[action - num_devices()], config),
-                   "split action without a config");
+    const bool written = CandidateOpConfigInto(graph_->op(op), candidates_[action - num_devices()], config);
+    DEVPLACE_CHECK(written, "split action without a config");
     return;
   }
   DEVPLACE_CHECK(action >= 0 && action < num_devices(), "group device out of range");

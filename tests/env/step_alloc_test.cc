@@ -122,7 +122,9 @@ TEST(StepAllocation, EnvBatchRestartReusesTheFinishedEpisodesSimulator) {
       if (step.dones[0]) {
         ++restarts;
         EXPECT_EQ(game->idle_delta_simulators(), 0u) << "after restart " << restarts;
-        if (restarts >= 2) EXPECT_LT(allocations, 16) << "restart " << restarts << " (" << game->num_groups() << " groups)";
+        if (restarts >= 2) {
+          EXPECT_LT(allocations, 16) << "restart " << restarts << " (" << game->num_groups() << " groups)";
+        }
       }
     }
   }
