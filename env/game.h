@@ -168,9 +168,10 @@ class PlacementGame : public std::enable_shared_from_this<PlacementGame> {
   // A delta simulator of StrategyFromGroups(device_per_group) (the game's graph, machine, cost model and
   // simulator options): one that an iterative state handed back (set to that strategy afresh, the same state as a
   // new one's, its buffers and priced ops kept; the strategy written over the list that came back with it, so
-  // that this allocates nothing once the lists have grown), else a new one. Thread-safe. Precondition: one valid
-  // action per group (as StrategyFromGroups). Errors as DeltaSimulator::Create's. The game keeps at most one idle
-  // delta simulator (kIdleDeltaSimulators) until it is destroyed.
+  // that this allocates nothing once the lists have grown), else a new one. Thread-safe. Precondition: each
+  // action valid for its group (as StrategyFromGroups). Errors: a placement of the wrong size, and
+  // DeltaSimulator::Create's. The game keeps at most one idle delta simulator (kIdleDeltaSimulators) until it is
+  // destroyed.
   Expected<LentDeltaSimulator> LendDeltaSimulator(std::span<const int32_t> device_per_group) const;
   // How many handed-back delta simulators the game holds idle now (at most kIdleDeltaSimulators); for tests and
   // memory accounting. Thread-safe.

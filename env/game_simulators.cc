@@ -10,7 +10,9 @@
 namespace devplace {
 
 Expected<LentDeltaSimulator> PlacementGame::LendDeltaSimulator(std::span<const int32_t> device_per_group) const {
-  DEVPLACE_CHECK(static_cast<int32_t>(device_per_group.size()) == num_groups(), "one device per group");
+  if (static_cast<int32_t>(device_per_group.size()) != num_groups())
+    return Error{"delta simulator: placement has " + std::to_string(device_per_group.size()) + " entries for " +
+                 std::to_string(num_groups()) + " groups"};
   PooledDeltaSimulator lent;
   {
     std::lock_guard<std::mutex> lock(pool_mutex_);
