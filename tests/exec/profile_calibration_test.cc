@@ -228,7 +228,7 @@ TEST(Calibration, MeasuresLinksAndDevicesIntoATopology) {
     why = Implausible(*c);
     for (const auto* fits : {&c->pairs, &c->steps})
       for (const PairCalibration& p : *fits)
-        if (p.points.size() != 6u) why += " " + std::to_string(p.points.size()) + " of 6 points;";
+        if (p.points.size() != 6u) why.append(" ").append(std::to_string(p.points.size())).append(" of 6 points;");
     if (why.empty()) break;
   }
   EXPECT_EQ(why, "") << "in three calibrations";

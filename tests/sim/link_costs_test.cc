@@ -98,7 +98,7 @@ TEST(LinkCosts, ATransferPaysTheMessageCostOnce) {
       SCOPED_TRACE(kind + " k = " + std::to_string(k));
       GraphBuilder b("fan");
       const OpId a = b.add_op(MakeOp("a", 1e6, {250000}));  // 1e6 bytes
-      for (int i = 0; i < k; ++i) b.add_edge(a, b.add_op(MakeOp("c" + std::to_string(i), 2e6)));
+      for (int i = 0; i < k; ++i) b.add_edge(a, b.add_op(MakeOp(std::string("c").append(std::to_string(i)), 2e6)));
       const Graph g = Ok(std::move(b).Build());
       const Topology t = Ok(TopologyFromYaml(
           "name: two\ndevices:\n  - {name: \"d{i}\", count: 2, kind: cpu, host: h, peak_tflops: 1, "
