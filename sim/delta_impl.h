@@ -51,6 +51,18 @@ struct DeltaItem {
   bool operator<(const DeltaItem& o) const { return ready < o.ready || (ready == o.ready && key < o.key); }
 };
 
+// ReadyQueue keys (sim/engine.h) for a loop over tasks of a patched task graph, whose ids do not follow the
+// tie-break keys: entries are DeltaItems ordered by (ready, key), so every ready time fits.
+struct TieBreakKeys {
+  using Item = DeltaItem;
+  const uint64_t* key;  // per task
+  bool Fits(Time) const { return true; }
+  DeltaItem Pack(Time ready, int32_t t) const { return {ready, key[t], t, 0}; }
+  int32_t Task(const DeltaItem& item) const { return item.task; }
+  Time Ready(const DeltaItem& item) const { return item.ready; }
+  bool Rebase(Time, Time, QuadHeap<DeltaItem>&, DeltaItem*, bool) { return true; }
+};
+
 // A list of (op, config) pairs that keeps its entries' device lists when it is emptied and refilled: refilling it
 // with configs of no more devices than before does not allocate (a vector's clear() would free them).
 class ConfigList {
@@ -194,6 +206,18 @@ struct DeltaSimulator::Impl {
   std::vector<int32_t> blocked;
   std::vector<uint32_t> version;
   std::vector<sim::Time> cur_end;    // end times of the tasks re-timed so far
+  std::vector<sim::Time> dense_ready;  // DeltaSweep::RunDense: the latest arrival so far at each unsettled task
+  // DeltaSweep::RunDense: the run in which each task entered its loop (see NextDenseRun).
+  std::vector<uint32_t> dense_entered;
+  uint32_t dense_run = 0;
+  // The number of a new RunDense loop, which no entry of dense_entered holds yet.
+  uint32_t NextDenseRun() {
+    if (++dense_run == 0) {
+      std::fill(dense_entered.begin(), dense_entered.end(), 0);
+      dense_run = 1;
+    }
+    return dense_run;
+  }
   std::vector<uint8_t> mark, moved;
   struct Placement {
     int32_t task;
@@ -327,6 +351,10 @@ struct DeltaSimulator::Impl {
   int32_t AssignSlot(const Placement& q, int32_t s, int32_t cut, sim::Time shift);
   // Grows the slot arrays and chunk bounds until slot s exists.
   void GrowSlots(int32_t s);
+  // Gives the slot arrays and chunk bounds room for `slots` slots. A fresh layout that outgrows them reserves half
+  // as many again as it takes, for the slots that placed changes append at its end until the next rebuild, so
+  // that appending them does not allocate (tests/sim/delta_alloc_test.cc).
+  void ReserveSlots(size_t slots);
   // IndexPreds(x) unless x was already indexed afresh by this placing (listed in `reindexed`, flagged in mark).
   void ReindexOnce(int32_t x);
   // Records that task t's slot list entry at `slot` goes, or is added (in increasing slot order per resource).

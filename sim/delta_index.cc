@@ -20,6 +20,8 @@ void DeltaSimulator::Impl::GrowScratch() {
   blocked.resize(n, 0);
   version.resize(n, 0);
   cur_end.resize(n, 0);
+  dense_ready.resize(n, 0);
+  dense_entered.resize(n, 0);
   mark.resize(n, 0);
   moved.resize(n, 0);
   min_pred.resize(n, -1);
@@ -63,6 +65,8 @@ void DeltaSimulator::Impl::LayoutFrom(int32_t from) {
   const int32_t first_chunk = from >> kChunkBits;
   const size_t chunks = static_cast<size_t>((slots >> kChunkBits) + 1);
   if (from == 0) {
+    if (slot_task.capacity() < static_cast<size_t>(slots))
+      ReserveSlots(static_cast<size_t>(slots) + static_cast<size_t>(slots) / 2);
     slot_task.assign(static_cast<size_t>(slots), -1);
     slot_res.assign(static_cast<size_t>(slots), -1);
     slot_mem.assign(static_cast<size_t>(slots), -1);
@@ -90,8 +94,13 @@ void DeltaSimulator::Impl::LayoutFrom(int32_t from) {
     slot_end[s] = tm.end[t];
     AppendToResource(t, s);
   }
-  res_added.resize(static_cast<size_t>(tg.num_resources));
-  res_dropped.resize(static_cast<size_t>(tg.num_resources));
+  // Each resource's edit lists start with room for more edits than most changes make there, so that how far the
+  // changes reach on one resource (which varies with the layout they meet) rarely grows them.
+  constexpr size_t kEditRoom = 64;
+  for (size_t r = res_added.size(); r < static_cast<size_t>(tg.num_resources); ++r) {
+    res_added.emplace_back().reserve(kEditRoom);
+    res_dropped.emplace_back().reserve(kEditRoom);
+  }
   IndexChunks(first_chunk);
 }
 
@@ -246,6 +255,15 @@ void DeltaSimulator::Impl::DropSlotEdits() {
   }
   changed_res.clear();
   stale.clear();
+}
+
+void DeltaSimulator::Impl::ReserveSlots(size_t slots) {
+  for (auto* v : {&slot_task, &slot_res, &slot_mem}) v->reserve(slots);
+  for (auto* v : {&slot_ready, &slot_start, &slot_end}) v->reserve(slots);
+  const size_t chunks = (slots >> kChunkBits) + 1;
+  for (auto* v : {&chunk_min_pred, &chunk_min_bind}) v->reserve(chunks);
+  for (auto* v : {&chunk_shift, &chunk_min_ready}) v->reserve(chunks);
+  chunk_stale.reserve(chunks);
 }
 
 void DeltaSimulator::Impl::GrowSlots(int32_t s) {

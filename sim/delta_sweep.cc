@@ -14,6 +14,19 @@ using sim::kDirty;
 using sim::kDone;
 using sim::Time;
 
+namespace {
+// GoesDense's rule, measured with callgrind on DeltaFixed (bench/sim_bench.cc) and whole iterative episodes
+// (bench/env_bench.cc): it is first asked when this many tasks are re-timed, then each time the count grows by a
+// quarter, and answers yes when the tasks re-timed so far are at least 1/kDenseOfPassed of the slots the cursor
+// has passed since the sweep began (the change reaches much of what it passes).
+constexpr int64_t kDenseFirstCheck = 256;
+constexpr int64_t kDenseOfPassed = 6;
+// RunDense checks for a shifted rest after this many re-timed tasks, then after twice as many each time it fails,
+// up to kDenseCheckMost.
+constexpr int32_t kDenseCheckFirst = 64;
+constexpr int32_t kDenseCheckMost = 1024;
+}  // namespace
+
 // The sweep's per-task steps: they run for every task the change reaches.
 void DeltaSimulator::Impl::DeltaSweep::MarkDirty(int32_t x) {
   heap_changed_ = true;
@@ -93,6 +106,7 @@ void DeltaSimulator::Impl::DeltaSweep::StartSweep() {
   after_ = begin_;
   sc.processed_last.assign(static_cast<size_t>(tg.num_resources), -1);
   new_pending_ = num_tasks_ - first_new_;
+  next_dense_check_ = kDenseFirstCheck;
   succ_ = tg.succ_pool.data();
   pred_ = tg.pred_pool.data();
   sc.pending_first.assign(static_cast<size_t>(tg.num_resources), -1);
@@ -137,6 +151,13 @@ bool DeltaSimulator::Impl::DeltaSweep::RunSweep() {
     heap_changed_ = false;
     const bool has_a = i < slots;
     if (!has_a && heap.empty()) break;
+    if (m.retimed >= next_dense_check_) {
+      next_dense_check_ = m.retimed + m.retimed / 4;
+      if (GoesDense(i)) {
+        shifted = RunDense(&i);
+        break;
+      }
+    }
     const bool periodic = ++since_check >= check_every;
     if ((check_now || periodic) && new_pending_ == 0 && max_settled_ < i) {
       check_now = false;
@@ -189,6 +210,147 @@ bool DeltaSimulator::Impl::DeltaSweep::RunSweep() {
   }
   cursor_ = i;
   return shifted;
+}
+
+bool DeltaSimulator::Impl::DeltaSweep::GoesDense(int32_t i) const {
+  // The tasks from the cursor on, estimated from the share of slots that hold one. Fewer than a merged layout
+  // takes would be placed one by one (Finish), which costs more per task than the merge a sweep this large gets.
+  const int64_t rest = static_cast<int64_t>(slots_ - i) * m.placed / std::max(1, slots_);
+  return rest >= std::max<int64_t>(m.placed / sim::kMergeDivisor, sim::kRelayoutMinSlots) &&
+         m.retimed * kDenseOfPassed >= i - begin_;
+}
+
+bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
+  // Each unsettled task waits for its unsettled predecessors (counted in m.blocked) and starts from the latest
+  // arrival of its settled ones; a task's successors are all unsettled (a settled task's inputs are settled).
+  const int32_t i = *cursor;
+  const std::vector<int32_t>& pos = m.pos;
+  const std::vector<int32_t>& slot_task = m.slot_task;
+  std::vector<uint8_t>& state = m.state;
+  std::vector<int32_t>& blocked = m.blocked;
+  std::vector<Time>& dense_ready = m.dense_ready;
+  sim::QuadHeap<DeltaItem>& heap = sc.heap;
+  // Room for every task at once, with room to spare (so that dense runs of varying reach settle on one size).
+  const size_t n = static_cast<size_t>(num_tasks_);
+  if (heap.capacity() < n) heap.reserve(2 * n);
+  if (m.window.capacity() < m.window.size() + n) m.window.reserve(m.window.size() + 2 * n);
+  for (std::vector<int32_t>* v : {&sc.dirty_list, &sc.pending})
+    if (v->capacity() < v->size() + n) v->reserve(v->size() + 2 * n);
+  // The full run's ready queue (it keeps a task that becomes ready before everything queued, as the next hop of
+  // a transfer usually does, out of the heap), ordered by (ready, key).
+  sim::TieBreakKeys keys{tg.key.data()};
+  sim::ReadyQueue<sim::TieBreakKeys> queue(heap, keys);
+  // A task enters the loop (its unsettled inputs counted, its settled ones' latest arrival noted, queued when
+  // there are none) when one of its inputs is re-timed here, or, for a clean task that none has reached, when the
+  // loop comes to its slot: its inputs are then all settled as before, so its ready time is the previous one, and
+  // it enters before anything later in (ready, key) order leaves the queue. The dirty tasks enter at once.
+  // So a loop that stops at a shifted rest has not looked at the tasks beyond it.
+  const uint32_t run = m.NextDenseRun();
+  std::vector<uint32_t>& entered = m.dense_entered;
+  auto unsettled = [&](int32_t t) { return state[t] == kDirty || (state[t] == kClean && pos[t] >= i); };
+  int32_t entered_last = -1;  // the largest slot of a task that entered
+  // `from`: the task being re-timed whose successor u is (counted as unsettled: the caller then counts it off for
+  // each of its entries in u's list), or -1.
+  auto enter = [&](int32_t u, int32_t from) {
+    entered[u] = run;
+    entered_last = std::max(entered_last, pos[u]);
+    int32_t waits = 0;
+    Time ready = 0;
+    for (int32_t k = 0; k < tg.pred_cnt[u]; ++k) {
+      const int32_t p = pred_[tg.pred_off[u] + k];
+      if (p == from || unsettled(p)) ++waits;
+      else ready = std::max(ready, EndNow(p) + tg.resource_delay[tg.resource[p]]);
+    }
+    blocked[u] = waits;
+    dense_ready[u] = ready;
+    if (waits == 0) queue.Push(ready, ready, u);
+  };
+  for (int32_t x : sc.pending)
+    if (state[x] == kDirty) enter(x, -1);
+  // The tasks are re-timed as the merge's Process does (states, shift, the clean successors that become dirty),
+  // so that the merge's shifted-rest check applies: whenever the re-timed old tasks are exactly those before the
+  // first unsettled slot d, and no new task is left, every so often.
+  const std::vector<int32_t>& slot_res = m.slot_res;
+  std::vector<int32_t>& last = sc.last;
+  std::vector<Time>& free = sc.free;
+  int32_t d = i, since_check = 0, check_every = kDenseCheckFirst;
+  // The slots before f have been looked at; f's task (when f < slots_) is clean and had not entered when f came
+  // to it, and enters once the queue's first entry no longer comes before its (ready, key).
+  int32_t f = i - 1;
+  Time f_ready = 0;
+  uint64_t f_key = 0;
+  auto next_slot = [&] {
+    for (++f; f < slots_; ++f) {
+      const int32_t t = slot_task[f];
+      if (t < 0 || state[t] != kClean || entered[t] == run) continue;
+      f_ready = m.slot_ready[f] + m.Shift(f);
+      f_key = tg.key[t];
+      return;
+    }
+  };
+  next_slot();
+  while (true) {
+    while (f < slots_) {
+      const DeltaItem* top = queue.Peek();
+      if (top && (top->ready < f_ready || (top->ready == f_ready && top->key < f_key))) break;
+      const int32_t t = slot_task[f];
+      if (state[t] == kClean && entered[t] != run) enter(t, -1);  // else it entered after f came to it
+      next_slot();
+    }
+    if (queue.empty()) break;
+    const DeltaItem item = queue.Pop();
+    const int32_t x = item.task;
+    const int32_t r = tg.resource[x];
+    const Time start = std::max(item.ready, free[r]);
+    const Time end = start + tg.duration[x];
+    const bool is_new = x >= first_new_;
+    const Time old_end = is_new ? 0 : m.End(x);
+    const bool end_changed = is_new || end != old_end;
+    if (state[x] == kClean) sc.dirty_list.push_back(x);  // so that ResetStates makes it clean again
+    state[x] = kDone;
+    m.cur_end[x] = end;
+    m.window.push_back({x, after_, item.ready, start, end});
+    free[r] = end;
+    ++m.retimed;
+    if (is_new) {
+      --new_pending_;
+    } else {
+      max_settled_ = std::max(max_settled_, pos[x]);
+      sc.processed_last[r] = std::max(sc.processed_last[r], pos[x]);
+      if (end_changed) shift_ = end - old_end;
+    }
+    const Time arrival = end + tg.resource_delay[r];
+    for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
+      const int32_t s = succ_[tg.succ_off[x] + k];
+      if (end_changed && state[s] == kClean && (is_new || m.bind_pred[s] == x || arrival > m.Ready(s))) {
+        state[s] = kDirty;
+        sc.dirty_list.push_back(s);
+        sc.pending.push_back(s);
+      }
+      if (entered[s] != run) enter(s, x);
+      dense_ready[s] = std::max(dense_ready[s], arrival);
+      if (--blocked[s] == 0) queue.Push(item.ready, dense_ready[s], s);
+    }
+    if (new_pending_ > 0 || ++since_check < check_every) continue;
+    since_check = 0;
+    while (d < slots_ && (slot_task[d] < 0 || (state[slot_task[d]] != kClean && state[slot_task[d]] != kDirty))) {
+      if (slot_task[d] >= 0) last[slot_res[d]] = slot_task[d];
+      ++d;
+    }
+    if (max_settled_ >= d) continue;
+    if (ShiftedRest(d, shift_)) {
+      // The tasks left keep their previous order and times + shift; their counts of unsettled inputs go. The
+      // re-timed tasks come before them.
+      for (int32_t s = d; s <= entered_last; ++s)
+        if (slot_task[s] >= 0) blocked[slot_task[s]] = 0;
+      *cursor = d;
+      return true;
+    }
+    check_every = std::min(2 * check_every, kDenseCheckMost);
+  }
+  new_pending_ = 0;
+  *cursor = slots_;
+  return false;
 }
 
 void DeltaSimulator::Impl::DeltaSweep::TakeShiftedRest() {

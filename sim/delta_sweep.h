@@ -69,6 +69,18 @@ class DeltaSimulator::Impl::DeltaSweep {
   void AddSharers(int32_t edge, const OpConfig& old_config);
   bool RunSweep();
   void TakeShiftedRest();
+  // Whether the sweep, with its cursor at slot i, has re-timed so large a share of what it passed that re-timing
+  // what is still unsettled with a plain event loop (RunDense) is likely cheaper than merging on: the merge
+  // re-times a task at two to three times the loop's cost (the rule and its measurement: delta_sweep.cc). RunSweep
+  // asks it as the re-timed count grows.
+  bool GoesDense(int32_t i) const;
+  // Re-times the unsettled tasks (dirty, or clean at slot >= *cursor) with a plain event loop over them, as a full
+  // run would from the sweep's state at that slot (each resource free at sc.free, the settled tasks' ends final),
+  // and appends them to the window in their new order, after the last task passed unchanged. Stops early where
+  // the rest is the previous schedule shifted (returns true; *cursor: the first unsettled slot), else at the end
+  // (false; *cursor: the slot count). Leaves every blocked count zero, and the sweep's state as RunSweep's loop
+  // leaves it at the same point.
+  bool RunDense(int32_t* cursor);
 
   // Task x becomes dirty: it blocks its successors until it is re-timed.
   void MarkDirty(int32_t x);
@@ -128,6 +140,7 @@ class DeltaSimulator::Impl::DeltaSweep {
   const int32_t* pred_ = nullptr;
   int32_t after_ = 0;              // 1 + the slot of the last task passed unchanged (a task re-timed comes after)
   int32_t new_pending_ = 0;        // new tasks not yet re-timed
+  int64_t next_dense_check_ = 0;   // the re-timed count at which GoesDense is asked next
   sim::Time shift_ = 0;            // end shift of the last re-timed old task whose end moved
   bool heap_changed_ = true;       // whether the heap's top may have become stale since it was last checked
   int32_t cursor_ = 0;

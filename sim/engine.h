@@ -33,6 +33,7 @@ class QuadHeap {
   bool empty() const { return items_.empty(); }
   const Item& top() const { return items_.front(); }
   size_t capacity() const { return items_.capacity(); }
+  void reserve(size_t n) { items_.reserve(n); }
   void push(Item item) {
     size_t i = items_.size();
     items_.push_back(item);
@@ -154,6 +155,11 @@ class ReadyQueue {
   }
   // Pushes straight into the heap (before the loop starts).
   void PushInitial(Time ready, int32_t task) { heap_.push(keys_.Pack(ready, task)); }
+  // The first entry, or null when the queue is empty; valid until the next push or pop.
+  const Item* Peek() const {
+    if (has_next_ && (heap_.empty() || next_ < heap_.top())) return &next_;
+    return heap_.empty() ? nullptr : &heap_.top();
+  }
   // Removes and returns the first entry (the queue must not be empty).
   Item Pop() {
     if (has_next_ && (heap_.empty() || next_ < heap_.top())) {
