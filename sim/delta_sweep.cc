@@ -51,8 +51,7 @@ void DeltaSimulator::Impl::DeltaSweep::PushAt(int32_t x, Time ready) {
   heap_changed_ = true;
 }
 
-void DeltaSimulator::Impl::DeltaSweep::Process(int32_t x, Time ready, int32_t i) {
-  heap_changed_ = true;
+inline DeltaSimulator::Impl::DeltaSweep::Retimed DeltaSimulator::Impl::DeltaSweep::Retime(int32_t x, Time ready) {
   const int32_t r = tg.resource[x];
   const Time start = std::max(ready, sc.free[r]);
   const Time end = start + tg.duration[x];
@@ -69,18 +68,21 @@ void DeltaSimulator::Impl::DeltaSweep::Process(int32_t x, Time ready, int32_t i)
   } else {
     const int32_t slot = m.pos[x];
     max_settled_ = std::max(max_settled_, slot);
-    if (slot >= i) sc.processed_ahead.push_back(x);
     sc.processed_last[r] = std::max(sc.processed_last[r], slot);
     if (end_changed) shift_ = end - old_end;
   }
-  // A clean successor keeps its ready time, and stays clean, when x did not bind it and now arrives no later.
-  const Time arrival = end + tg.resource_delay[r];
+  return {end + tg.resource_delay[r], end_changed, is_new};
+}
+
+void DeltaSimulator::Impl::DeltaSweep::Process(int32_t x, Time ready, int32_t i) {
+  heap_changed_ = true;
+  const Retimed rt = Retime(x, ready);
+  if (!rt.is_new && m.pos[x] >= i) sc.processed_ahead.push_back(x);
   for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
     const int32_t s = succ_[tg.succ_off[x] + k];
-    if (end_changed && m.state[s] == kClean && (is_new || m.bind_pred[s] == x || arrival > m.Ready(s)))
-      MarkDirty(s);
+    if (Reaches(rt, x, s)) MarkDirty(s);
     if (--m.blocked[s] == 0 && m.state[s] == kDirty) {
-      if (tg.pred_cnt[s] == 1) PushAt(s, arrival);  // x is its only input (most hop tasks)
+      if (tg.pred_cnt[s] == 1) PushAt(s, rt.arrival);  // x is its only input (most hop tasks)
       else Push(s);
     }
   }
@@ -267,12 +269,11 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
   };
   for (int32_t x : sc.pending)
     if (state[x] == kDirty) enter(x, -1);
-  // The tasks are re-timed as the merge's Process does (states, shift, the clean successors that become dirty),
+  // The tasks are re-timed as the merge's are (Retime, and Reaches for the clean successors that become dirty),
   // so that the merge's shifted-rest check applies: whenever the re-timed old tasks are exactly those before the
   // first unsettled slot d, and no new task is left, every so often.
   const std::vector<int32_t>& slot_res = m.slot_res;
   std::vector<int32_t>& last = sc.last;
-  std::vector<Time>& free = sc.free;
   int32_t d = i, since_check = 0, check_every = kDenseCheckFirst;
   // The slots before f have been looked at; f's task (when f < slots_) is clean and had not entered when f came
   // to it, and enters once the queue's first entry no longer comes before its (ready, key).
@@ -300,35 +301,17 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
     if (queue.empty()) break;
     const DeltaItem item = queue.Pop();
     const int32_t x = item.task;
-    const int32_t r = tg.resource[x];
-    const Time start = std::max(item.ready, free[r]);
-    const Time end = start + tg.duration[x];
-    const bool is_new = x >= first_new_;
-    const Time old_end = is_new ? 0 : m.End(x);
-    const bool end_changed = is_new || end != old_end;
     if (state[x] == kClean) sc.dirty_list.push_back(x);  // so that ResetStates makes it clean again
-    state[x] = kDone;
-    m.cur_end[x] = end;
-    m.window.push_back({x, after_, item.ready, start, end});
-    free[r] = end;
-    ++m.retimed;
-    if (is_new) {
-      --new_pending_;
-    } else {
-      max_settled_ = std::max(max_settled_, pos[x]);
-      sc.processed_last[r] = std::max(sc.processed_last[r], pos[x]);
-      if (end_changed) shift_ = end - old_end;
-    }
-    const Time arrival = end + tg.resource_delay[r];
+    const Retimed rt = Retime(x, item.ready);
     for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
       const int32_t s = succ_[tg.succ_off[x] + k];
-      if (end_changed && state[s] == kClean && (is_new || m.bind_pred[s] == x || arrival > m.Ready(s))) {
+      if (Reaches(rt, x, s)) {  // dirty, as MarkDirty makes it, without the counts (enter counts for the loop)
         state[s] = kDirty;
         sc.dirty_list.push_back(s);
         sc.pending.push_back(s);
       }
       if (entered[s] != run) enter(s, x);
-      dense_ready[s] = std::max(dense_ready[s], arrival);
+      dense_ready[s] = std::max(dense_ready[s], rt.arrival);
       if (--blocked[s] == 0) queue.Push(item.ready, dense_ready[s], s);
     }
     if (new_pending_ > 0 || ++since_check < check_every) continue;

@@ -87,6 +87,22 @@ class DeltaSimulator::Impl::DeltaSweep {
   // Queues dirty task x (no longer blocked) in the heap by its new ready time; PushAt with that time given.
   void Push(int32_t x);
   void PushAt(int32_t x, sim::Time ready);
+  // What Retime tells about a re-timed task: when its output arrives at its successors, whether its end moved
+  // (always for a new task), and whether it is new.
+  struct Retimed {
+    sim::Time arrival;
+    bool end_changed;
+    bool is_new;
+  };
+  // Re-times task x, ready at `ready`, as both loops do: takes its resource (sc.free), records its new end and
+  // window entry (after after_), marks it done, and updates the counts and bounds the shifted-rest check reads.
+  [[gnu::always_inline]] Retimed Retime(int32_t x, sim::Time ready);
+  // Whether clean task s, a successor of x just re-timed, must be re-timed too: x's end moved and x is new, bound
+  // s or now arrives after s was ready (else s keeps its ready time).
+  bool Reaches(const Retimed& rt, int32_t x, int32_t s) const {
+    return rt.end_changed && m.state[s] == sim::kClean &&
+           (rt.is_new || m.bind_pred[s] == x || rt.arrival > m.Ready(s));
+  }
   // Re-times task x, ready at `ready`, with the sweep's cursor at slot i: appends it to the window, takes its
   // resource, and dirties (and queues) the successors its new end reaches.
   void Process(int32_t x, sim::Time ready, int32_t i);
