@@ -310,6 +310,13 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
         sc.dirty_list.push_back(s);
         sc.pending.push_back(s);
       }
+      if (tg.pred_cnt[s] == 1 && entered[s] != run) {  // x is its only input (most hop tasks): enters ready
+        entered[s] = run;
+        entered_last = std::max(entered_last, pos[s]);
+        blocked[s] = 0;
+        queue.Push(item.ready, rt.arrival, s);
+        continue;
+      }
       if (entered[s] != run) enter(s, x);
       dense_ready[s] = std::max(dense_ready[s], rt.arrival);
       if (--blocked[s] == 0) queue.Push(item.ready, dense_ready[s], s);
