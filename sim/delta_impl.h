@@ -181,9 +181,9 @@ struct DeltaSimulator::Impl {
   // Stored times and resource of the task at each slot (by slot, so that walking the order reads them in turn).
   std::vector<sim::Time> slot_ready, slot_start, slot_end;
   std::vector<int32_t> slot_res;
-  // The device whose memory holds the buffer of the task at each slot (-1: the task holds none), so that the memory
-  // pass over the order (RiskyPeaks) picks the slots it adds from one stream, without a branch per slot. Holes may
-  // keep a stale entry: a reader checks slot_task where this names a device.
+  // The device whose memory holds the buffer of the task at each slot (-1: the task holds none, or a hole), so
+  // that the memory pass over the order (RiskyPeaks) picks the slots it adds from this one stream, without a
+  // branch per slot.
   std::vector<int32_t> slot_mem;
   std::vector<sim::Time> chunk_shift;            // added to the stored times of the tasks in each chunk
   std::vector<int32_t> pos;                      // slot of each task (-1: not in the order)

@@ -333,6 +333,7 @@ int32_t DeltaSimulator::Impl::PlaceWindow(int32_t begin, int32_t cut, Time shift
   for (const Placement& x : stale) {
     if (slot_task[x.after] != x.task || pos[x.task] == x.after) continue;
     slot_task[x.after] = -1;
+    slot_mem[x.after] = -1;
   }
   return std::max(cut, next);
 }
@@ -528,6 +529,7 @@ Status DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
     removed_last = std::max(removed_last, pos[t]);
     state[t] = kClean;
     slot_task[pos[t]] = -1;
+    slot_mem[pos[t]] = -1;
     if (!merge) {
       DropSlot(t, pos[t]);
       stale.push_back({t, pos[t]});

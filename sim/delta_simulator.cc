@@ -130,7 +130,7 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
     int32_t count = 0;
     for (int32_t s = 0; s < slots; ++s) {
       risky_slots[count] = s;
-      count += risky_at[slot_mem[s]] & static_cast<uint8_t>(slot_task[s] >= 0);  // holes may keep a stale entry
+      count += risky_at[slot_mem[s]];  // a hole's entry is -1
     }
     for (int32_t k = 0; k < count; ++k) {
       const int32_t s = risky_slots[k], t = slot_task[s];
