@@ -171,7 +171,7 @@ struct DeltaSimulator::Impl {
   // peaks_memo.
   mutable std::vector<int64_t> risky_memo;
   mutable std::vector<uint8_t> risky;
-  mutable std::vector<int32_t> risky_slots;  // RiskyPeaks' scratch
+  mutable std::vector<int32_t> risky_index, risky_slots;  // RiskyPeaks' scratch
   mutable bool risky_valid = false;
   int64_t retimed = 0;
   int32_t live_tasks = 0;

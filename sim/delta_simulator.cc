@@ -108,20 +108,21 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
   // device's buffers could not all fit does a pass over the order add the buffers of those devices.
   const int32_t devices = topology.num_devices();
   risky_memo.resize(static_cast<size_t>(devices));
-  // risky[1 + d]: device d may overflow; risky[0] stands for "no buffer" (a slot_mem entry of -1).
+  // risky[1 + d]: device d may overflow; risky[0] stands for "no buffer" (a slot_mem entry of -1). The pass over
+  // the order numbers those devices 0, 1, ... (risky_index) and sizes its buckets to the buffers it adds.
   risky.assign(static_cast<size_t>(devices) + 1, 0);
-  bool any = false;
+  risky_index.resize(static_cast<size_t>(devices));
+  int32_t num_risky = 0;
   for (DeviceId d = 0; d < devices; ++d) {
     risky_memo[d] = run.static_bytes[d] + run.totals.held[d];
     risky[1 + d] = risky_memo[d] > topology.device(d).memory_bytes;
-    any |= risky[1 + d] != 0;
+    risky_index[d] = risky[1 + d] ? num_risky++ : -1;
   }
-  if (any) {
+  if (num_risky > 0) {
     const sim::TaskGraph& tg = run.tg;
     Time max_end = 0;
     for (int32_t t : run.last_task)
       if (t >= 0) max_end = std::max(max_end, End(t));
-    peaks.Begin(devices, tg.num_tasks(), max_end);
     // The slots of those devices' buffers first, without a branch per slot (about every other slot holds a
     // buffer, in no pattern a branch predictor could follow), then their buffers.
     const int32_t slots = static_cast<int32_t>(slot_task.size());
@@ -132,14 +133,15 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
       risky_slots[count] = s;
       count += risky_at[slot_mem[s]];  // a hole's entry is -1
     }
+    peaks.Begin(num_risky, count, max_end);
     for (int32_t k = 0; k < count; ++k) {
       const int32_t s = risky_slots[k], t = slot_task[s];
       const Time free = sim::BufferFreeBy(tg, t, [this](int32_t u) { return End(u); });
-      peaks.Add(slot_mem[s], slot_start[s] + Shift(s), free, tg.mem_bytes[t]);
+      peaks.Add(risky_index[slot_mem[s]], slot_start[s] + Shift(s), free, tg.mem_bytes[t]);
     }
     const std::vector<int64_t>& dynamic = peaks.Finish();
     for (DeviceId d = 0; d < devices; ++d)
-      if (risky[1 + d]) risky_memo[d] = run.static_bytes[d] + dynamic[d];
+      if (risky[1 + d]) risky_memo[d] = run.static_bytes[d] + dynamic[risky_index[d]];
   }
   risky_valid = true;
   return risky_memo;
