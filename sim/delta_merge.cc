@@ -58,14 +58,11 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
     moved[q.task] = 0;
     added += pos[q.task] < 0;
   }
-  // A predecessor of a rewritten task (or of a kept one) from `from` until `to` has its time in `tm` (read by
-  // task, without the slot lookup); the others' slots and times are final.
-  auto end_of = [this, from, to, &tm](int32_t p, int32_t slot) {
-    return slot >= from && slot < to ? tm.end[p] : slot_end[slot] + Shift(slot);
-  };
   if (to == slots) LayoutFrom(from);
   else LayoutBetween(from, to, shift);
   placed += added;
+  // Every slot's times are final now (the rewritten chunks' shift is 0).
+  auto end_of = [this](int32_t, int32_t slot) { return slot_end[slot] + Shift(slot); };
   // The tasks before `from` have their predecessors before it too: their entries stand.
   for (int32_t t : tm.order) IndexPredsBy(t, end_of);
   if (to == slots) return;
