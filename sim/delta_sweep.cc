@@ -310,7 +310,9 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
         sc.dirty_list.push_back(s);
         sc.pending.push_back(s);
       }
-      if (tg.pred_cnt[s] == 1 && entered[s] != run) {  // x is its only input (most hop tasks): enters ready
+      if (tg.pred_cnt[s] == 1 && entered[s] != run) {
+        // x is its only input (most hop tasks): it enters ready at x's arrival with nothing left to wait for (its
+        // count may still hold the merge's mark of x as dirty).
         entered[s] = run;
         entered_last = std::max(entered_last, pos[s]);
         blocked[s] = 0;
