@@ -20,14 +20,11 @@ Status DeltaSimulator::Impl::CheckIndexes() const {
   if (slot_res.size() != slot_task.size() || slot_mem.size() != slot_task.size() ||
       slot_end.size() != slot_task.size() || chunk_shift.size() <= static_cast<size_t>(slots >> kChunkBits))
     return fail("slot arrays of different sizes");
-  // Slots and positions name each other; each slot knows its task's resource and buffer device (a hole none).
+  // Slots and positions name each other; each slot knows its task's resource and buffer device.
   int32_t count = 0;
   for (int32_t s = 0; s < slots; ++s) {
     const int32_t t = slot_task[s];
-    if (t < 0) {
-      if (slot_mem[s] != -1) return fail("hole at slot " + std::to_string(s) + " has a buffer device");
-      continue;
-    }
+    if (t < 0) continue;
     ++count;
     if (t >= tg.num_tasks() || pos[t] != s) return fail(task_at(t, s) + " has position " + std::to_string(pos[t]));
     if (slot_res[s] != tg.resource[t]) return fail(task_at(t, s) + ": slot_res differs from its resource");

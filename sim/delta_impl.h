@@ -181,13 +181,23 @@ struct DeltaSimulator::Impl {
   // Stored times and resource of the task at each slot (by slot, so that walking the order reads them in turn).
   std::vector<sim::Time> slot_ready, slot_start, slot_end;
   std::vector<int32_t> slot_res;
-  // The device whose memory holds the buffer of the task at each slot (-1: the task holds none, or a hole), so
-  // that the memory pass over the order (RiskyPeaks) picks the slots it adds from this one stream, without a
-  // branch per slot.
+  // The device whose memory holds the buffer of the task at each slot (-1: the task holds none), so that the memory
+  // pass (RiskyPeaks) picks the slots it adds from a resource's slot list without a branch per slot. Holes may
+  // keep a stale entry (they are in no slot list).
   std::vector<int32_t> slot_mem;
   std::vector<sim::Time> chunk_shift;            // added to the stored times of the tasks in each chunk
   std::vector<int32_t> pos;                      // slot of each task (-1: not in the order)
   std::vector<std::vector<int32_t>> res_slots;   // per resource: the slots of its tasks, increasing
+  // Per resource, the device that holds its tasks' buffers: -1 while none has held one, kSeveralDevices when they
+  // differ. Noted as tasks take slots and reset with the resource lists (so between fresh layouts it may name
+  // the devices of tasks since gone, never miss one): the OOM pass walks only the slot lists of the resources
+  // that may hold a buffer of a device that may overflow.
+  std::vector<int32_t> res_buffer_device;
+  static constexpr int32_t kSeveralDevices = -2;
+  void NoteBufferDevice(int32_t r, int32_t device) {
+    int32_t& d = res_buffer_device[r];
+    if (device >= 0 && d != device) d = d == -1 ? device : kSeveralDevices;
+  }
   std::vector<int32_t> res_next;                 // the next task on the same resource (-1: none)
   std::vector<int32_t> res_first;                // per resource, its first task (-1: none)
   // Per task: its predecessor at the earliest slot, and the one whose arrival made it ready (the later slot on
@@ -310,6 +320,7 @@ struct DeltaSimulator::Impl {
   void AppendToResource(int32_t t, int32_t slot) {
     const int32_t r = slot_res[slot] = run.tg.resource[t];
     slot_mem[slot] = BufferDevice(t);
+    NoteBufferDevice(r, slot_mem[slot]);
     res_slots[r].push_back(slot);
     const int32_t prev = run.last_task[r];
     run.timing.res_prev[t] = prev;

@@ -123,6 +123,7 @@ void DeltaSimulator::Impl::ClearResourceLists() {
   const size_t resources = static_cast<size_t>(run.tg.num_resources);
   res_slots.resize(resources);
   for (auto& v : res_slots) v.clear();
+  res_buffer_device.assign(resources, -1);
   res_first.assign(resources, -1);
   run.last_task.assign(resources, -1);
 }
@@ -309,6 +310,7 @@ int32_t DeltaSimulator::Impl::AssignSlot(const Placement& q, int32_t s, int32_t 
   slot_end[s] = q.end - o;
   slot_res[s] = run.tg.resource[t];
   slot_mem[s] = BufferDevice(t);
+  NoteBufferDevice(slot_res[s], slot_mem[s]);
   TouchChunk(s >> kChunkBits);
   return s + 1;
 }
@@ -333,7 +335,6 @@ int32_t DeltaSimulator::Impl::PlaceWindow(int32_t begin, int32_t cut, Time shift
   for (const Placement& x : stale) {
     if (slot_task[x.after] != x.task || pos[x.task] == x.after) continue;
     slot_task[x.after] = -1;
-    slot_mem[x.after] = -1;
   }
   return std::max(cut, next);
 }
@@ -529,7 +530,6 @@ Status DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
     removed_last = std::max(removed_last, pos[t]);
     state[t] = kClean;
     slot_task[pos[t]] = -1;
-    slot_mem[pos[t]] = -1;
     if (!merge) {
       DropSlot(t, pos[t]);
       stale.push_back({t, pos[t]});

@@ -123,15 +123,19 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
     Time max_end = 0;
     for (int32_t t : run.last_task)
       if (t >= 0) max_end = std::max(max_end, End(t));
-    // The slots of those devices' buffers first, without a branch per slot (about every other slot holds a
-    // buffer, in no pattern a branch predictor could follow), then their buffers.
-    const int32_t slots = static_cast<int32_t>(slot_task.size());
-    risky_slots.resize(static_cast<size_t>(slots));
+    // The slots of those devices' buffers first, from the slot lists of the resources that may hold one, without
+    // a branch per slot (about every other task holds a buffer, in no pattern a branch predictor could follow),
+    // then their buffers (in any order: the peaks do not depend on it).
+    risky_slots.resize(slot_task.size());
     const uint8_t* risky_at = risky.data() + 1;
     int32_t count = 0;
-    for (int32_t s = 0; s < slots; ++s) {
-      risky_slots[count] = s;
-      count += risky_at[slot_mem[s]];  // a hole's entry is -1
+    for (int32_t r = 0; r < tg.num_resources; ++r) {
+      const int32_t holder = res_buffer_device[r];
+      if (holder == -1 || (holder >= 0 && !risky_at[holder])) continue;
+      for (int32_t s : res_slots[r]) {
+        risky_slots[count] = s;
+        count += risky_at[slot_mem[s]];
+      }
     }
     peaks.Begin(num_risky, count, max_end);
     for (int32_t k = 0; k < count; ++k) {
