@@ -354,7 +354,12 @@ struct DeltaSimulator::Impl {
   void DropSlotEdits();
   void ReindexPlaced(const std::vector<int32_t>& reindex);
   // Links the tasks at entries x - 1 and x (x > 0) of a resource's slot list `v` (res_next, run.timing.res_prev).
-  void LinkEntries(const std::vector<int32_t>& v, size_t x);
+  // (Here, to be inlined into the layouts' loops.)
+  void LinkEntries(const std::vector<int32_t>& v, size_t x) {
+    const int32_t p = slot_task[v[x - 1]], q = slot_task[v[x]];
+    res_next[p] = q;
+    run.timing.res_prev[q] = p;
+  }
   // Sets resource r's first and last task from its slot list and ends the links there.
   void CloseResourceEnds(int32_t r);
   // Puts q's task at slot s (growing the layout when s is past its end), displacing a kept task found there (its

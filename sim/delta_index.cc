@@ -416,12 +416,6 @@ void DeltaSimulator::Impl::UpdateResourceSlots() {
   stale.clear();
 }
 
-void DeltaSimulator::Impl::LinkEntries(const std::vector<int32_t>& v, size_t x) {
-  const int32_t p = slot_task[v[x - 1]], q = slot_task[v[x]];
-  res_next[p] = q;
-  run.timing.res_prev[q] = p;
-}
-
 void DeltaSimulator::Impl::CloseResourceEnds(int32_t r) {
   const std::vector<int32_t>& v = res_slots[r];
   res_first[r] = v.empty() ? -1 : slot_task[v.front()];
