@@ -178,7 +178,8 @@ struct DeltaSimulator::Impl {
 
   // The order's layout and its indexes.
   std::vector<int32_t> slot_task;                // task at each slot (-1: hole)
-  // Stored times and resource of the task at each slot (by slot, so that walking the order reads them in turn).
+  // Stored times and resource of the task at each slot (by slot, so that walking the order reads them in turn;
+  // a hole's are unread).
   std::vector<sim::Time> slot_ready, slot_start, slot_end;
   std::vector<int32_t> slot_res;
   // The device whose memory holds the buffer of the task at each slot (-1: the task holds none), so that the memory

@@ -83,9 +83,7 @@ void DeltaSimulator::Impl::LayoutBetween(int32_t from, int32_t to, Time shift) {
   const sim::TaskGraph& tg = run.tg;
   sim::Timing& tm = run.timing;
   const int32_t n = static_cast<int32_t>(tm.order.size());
-  std::fill(slot_task.begin() + from, slot_task.begin() + to, -1);
-  std::fill(slot_res.begin() + from, slot_res.begin() + to, -1);
-  std::fill(slot_mem.begin() + from, slot_mem.begin() + to, -1);
+  std::fill(slot_task.begin() + from, slot_task.begin() + to, -1);  // the holes' other entries are unread
   for (int32_t c = from >> kChunkBits; c < (to >> kChunkBits); ++c) chunk_shift[c] = 0;
   for (size_t c = static_cast<size_t>(to >> kChunkBits); c < chunk_shift.size(); ++c) chunk_shift[c] += shift;
   // The tasks spread evenly over the slots (the holes between them are room for later changes).
