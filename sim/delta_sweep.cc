@@ -351,16 +351,17 @@ void DeltaSimulator::Impl::DeltaSweep::TakeShiftedRest() {
   const std::vector<int32_t>& pos = m.pos;
   std::vector<int32_t>& behind = sc.behind;
   behind.clear();
-  for (int32_t x : sc.dirty_list)
-    if (m.state[x] == kDirty && pos[x] < cursor_) behind.push_back(x);
+  for (int32_t x : sc.dirty_list) {
+    if (m.state[x] != kDirty) continue;
+    if (pos[x] < cursor_) behind.push_back(x);
+    else sc.reindex.push_back(x);  // their predecessors moved
+  }
   std::sort(behind.begin(), behind.end(), [&](int32_t a, int32_t b) { return pos[a] < pos[b]; });
   for (int32_t x : behind) {
     const Time end = m.End(x) + shift_;
     m.cur_end[x] = end;
     m.window.push_back({x, after_, m.Ready(x) + shift_, m.Start(x) + shift_, end});
   }
-  for (int32_t x : sc.dirty_list)
-    if (m.state[x] == kDirty && pos[x] >= cursor_) sc.reindex.push_back(x);  // their predecessors moved
 }
 
 bool DeltaSimulator::Impl::DeltaSweep::ReadyMatches(int32_t u, int32_t i, Time delta) const {
