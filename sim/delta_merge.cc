@@ -26,9 +26,12 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
   tm.end.resize(n);
   tm.order.clear();
   int32_t need = std::max(std::min(cut, slots), removed_last + 1);
+  int32_t added = 0;  // new tasks: in the window, never placed
   for (const Placement& q : window) {
     moved[q.task] = 1;
-    need = std::max({need, q.after + 1, pos[q.task] + 1});
+    const int32_t previous = pos[q.task];
+    need = std::max(need, std::max(q.after, previous) + 1);
+    added += previous < 0;
   }
   auto emit = [&tm](int32_t t, Time ready, Time start, Time end) {
     tm.order.push_back(t);
@@ -53,11 +56,7 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
     to = std::min(slots, to + kChunk);
   }
   for (; j < window.size(); ++j) emit(window[j].task, window[j].ready, window[j].start, window[j].end);
-  int32_t added = 0;  // new tasks: in the window, never placed
-  for (const Placement& q : window) {
-    moved[q.task] = 0;
-    added += pos[q.task] < 0;
-  }
+  for (const Placement& q : window) moved[q.task] = 0;
   if (to == slots) LayoutFrom(from);
   else LayoutBetween(from, to, shift);
   placed += added;
