@@ -195,9 +195,14 @@ struct DeltaSimulator::Impl {
   // that may hold a buffer of a device that may overflow.
   std::vector<int32_t> res_buffer_device;
   static constexpr int32_t kSeveralDevices = -2;
-  void NoteBufferDevice(int32_t r, int32_t device) {
+  // Records task t at `slot` in slot_res and slot_mem, and its buffer's device in res_buffer_device; returns its
+  // resource. Every placing of a task goes through here.
+  int32_t SetSlotOwner(int32_t slot, int32_t t) {
+    const int32_t r = slot_res[slot] = run.tg.resource[t];
+    const int32_t device = slot_mem[slot] = BufferDevice(t);
     int32_t& d = res_buffer_device[r];
     if (device >= 0 && d != device) d = d == -1 ? device : kSeveralDevices;
+    return r;
   }
   std::vector<int32_t> res_next;                 // the next task on the same resource (-1: none)
   std::vector<int32_t> res_first;                // per resource, its first task (-1: none)
@@ -319,9 +324,7 @@ struct DeltaSimulator::Impl {
   // resource's slot list and links: `slot` comes after every slot appended since ClearResourceLists. (Here, to be
   // inlined into the layouts' loops.)
   void AppendToResource(int32_t t, int32_t slot) {
-    const int32_t r = slot_res[slot] = run.tg.resource[t];
-    slot_mem[slot] = BufferDevice(t);
-    NoteBufferDevice(r, slot_mem[slot]);
+    const int32_t r = SetSlotOwner(slot, t);
     res_slots[r].push_back(slot);
     const int32_t prev = run.last_task[r];
     run.timing.res_prev[t] = prev;

@@ -308,9 +308,7 @@ int32_t DeltaSimulator::Impl::AssignSlot(const Placement& q, int32_t s, int32_t 
   slot_ready[s] = q.ready - o;
   slot_start[s] = q.start - o;
   slot_end[s] = q.end - o;
-  slot_res[s] = run.tg.resource[t];
-  slot_mem[s] = BufferDevice(t);
-  NoteBufferDevice(slot_res[s], slot_mem[s]);
+  SetSlotOwner(s, t);
   TouchChunk(s >> kChunkBits);
   return s + 1;
 }

@@ -95,10 +95,7 @@ void DeltaSimulator::Impl::LayoutBetween(int32_t from, int32_t to, Time shift) {
     slot_ready[s] = tm.ready[t];
     slot_start[s] = tm.start[t];
     slot_end[s] = tm.end[t];
-    slot_res[s] = tg.resource[t];
-    slot_mem[s] = BufferDevice(t);
-    NoteBufferDevice(tg.resource[t], slot_mem[s]);
-    res_added[tg.resource[t]].push_back(s);
+    res_added[SetSlotOwner(s, t)].push_back(s);
   }
   // Each resource's slot list: its entries from `from` until `to` replaced by the new ones, relinked from the
   // entry before them to the first kept entry after them.
