@@ -45,8 +45,10 @@ class PeakScratch {
     const int32_t bf = base + static_cast<int32_t>(free >> shift_), ba = base + static_cast<int32_t>(start >> shift_);
     events_[count_] = {static_cast<uint64_t>(free) << 1, -bytes};
     events_[count_ + 1] = {(static_cast<uint64_t>(start) << 1) | 1, bytes};
-    bucket_[count_] = bf;
-    bucket_[count_ + 1] = ba;
+    next_[count_] = head_[bf];
+    head_[bf] = count_;
+    next_[count_ + 1] = head_[ba];
+    head_[ba] = count_ + 1;
     count_ += 2;
     freed_[bf] += bytes;
     upper_[ba] += bytes;
@@ -69,7 +71,8 @@ class PeakScratch {
     if (upper_[ba] > low) candidates_.push_back({ba, {(static_cast<uint64_t>(start) << 1) | 1, bytes}});
   }
   int64_t memory_bytes() const {
-    return static_cast<int64_t>((events_.capacity() * sizeof(Event) + bucket_.capacity() * sizeof(int32_t) +
+    return static_cast<int64_t>((events_.capacity() * sizeof(Event) +
+                                 (next_.capacity() + head_.capacity()) * sizeof(int32_t) +
                                  (upper_.capacity() + freed_.capacity()) * sizeof(int64_t) +
                                  candidates_.capacity() * sizeof(Candidate) + peaks_.capacity() * sizeof(int64_t)));
   }
@@ -84,7 +87,9 @@ class PeakScratch {
     Event event;
   };
   std::vector<Event> events_;
-  std::vector<int32_t> bucket_;       // per event
+  // Add's events chained per bucket: head_ per bucket (-1: none), next_ per event, so that Finish reads only the
+  // events of the buckets that may hold a higher value.
+  std::vector<int32_t> head_, next_;
   std::vector<int64_t> upper_;        // per bucket: allocations, then the upper bound
   std::vector<int64_t> freed_;        // per bucket: frees, then the running sum at its start
   std::vector<Candidate> candidates_;
