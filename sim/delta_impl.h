@@ -293,6 +293,13 @@ struct DeltaSimulator::Impl {
   // Builds and runs the whole strategy afresh, stores the task groups in schedule order (FullRun::
   // StoreInScheduleOrder: a re-timing then walks the per-task arrays nearly in order) and lays the order out.
   Status FullRebuild();
+  // The same outcome without building or running anything: stores the live task groups in schedule order with
+  // the current times (dropping the tasks of replaced groups, FullRun::StoreInScheduleOrder) and lays the order
+  // out afresh. For a task graph that carries garbage; the change must be placed.
+  void Compact();
+  // FullRebuild's and Compact's common end: run's groups stored in schedule order, the per-task scratch reset and
+  // the order laid out from run.timing.
+  void StoreAndLayOut();
   // Lays the order out afresh from run.timing (absolute times and the compact order).
   void Layout();
   // Lays the tasks of run.timing's order (absolute times) out afresh from slot `from` (a chunk boundary) on, after
@@ -410,8 +417,8 @@ struct DeltaSimulator::Impl {
   // Puts the tasks a sweep marked back to clean (and clears what those still dirty added to blocked counts).
   void ResetStates();
   // Makes a swept change: the removed tasks leave their slots, the window is placed (the order from `cut` on
-  // moves by `shift`), and the layout is rebuilt or re-spread when due.
-  Status Finish(int32_t begin, int32_t cut, sim::Time shift);
+  // moves by `shift`), the layout is re-spread when due and the task graph compacted when its garbage is.
+  void Finish(int32_t begin, int32_t cut, sim::Time shift);
   // Checks that every change names an op of the graph and a config that can run it.
   Status CheckChanges(std::span<const std::pair<OpId, OpConfig>> changes) const;
   // Applies `changes` and re-simulates, by the steps of a DeltaSweep (sim/delta_sweep.h). With `query_step`, only

@@ -33,10 +33,11 @@ struct FullRun {
   // Builds and runs everything for `strategy`; an error when the step is too long to simulate (CheckHorizon).
   // `record`: what the timing keeps (Engine::Run).
   Status Run(TaskBuilder& builder, Engine& engine, const Strategy& strategy, Record record);
-  // After Run with Record::kAll: stores the task groups in the order their first tasks were dequeued
-  // (ReorderGroups), so that a pass in schedule order walks each per-task array nearly in order; remaps the
-  // timing and last_task to the new ids. Times and keys do not change. Does not allocate when it ran before on
-  // as many tasks and groups.
+  // With every task's times in `timing` (ready, start, end, and `order` listing the tasks of the groups): stores
+  // the task groups in the order their first tasks were dequeued (ReorderGroups, which drops the tasks of replaced
+  // groups), so that a pass in schedule order walks each per-task array nearly in order; remaps the timing and
+  // last_task to the new ids (res_prev and crit_prev when recorded for every task, else they are reset to -1).
+  // Times and keys do not change. Does not allocate when it ran before on as many tasks and groups.
   void StoreInScheduleOrder();
 
  private:

@@ -90,11 +90,10 @@ Status FullRun::Run(TaskBuilder& builder, Engine& engine, const Strategy& strate
 void FullRun::StoreInScheduleOrder() {
   const int32_t n = tg.num_tasks(), groups = static_cast<int32_t>(tg.group_task_begin.size());
   const size_t tasks = static_cast<size_t>(n);
-  for (const auto* v : {&timing.res_prev, &timing.crit_prev})
-    DEVPLACE_CHECK(v->size() == tasks, "StoreInScheduleOrder needs a run with Record::kAll");
   for (const auto* v : {&timing.ready, &timing.start, &timing.end})
-    DEVPLACE_CHECK(v->size() == tasks, "StoreInScheduleOrder needs a run with Record::kAll");
+    DEVPLACE_CHECK(v->size() == tasks, "StoreInScheduleOrder needs every task's times");
   std::vector<int32_t>& task_group = task_group_;
+  ReserveLike(&task_group, tg.resource);  // room for as many tasks as the graph has room for
   task_group.resize(tasks);
   for (int32_t g = 0; g < groups; ++g)
     for (int32_t k = 0; k < tg.group_task_count[g]; ++k) task_group[tg.group_task_begin[g] + k] = g;
@@ -114,17 +113,26 @@ void FullRun::StoreInScheduleOrder() {
     if (!listed[g]) group_order.push_back(g);
   std::vector<int32_t>& new_id = new_id_;
   ReorderGroups(group_order, &tg, &new_id, &permute_);
+  const int32_t kept = tg.num_tasks();
   auto remap = [&new_id](int32_t t) { return t < 0 ? t : new_id[t]; };
   for (auto* v : {&timing.ready, &timing.start, &timing.end}) {
     std::vector<Time>& out = permute_.s64;
-    out.resize(tasks);
-    for (int32_t t = 0; t < n; ++t) out[new_id[t]] = (*v)[t];
+    ReserveLike(&out, *v);
+    out.resize(static_cast<size_t>(kept));
+    for (int32_t t = 0; t < n; ++t)
+      if (new_id[t] >= 0) out[new_id[t]] = (*v)[t];
     v->swap(out);
   }
   for (auto* v : {&timing.res_prev, &timing.crit_prev}) {
+    if (v->size() != tasks) {  // not recorded: sized to the kept tasks, unset
+      v->assign(static_cast<size_t>(kept), -1);
+      continue;
+    }
     std::vector<int32_t>& out = permute_.s32;
-    out.resize(tasks);
-    for (int32_t t = 0; t < n; ++t) out[new_id[t]] = remap((*v)[t]);
+    ReserveLike(&out, *v);
+    out.resize(static_cast<size_t>(kept));
+    for (int32_t t = 0; t < n; ++t)
+      if (new_id[t] >= 0) out[new_id[t]] = remap((*v)[t]);
     v->swap(out);
   }
   for (int32_t& t : timing.order) t = new_id[t];

@@ -379,11 +379,13 @@ void BuildAdjacency(TaskGraph* tg) {
 }
 
 namespace {
-// v[new_id[t]] = old v[t] for every task t.
+// v[new_id[t]] = old v[t] for every task t that has a new id; v then holds `kept` entries.
 template <class T>
-void PermuteByTask(const std::vector<int32_t>& new_id, std::vector<T>* v, std::vector<T>* scratch) {
-  scratch->resize(v->size());
-  for (size_t t = 0; t < v->size(); ++t) (*scratch)[static_cast<size_t>(new_id[t])] = (*v)[t];
+void PermuteByTask(const std::vector<int32_t>& new_id, int32_t kept, std::vector<T>* v, std::vector<T>* scratch) {
+  ReserveLike(scratch, *v);
+  scratch->resize(static_cast<size_t>(kept));
+  for (size_t t = 0; t < v->size(); ++t)
+    if (new_id[t] >= 0) (*scratch)[static_cast<size_t>(new_id[t])] = (*v)[t];
   v->swap(*scratch);
 }
 }  // namespace
@@ -392,6 +394,7 @@ void ReorderGroups(std::span<const int32_t> groups, TaskGraph* tg, std::vector<i
                    PermuteScratch* scratch) {
   const int32_t n = tg->num_tasks();
   DEVPLACE_CHECK(groups.size() == tg->group_task_begin.size(), "every group once");
+  ReserveLike(new_id, tg->resource);  // room for as many tasks as the graph has room for
   new_id->assign(static_cast<size_t>(n), -1);
   int32_t next = 0;
   for (int32_t g : groups) {
@@ -400,18 +403,48 @@ void ReorderGroups(std::span<const int32_t> groups, TaskGraph* tg, std::vector<i
     tg->group_task_begin[g] = next;
     next += count;
   }
-  DEVPLACE_CHECK(next == n, "groups must cover every task once");
+  DEVPLACE_CHECK(next <= n, "groups must not share tasks");
   const std::vector<int32_t>& id = *new_id;
   PermuteScratch& s = *scratch;
-  for (auto* v : {&tg->resource, &tg->op, &tg->part, &tg->consumer, &tg->mem_device}) PermuteByTask(id, v, &s.s32);
-  for (auto* v : {&tg->duration, &tg->bytes, &tg->mem_bytes}) PermuteByTask(id, v, &s.s64);
-  PermuteByTask(id, &tg->key, &s.u64);
-  for (auto* v : {&tg->first_hop, &tg->alive, &tg->fallback}) PermuteByTask(id, v, &s.s8);
-  PermuteByTask(id, &tg->kind, &s.kinds);
-  for (int32_t& t : tg->dep_from) t = id[t];
-  for (int32_t& t : tg->dep_to) t = id[t];
-  for (int32_t& t : tg->out_tasks)
-    if (t >= 0) t = id[t];
+  for (auto* v : {&tg->resource, &tg->op, &tg->part, &tg->consumer, &tg->mem_device})
+    PermuteByTask(id, next, v, &s.s32);
+  for (auto* v : {&tg->duration, &tg->bytes, &tg->mem_bytes}) PermuteByTask(id, next, v, &s.s64);
+  PermuteByTask(id, next, &tg->key, &s.u64);
+  for (auto* v : {&tg->first_hop, &tg->alive, &tg->fallback}) PermuteByTask(id, next, v, &s.s8);
+  PermuteByTask(id, next, &tg->kind, &s.kinds);
+  for (auto* v : {&tg->succ_off, &tg->succ_cnt, &tg->pred_off, &tg->pred_cnt}) v->resize(static_cast<size_t>(next));
+  // Dependencies group by group, output entries op by op (an op's are kOutsPerPart per compute task of its
+  // group), each list through the scratch.
+  const int32_t num_groups = static_cast<int32_t>(tg->group_dep_begin.size());
+  for (std::vector<int32_t>* deps : {&tg->dep_from, &tg->dep_to}) {
+    std::vector<int32_t>& out = s.deps;
+    ReserveLike(&out, *deps);
+    out.clear();
+    for (int32_t g = 0; g < num_groups; ++g) {
+      const int32_t b = tg->group_dep_begin[g], c = tg->group_dep_count[g];
+      for (int32_t k = b; k < b + c; ++k) out.push_back(id[(*deps)[k]]);
+    }
+    deps->swap(out);
+  }
+  for (int32_t g = 0, at = 0; g < num_groups; ++g) {
+    tg->group_dep_begin[g] = at;
+    at += tg->group_dep_count[g];
+  }
+  std::vector<int32_t>& outs = s.outs;
+  ReserveLike(&outs, tg->out_tasks);
+  outs.clear();
+  for (int32_t op = 0; op < static_cast<int32_t>(tg->out_begin.size()); ++op) {
+    const int32_t begin = tg->group_task_begin[op], count = tg->group_task_count[op];
+    int32_t parts = 0;
+    for (int32_t t = begin; t < begin + count; ++t) parts += tg->kind[t] == TaskKind::kCompute;
+    const int32_t from = tg->out_begin[op];
+    tg->out_begin[op] = static_cast<int32_t>(outs.size());
+    for (int32_t k = from; k < from + TaskGraph::kOutsPerPart * parts; ++k) {
+      const int32_t t = tg->out_tasks[k];
+      outs.push_back(t < 0 ? t : id[t]);
+    }
+  }
+  tg->out_tasks.swap(outs);
   BuildAdjacency(tg);
 }
 

@@ -248,13 +248,16 @@ class TaskBuilder {
 void BuildAdjacency(TaskGraph* tg);
 
 // Stores the groups' tasks in the order `groups` lists the groups (each exactly once): group groups[0]'s tasks get
-// the first ids, each group's tasks in their present order. Every per-task field, the dependencies and the output
-// tasks follow; the adjacency is rebuilt. Keys do not change, so ids no longer increase with them. Writes each
-// task's new id to (*new_id)[old id]. The graph must hold no dead tasks.
+// the first ids, each group's tasks in their present order. Tasks outside every group's range (left behind by
+// rebuilt groups, see DeltaSimulator) are dropped, and so are dependencies and output entries outside every
+// group's: the dependencies are stored group by group in group id order and the output entries op by op, as a
+// build appends them. Every per-task field follows; the adjacency is rebuilt. Keys do not change, so ids no longer
+// increase with them. Writes each task's new id to (*new_id)[old id] (-1 for a dropped task).
 // The lists a permutation of per-task arrays goes through, kept by the caller so that permuting again does not
 // allocate (each permuted array swaps its buffer with the list of its type).
 struct PermuteScratch {
   std::vector<int32_t> s32;
+  std::vector<int32_t> deps, outs;  // the dependency and output lists' (a list per size, so capacities settle)
   std::vector<int64_t> s64;
   std::vector<uint64_t> u64;
   std::vector<uint8_t> s8;
@@ -262,6 +265,12 @@ struct PermuteScratch {
 };
 void ReorderGroups(std::span<const int32_t> groups, TaskGraph* tg, std::vector<int32_t>* new_id,
                    PermuteScratch* scratch);
+// Gives `scratch` at least the capacity of `v` before the two swap, so that the buffers going round through a
+// PermuteScratch list never shrink and, once each has gone round, permuting does not allocate.
+template <class T>
+void ReserveLike(std::vector<T>* scratch, const std::vector<T>& v) {
+  if (scratch->capacity() < v.capacity()) scratch->reserve(v.capacity());
+}
 
 // Clears `tg` and sets its resources for `topology` (devices, then one per link with the link's latency as delay)
 // and one group starting at task 0: the start of a builder whose tasks are keyed by id (pipelines, collectives).
