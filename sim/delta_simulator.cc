@@ -140,8 +140,9 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
     peaks.Begin(num_risky, count, max_end);
     for (int32_t k = 0; k < count; ++k) {
       const int32_t s = risky_slots[k], t = slot_task[s];
-      const Time free = sim::BufferFreeBy(tg, t, [this](int32_t u) { return End(u); });
-      peaks.Add(risky_index[slot_mem[s]], slot_start[s] + Shift(s), free, tg.mem_bytes[t]);
+      const Time shift = Shift(s);
+      const Time free = sim::BufferFreeAfter(tg, t, slot_end[s] + shift, [this](int32_t u) { return End(u); });
+      peaks.Add(risky_index[slot_mem[s]], slot_start[s] + shift, free, tg.mem_bytes[t]);
     }
     const std::vector<int64_t>& dynamic = peaks.Finish();
     for (DeviceId d = 0; d < devices; ++d)

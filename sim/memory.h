@@ -12,14 +12,19 @@
 
 namespace devplace::sim {
 
-// Time a task's buffer is freed: the latest end among the task and its successors, each task's end read from
-// `end_of(task)` (the delta simulator reads them from its layout without materialising a Timing).
+// Time a task's buffer is freed: the latest of its own end `own_end` and its successors' ends, each read from
+// `end_of(successor)` (the delta simulator reads them from its layout without materialising a Timing).
+template <class EndOf>
+Time BufferFreeAfter(const TaskGraph& tg, int32_t task, Time own_end, const EndOf& end_of) {
+  Time free = own_end;
+  const int32_t* s = tg.succ_pool.data() + tg.succ_off[task];
+  for (int32_t k = 0, n = tg.succ_cnt[task]; k < n; ++k) free = std::max(free, end_of(s[k]));
+  return free;
+}
+// The same with the task's own end read from `end_of(task)` too.
 template <class EndOf>
 Time BufferFreeBy(const TaskGraph& tg, int32_t task, const EndOf& end_of) {
-  Time free = end_of(task);
-  const int32_t* s = tg.succ_pool.data() + tg.succ_off[task];
-  for (int32_t k = 0; k < tg.succ_cnt[task]; ++k) free = std::max(free, end_of(s[k]));
-  return free;
+  return BufferFreeAfter(tg, task, end_of(task), end_of);
 }
 
 // BufferFreeBy with the ends of `timing`.
