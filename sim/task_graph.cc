@@ -399,11 +399,13 @@ void ReorderGroups(std::span<const int32_t> groups, TaskGraph* tg, std::vector<i
   int32_t next = 0;
   for (int32_t g : groups) {
     const int32_t begin = tg->group_task_begin[g], count = tg->group_task_count[g];
-    for (int32_t k = 0; k < count; ++k) (*new_id)[begin + k] = next + k;
+    for (int32_t k = 0; k < count; ++k) {
+      DEVPLACE_CHECK((*new_id)[begin + k] < 0, "groups must not share tasks");
+      (*new_id)[begin + k] = next + k;
+    }
     tg->group_task_begin[g] = next;
     next += count;
   }
-  DEVPLACE_CHECK(next <= n, "groups must not share tasks");
   const std::vector<int32_t>& id = *new_id;
   PermuteScratch& s = *scratch;
   for (auto* v : {&tg->resource, &tg->op, &tg->part, &tg->consumer, &tg->mem_device})
