@@ -421,6 +421,12 @@ struct DeltaSimulator::Impl {
   void Finish(int32_t begin, int32_t cut, sim::Time shift);
   // Checks that every change names an op of the graph and a config that can run it.
   Status CheckChanges(std::span<const std::pair<OpId, OpConfig>> changes) const;
+  // SetConfigs' changes made one op at a time, latest in the order first, each by Apply (delta_simulator.cc says
+  // why); `retimed` counts the tasks of every part. A change just asked about (the query's outcome kept) is made
+  // whole. On an error, the parts already made are undone before it is returned.
+  Status ApplyByOp(std::span<const std::pair<OpId, OpConfig>> changes);
+  sim::ConfigList changed_before;  // ApplyByOp's: the previous configs of the ops it has changed so far
+  std::vector<std::pair<int32_t, int32_t>> op_order;  // ApplyByOp's: (earliest slot, index) per change
   // Applies `changes` and re-simulates, by the steps of a DeltaSweep (sim/delta_sweep.h). With `query_step`, only
   // evaluates them: the step time they would give goes to *query_step (in ticks) and the simulator is left as it
   // was.

@@ -367,6 +367,17 @@ TEST(Trace, HasATrackPerDeviceAndLinkAndAnEventPerTask) {
 namespace devplace {
 namespace {
 
+// Device 0 a default test device, device 1 one that computes at 1 MFLOP/s, over PCIe.
+Topology FastAndSlowDevice() {
+  TopologyBuilder tb("slow");
+  tb.add_device(testing::MakeDevice("fast"));
+  Device slow = testing::MakeDevice("slow");
+  slow.peak_flops_f32 = slow.peak_flops_f16 = 1e6;
+  tb.add_device(slow);
+  tb.add_bidirectional_link(0, 1, 1e9, 1e-6, "pcie");
+  return *std::move(tb).Build();
+}
+
 // A step longer than the simulator's integer-time horizon is an error, not an overflow; a delta change that
 // would cause one is rejected and leaves the previous strategy in place.
 TEST(Simulator, RejectsStepsBeyondTheTimeHorizon) {
@@ -374,13 +385,7 @@ TEST(Simulator, RejectsStepsBeyondTheTimeHorizon) {
   b.add_op(testing::MakeOp("small", 1e6));
   b.add_op(testing::MakeOp("huge", 1e17));
   const Graph g = *std::move(b).Build();
-  TopologyBuilder tb("slow");
-  tb.add_device(testing::MakeDevice("fast"));
-  Device slow = testing::MakeDevice("slow");
-  slow.peak_flops_f32 = slow.peak_flops_f16 = 1e6;
-  tb.add_device(slow);
-  tb.add_bidirectional_link(0, 1, 1e9, 1e-6, "pcie");
-  const Topology t = *std::move(tb).Build();
+  const Topology t = FastAndSlowDevice();
   const CostModel cost = MakeAnalyticCostModel();
   Expected<SimResult> r = Simulate(g, t, Strategy::FromPlacement({0, 1}), cost);
   ASSERT_FALSE(r.ok());
@@ -399,6 +404,36 @@ TEST(Simulator, RejectsStepsBeyondTheTimeHorizon) {
   EXPECT_EQ(delta->StepTimeIf(0, OpConfig{{1}, {}}).value(),
             Simulate(g, t, Strategy::FromPlacement({1, 0}), cost)->step_time);
   EXPECT_TRUE(delta->SetConfig(0, OpConfig{{1}, {}}).ok());  // still usable
+  EXPECT_EQ(delta->step_time(), Simulate(g, t, delta->strategy(), cost)->step_time);
+}
+
+// SetConfigs makes several ops' changes one op at a time, the op latest in the order first: when a later part
+// would run past the horizon, the parts already made are undone and the strategy is as before.
+TEST(Simulator, UndoesTheMadePartsOfAChangeBeyondTheTimeHorizon) {
+  GraphBuilder b("huge-then-small");
+  const OpId huge = b.add_op(testing::MakeOp("huge", 1e17));
+  const OpId small = b.add_op(testing::MakeOp("small", 1e6));
+  b.add_edge(huge, small);  // small runs after huge: its change is made first
+  const Graph g = *std::move(b).Build();
+  const Topology t = FastAndSlowDevice();
+  const CostModel cost = MakeAnalyticCostModel();
+  Expected<DeltaSimulator> delta = DeltaSimulator::Create(g, t, Strategy::AllOn(2, 0), cost);
+  ASSERT_TRUE(delta.ok());
+  const double before = delta->step_time();
+  const std::vector<std::pair<OpId, OpConfig>> both{{huge, OpConfig{{1}, {}}}, {small, OpConfig{{1}, {}}}};
+  const Status made = delta->SetConfigs(both);
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.error().message.find("limit"), std::string::npos) << made.error().message;
+  EXPECT_EQ(delta->strategy().configs[huge].devices[0], 0);
+  EXPECT_EQ(delta->strategy().configs[small].devices[0], 0);  // made first, then undone
+  EXPECT_EQ(delta->step_time(), before);
+  EXPECT_TRUE(delta->CheckIndexes().ok());
+  // The small op alone moves (one part), and a change naming it twice keeps its last config.
+  const std::vector<std::pair<OpId, OpConfig>> twice{{small, OpConfig{{1}, {}}}, {small, OpConfig{{0}, {}}}};
+  ASSERT_TRUE(delta->SetConfigs(twice).ok());
+  EXPECT_EQ(delta->strategy().configs[small].devices[0], 0);
+  EXPECT_EQ(delta->step_time(), before);
+  ASSERT_TRUE(delta->SetConfig(small, OpConfig{{1}, {}}).ok());
   EXPECT_EQ(delta->step_time(), Simulate(g, t, delta->strategy(), cost)->step_time);
 }
 
