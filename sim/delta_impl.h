@@ -31,9 +31,12 @@ inline constexpr int32_t kNoSlot = INT_MAX;  // chunk minimum of a chunk without
 inline int32_t FreshSlots(int32_t n) { return n + n / (kHoleEvery - 1) + 1; }
 inline int32_t FreshSlot(int32_t k) { return k + k / (kHoleEvery - 1); }
 // A change that rewrites more slots than 1/kRelayoutDivisor of the tasks (and at least kRelayoutMinSlots) packs a
-// stretch of the order so tightly that the order is laid out afresh.
+// stretch of the order so tightly that the order is laid out afresh. The minimum binds below 16 x 256 tasks only:
+// 1,024 until session 35, when changes made op by op (ApplyByOp) left graphs of about 1k ops with more
+// medium-sized windows, which cost more placed slot by slot than laid out (IterativeStep/1000: nmt 102 -> 94 us,
+// transformer 37 -> 30 us per step; single-op changes on 1k graphs within 1-8% either way).
 inline constexpr int32_t kRelayoutDivisor = 16;
-inline constexpr int32_t kRelayoutMinSlots = 1024;
+inline constexpr int32_t kRelayoutMinSlots = 256;
 // A change that re-times more than 1/kMergeDivisor of the tasks (and at least kRelayoutMinSlots) is not placed
 // slot by slot: the new order is written out from the change's first chunk up to where the rest keeps its slots
 // (DeltaSimulator::Impl::LayoutMerged). Placing such a change slot by slot would pack its stretch so tightly
