@@ -59,16 +59,17 @@ Status DeltaSimulator::Impl::CheckChanges(std::span<const std::pair<OpId, OpConf
 
 Status DeltaSimulator::SetConfigs(std::span<const std::pair<OpId, OpConfig>> changes) {
   if (Status s = impl_->CheckChanges(changes); !s) return s;
-  return impl_->ApplyByOp(changes);
+  return impl_->ApplyInParts(changes);
 }
 
-Status DeltaSimulator::Impl::ApplyByOp(std::span<const std::pair<OpId, OpConfig>> changes) {
+Status DeltaSimulator::Impl::ApplyInParts(std::span<const std::pair<OpId, OpConfig>> changes) {
   // A change to several ops, such as a group's forward, backward and update ops, reaches from the earliest of
   // them to past the latest: the sweep cannot stop at a shifted rest while new tasks are pending or removed ones
   // lie ahead, so it re-times everything in between, though nearly all of it only moves by one shift (measured
-  // on the iterative episodes of bench/env_bench.cc: 95% of the re-timed tasks on nmt, 99% on transformer). One
-  // op at a time, each change stops soon after its own op. The latest op (by its tasks' earliest slot) goes
-  // first: its sweep then runs before the earlier ops shift the order in front of it.
+  // on the iterative episodes of bench/env_bench.cc: 95% of the re-timed tasks on nmt, 99% on transformer). In
+  // parts of ops near each other in the order, each part stops soon after its own ops; ops closer than
+  // kSamePartSlots go in one part, which re-times the stretch after them once. The latest part (by its ops'
+  // tasks' earliest slots) goes first: its sweep then runs before the earlier parts shift the order in front of it.
   if (changes.size() <= 1 || (memo.valid && memo.changes.Equals(changes))) return Apply(changes);
   op_order.clear();
   for (size_t k = 0; k < changes.size(); ++k) {
@@ -79,18 +80,25 @@ Status DeltaSimulator::Impl::ApplyByOp(std::span<const std::pair<OpId, OpConfig>
     op_order.push_back({slot, static_cast<int32_t>(k)});
   }
   // Latest first; among equal slots, in the order given (a repeated op's last config is the one that stays).
-  std::sort(op_order.begin(), op_order.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  std::sort(op_order.begin(), op_order.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
   changed_before.Clear();
   int64_t total = 0;
-  for (const auto& [slot, k] : op_order) {
-    const std::pair<OpId, OpConfig>& change = changes[k];
-    changed_before.Append(change.first, strategy.configs[change.first]);
-    if (Status s = Apply({&change, 1}); !s) {
-      // That part left its op as it was; the parts before it are undone in reverse order, through strategies
-      // this call has already simulated (so none can fail for its length).
+  for (size_t x = 0; x < op_order.size();) {
+    size_t y = x + 1;
+    while (y < op_order.size() && op_order[y - 1].first - op_order[y].first < sim::kSamePartSlots) ++y;
+    part.Clear();
+    for (; x < y; ++x) {
+      const std::pair<OpId, OpConfig>& change = changes[op_order[x].second];
+      changed_before.Append(change.first, strategy.configs[change.first]);
+      part.Append(change.first, change.second);
+    }
+    if (Status s = Apply(part.view()); !s) {
+      // That part left its ops as they were; the parts before it are undone op by op in reverse order, through
+      // strategies this call has already simulated (so none can fail for its length).
       const auto back = changed_before.view();
-      for (size_t j = back.size() - 1; j-- > 0;)
+      for (size_t j = back.size() - part.view().size(); j-- > 0;)
         if (Status undone = Apply(back.subspan(j, 1)); !undone) return undone;
       retimed = 0;
       return s;

@@ -138,8 +138,9 @@ class DeltaSimulator {
   Status SetStrategy(const Strategy& strategy);
   // Changes the config of `op` (validated like Simulate; on error nothing changes) and re-simulates.
   Status SetConfig(OpId op, const OpConfig& config);
-  // Changes several ops at once (e.g. a colocation group); all or nothing. Made one op at a time, the op latest in
-  // the order first (each part stops soon after its op; docs/simulator.md), unless a query just asked about them.
+  // Changes several ops at once (e.g. a colocation group); all or nothing. Made in parts of ops near each other in
+  // the order, the latest first (each part stops soon after its ops; docs/simulator.md), unless a query just asked
+  // about them.
   Status SetConfigs(std::span<const std::pair<OpId, OpConfig>> changes);
   // The step time the strategy would have with `changes` made, equal to SetConfigs(changes) followed by
   // step_time(), without making them: the simulator is left as it was (what a search asks of a proposal it may

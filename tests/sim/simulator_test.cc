@@ -407,17 +407,23 @@ TEST(Simulator, RejectsStepsBeyondTheTimeHorizon) {
   EXPECT_EQ(delta->step_time(), Simulate(g, t, delta->strategy(), cost)->step_time);
 }
 
-// SetConfigs makes several ops' changes one op at a time, the op latest in the order first: when a later part
-// would run past the horizon, the parts already made are undone and the strategy is as before.
+// SetConfigs makes several ops' changes in parts of ops near each other in the order, the latest part first:
+// when a later part would run past the horizon, the parts already made are undone and the strategy is as before.
 TEST(Simulator, UndoesTheMadePartsOfAChangeBeyondTheTimeHorizon) {
-  GraphBuilder b("huge-then-small");
+  GraphBuilder b("huge-chain-small");
   const OpId huge = b.add_op(testing::MakeOp("huge", 1e17));
+  OpId last = huge;
+  for (int i = 0; i < 400; ++i) {  // far more tasks than one part spans
+    const OpId next = b.add_op(testing::MakeOp("step" + std::to_string(i), 1e3));
+    b.add_edge(last, next);
+    last = next;
+  }
   const OpId small = b.add_op(testing::MakeOp("small", 1e6));
-  b.add_edge(huge, small);  // small runs after huge: its change is made first
+  b.add_edge(last, small);  // small runs last: its change is made first, in a part of its own
   const Graph g = *std::move(b).Build();
   const Topology t = FastAndSlowDevice();
   const CostModel cost = MakeAnalyticCostModel();
-  Expected<DeltaSimulator> delta = DeltaSimulator::Create(g, t, Strategy::AllOn(2, 0), cost);
+  Expected<DeltaSimulator> delta = DeltaSimulator::Create(g, t, Strategy::AllOn(g.num_ops(), 0), cost);
   ASSERT_TRUE(delta.ok());
   const double before = delta->step_time();
   const std::vector<std::pair<OpId, OpConfig>> both{{huge, OpConfig{{1}, {}}}, {small, OpConfig{{1}, {}}}};
