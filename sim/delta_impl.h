@@ -32,7 +32,7 @@ inline int32_t FreshSlots(int32_t n) { return n + n / (kHoleEvery - 1) + 1; }
 inline int32_t FreshSlot(int32_t k) { return k + k / (kHoleEvery - 1); }
 // A change that rewrites more slots than 1/kRelayoutDivisor of the tasks (and at least kRelayoutMinSlots) packs a
 // stretch of the order so tightly that the order is laid out afresh. The minimum binds below 16 x 256 tasks only:
-// 1,024 until session 35, when changes made op by op (ApplyByOp) left graphs of about 1k ops with more
+// 1,024 until session 35, when changes made in parts (ApplyInParts, then one op each) left 1k-op graphs with more
 // medium-sized windows, which cost more placed slot by slot than laid out (IterativeStep/1000: nmt 102 -> 94 us,
 // transformer 37 -> 30 us per step; single-op changes on 1k graphs within 1-8% either way).
 inline constexpr int32_t kRelayoutDivisor = 16;
