@@ -276,7 +276,7 @@ TEST(DeltaSimulator, EqualsFullSimulationWhenAChangeRetimesMostOfTheSchedule) {
 
 // The iterative environment's episode: every op starts on one GPU, then each forward op in turn moves with its
 // backward and update ops (one change of several ops) to a random GPU. Every other move is asked about first
-// (StepTimeIf), so that it is made whole from the query's outcome; the others are made one op at a time
+// (StepTimeIf), so that it is made whole from the query's outcome; the others are made in parts of nearby ops
 // (SetConfigs' parts). Early whole moves shift the rest of a schedule serialised on the first GPU; later ones
 // re-time much of a scattered one, so merged layouts that keep the shifted tail after the cut (LayoutMerged's kept
 // tasks, re-indexed where their inputs moved) occur throughout.
