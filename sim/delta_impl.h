@@ -48,6 +48,14 @@ inline constexpr int32_t kMergeDivisor = 16;
 // 8.29 / 8.30 / 8.30 G, transformer 10k 2.62 / 2.46 / 2.46 / 2.46 / 2.48 / 2.55 G; nmt 1k 299 / 217 / - / 188 / - /
 // 199 M, transformer 1k 112 / 100 / - / 104 / - / 163 M (whole changes: nmt 1k 270 M, transformer 1k 202 M).
 inline constexpr int32_t kSamePartSlots = 256;
+// StepTimeIf asks about a change of several parts by parts (every part but the earliest made, that one asked
+// about, the made ones undone) only when its earliest and latest parts' slots lie this far apart or more: a
+// closer one is cheaper swept whole than made and undone in parts, and a whole query's outcome is reused when the
+// change is made next. Measured on MCMC searches (`devplace search --algo mcmc`, 3,000 evaluations; seconds with
+// every multi-part query by parts / from 8,192 / 16,384 / 32,768 slots apart / none): transformer 505 ops on
+// k80-8-pcie 2.36 / 1.83 / 1.15 / 1.07 / 1.28, nmt 1,213 ops on p100-4x4-ib 2.92 / 2.04 / 1.28 / 1.28 / 1.43,
+// transformer 10k ops on dgx1-v100 1.92 / 2.02 / 2.23 / 2.62 / 2.83, nmt 10k 2.41 / 2.23 / 2.30 / 3.54 / 3.28.
+inline constexpr int32_t kQueryInPartsSlots = 16384;
 // Task states during a change: unchanged so far, to be re-timed, re-timed, replaced by the change.
 enum : uint8_t { kClean = 0, kDirty = 1, kDone = 2, kRemoved = 3 };
 
@@ -432,13 +440,18 @@ struct DeltaSimulator::Impl {
   Status CheckChanges(std::span<const std::pair<OpId, OpConfig>> changes) const;
   // SetConfigs' changes made in parts of ops near each other in the order (sim::kSamePartSlots), the latest part
   // first, each by Apply (delta_simulator.cc says why); `retimed` counts the tasks of every part. A change just
-  // asked about (the query's outcome kept) is made whole. On an error, the parts already made are undone before it
-  // is returned.
-  Status ApplyInParts(std::span<const std::pair<OpId, OpConfig>> changes);
+  // asked about (the query's outcome kept) or in one part is made whole. On an error, the parts already made are
+  // undone before it is returned. With `query_step`, StepTimeIf's: every part but the last is made, the last is
+  // asked about (its step time goes to *query_step, in ticks), then the made parts are undone, last first.
+  Status ApplyInParts(std::span<const std::pair<OpId, OpConfig>> changes, sim::Time* query_step = nullptr);
+  // Undoes the first `made` parts of ApplyInParts' change, last first, each whole; adds the tasks they re-time to
+  // *retimed_total.
+  Status UndoParts(size_t made, int64_t* retimed_total);
   // ApplyInParts' scratch: the previous configs of the ops it has changed so far, (earliest slot, index) per
-  // change, and the part being made.
+  // change, where each part ends in that order, and the part being made.
   sim::ConfigList changed_before, part;
   std::vector<std::pair<int32_t, int32_t>> op_order;
+  std::vector<size_t> part_ends;
   // Applies `changes` and re-simulates, by the steps of a DeltaSweep (sim/delta_sweep.h). With `query_step`, only
   // evaluates them: the step time they would give goes to *query_step (in ticks) and the simulator is left as it
   // was.

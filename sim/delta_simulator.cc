@@ -62,7 +62,7 @@ Status DeltaSimulator::SetConfigs(std::span<const std::pair<OpId, OpConfig>> cha
   return impl_->ApplyInParts(changes);
 }
 
-Status DeltaSimulator::Impl::ApplyInParts(std::span<const std::pair<OpId, OpConfig>> changes) {
+Status DeltaSimulator::Impl::ApplyInParts(std::span<const std::pair<OpId, OpConfig>> changes, Time* query_step) {
   // A change to several ops, such as a group's forward, backward and update ops, reaches from the earliest of
   // them to past the latest: the sweep cannot stop at a shifted rest while new tasks are pending or removed ones
   // lie ahead, so it re-times everything in between, though nearly all of it only moves by one shift (measured
@@ -70,7 +70,7 @@ Status DeltaSimulator::Impl::ApplyInParts(std::span<const std::pair<OpId, OpConf
   // parts of ops near each other in the order, each part stops soon after its own ops; ops closer than
   // kSamePartSlots go in one part, which re-times the stretch after them once. The latest part (by its ops'
   // tasks' earliest slots) goes first: its sweep then runs before the earlier parts shift the order in front of it.
-  if (changes.size() <= 1 || (memo.valid && memo.changes.Equals(changes))) return Apply(changes);
+  if (changes.size() <= 1 || (memo.valid && memo.changes.Equals(changes))) return Apply(changes, query_step);
   op_order.clear();
   for (size_t k = 0; k < changes.size(); ++k) {
     const int32_t first = run.tg.group_task_begin[changes[k].first];
@@ -83,37 +83,54 @@ Status DeltaSimulator::Impl::ApplyInParts(std::span<const std::pair<OpId, OpConf
   std::sort(op_order.begin(), op_order.end(), [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   });
+  part_ends.clear();
+  for (size_t x = 1; x <= op_order.size(); ++x)
+    if (x == op_order.size() || op_order[x - 1].first - op_order[x].first >= sim::kSamePartSlots)
+      part_ends.push_back(x);
+  // In one part the change is made (or asked about) whole, so that a query's outcome stays for the change; so is a
+  // query whose parts lie close together (sim::kQueryInPartsSlots).
+  if (part_ends.size() == 1 ||
+      (query_step != nullptr && op_order.front().first - op_order.back().first < sim::kQueryInPartsSlots))
+    return Apply(changes, query_step);
   changed_before.Clear();
   int64_t total = 0;
-  for (size_t x = 0; x < op_order.size();) {
-    size_t y = x + 1;
-    while (y < op_order.size() && op_order[y - 1].first - op_order[y].first < sim::kSamePartSlots) ++y;
+  for (size_t p = 0, x = 0; p < part_ends.size(); ++p) {
     part.Clear();
-    for (; x < y; ++x) {
+    for (; x < part_ends[p]; ++x) {
       const std::pair<OpId, OpConfig>& change = changes[op_order[x].second];
       changed_before.Append(change.first, strategy.configs[change.first]);
       part.Append(change.first, change.second);
     }
-    if (Status s = Apply(part.view()); !s) {
-      // That part left its ops as they were; the parts before it are undone op by op in reverse order, through
-      // strategies this call has already simulated (so none can fail for its length).
-      const auto back = changed_before.view();
-      for (size_t j = back.size() - part.view().size(); j-- > 0;)
-        if (Status undone = Apply(back.subspan(j, 1)); !undone) return undone;
-      retimed = 0;
+    // A query makes every part but the last (the earliest in the order), asks about that one and undoes the rest.
+    const bool asked = query_step != nullptr && p + 1 == part_ends.size();
+    const Status s = Apply(part.view(), asked ? query_step : nullptr);
+    total += retimed;
+    if (!s || asked) {
+      // A part that fails leaves its ops as they were, and so does a query.
+      if (Status undone = UndoParts(p, &total); !undone) return undone;
+      retimed = s ? total : 0;
       return s;
     }
-    total += retimed;
   }
   retimed = total;
+  return Status::Ok();
+}
+
+Status DeltaSimulator::Impl::UndoParts(size_t made, int64_t* retimed_total) {
+  // Each part is undone whole, to the strategy simulated before it was made (so none can fail for its length).
+  const auto before = changed_before.view();
+  for (size_t p = made; p-- > 0;) {
+    const size_t begin = p == 0 ? 0 : part_ends[p - 1];
+    if (Status s = Apply(before.subspan(begin, part_ends[p] - begin)); !s) return s;
+    *retimed_total += retimed;
+  }
   return Status::Ok();
 }
 
 Expected<double> DeltaSimulator::StepTimeIf(std::span<const std::pair<OpId, OpConfig>> changes) {
   if (Status s = impl_->CheckChanges(changes); !s) return s.error();
   Time step = 0;
-  if (Status s = impl_->Apply(changes, &step); !s)
-    return s.error();
+  if (Status s = impl_->ApplyInParts(changes, &step); !s) return s.error();
   return static_cast<double>(step) * sim::kSecondsPerTick;
 }
 

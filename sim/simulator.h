@@ -139,12 +139,14 @@ class DeltaSimulator {
   // Changes the config of `op` (validated like Simulate; on error nothing changes) and re-simulates.
   Status SetConfig(OpId op, const OpConfig& config);
   // Changes several ops at once (e.g. a colocation group); all or nothing. Made in parts of ops near each other in
-  // the order, the latest first (each part stops soon after its ops; docs/simulator.md), unless a query just asked
-  // about them.
+  // the order, the latest first (each part stops soon after its ops; docs/simulator.md); a change in one part is
+  // made whole (from a query's outcome when StepTimeIf just asked about it).
   Status SetConfigs(std::span<const std::pair<OpId, OpConfig>> changes);
   // The step time the strategy would have with `changes` made, equal to SetConfigs(changes) followed by
   // step_time(), without making them: the simulator is left as it was (what a search asks of a proposal it may
-  // reject). Making the same changes next with SetConfigs reuses the query's work. Validated like SetConfigs.
+  // reject). A change of several parts far apart in the order (as SetConfigs makes them; docs/simulator.md) is
+  // asked about by making every part but the earliest, asking about that one and undoing the others; any other is
+  // only swept, and making it next with SetConfigs reuses the query's work. Validated like SetConfigs.
   Expected<double> StepTimeIf(std::span<const std::pair<OpId, OpConfig>> changes);
   Expected<double> StepTimeIf(OpId op, const OpConfig& config);
 

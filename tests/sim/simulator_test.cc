@@ -409,11 +409,15 @@ TEST(Simulator, RejectsStepsBeyondTheTimeHorizon) {
 
 // SetConfigs makes several ops' changes in parts of ops near each other in the order, the latest part first:
 // when a later part would run past the horizon, the parts already made are undone and the strategy is as before.
+// StepTimeIf asks the same way (the parts but the earliest made, that one asked about, the made ones undone), so
+// a query of such a change is refused and one of a change that fits is answered, the simulator left as it was.
 TEST(Simulator, UndoesTheMadePartsOfAChangeBeyondTheTimeHorizon) {
   GraphBuilder b("huge-chain-small");
   const OpId huge = b.add_op(testing::MakeOp("huge", 1e17));
   OpId last = huge;
-  for (int i = 0; i < 400; ++i) {  // far more tasks than one part spans
+  // Far more tasks than one part spans, and enough that a query asks about the change by parts (its parts' slots
+  // at least sim::kQueryInPartsSlots apart; a slot per task and a hole after every three).
+  for (int i = 0; i < 20000; ++i) {
     const OpId next = b.add_op(testing::MakeOp("step" + std::to_string(i), 1e3));
     b.add_edge(last, next);
     last = next;
@@ -434,6 +438,29 @@ TEST(Simulator, UndoesTheMadePartsOfAChangeBeyondTheTimeHorizon) {
   EXPECT_EQ(delta->strategy().configs[small].devices[0], 0);  // made first, then undone
   EXPECT_EQ(delta->step_time(), before);
   EXPECT_TRUE(delta->CheckIndexes().ok());
+  const Expected<double> refused = delta->StepTimeIf(both);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("limit"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(delta->strategy().configs[small].devices[0], 0);
+  EXPECT_EQ(delta->step_time(), before);
+  EXPECT_TRUE(delta->CheckIndexes().ok());
+  const OpId first_step = huge + 1;  // the first op of the chain: a part of its own, far before `small`
+  const std::vector<std::pair<OpId, OpConfig>> apart{{first_step, OpConfig{{1}, {}}}, {small, OpConfig{{1}, {}}}};
+  Strategy moved = delta->strategy();
+  for (const auto& [op, config] : apart) moved.configs[op] = config;
+  const Expected<double> answer = delta->StepTimeIf(apart);
+  ASSERT_TRUE(answer.ok()) << answer.error().message;
+  EXPECT_EQ(*answer, Simulate(g, t, moved, cost)->step_time);
+  EXPECT_NE(*answer, before);
+  EXPECT_EQ(delta->strategy().configs[first_step].devices[0], 0);
+  EXPECT_EQ(delta->strategy().configs[small].devices[0], 0);
+  EXPECT_EQ(delta->step_time(), before);
+  EXPECT_TRUE(delta->CheckIndexes().ok());
+  ASSERT_TRUE(delta->SetConfigs(apart).ok());
+  EXPECT_EQ(delta->step_time(), *answer);
+  const std::vector<std::pair<OpId, OpConfig>> back{{first_step, OpConfig{{0}, {}}}, {small, OpConfig{{0}, {}}}};
+  ASSERT_TRUE(delta->SetConfigs(back).ok());
+  EXPECT_EQ(delta->step_time(), before);
   // The small op alone moves (one part), and a change naming it twice keeps its last config.
   const std::vector<std::pair<OpId, OpConfig>> twice{{small, OpConfig{{1}, {}}}, {small, OpConfig{{0}, {}}}};
   ASSERT_TRUE(delta->SetConfigs(twice).ok());
