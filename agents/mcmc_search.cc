@@ -165,14 +165,16 @@ Expected<ChainBest> Walk(const SearchProblem& problem, const McmcOptions& option
   while (!budget.exhausted()) {
     if (!chain.Propose(&proposal)) continue;
     count(proposal, +1);
+    // The configs to go back to are read before the query: between a query and the making of the same change the
+    // simulator is not asked anything else (so that it can keep the parts a query by parts made).
+    undo.clear();
+    for (const auto& [op, config] : proposal) undo.emplace_back(op, sim->strategy().configs[op]);
     Expected<double> asked = sim->StepTimeIf(proposal);
     if (!asked.ok()) return asked.error();
     StepCost next_cost = ledger.Cost(*asked);
     bool made = false;
     auto make = [&]() -> Status {
       made = true;
-      undo.clear();
-      for (const auto& [op, config] : proposal) undo.emplace_back(op, sim->strategy().configs[op]);
       return sim->SetConfigs(proposal);
     };
     if (next_cost < best) {

@@ -10,7 +10,10 @@ namespace devplace {
 using sim::kChunkBits;
 using sim::Time;
 
-Status DeltaSimulator::CheckIndexes() const { return impl_->CheckIndexes(); }
+Status DeltaSimulator::CheckIndexes() const {
+  impl_->Settle();
+  return impl_->CheckIndexes();
+}
 
 Status DeltaSimulator::Impl::CheckIndexes() const {
   const sim::TaskGraph& tg = run.tg;

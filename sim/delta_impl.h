@@ -441,12 +441,22 @@ struct DeltaSimulator::Impl {
   // SetConfigs' changes made in parts of ops near each other in the order (sim::kSamePartSlots), the latest part
   // first, each by Apply (delta_simulator.cc says why); `retimed` counts the tasks of every part. A change just
   // asked about (the query's outcome kept) or in one part is made whole. On an error, the parts already made are
-  // undone before it is returned. With `query_step`, StepTimeIf's: every part but the last is made, the last is
-  // asked about (its step time goes to *query_step, in ticks), then the made parts are undone, last first.
+  // undone before it is returned. With `query_step`, StepTimeIf's: every part but the last is made and the last
+  // is asked about (its step time goes to *query_step, in ticks); the made parts are undone, last first, by the
+  // next call (Settle) unless it makes the same change.
   Status ApplyInParts(std::span<const std::pair<OpId, OpConfig>> changes, sim::Time* query_step = nullptr);
   // Undoes the first `made` parts of ApplyInParts' change, last first, each whole; adds the tasks they re-time to
   // *retimed_total.
   Status UndoParts(size_t made, int64_t* retimed_total);
+  // A query by parts leaves the parts it made in place (pending_parts of them, ApplyInParts' scratch still
+  // describing them; pending_retimed: the tasks they re-timed; asked_changes: the change asked about) until the
+  // next call: making that change next keeps them and makes the asked part from the query's outcome (a searcher
+  // accepts most proposals it asks about); any other call first undoes them (Settle: every public method, the
+  // const ones included, since the simulator they describe is the one before the query).
+  size_t pending_parts = 0;
+  int64_t pending_retimed = 0;
+  sim::ConfigList asked_changes;
+  void Settle();
   // ApplyInParts' scratch: the previous configs of the ops it has changed so far, (earliest slot, index) per
   // change, where each part ends in that order, and the part being made.
   sim::ConfigList changed_before, part;

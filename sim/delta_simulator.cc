@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/check.h"
 #include "sim/delta_impl.h"
 #include "sim/objective.h"
 
@@ -28,6 +29,7 @@ Expected<DeltaSimulator> DeltaSimulator::Create(const Graph& graph, const Topolo
 Status DeltaSimulator::SetStrategy(const Strategy& strategy) {
   Impl& m = *impl_;
   if (Status s = sim::CheckStrategy(m.graph, m.topology, strategy); !s) return s;
+  m.Settle();  // (a strategy that fails is swapped back for the one before the query)
   // Copied config by config into the spare strategy (its lists keep their capacity), then swapped in; on an
   // error (a step too long to simulate) the previous strategy is swapped back and simulated again.
   m.spare_strategy.configs.resize(strategy.configs.size());
@@ -70,6 +72,15 @@ Status DeltaSimulator::Impl::ApplyInParts(std::span<const std::pair<OpId, OpConf
   // parts of ops near each other in the order, each part stops soon after its own ops; ops closer than
   // kSamePartSlots go in one part, which re-times the stretch after them once. The latest part (by its ops'
   // tasks' earliest slots) goes first: its sweep then runs before the earlier parts shift the order in front of it.
+  if (pending_parts > 0 && query_step == nullptr && asked_changes.Equals(changes)) {
+    // The change a query by parts has just asked about: its made parts stay, and the asked part (still in
+    // `part`) is made from the query's outcome.
+    pending_parts = 0;
+    const Status s = Apply(part.view());
+    retimed += pending_retimed;
+    return s;
+  }
+  Settle();
   if (changes.size() <= 1 || (memo.valid && memo.changes.Equals(changes))) return Apply(changes, query_step);
   op_order.clear();
   for (size_t k = 0; k < changes.size(); ++k) {
@@ -101,19 +112,39 @@ Status DeltaSimulator::Impl::ApplyInParts(std::span<const std::pair<OpId, OpConf
       changed_before.Append(change.first, strategy.configs[change.first]);
       part.Append(change.first, change.second);
     }
-    // A query makes every part but the last (the earliest in the order), asks about that one and undoes the rest.
+    // A query makes every part but the last (the earliest in the order) and asks about that one; the made parts
+    // stay until the next call (Settle), which undoes them unless it makes the asked change.
     const bool asked = query_step != nullptr && p + 1 == part_ends.size();
+    const int64_t made_retimed = total;
     const Status s = Apply(part.view(), asked ? query_step : nullptr);
     total += retimed;
-    if (!s || asked) {
-      // A part that fails leaves its ops as they were, and so does a query.
+    if (s && asked) {
+      pending_parts = p;
+      pending_retimed = made_retimed;
+      asked_changes.Assign(changes);
+      retimed = total;
+      return s;
+    }
+    if (!s) {
+      // A part that fails leaves its ops as they were; the parts before it are undone.
       if (Status undone = UndoParts(p, &total); !undone) return undone;
-      retimed = s ? total : 0;
+      retimed = 0;
       return s;
     }
   }
   retimed = total;
   return Status::Ok();
+}
+
+void DeltaSimulator::Impl::Settle() {
+  if (pending_parts == 0) return;
+  const size_t made = pending_parts;
+  pending_parts = 0;
+  const int64_t kept = retimed;  // last_retimed_tasks() still tells the last call's work
+  int64_t undone = 0;
+  const Status s = UndoParts(made, &undone);
+  DEVPLACE_CHECK(s.ok(), "undoing the parts a query made: " + (s.ok() ? std::string() : s.error().message));
+  retimed = kept;
 }
 
 Status DeltaSimulator::Impl::UndoParts(size_t made, int64_t* retimed_total) {
@@ -139,13 +170,18 @@ Expected<double> DeltaSimulator::StepTimeIf(OpId op, const OpConfig& config) {
   return StepTimeIf({&change, 1});
 }
 
-const Strategy& DeltaSimulator::strategy() const { return impl_->strategy; }
+const Strategy& DeltaSimulator::strategy() const {
+  impl_->Settle();
+  return impl_->strategy;
+}
 
 double DeltaSimulator::step_time() const {
+  impl_->Settle();
   return static_cast<double>(impl_->StepTicks()) * sim::kSecondsPerTick;
 }
 
 SimResult DeltaSimulator::result() const {
+  impl_->Settle();
   const Impl& m = *impl_;
   m.Materialize();
   std::vector<Time> last_end(static_cast<size_t>(m.run.tg.num_resources), -1);
@@ -157,6 +193,7 @@ SimResult DeltaSimulator::result() const {
 }
 
 bool DeltaSimulator::oom() const {
+  impl_->Settle();
   const Impl& m = *impl_;
   const std::vector<int64_t>& peaks = m.RiskyPeaks();
   for (DeviceId d = 0; d < m.topology.num_devices(); ++d)
@@ -164,7 +201,10 @@ bool DeltaSimulator::oom() const {
   return false;
 }
 
-StepCost DeltaSimulator::step_cost() const { return CostOf(step_time(), impl_->RiskyPeaks(), impl_->topology); }
+StepCost DeltaSimulator::step_cost() const {
+  const double step = step_time();  // (settles first)
+  return CostOf(step, impl_->RiskyPeaks(), impl_->topology);
+}
 
 const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
   if (risky_valid) return risky_memo;
@@ -217,6 +257,7 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
 }
 
 std::vector<int64_t> DeltaSimulator::device_peaks() const {
+  impl_->Settle();
   const Impl& m = *impl_;
   if (m.peaks_valid) return m.peaks_memo;
   m.MaterializeTimes();

@@ -145,8 +145,10 @@ class DeltaSimulator {
   // The step time the strategy would have with `changes` made, equal to SetConfigs(changes) followed by
   // step_time(), without making them: the simulator is left as it was (what a search asks of a proposal it may
   // reject). A change of several parts far apart in the order (as SetConfigs makes them; docs/simulator.md) is
-  // asked about by making every part but the earliest, asking about that one and undoing the others; any other is
-  // only swept, and making it next with SetConfigs reuses the query's work. Validated like SetConfigs.
+  // asked about by making every part but the earliest and asking about that one; the next call undoes the made
+  // parts first (every method, the const ones included, answers for the strategy before the query), unless it is
+  // SetConfigs of the same change, which keeps them. Any other change is only swept. Either way, making the same
+  // change next with SetConfigs reuses the query's work. Validated like SetConfigs.
   Expected<double> StepTimeIf(std::span<const std::pair<OpId, OpConfig>> changes);
   Expected<double> StepTimeIf(OpId op, const OpConfig& config);
 

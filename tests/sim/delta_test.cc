@@ -326,10 +326,12 @@ TEST(DeltaSimulator, EqualsFullSimulationOverAnIterativeEpisode) {
 }
 
 // Changes to ops far apart in the order, as a group move is on a large graph: StepTimeIf asks about them by parts
-// (the ops at least sim::kQueryInPartsSlots slots apart: every part but the earliest made, that one asked about,
-// the made ones undone). On a chain of 20,000 ops, first on one GPU, each step moves two or three ops from the
-// first tenth and one from the last tenth to random GPUs: the answer must equal a full simulation of the changed
-// strategy and the simulator must be as it was after the query; every other change is then made.
+// (the ops at least sim::kQueryInPartsSlots slots apart: every part but the earliest made, that one asked about),
+// and the parts it made stay until the next call, which undoes them unless it makes the same change. On a chain
+// of 20,000 ops, first on one GPU, each step moves two or three ops from the first tenth and one from the last
+// tenth to random GPUs and asks about it; the answer must equal a full simulation of the changed strategy. Then,
+// in turn: the simulator is read (it must be as before the query); the change is made at once (from the query's
+// parts and outcome); another change is asked about first; another change is made.
 TEST(DeltaSimulator, AsksAboutChangesOfFarApartOpsByParts) {
   constexpr int kOps = 20000;
   GraphBuilder b("long-chain");
@@ -345,32 +347,58 @@ TEST(DeltaSimulator, AsksAboutChangesOfFarApartOpsByParts) {
   Expected<DeltaSimulator> delta =
       DeltaSimulator::Create(graph, topology, Strategy::AllOn(graph.num_ops(), 0), cost);
   ASSERT_TRUE(delta.ok()) << delta.error().message;
-  for (int step = 0; step < 40; ++step) {
+  auto far_apart = [&](int step) {
     auto device = [&] {
       return OpConfig{{static_cast<DeviceId>(testing::UniformInt(rng, topology.num_devices()))}, {}};
     };
     const OpId early = testing::UniformInt(rng, kOps / 10), late = kOps - 1 - testing::UniformInt(rng, kOps / 10);
     std::vector<std::pair<OpId, OpConfig>> changes{{late, device()}, {early, device()}};
     if (step % 3 == 0) changes.emplace_back(early + 1, device());
-    Strategy changed = delta->strategy();
-    for (const auto& [op, config] : changes) changed.configs[op] = config;
-    const Expected<SimResult> full = Simulate(graph, topology, changed, cost);
-    ASSERT_TRUE(full.ok()) << full.error().message;
+    return changes;
+  };
+  auto changed = [](Strategy strategy, const std::vector<std::pair<OpId, OpConfig>>& changes) {
+    for (const auto& [op, config] : changes) strategy.configs[op] = config;
+    return strategy;
+  };
+  for (int step = 0; step < 48; ++step) {
+    const std::vector<std::pair<OpId, OpConfig>> changes = far_apart(step);
     const Strategy before = delta->strategy();
     const double before_step = delta->step_time();
+    const Expected<SimResult> full = Simulate(graph, topology, changed(before, changes), cost);
+    ASSERT_TRUE(full.ok()) << full.error().message;
+    const std::vector<std::pair<OpId, OpConfig>> other = far_apart(step + 1);
+    const Expected<SimResult> other_full = Simulate(graph, topology, changed(before, other), cost);
+    ASSERT_TRUE(other_full.ok()) << other_full.error().message;
     const Expected<double> answer = delta->StepTimeIf(changes);
     ASSERT_TRUE(answer.ok()) << answer.error().message;
     ASSERT_EQ(*answer, full->step_time) << "step " << step;
-    ASSERT_EQ(delta->step_time(), before_step) << "step " << step;
-    for (const auto& [op, config] : changes) ASSERT_EQ(delta->strategy().configs[op], before.configs[op]);
-    ExpectIndexesHold(*delta, "query at step " + std::to_string(step));
-    if (step % 2 == 1) {
-      ASSERT_TRUE(delta->SetConfigs(changes).ok());
-      ASSERT_EQ(delta->step_time(), full->step_time) << "step " << step;
-      ExpectIndexesHold(*delta, "step " + std::to_string(step));
+    const std::string where = "step " + std::to_string(step) + " (" + std::to_string(step % 4) + ")";
+    switch (step % 4) {
+      case 0:  // read: as before the query
+        ASSERT_EQ(delta->step_time(), before_step) << where;
+        for (const auto& [op, config] : changes) ASSERT_EQ(delta->strategy().configs[op], before.configs[op]);
+        break;
+      case 1:  // made at once
+        ASSERT_TRUE(delta->SetConfigs(changes).ok());
+        ASSERT_EQ(delta->step_time(), full->step_time) << where;
+        for (const auto& [op, config] : changes) ASSERT_EQ(delta->strategy().configs[op], config);
+        break;
+      case 2: {  // another asked about
+        const Expected<double> other_answer = delta->StepTimeIf(other);
+        ASSERT_TRUE(other_answer.ok()) << other_answer.error().message;
+        ASSERT_EQ(*other_answer, other_full->step_time) << where;
+        ASSERT_EQ(delta->step_time(), before_step) << where;
+        break;
+      }
+      default:  // another made
+        ASSERT_TRUE(delta->SetConfigs(other).ok());
+        ASSERT_EQ(delta->step_time(), other_full->step_time) << where;
     }
+    ExpectIndexesHold(*delta, where);
     if (::testing::Test::HasFailure()) return;
   }
+  ASSERT_TRUE(delta->StepTimeIf(far_apart(0)).ok());  // a new strategy after a query by parts
+  ASSERT_TRUE(delta->SetStrategy(Strategy::AllOn(graph.num_ops(), 1)).ok());
   ExpectSameResult(delta->result(), *Simulate(graph, topology, delta->strategy(), cost), "end");
 }
 
