@@ -48,13 +48,14 @@ inline constexpr int32_t kMergeDivisor = 16;
 // 8.29 / 8.30 / 8.30 G, transformer 10k 2.62 / 2.46 / 2.46 / 2.46 / 2.48 / 2.55 G; nmt 1k 299 / 217 / - / 188 / - /
 // 199 M, transformer 1k 112 / 100 / - / 104 / - / 163 M (whole changes: nmt 1k 270 M, transformer 1k 202 M).
 inline constexpr int32_t kSamePartSlots = 256;
-// StepTimeIf asks about a change of several parts by parts (every part but the earliest made, that one asked
-// about, the made ones undone) only when its earliest and latest parts' slots lie this far apart or more: a
-// closer one is cheaper swept whole than made and undone in parts, and a whole query's outcome is reused when the
-// change is made next. Measured on MCMC searches (`devplace search --algo mcmc`, 3,000 evaluations; seconds with
-// every multi-part query by parts / from 8,192 / 16,384 / 32,768 slots apart / none): transformer 505 ops on
-// k80-8-pcie 2.36 / 1.83 / 1.15 / 1.07 / 1.28, nmt 1,213 ops on p100-4x4-ib 2.92 / 2.04 / 1.28 / 1.28 / 1.43,
-// transformer 10k ops on dgx1-v100 1.92 / 2.02 / 2.23 / 2.62 / 2.83, nmt 10k 2.41 / 2.23 / 2.30 / 3.54 / 3.28.
+// StepTimeIf asks about a change of several parts by parts (every part but the earliest made and kept for the
+// next call, that one asked about) only when its earliest and latest parts' slots lie this far apart or more; a
+// closer one is asked about whole. A made part often re-times as much as the whole query would, and one made and
+// undone costs more than the stretch between the parts. Measured on MCMC searches (`devplace search --algo mcmc`,
+// 3,000 evaluations; seconds with every multi-part query by parts / from 4,096 / 8,192 / 16,384 slots apart /
+// none): transformer 505 ops on k80-8-pcie 1.56 / 1.44 / 1.35 / 1.10 / 1.07, nmt 1,213 ops on p100-4x4-ib 2.04 /
+// 1.88 / 1.60 / 1.26 / 1.29, transformer 10k ops on dgx1-v100 1.17 / 1.19 / 1.36 / 1.68 / 2.81, nmt 10k 1.31 /
+// 1.30 / 1.35 / 1.72 / 3.18 (docs/environment-speed-log.md, session 36).
 inline constexpr int32_t kQueryInPartsSlots = 16384;
 // Task states during a change: unchanged so far, to be re-timed, re-timed, replaced by the change.
 enum : uint8_t { kClean = 0, kDirty = 1, kDone = 2, kRemoved = 3 };
