@@ -20,6 +20,7 @@
 
 #include "sim/full_run.h"
 #include "sim/memory.h"
+#include "sim/parts_query_chooser.h"
 #include "sim/simulator.h"
 
 namespace devplace {
@@ -48,15 +49,6 @@ inline constexpr int32_t kMergeDivisor = 16;
 // 8.29 / 8.30 / 8.30 G, transformer 10k 2.62 / 2.46 / 2.46 / 2.46 / 2.48 / 2.55 G; nmt 1k 299 / 217 / - / 188 / - /
 // 199 M, transformer 1k 112 / 100 / - / 104 / - / 163 M (whole changes: nmt 1k 270 M, transformer 1k 202 M).
 inline constexpr int32_t kSamePartSlots = 256;
-// StepTimeIf asks about a change of several parts by parts (every part but the earliest made and kept for the
-// next call, that one asked about) only when its earliest and latest parts' slots lie this far apart or more; a
-// closer one is asked about whole. A made part often re-times as much as the whole query would, and one made and
-// undone costs more than the stretch between the parts. Measured on MCMC searches (`devplace search --algo mcmc`,
-// 3,000 evaluations; seconds with every multi-part query by parts / from 4,096 / 8,192 / 16,384 slots apart /
-// none): transformer 505 ops on k80-8-pcie 1.56 / 1.44 / 1.35 / 1.10 / 1.07, nmt 1,213 ops on p100-4x4-ib 2.04 /
-// 1.88 / 1.60 / 1.26 / 1.29, transformer 10k ops on dgx1-v100 1.17 / 1.19 / 1.36 / 1.68 / 2.81, nmt 10k 1.31 /
-// 1.30 / 1.35 / 1.72 / 3.18 (docs/environment-speed-log.md, session 36).
-inline constexpr int32_t kQueryInPartsSlots = 16384;
 // Task states during a change: unchanged so far, to be re-timed, re-timed, replaced by the change.
 enum : uint8_t { kClean = 0, kDirty = 1, kDone = 2, kRemoved = 3 };
 
@@ -442,9 +434,10 @@ struct DeltaSimulator::Impl {
   // SetConfigs' changes made in parts of ops near each other in the order (sim::kSamePartSlots), the latest part
   // first, each by Apply (delta_simulator.cc says why); `retimed` counts the tasks of every part. A change just
   // asked about (the query's outcome kept) or in one part is made whole. On an error, the parts already made are
-  // undone before it is returned. With `query_step`, StepTimeIf's: every part but the last is made and the last
-  // is asked about (its step time goes to *query_step, in ticks); the made parts are undone, last first, by the
-  // next call (Settle) unless it makes the same change.
+  // undone before it is returned. With `query_step`, StepTimeIf's: a change of several parts is asked about whole
+  // or by parts (parts_queries): every part but the last made and the last asked about (its step time goes to
+  // *query_step, in ticks), the made parts undone, last first, by the next call (Settle) unless it makes the same
+  // change.
   Status ApplyInParts(std::span<const std::pair<OpId, OpConfig>> changes, sim::Time* query_step = nullptr);
   // Undoes the first `made` parts of ApplyInParts' change, last first, each whole; adds the tasks they re-time to
   // *retimed_total.
@@ -458,6 +451,24 @@ struct DeltaSimulator::Impl {
   int64_t pending_retimed = 0;
   sim::ConfigList asked_changes;
   void Settle();
+  // How StepTimeIf asks about changes of several parts (DeltaSimulator::set_parts_queries), and with kMeasured the
+  // query being timed: its span and way, and its seconds so far (the query, then its follow-up: Settle's undo of
+  // its made parts, or the making of the asked change), recorded into parts_chooser when the follow-up ends or
+  // the next query begins (RecordTimedQuery).
+  DeltaSimulator::PartsQueries parts_queries = DeltaSimulator::PartsQueries::kMeasured;
+  sim::PartsQueryChooser parts_chooser;
+  struct TimedQuery {
+    bool open = false, by_parts = false;
+    int32_t span = 0;
+    double seconds = 0;
+  } timed;
+  void RecordTimedQuery();
+  // Makes SetConfigs' change in parts (or, with `query_step`, asks about it by parts), op_order and part_ends
+  // already set: ApplyInParts' loop.
+  Status MakeParts(std::span<const std::pair<OpId, OpConfig>> changes, sim::Time* query_step);
+  // Makes the change a query by parts has just asked about: its made parts stay, and the asked part is made from
+  // the query's outcome.
+  Status MakeAskedParts();
   // ApplyInParts' scratch: the previous configs of the ops it has changed so far, (earliest slot, index) per
   // change, where each part ends in that order, and the part being made.
   sim::ConfigList changed_before, part;

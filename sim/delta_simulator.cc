@@ -1,6 +1,7 @@
 // DeltaSimulator's public methods: creation, validation of changes, making and asking about them (the incremental
 // run is in delta.cc, queries in delta_query.cc), and the results of the current strategy.
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "core/check.h"
@@ -10,6 +11,11 @@
 namespace devplace {
 
 using sim::Time;
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+}  // namespace
 
 DeltaSimulator::DeltaSimulator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 DeltaSimulator::DeltaSimulator(DeltaSimulator&&) noexcept = default;
@@ -72,15 +78,18 @@ Status DeltaSimulator::Impl::ApplyInParts(std::span<const std::pair<OpId, OpConf
   // parts of ops near each other in the order, each part stops soon after its own ops; ops closer than
   // kSamePartSlots go in one part, which re-times the stretch after them once. The latest part (by its ops'
   // tasks' earliest slots) goes first: its sweep then runs before the earlier parts shift the order in front of it.
-  if (pending_parts > 0 && query_step == nullptr && asked_changes.Equals(changes)) {
-    // The change a query by parts has just asked about: its made parts stay, and the asked part (still in
-    // `part`) is made from the query's outcome.
-    pending_parts = 0;
-    const Status s = Apply(part.view());
-    retimed += pending_retimed;
+  if (timed.open && query_step == nullptr &&
+      (pending_parts > 0 ? asked_changes.Equals(changes) : memo.valid && memo.changes.Equals(changes))) {
+    // The change a timed query has just asked about: making it is the query's follow-up.
+    const Clock::time_point start = Clock::now();
+    const Status s = pending_parts > 0 ? MakeAskedParts() : Apply(changes);
+    timed.seconds += Seconds(Clock::now() - start);
+    RecordTimedQuery();
     return s;
   }
+  if (pending_parts > 0 && query_step == nullptr && asked_changes.Equals(changes)) return MakeAskedParts();
   Settle();
+  RecordTimedQuery();
   if (changes.size() <= 1 || (memo.valid && memo.changes.Equals(changes))) return Apply(changes, query_step);
   op_order.clear();
   for (size_t k = 0; k < changes.size(); ++k) {
@@ -98,11 +107,29 @@ Status DeltaSimulator::Impl::ApplyInParts(std::span<const std::pair<OpId, OpConf
   for (size_t x = 1; x <= op_order.size(); ++x)
     if (x == op_order.size() || op_order[x - 1].first - op_order[x].first >= sim::kSamePartSlots)
       part_ends.push_back(x);
-  // In one part the change is made (or asked about) whole, so that a query's outcome stays for the change; so is a
-  // query whose parts lie close together (sim::kQueryInPartsSlots).
-  if (part_ends.size() == 1 ||
-      (query_step != nullptr && op_order.front().first - op_order.back().first < sim::kQueryInPartsSlots))
-    return Apply(changes, query_step);
+  // In one part the change is made (or asked about) whole, so that a query's outcome stays for the change.
+  if (part_ends.size() == 1) return Apply(changes, query_step);
+  if (query_step == nullptr) return MakeParts(changes, nullptr);
+  // A query of several parts is asked about by parts or whole (set_parts_queries; with kMeasured the choice is
+  // timed with its follow-up).
+  const int32_t span = op_order.front().first - op_order.back().first;
+  const bool measured = parts_queries == PartsQueries::kMeasured;
+  const bool by_parts = measured ? parts_chooser.ByParts(span) : parts_queries == PartsQueries::kByParts;
+  const Clock::time_point start = measured ? Clock::now() : Clock::time_point{};
+  const Status s = by_parts ? MakeParts(changes, query_step) : Apply(changes, query_step);
+  if (s && measured) timed = {true, by_parts, span, Seconds(Clock::now() - start)};
+  return s;
+}
+
+Status DeltaSimulator::Impl::MakeAskedParts() {
+  // The made parts stay, and the asked part (still in `part`) is made from the query's outcome.
+  pending_parts = 0;
+  const Status s = Apply(part.view());
+  retimed += pending_retimed;
+  return s;
+}
+
+Status DeltaSimulator::Impl::MakeParts(std::span<const std::pair<OpId, OpConfig>> changes, Time* query_step) {
   changed_before.Clear();
   int64_t total = 0;
   for (size_t p = 0, x = 0; p < part_ends.size(); ++p) {
@@ -138,6 +165,7 @@ Status DeltaSimulator::Impl::ApplyInParts(std::span<const std::pair<OpId, OpConf
 
 void DeltaSimulator::Impl::Settle() {
   if (pending_parts == 0) return;
+  const Clock::time_point start = timed.open ? Clock::now() : Clock::time_point{};
   const size_t made = pending_parts;
   pending_parts = 0;
   const int64_t kept = retimed;  // last_retimed_tasks() still tells the last call's work
@@ -145,6 +173,22 @@ void DeltaSimulator::Impl::Settle() {
   const Status s = UndoParts(made, &undone);
   DEVPLACE_CHECK(s.ok(), "undoing the parts a query made: " + (s.ok() ? std::string() : s.error().message));
   retimed = kept;
+  if (timed.open) {
+    timed.seconds += Seconds(Clock::now() - start);
+    RecordTimedQuery();
+  }
+}
+
+void DeltaSimulator::Impl::RecordTimedQuery() {
+  if (!timed.open) return;
+  parts_chooser.Record(timed.span, timed.by_parts, timed.seconds);
+  timed.open = false;
+}
+
+void DeltaSimulator::set_parts_queries(PartsQueries how) {
+  impl_->Settle();
+  impl_->RecordTimedQuery();
+  impl_->parts_queries = how;
 }
 
 Status DeltaSimulator::Impl::UndoParts(size_t made, int64_t* retimed_total) {

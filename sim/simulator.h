@@ -144,13 +144,20 @@ class DeltaSimulator {
   Status SetConfigs(std::span<const std::pair<OpId, OpConfig>> changes);
   // The step time the strategy would have with `changes` made, equal to SetConfigs(changes) followed by
   // step_time(), without making them: the simulator is left as it was (what a search asks of a proposal it may
-  // reject). A change of several parts far apart in the order (as SetConfigs makes them; docs/simulator.md) is
-  // asked about by making every part but the earliest and asking about that one; the next call undoes the made
-  // parts first (every method, the const ones included, answers for the strategy before the query), unless it is
-  // SetConfigs of the same change, which keeps them. Any other change is only swept. Either way, making the same
+  // reject). A change of several parts (as SetConfigs makes them; docs/simulator.md) is asked about whole (only
+  // swept) or by parts (every part but the earliest made, that one asked about; the next call undoes the made
+  // parts first, every method, the const ones included, answering for the strategy before the query, unless it is
+  // SetConfigs of the same change, which keeps them), as set_parts_queries says. Either way, making the same
   // change next with SetConfigs reuses the query's work. Validated like SetConfigs.
   Expected<double> StepTimeIf(std::span<const std::pair<OpId, OpConfig>> changes);
   Expected<double> StepTimeIf(OpId op, const OpConfig& config);
+  // How StepTimeIf asks about a change of several parts: kByParts is cheaper when the earliest part's sweep stops
+  // soon after it (as on 10k-op graphs), kWhole when it runs on to the end of the order anyway (as on 1k-op
+  // graphs); kMeasured (the default) takes, per span of the parts in the order, the way whose queries have taken
+  // less time on this simulator so far, and the other one now and then (sim/parts_query_chooser.h). The answers
+  // are the same every way; only what they cost differs.
+  enum class PartsQueries : uint8_t { kMeasured, kByParts, kWhole };
+  void set_parts_queries(PartsQueries how);
 
   const Strategy& strategy() const;
   // Step time of the current strategy (cheap).

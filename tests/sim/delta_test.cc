@@ -326,13 +326,15 @@ TEST(DeltaSimulator, EqualsFullSimulationOverAnIterativeEpisode) {
 }
 
 // Changes to ops far apart in the order, as a group move is on a large graph: StepTimeIf asks about them by parts
-// (the ops at least sim::kQueryInPartsSlots slots apart: every part but the earliest made, that one asked about),
-// and the parts it made stay until the next call, which undoes them unless it makes the same change. On a chain
+// (every part but the earliest made, that one asked about; the parts it made stay until the next call, which
+// undoes them unless it makes the same change), whole, or as the measured costs say (a mix of both). On a chain
 // of 20,000 ops, first on one GPU, each step moves two or three ops from the first tenth and one from the last
 // tenth to random GPUs and asks about it; the answer must equal a full simulation of the changed strategy. Then,
 // in turn: the simulator is read (it must be as before the query); the change is made at once (from the query's
 // parts and outcome); another change is asked about first; another change is made.
-TEST(DeltaSimulator, AsksAboutChangesOfFarApartOpsByParts) {
+class FarApartQueries : public ::testing::TestWithParam<DeltaSimulator::PartsQueries> {};
+
+TEST_P(FarApartQueries, EqualFullSimulationAndLeaveTheSimulatorAsItWas) {
   constexpr int kOps = 20000;
   GraphBuilder b("long-chain");
   std::mt19937_64 rng(5);
@@ -347,6 +349,7 @@ TEST(DeltaSimulator, AsksAboutChangesOfFarApartOpsByParts) {
   Expected<DeltaSimulator> delta =
       DeltaSimulator::Create(graph, topology, Strategy::AllOn(graph.num_ops(), 0), cost);
   ASSERT_TRUE(delta.ok()) << delta.error().message;
+  delta->set_parts_queries(GetParam());
   auto far_apart = [&](int step) {
     auto device = [&] {
       return OpConfig{{static_cast<DeviceId>(testing::UniformInt(rng, topology.num_devices()))}, {}};
@@ -401,6 +404,18 @@ TEST(DeltaSimulator, AsksAboutChangesOfFarApartOpsByParts) {
   ASSERT_TRUE(delta->SetStrategy(Strategy::AllOn(graph.num_ops(), 1)).ok());
   ExpectSameResult(delta->result(), *Simulate(graph, topology, delta->strategy(), cost), "end");
 }
+
+INSTANTIATE_TEST_SUITE_P(DeltaSimulator, FarApartQueries,
+                         ::testing::Values(DeltaSimulator::PartsQueries::kByParts,
+                                           DeltaSimulator::PartsQueries::kWhole,
+                                           DeltaSimulator::PartsQueries::kMeasured),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case DeltaSimulator::PartsQueries::kByParts: return std::string("ByParts");
+                             case DeltaSimulator::PartsQueries::kWhole: return std::string("Whole");
+                             default: return std::string("Measured");
+                           }
+                         });
 
 // Every task's times, not only the aggregates: with the timeline kept, the delta simulator's timeline (its tasks
 // in dequeue order) equals the full simulation's entry by entry after every change. A task shifted with the rest

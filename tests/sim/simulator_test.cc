@@ -415,8 +415,7 @@ TEST(Simulator, UndoesTheMadePartsOfAChangeBeyondTheTimeHorizon) {
   GraphBuilder b("huge-chain-small");
   const OpId huge = b.add_op(testing::MakeOp("huge", 1e17));
   OpId last = huge;
-  // Far more tasks than one part spans, and enough that a query asks about the change by parts (its parts' slots
-  // at least sim::kQueryInPartsSlots apart; a slot per task and a hole after every three).
+  // Far more tasks than one part spans (the queries below are asked by parts).
   for (int i = 0; i < 20000; ++i) {
     const OpId next = b.add_op(testing::MakeOp("step" + std::to_string(i), 1e3));
     b.add_edge(last, next);
@@ -429,6 +428,7 @@ TEST(Simulator, UndoesTheMadePartsOfAChangeBeyondTheTimeHorizon) {
   const CostModel cost = MakeAnalyticCostModel();
   Expected<DeltaSimulator> delta = DeltaSimulator::Create(g, t, Strategy::AllOn(g.num_ops(), 0), cost);
   ASSERT_TRUE(delta.ok());
+  delta->set_parts_queries(DeltaSimulator::PartsQueries::kByParts);
   const double before = delta->step_time();
   const std::vector<std::pair<OpId, OpConfig>> both{{huge, OpConfig{{1}, {}}}, {small, OpConfig{{1}, {}}}};
   const Status made = delta->SetConfigs(both);
