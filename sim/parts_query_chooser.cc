@@ -15,8 +15,8 @@ bool PartsQueryChooser::ByParts(int32_t span) {
   const bool parts_cheaper = c.parts.mean < c.whole.mean;
   // The dearer way's turn comes less often the dearer it has been: (ratio - 1) / (kTryOtherEvery x ratio^2) of
   // the cheaper way's cost extra per query, at most 1/64 (at a ratio of 2).
-  const double ratio = parts_cheaper ? c.whole.mean / std::max(c.parts.mean, 1e-12)
-                                     : c.parts.mean / std::max(c.whole.mean, 1e-12);
+  const double ratio = std::max(1.0, parts_cheaper ? c.whole.mean / std::max(c.parts.mean, 1e-12)
+                                                   : c.parts.mean / std::max(c.whole.mean, 1e-12));
   if (++c.since_other >= kTryOtherEvery * ratio * ratio) {
     c.since_other = 0;
     return !parts_cheaper;
