@@ -78,19 +78,19 @@ Status DeltaSimulator::Impl::ApplyInParts(std::span<const std::pair<OpId, OpConf
   // parts of ops near each other in the order, each part stops soon after its own ops; ops closer than
   // kSamePartSlots go in one part, which re-times the stretch after them once. The latest part (by its ops'
   // tasks' earliest slots) goes first: its sweep then runs before the earlier parts shift the order in front of it.
-  if (timed.open && query_step == nullptr &&
+  if (query_step == nullptr &&
       (pending_parts > 0 ? asked_changes.Equals(changes) : memo.valid && memo.changes.Equals(changes))) {
-    // The change a timed query has just asked about: making it is the query's follow-up.
-    const Clock::time_point start = Clock::now();
+    // The change a query has just asked about, made from its outcome (and its made parts, which stay); when the
+    // query is timed, this is its follow-up.
+    const Clock::time_point start = timed.open ? Clock::now() : Clock::time_point{};
     const Status s = pending_parts > 0 ? MakeAskedParts() : Apply(changes);
-    timed.seconds += Seconds(Clock::now() - start);
+    if (timed.open) timed.seconds += Seconds(Clock::now() - start);
     RecordTimedQuery();
     return s;
   }
-  if (pending_parts > 0 && query_step == nullptr && asked_changes.Equals(changes)) return MakeAskedParts();
   Settle();
   RecordTimedQuery();
-  if (changes.size() <= 1 || (memo.valid && memo.changes.Equals(changes))) return Apply(changes, query_step);
+  if (changes.size() <= 1) return Apply(changes, query_step);
   op_order.clear();
   for (size_t k = 0; k < changes.size(); ++k) {
     const int32_t first = run.tg.group_task_begin[changes[k].first];
