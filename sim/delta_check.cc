@@ -88,6 +88,21 @@ Status DeltaSimulator::Impl::CheckIndexes() const {
         return fail("chunk " + std::to_string(c) + "'s bounds exceed " + task_at(t, s) + "'s entries");
     }
   }
+  // The kept peaks hold every buffer of a tracked device with its current times, and nothing else.
+  if (peak_tree.active()) {
+    for (int32_t t = 0; t < tg.num_tasks(); ++t) {
+      const sim::PeakTree::Held held = peak_tree.Find(t);
+      const int32_t device = pos[t] >= 0 ? BufferDevice(t) : -1;
+      if (!peak_tree.tracked(device)) {
+        if (held.device >= 0)
+          return fail("kept peaks hold task " + std::to_string(t) + ", which holds no tracked buffer");
+        continue;
+      }
+      const Time free = sim::BufferFreeBy(tg, t, [this](int32_t u) { return End(u); });
+      if (held.device != device || held.start != Start(t) || held.free != free || held.bytes != tg.mem_bytes[t])
+        return fail("kept peaks: task " + std::to_string(t) + "'s buffer differs from its times");
+    }
+  }
   return Status::Ok();
 }
 

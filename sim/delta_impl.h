@@ -1,7 +1,7 @@
 // DeltaSimulator's state (internal to sim/): shared by delta.cc and delta_sweep.cc (the incremental run, by way
 // of the DeltaSweep of delta_sweep.h), delta_index.cc (the layout of the dequeue order, its indexes, placing a
-// change), delta_merge.cc (laying a large change out), delta_query.cc (rolling a query back after its sweep) and
-// delta_simulator.cc (the public methods).
+// change), delta_merge.cc (laying a large change out), delta_query.cc (rolling a query back after its sweep),
+// delta_peaks.cc (the memory peaks kept through changes) and delta_simulator.cc (the public methods).
 //
 // The dequeue order lives in slots: slot_task[s] is the task at slot s (-1: a hole), slots increase along the
 // order, and a fresh layout leaves a hole after every few tasks. A change rewrites the slots of the part of the
@@ -21,6 +21,7 @@
 #include "sim/full_run.h"
 #include "sim/memory.h"
 #include "sim/parts_query_chooser.h"
+#include "sim/peak_tree.h"
 #include "sim/simulator.h"
 
 namespace devplace {
@@ -37,6 +38,9 @@ inline int32_t FreshSlot(int32_t k) { return k + k / (kHoleEvery - 1); }
 // medium-sized windows, which cost more placed slot by slot than laid out (IterativeStep/1000: nmt 102 -> 94 us,
 // transformer 37 -> 30 us per step; single-op changes on 1k graphs within 1-8% either way).
 inline constexpr int32_t kRelayoutDivisor = 16;
+// A change that re-times more than 1/kPeakTreeRetimedDivisor of the tasks drops the kept peaks (DeltaSimulator::
+// Impl::peak_tree) rather than take out and put back its buffers' events one by one.
+inline constexpr int32_t kPeakTreeRetimedDivisor = 16;
 inline constexpr int32_t kRelayoutMinSlots = 256;
 // A change that re-times more than 1/kMergeDivisor of the tasks (and at least kRelayoutMinSlots) is not placed
 // slot by slot: the new order is written out from the change's first chunk up to where the rest keeps its slots
@@ -180,9 +184,18 @@ struct DeltaSimulator::Impl {
   // its buffers at once, else that bound (static + every buffer's bytes, at most its memory); dropped like
   // peaks_memo.
   mutable std::vector<int64_t> risky_memo;
-  mutable std::vector<uint8_t> risky;
-  mutable std::vector<int32_t> risky_index, risky_slots;  // RiskyPeaks' scratch
+  mutable std::vector<uint8_t> risky;  // RiskyPeaks' scratch
   mutable bool risky_valid = false;
+  // The peaks of the devices RiskyPeaks found at risk, kept from then on through every change (Finish: the events of
+  // the buffers a change re-times taken out and put back, the moved rest shifted), so that a later RiskyPeaks reads
+  // them instead of passing over every buffer. Cleared when the task graph is renumbered or rebuilt (StoreAndLayOut)
+  // or a change re-times too large a part of the order.
+  mutable sim::PeakTree peak_tree;
+  mutable std::vector<sim::PeakTree::Buffer> peak_buffers;  // RiskyPeaks' scratch
+  // PeakTreeBefore's: the tasks whose buffers a change re-times (each once: peak_noted holds the current stamp).
+  std::vector<int32_t> peak_retimed;
+  std::vector<uint32_t> peak_noted;
+  uint32_t peak_stamp = 0;
   int64_t retimed = 0;
   int32_t live_tasks = 0;
 
@@ -297,8 +310,8 @@ struct DeltaSimulator::Impl {
 
   // The step of the current schedule in ticks: the latest end of a resource's last task plus its latency.
   sim::Time StepTicks() const;
-  // risky_memo (computed when not valid): the peaks of the devices that may overflow, from one pass over the
-  // order that adds only their buffers (times read from the layout), and the bound for the others.
+  // risky_memo (computed when not valid): the peaks of the devices that may overflow, read from peak_tree (a
+  // device not tracked yet is tracked first, from one pass over its buffers), and the bound for the others.
   const std::vector<int64_t>& RiskyPeaks() const;
   // Builds and runs the whole strategy afresh, stores the task groups in schedule order (FullRun::
   // StoreInScheduleOrder: a re-timing then walks the per-task arrays nearly in order) and lays the order out.
@@ -429,6 +442,14 @@ struct DeltaSimulator::Impl {
   // Makes a swept change: the removed tasks leave their slots, the window is placed (the order from `cut` on
   // moves by `shift`), the layout is re-spread when due and the task graph compacted when its garbage is.
   void Finish(int32_t begin, int32_t cut, sim::Time shift);
+  // Finish's upkeep of peak_tree, before the change is placed (the layout still holds the old times): notes the
+  // tasks whose buffer events the change moves other than by the rest's shift (removed, re-timed and patched tasks,
+  // the predecessors of re-timed ones, and the tasks before `cut` that end at or after the time the rest starts,
+  // shift included, with their predecessors), takes their events out and shifts the rest's. False when the change
+  // re-times so much that the tree is dropped instead.
+  bool PeakTreeBefore(int32_t cut, sim::Time shift);
+  // After the change is placed: puts the noted tasks' buffers back with their new times.
+  void PeakTreeAfter();
   // Checks that every change names an op of the graph and a config that can run it.
   Status CheckChanges(std::span<const std::pair<OpId, OpConfig>> changes) const;
   // SetConfigs' changes made in parts of ops near each other in the order (sim::kSamePartSlots), the latest part

@@ -37,6 +37,7 @@ Status DeltaSimulator::Impl::FullRebuild() {
   risky_valid = false;
   if (Status s = run.Run(builder, engine, strategy, sim::Record::kAll); !s) return s;
   StoreAndLayOut();
+  peak_tree.Clear();
   return Status::Ok();
 }
 
@@ -49,6 +50,7 @@ void DeltaSimulator::Impl::Compact() {
   }
   WriteTimes(tm);
   StoreAndLayOut();
+  peak_tree.Renumber(run.new_ids(), run.tg.num_tasks());  // the times are kept
 }
 
 void DeltaSimulator::Impl::StoreAndLayOut() {
@@ -531,6 +533,7 @@ void DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
                        tg.succ_pool.size() > 3 * static_cast<size_t>(live_tasks) + 16384;
   const bool merge = static_cast<int64_t>(window.size()) >
                      std::max(placed / sim::kMergeDivisor, sim::kRelayoutMinSlots);
+  const bool track_peaks = peak_tree.active() && PeakTreeBefore(cut, shift);
   int32_t removed_last = -1;  // the last slot a removed task leaves
   for (int32_t t : scratch.removed) {
     removed_last = std::max(removed_last, pos[t]);
@@ -546,7 +549,17 @@ void DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
   ResetStates();
   if (merge) LayoutMerged(begin, cut, shift, removed_last);
   else Place(begin, cut, shift, scratch.reindex);
-  if (compact) Compact();
+  if (compact) {
+    Compact();
+    if (track_peaks) {  // the noted tasks renamed as the compaction renamed them (every noted live task is kept)
+      const std::vector<int32_t>& new_id = run.new_ids();
+      size_t kept = 0;
+      for (int32_t t : peak_retimed)
+        if (new_id[t] >= 0) peak_retimed[kept++] = new_id[t];
+      peak_retimed.resize(kept);
+    }
+  }
+  if (track_peaks) PeakTreeAfter();
 }
 
 }  // namespace devplace

@@ -250,56 +250,6 @@ StepCost DeltaSimulator::step_cost() const {
   return CostOf(step, impl_->RiskyPeaks(), impl_->topology);
 }
 
-const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
-  if (risky_valid) return risky_memo;
-  // A device whose buffers, all alive at once, fit cannot overflow: its bound stands for its peak. Only when some
-  // device's buffers could not all fit does a pass over the order add the buffers of those devices.
-  const int32_t devices = topology.num_devices();
-  risky_memo.resize(static_cast<size_t>(devices));
-  // risky[1 + d]: device d may overflow; risky[0] stands for "no buffer" (a slot_mem entry of -1). The pass over
-  // the order numbers those devices 0, 1, ... (risky_index) and sizes its buckets to the buffers it adds.
-  risky.assign(static_cast<size_t>(devices) + 1, 0);
-  risky_index.resize(static_cast<size_t>(devices));
-  int32_t num_risky = 0;
-  for (DeviceId d = 0; d < devices; ++d) {
-    risky_memo[d] = run.static_bytes[d] + run.totals.held[d];
-    risky[1 + d] = risky_memo[d] > topology.device(d).memory_bytes;
-    risky_index[d] = risky[1 + d] ? num_risky++ : -1;
-  }
-  if (num_risky > 0) {
-    const sim::TaskGraph& tg = run.tg;
-    Time max_end = 0;
-    for (int32_t t : run.last_task)
-      if (t >= 0) max_end = std::max(max_end, End(t));
-    // The slots of those devices' buffers first, from the slot lists of the resources that may hold one, without
-    // a branch per slot (about every other task holds a buffer, in no pattern a branch predictor could follow),
-    // then their buffers (in any order: the peaks do not depend on it).
-    risky_slots.resize(slot_task.size());
-    const uint8_t* risky_at = risky.data() + 1;
-    int32_t count = 0;
-    for (int32_t r = 0; r < tg.num_resources; ++r) {
-      const int32_t holder = res_buffer_device[r];
-      if (holder == -1 || (holder >= 0 && !risky_at[holder])) continue;
-      for (int32_t s : res_slots[r]) {
-        risky_slots[count] = s;
-        count += risky_at[slot_mem[s]];
-      }
-    }
-    peaks.Begin(num_risky, count, max_end);
-    for (int32_t k = 0; k < count; ++k) {
-      const int32_t s = risky_slots[k], t = slot_task[s];
-      const Time shift = Shift(s);
-      const Time free = sim::BufferFreeAfter(tg, t, slot_end[s] + shift, [this](int32_t u) { return End(u); });
-      peaks.Add(risky_index[slot_mem[s]], slot_start[s] + shift, free, tg.mem_bytes[t]);
-    }
-    const std::vector<int64_t>& dynamic = peaks.Finish();
-    for (DeviceId d = 0; d < devices; ++d)
-      if (risky[1 + d]) risky_memo[d] = run.static_bytes[d] + dynamic[risky_index[d]];
-  }
-  risky_valid = true;
-  return risky_memo;
-}
-
 std::vector<int64_t> DeltaSimulator::device_peaks() const {
   impl_->Settle();
   const Impl& m = *impl_;

@@ -39,6 +39,8 @@ struct FullRun {
   // last_task to the new ids (res_prev and crit_prev when recorded for every task, else they are reset to -1).
   // Times and keys do not change. Does not allocate when it ran before on as many tasks and groups.
   void StoreInScheduleOrder();
+  // After StoreInScheduleOrder: the new id of each task it was given (-1: dropped).
+  const std::vector<int32_t>& new_ids() const { return new_id_; }
 
  private:
   // StoreInScheduleOrder's lists.

@@ -179,8 +179,8 @@ class DeltaSimulator {
   int64_t last_retimed_tasks() const;
   // Compares the incremental state (the order's layout: slots, positions, per-resource slot lists and links;
   // each task's times against its inputs' and its resource's; each task's earliest and binding predecessor
-  // entries; the chunk bounds the shift check skips by) with a fresh computation from the current layout, and
-  // names the first difference. O(tasks + edges); for tests and debugging.
+  // entries; the chunk bounds the shift check skips by; the kept memory peaks' buffers) with a fresh computation
+  // from the current layout, and names the first difference. O(tasks + edges); for tests and debugging.
   Status CheckIndexes() const;
 
  private:

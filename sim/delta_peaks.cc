@@ -1,0 +1,121 @@
+// The delta simulator's memory peaks for the devices that may run out of memory (internal to sim/): RiskyPeaks,
+// which reads them from peak_tree, and Finish's upkeep of that tree through each change.
+#include <algorithm>
+
+#include "sim/delta_impl.h"
+
+namespace devplace {
+
+using sim::Time;
+
+const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
+  if (risky_valid) return risky_memo;
+  // A device whose buffers, all alive at once, fit cannot overflow: its bound stands for its peak. The peaks of
+  // the others are kept in peak_tree (risky[d]: device d may overflow).
+  const int32_t devices = topology.num_devices();
+  risky_memo.resize(static_cast<size_t>(devices));
+  risky.assign(static_cast<size_t>(devices), 0);
+  int32_t num_risky = 0;
+  for (DeviceId d = 0; d < devices; ++d) {
+    risky_memo[d] = run.static_bytes[d] + run.totals.held[d];
+    risky[d] = risky_memo[d] > topology.device(d).memory_bytes;
+    num_risky += risky[d];
+  }
+  if (num_risky > 0) {
+    const sim::TaskGraph& tg = run.tg;
+    // Devices at risk whose peaks are not kept yet: their buffers gathered once, from the slot lists of the
+    // resources that may hold one, and kept from then on (peak_tree).
+    peak_tree.Reserve(tg.num_tasks());
+    for (DeviceId d = 0; d < devices; ++d) {
+      if (!risky[d] || peak_tree.tracked(d)) continue;
+      peak_buffers.clear();
+      for (int32_t r = 0; r < tg.num_resources; ++r) {
+        const int32_t holder = res_buffer_device[r];
+        if (holder != d && holder != kSeveralDevices) continue;
+        for (int32_t s : res_slots[r]) {
+          if (slot_mem[s] != d) continue;
+          const int32_t t = slot_task[s];
+          const Time shift = Shift(s);
+          peak_buffers.push_back(
+              {t, slot_start[s] + shift,
+               sim::BufferFreeAfter(tg, t, slot_end[s] + shift, [this](int32_t u) { return End(u); }),
+               tg.mem_bytes[t]});
+        }
+      }
+      peak_tree.Track(d, devices, peak_buffers);
+    }
+    for (DeviceId d = 0; d < devices; ++d)
+      if (risky[d]) risky_memo[d] = run.static_bytes[d] + peak_tree.Peak(d);
+  }
+  risky_valid = true;
+  return risky_memo;
+}
+
+bool DeltaSimulator::Impl::PeakTreeBefore(int32_t cut, Time shift) {
+  const sim::TaskGraph& tg = run.tg;
+  // A change that re-times much of the order would take out and put back more events than a pass reads.
+  if (static_cast<int64_t>(window.size()) * sim::kPeakTreeRetimedDivisor > placed) {
+    peak_tree.Clear();
+    return false;
+  }
+  peak_tree.Reserve(tg.num_tasks());
+  if (peak_noted.size() < static_cast<size_t>(tg.num_tasks()))
+    peak_noted.resize(static_cast<size_t>(tg.num_tasks()), 0);
+  if (++peak_stamp == 0) {
+    std::fill(peak_noted.begin(), peak_noted.end(), 0);
+    peak_stamp = 1;
+  }
+  peak_retimed.clear();
+  auto note = [&](int32_t t) {
+    if (peak_noted[t] == peak_stamp) return;
+    peak_noted[t] = peak_stamp;
+    peak_retimed.push_back(t);
+  };
+  auto note_with_preds = [&](int32_t t) {
+    note(t);
+    const int32_t* p = tg.pred_pool.data() + tg.pred_off[t];
+    for (int32_t k = 0; k < tg.pred_cnt[t]; ++k)
+      if (tg.alive[p[k]]) note(p[k]);
+  };
+  for (int32_t t : scratch.removed) note(t);
+  for (int32_t t : scratch.patched) note(t);
+  for (const Placement& q : window) note_with_preds(q.task);
+  // The rest (the tasks from `cut` on that are not noted) moves by `shift`: every event of theirs lies at or after
+  // the ready time of the first of them, and so do the frees of the buffers whose latest reader is one of them.
+  // The events that lie there (or, for an advance, where the rest moves to) but do not move are those of the tasks
+  // before `cut` that end there and of the buffers those read: noted, so that only moving events are left there.
+  const int32_t slots = static_cast<int32_t>(slot_task.size());
+  int32_t first = cut;
+  for (; first < slots; ++first) {
+    const int32_t t = slot_task[first];
+    if (t >= 0 && pos[t] == first && peak_noted[t] != peak_stamp) break;
+  }
+  const bool moves = shift != 0 && first < slots;
+  const Time rest_ready = moves ? Ready(slot_task[first]) : 0;
+  if (moves) {
+    const Time still = rest_ready + std::min<Time>(0, shift);
+    for (int32_t r = 0; r < tg.num_resources; ++r) {
+      const std::vector<int32_t>& list = res_slots[r];
+      for (auto it = std::lower_bound(list.begin(), list.end(), cut); it != list.begin();) {
+        const int32_t t = slot_task[*--it];
+        if (End(t) < still) break;
+        if (tg.alive[t]) note_with_preds(t);
+      }
+    }
+  }
+  for (int32_t t : peak_retimed) peak_tree.Erase(t);
+  if (moves) peak_tree.Shift(rest_ready, shift);
+  return true;
+}
+
+void DeltaSimulator::Impl::PeakTreeAfter() {
+  const sim::TaskGraph& tg = run.tg;
+  for (int32_t t : peak_retimed) {
+    const int32_t device = BufferDevice(t);
+    if (device < 0 || !tg.alive[t] || pos[t] < 0 || !peak_tree.tracked(device)) continue;
+    peak_tree.Insert(t, device, Start(t), sim::BufferFreeBy(tg, t, [this](int32_t u) { return End(u); }),
+                     tg.mem_bytes[t]);
+  }
+}
+
+}  // namespace devplace

@@ -1,0 +1,121 @@
+// PeakTree (sim/peak_tree.h) against a plain peak computation over random buffers: insertions, erasures, shifts of
+// every event from a time on, bulk tracking and renumbering.
+#include "sim/peak_tree.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "tests/testing/sim_fixtures.h"
+
+namespace devplace::sim {
+namespace {
+
+struct Buffer {
+  int32_t device = -1;  // -1: the task holds no buffer
+  Time start = 0, free = 0;
+  int64_t bytes = 0;
+};
+
+// The largest running sum of `device`'s events in time order, frees before allocations at equal times (at least 0).
+int64_t PlainPeak(const std::vector<Buffer>& buffers, int32_t device) {
+  std::vector<std::pair<int64_t, int64_t>> events;  // (time << 1 | allocation, bytes)
+  for (const Buffer& b : buffers) {
+    if (b.device != device) continue;
+    events.push_back({b.free << 1, -b.bytes});
+    events.push_back({(b.start << 1) | 1, b.bytes});
+  }
+  std::sort(events.begin(), events.end());
+  int64_t sum = 0, peak = 0;
+  for (const auto& [key, bytes] : events) peak = std::max(peak, sum += bytes);
+  return peak;
+}
+
+Buffer RandomBuffer(std::mt19937_64& rng, int32_t devices) {
+  Buffer b;
+  b.device = testing::UniformInt(rng, devices);
+  b.start = testing::UniformInt(rng, 1000);
+  b.free = b.start + testing::UniformInt(rng, 200);
+  b.bytes = 1 + testing::UniformInt(rng, 1000);
+  return b;
+}
+
+void ExpectPeaks(const PeakTree& tree, const std::vector<Buffer>& buffers, int32_t devices, int step) {
+  for (int32_t d = 0; d < devices; ++d) ASSERT_EQ(tree.Peak(d), PlainPeak(buffers, d)) << "step " << step;
+}
+
+TEST(PeakTree, EqualsAPlainPeakOverRandomEdits) {
+  constexpr int32_t kDevices = 3, kTasks = 400;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<Buffer> buffers(kTasks);
+    PeakTree tree;
+    tree.Reserve(kTasks);
+    // Devices 0 and 1 tracked from a first set of buffers, device 2 from empty.
+    for (int32_t t = 0; t < kTasks / 2; ++t) buffers[t] = RandomBuffer(rng, kDevices - 1);
+    for (int32_t d = 0; d < kDevices; ++d) {
+      std::vector<PeakTree::Buffer> given;
+      for (int32_t t = 0; t < kTasks; ++t)
+        if (buffers[t].device == d) given.push_back({t, buffers[t].start, buffers[t].free, buffers[t].bytes});
+      tree.Track(d, kDevices, given);
+      EXPECT_TRUE(tree.tracked(d));
+    }
+    ExpectPeaks(tree, buffers, kDevices, -1);
+    for (int step = 0; step < 2000; ++step) {
+      const int32_t t = testing::UniformInt(rng, kTasks);
+      const int what = testing::UniformInt(rng, 3);
+      if (what == 0 && buffers[t].device < 0) {
+        buffers[t] = RandomBuffer(rng, kDevices);
+        tree.Insert(t, buffers[t].device, buffers[t].start, buffers[t].free, buffers[t].bytes);
+      } else if (what == 1) {
+        tree.Erase(t);
+        buffers[t].device = -1;
+      } else if (what == 2) {
+        // Every event from `from` on moves by `delta`; the buffers with an event in the gap are taken out first.
+        const Time from = testing::UniformInt(rng, 1200), delta = testing::UniformInt(rng, 201) - 100;
+        const Time gap_begin = from + std::min<Time>(0, delta);
+        for (int32_t u = 0; u < kTasks; ++u) {
+          Buffer& b = buffers[u];
+          if (b.device < 0) continue;
+          if ((b.start >= gap_begin && b.start < from) || (b.free >= gap_begin && b.free < from)) {
+            tree.Erase(u);
+            b.device = -1;
+          }
+        }
+        tree.Shift(from, delta);
+        for (Buffer& b : buffers) {
+          if (b.device < 0) continue;
+          if (b.start >= from) b.start += delta;
+          if (b.free >= from) b.free += delta;
+        }
+      }
+      ExpectPeaks(tree, buffers, kDevices, step);
+      if (::testing::Test::HasFailure()) return;
+    }
+    // Renumbered by a random permutation (with room for more tasks), the peaks stay and later edits still hold.
+    std::vector<int32_t> new_id(kTasks);
+    for (int32_t t = 0; t < kTasks; ++t) new_id[t] = t;
+    std::shuffle(new_id.begin(), new_id.end(), rng);
+    tree.Renumber(new_id, kTasks + 50);
+    std::vector<Buffer> renamed(kTasks + 50);
+    for (int32_t t = 0; t < kTasks; ++t) renamed[new_id[t]] = buffers[t];
+    ExpectPeaks(tree, renamed, kDevices, -2);
+    for (int32_t t = 0; t < kTasks + 50; ++t) {
+      if (t % 3 == 0) {
+        tree.Erase(t);
+        renamed[t].device = -1;
+      } else if (renamed[t].device < 0) {
+        renamed[t] = RandomBuffer(rng, kDevices);
+        tree.Insert(t, renamed[t].device, renamed[t].start, renamed[t].free, renamed[t].bytes);
+      }
+    }
+    ExpectPeaks(tree, renamed, kDevices, -3);
+    tree.Clear();
+    EXPECT_FALSE(tree.active());
+  }
+}
+
+}  // namespace
+}  // namespace devplace::sim
