@@ -40,7 +40,7 @@ inline int32_t FreshSlot(int32_t k) { return k + k / (kHoleEvery - 1); }
 inline constexpr int32_t kRelayoutDivisor = 16;
 // A change that re-times more than 1/kPeakTreeRetimedDivisor of the tasks drops the kept peaks (DeltaSimulator::
 // Impl::peak_tree) rather than take out and put back its buffers' events one by one.
-inline constexpr int32_t kPeakTreeRetimedDivisor = 16;
+inline constexpr int32_t kPeakTreeRetimedDivisor = 32;
 inline constexpr int32_t kRelayoutMinSlots = 256;
 // A change that re-times more than 1/kMergeDivisor of the tasks (and at least kRelayoutMinSlots) is not placed
 // slot by slot: the new order is written out from the change's first chunk up to where the rest keeps its slots

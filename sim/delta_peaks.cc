@@ -103,8 +103,14 @@ bool DeltaSimulator::Impl::PeakTreeBefore(int32_t cut, Time shift) {
       }
     }
   }
-  for (int32_t t : peak_retimed) peak_tree.Erase(t);
-  if (moves) peak_tree.Shift(rest_ready, shift);
+  // Removed tasks leave the tree; the noted tasks' events where the rest moves from or to are taken out (the
+  // others stay until PeakTreeAfter, which keeps those whose times do not change).
+  for (int32_t t : scratch.removed) peak_tree.Erase(t);
+  if (moves) {
+    const Time gap = rest_ready + std::min<Time>(0, shift);
+    for (int32_t t : peak_retimed) peak_tree.Take(t, gap);
+    peak_tree.Shift(rest_ready, shift);
+  }
   return true;
 }
 
@@ -112,9 +118,12 @@ void DeltaSimulator::Impl::PeakTreeAfter() {
   const sim::TaskGraph& tg = run.tg;
   for (int32_t t : peak_retimed) {
     const int32_t device = BufferDevice(t);
-    if (device < 0 || !tg.alive[t] || pos[t] < 0 || !peak_tree.tracked(device)) continue;
-    peak_tree.Insert(t, device, Start(t), sim::BufferFreeBy(tg, t, [this](int32_t u) { return End(u); }),
-                     tg.mem_bytes[t]);
+    if (device < 0 || !tg.alive[t] || pos[t] < 0 || !peak_tree.tracked(device)) {
+      peak_tree.Erase(t);
+      continue;
+    }
+    peak_tree.Put(t, device, Start(t), sim::BufferFreeBy(tg, t, [this](int32_t u) { return End(u); }),
+                  tg.mem_bytes[t]);
   }
 }
 

@@ -20,6 +20,7 @@ int64_t KeyOf(Time time, bool allocation) { return (time << 1) | (allocation ? 1
 void PeakTree::Clear() {
   if (num_tracked_ == 0) return;
   std::fill(device_.begin(), device_.end(), -1);
+  std::fill(present_.begin(), present_.end(), 0);
   root_.clear();
   tracked_.clear();
   num_tracked_ = 0;
@@ -29,6 +30,7 @@ void PeakTree::Reserve(int32_t tasks) {
   if (device_.size() >= static_cast<size_t>(tasks)) return;
   const size_t room = std::max(static_cast<size_t>(tasks), device_.size() + device_.size() / 2);
   nodes_.resize(2 * room);
+  present_.resize(2 * room, 0);
   device_.resize(room, -1);
 }
 
@@ -148,21 +150,49 @@ void PeakTree::EraseNode(int32_t x, int32_t device) {
   }
 }
 
-void PeakTree::Insert(int32_t task, int32_t device, Time start, Time free, int64_t bytes) {
+int64_t PeakTree::KeyAt(int32_t x) const {
+  int64_t key = nodes_[x].key;
+  for (int32_t p = nodes_[x].parent; p != kNone; p = nodes_[p].parent) key += nodes_[p].lazy;
+  return key;
+}
+
+void PeakTree::Put(int32_t task, int32_t device, Time start, Time free, int64_t bytes) {
+  if (device_[task] >= 0 && device_[task] != device) Erase(task);
   device_[task] = device;
-  InitNode(2 * task, KeyOf(free, false), -bytes);
-  InitNode(2 * task + 1, KeyOf(start, true), bytes);
-  InsertNode(2 * task, device);
-  InsertNode(2 * task + 1, device);
+  const int64_t keys[2] = {KeyOf(free, false), KeyOf(start, true)}, owns[2] = {-bytes, bytes};
+  for (int32_t k = 0; k < 2; ++k) {
+    const int32_t x = 2 * task + k;
+    if (present_[x]) {
+      if (nodes_[x].own == owns[k] && KeyAt(x) == keys[k]) continue;
+      EraseNode(x, device);
+    }
+    InitNode(x, keys[k], owns[k]);
+    InsertNode(x, device);
+    present_[x] = 1;
+  }
 }
 
 void PeakTree::Erase(int32_t task) {
   if (static_cast<size_t>(task) >= device_.size()) return;
   const int32_t device = device_[task];
   if (device < 0) return;
-  EraseNode(2 * task, device);
-  EraseNode(2 * task + 1, device);
+  for (int32_t x = 2 * task; x < 2 * task + 2; ++x) {
+    if (present_[x]) EraseNode(x, device);
+    present_[x] = 0;
+  }
   device_[task] = -1;
+}
+
+void PeakTree::Take(int32_t task, Time from) {
+  if (static_cast<size_t>(task) >= device_.size()) return;
+  const int32_t device = device_[task];
+  if (device < 0) return;
+  for (int32_t x = 2 * task; x < 2 * task + 2; ++x) {
+    if (!present_[x] || KeyAt(x) < KeyOf(from, false)) continue;
+    EraseNode(x, device);
+    present_[x] = 0;
+  }
+  if (!present_[2 * task] && !present_[2 * task + 1]) device_[task] = -1;
 }
 
 void PeakTree::Shift(Time from, Time delta) {
@@ -206,6 +236,20 @@ int32_t PeakTree::BuildSorted() {
   return path_.empty() ? kNone : path_.front();
 }
 
+void PeakTree::SortByKey() {
+  // Least significant byte first, over the bytes the largest key uses (keys are non-negative); each pass is stable.
+  int64_t largest = 0;
+  for (const auto& [key, x] : sorted_) largest = std::max(largest, key);
+  unsorted_.resize(sorted_.size());
+  for (int shift = 0; shift < 64 && (largest >> shift) != 0; shift += 8) {
+    size_t count[257] = {};
+    for (const auto& [key, x] : sorted_) ++count[((key >> shift) & 0xff) + 1];
+    for (int b = 0; b < 256; ++b) count[b + 1] += count[b];
+    for (const auto& item : sorted_) unsorted_[count[(item.first >> shift) & 0xff]++] = item;
+    sorted_.swap(unsorted_);
+  }
+}
+
 void PeakTree::Track(int32_t device, int32_t devices, std::vector<Buffer>& buffers) {
   if (root_.size() < static_cast<size_t>(devices)) {
     root_.resize(static_cast<size_t>(devices), kNone);
@@ -214,12 +258,13 @@ void PeakTree::Track(int32_t device, int32_t devices, std::vector<Buffer>& buffe
   sorted_.clear();
   for (const Buffer& b : buffers) {
     device_[b.task] = device;
+    present_[2 * b.task] = present_[2 * b.task + 1] = 1;
     InitNode(2 * b.task, KeyOf(b.free, false), -b.bytes);
     InitNode(2 * b.task + 1, KeyOf(b.start, true), b.bytes);
     sorted_.emplace_back(KeyOf(b.free, false), 2 * b.task);
     sorted_.emplace_back(KeyOf(b.start, true), 2 * b.task + 1);
   }
-  std::sort(sorted_.begin(), sorted_.end());
+  SortByKey();
   order_.clear();
   for (const auto& [key, x] : sorted_) order_.push_back(x);
   root_[device] = BuildSorted();
@@ -232,6 +277,7 @@ void PeakTree::Renumber(const std::vector<int32_t>& new_id, int32_t tasks) {
   auto node = [&new_id](int32_t x) { return x == kNone ? kNone : 2 * new_id[x >> 1] + (x & 1); };
   const size_t room = std::max(device_.size(), static_cast<size_t>(tasks));
   renumbered_.resize(2 * room);
+  renumbered_present_.assign(2 * room, 0);
   renumbered_device_.assign(room, -1);
   for (size_t t = 0; t < device_.size(); ++t) {
     if (device_[t] < 0) continue;
@@ -243,9 +289,11 @@ void PeakTree::Renumber(const std::vector<int32_t>& new_id, int32_t tasks) {
       n.right = node(n.right);
       n.parent = node(n.parent);
       renumbered_[2 * to + b] = n;  // its priority kept: the heap order stands
+      renumbered_present_[2 * to + b] = present_[2 * t + b];
     }
   }
   nodes_.swap(renumbered_);
+  present_.swap(renumbered_present_);
   device_.swap(renumbered_device_);
   for (int32_t& root : root_) root = node(root);
 }
@@ -253,15 +301,9 @@ void PeakTree::Renumber(const std::vector<int32_t>& new_id, int32_t tasks) {
 PeakTree::Held PeakTree::Find(int32_t task) const {
   Held held;
   if (static_cast<size_t>(task) >= device_.size() || device_[task] < 0) return held;
-  // A node's key lacks the offsets still pending at its ancestors.
-  auto key = [this](int32_t x) {
-    int64_t k = nodes_[x].key;
-    for (int32_t p = nodes_[x].parent; p != kNone; p = nodes_[p].parent) k += nodes_[p].lazy;
-    return k;
-  };
   held.device = device_[task];
-  held.free = key(2 * task) >> 1;
-  held.start = key(2 * task + 1) >> 1;
+  held.free = present_[2 * task] ? KeyAt(2 * task) >> 1 : -1;
+  held.start = present_[2 * task + 1] ? KeyAt(2 * task + 1) >> 1 : -1;
   held.bytes = nodes_[2 * task + 1].own;
   return held;
 }

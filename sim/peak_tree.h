@@ -36,11 +36,13 @@ class PeakTree {
     int64_t bytes;
   };
   void Track(int32_t device, int32_t devices, std::vector<Buffer>& buffers);
-  // Adds task `task`'s buffer (`bytes` > 0 on tracked `device`, alive from `start` until `free`); the task holds no
-  // event (Reserve'd).
-  void Insert(int32_t task, int32_t device, Time start, Time free, int64_t bytes);
+  // Makes task `task`'s buffer `bytes` > 0 on tracked `device`, alive from `start` until `free` (Reserve'd); an
+  // event it holds already with the same time and bytes stays where it is.
+  void Put(int32_t task, int32_t device, Time start, Time free, int64_t bytes);
   // Takes task `task`'s events out if it holds any.
   void Erase(int32_t task);
+  // Takes out those of task `task`'s events that lie at time `from` or later.
+  void Take(int32_t task, Time from);
   // Moves every event at time `from` or later by `delta`, on every tracked device. No event may lie in
   // [from + min(0, delta), from) (the caller takes those out first), so the order is kept.
   void Shift(Time from, Time delta);
@@ -68,15 +70,18 @@ class PeakTree {
     int32_t left, right, parent;
     uint32_t priority;
   };
-  // Node of task t's free (2t) and allocation (2t + 1) events; device_[t]: the device whose tree holds them (-1).
+  // Node of task t's free (2t) and allocation (2t + 1) events, and whether each is in a tree; device_[t]: the
+  // device whose tree holds them (-1: none).
   std::vector<Node> nodes_;
+  std::vector<uint8_t> present_;
   std::vector<int32_t> device_;
   std::vector<int32_t> root_;     // per device: its root (kNone: empty or untracked)
   std::vector<uint8_t> tracked_;  // per device: whether it is tracked
   int32_t num_tracked_ = 0;
   std::vector<int32_t> path_, order_;  // scratch
-  std::vector<std::pair<int64_t, int32_t>> sorted_;  // Track's: (key, node), sorted
+  std::vector<std::pair<int64_t, int32_t>> sorted_, unsorted_;  // Track's: (key, node), sorted, and scratch
   std::vector<Node> renumbered_;
+  std::vector<uint8_t> renumbered_present_;
   std::vector<int32_t> renumbered_device_;
 
   void Push(int32_t x);
@@ -90,6 +95,10 @@ class PeakTree {
   // Builds a treap of the nodes `order_` (in key order, fresh) and returns its root.
   int32_t BuildSorted();
   void InitNode(int32_t x, int64_t key, int64_t own);
+  // Sorts sorted_ by key.
+  void SortByKey();
+  // Node x's key with the offsets still pending at its ancestors.
+  int64_t KeyAt(int32_t x) const;
 };
 
 }  // namespace devplace::sim

@@ -1,5 +1,5 @@
-// PeakTree (sim/peak_tree.h) against a plain peak computation over random buffers: insertions, erasures, shifts of
-// every event from a time on, bulk tracking and renumbering.
+// PeakTree (sim/peak_tree.h) against a plain peak computation over random buffers: buffers put and erased, shifts
+// of every event from a time on (with events taken out before and put back after), bulk tracking, renumbering.
 #include "sim/peak_tree.h"
 
 #include <gtest/gtest.h>
@@ -68,27 +68,35 @@ TEST(PeakTree, EqualsAPlainPeakOverRandomEdits) {
       const int what = testing::UniformInt(rng, 3);
       if (what == 0 && buffers[t].device < 0) {
         buffers[t] = RandomBuffer(rng, kDevices);
-        tree.Insert(t, buffers[t].device, buffers[t].start, buffers[t].free, buffers[t].bytes);
+        tree.Put(t, buffers[t].device, buffers[t].start, buffers[t].free, buffers[t].bytes);
       } else if (what == 1) {
         tree.Erase(t);
         buffers[t].device = -1;
       } else if (what == 2) {
-        // Every event from `from` on moves by `delta`; the buffers with an event in the gap are taken out first.
+        // Every event from `from` on moves by `delta`. The events of the buffers with an event in the gap that
+        // lie there or later are taken out first, and those buffers put back afterwards: half with their old
+        // times, half with new ones.
         const Time from = testing::UniformInt(rng, 1200), delta = testing::UniformInt(rng, 201) - 100;
         const Time gap_begin = from + std::min<Time>(0, delta);
+        std::vector<int32_t> taken;
         for (int32_t u = 0; u < kTasks; ++u) {
-          Buffer& b = buffers[u];
+          const Buffer& b = buffers[u];
           if (b.device < 0) continue;
           if ((b.start >= gap_begin && b.start < from) || (b.free >= gap_begin && b.free < from)) {
-            tree.Erase(u);
-            b.device = -1;
+            tree.Take(u, gap_begin);
+            taken.push_back(u);
           }
         }
         tree.Shift(from, delta);
-        for (Buffer& b : buffers) {
-          if (b.device < 0) continue;
+        for (int32_t u = 0; u < kTasks; ++u) {
+          Buffer& b = buffers[u];
+          if (b.device < 0 || std::find(taken.begin(), taken.end(), u) != taken.end()) continue;
           if (b.start >= from) b.start += delta;
           if (b.free >= from) b.free += delta;
+        }
+        for (int32_t u : taken) {
+          if (testing::UniformInt(rng, 2) == 0) buffers[u] = RandomBuffer(rng, kDevices);
+          tree.Put(u, buffers[u].device, buffers[u].start, buffers[u].free, buffers[u].bytes);
         }
       }
       ExpectPeaks(tree, buffers, kDevices, step);
@@ -108,7 +116,7 @@ TEST(PeakTree, EqualsAPlainPeakOverRandomEdits) {
         renamed[t].device = -1;
       } else if (renamed[t].device < 0) {
         renamed[t] = RandomBuffer(rng, kDevices);
-        tree.Insert(t, renamed[t].device, renamed[t].start, renamed[t].free, renamed[t].bytes);
+        tree.Put(t, renamed[t].device, renamed[t].start, renamed[t].free, renamed[t].bytes);
       }
     }
     ExpectPeaks(tree, renamed, kDevices, -3);
