@@ -53,11 +53,6 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
 
 bool DeltaSimulator::Impl::PeakTreeBefore(int32_t cut, Time shift) {
   const sim::TaskGraph& tg = run.tg;
-  // A change that re-times much of the order would take out and put back more events than a pass reads.
-  if (static_cast<int64_t>(window.size()) * sim::kPeakTreeRetimedDivisor > placed) {
-    peak_tree.Clear();
-    return false;
-  }
   peak_tree.Reserve(tg.num_tasks());
   if (peak_noted.size() < static_cast<size_t>(tg.num_tasks()))
     peak_noted.resize(static_cast<size_t>(tg.num_tasks()), 0);
@@ -102,6 +97,14 @@ bool DeltaSimulator::Impl::PeakTreeBefore(int32_t cut, Time shift) {
         if (tg.alive[t]) note_with_preds(t);
       }
     }
+  }
+  // A change whose noted buffers are a large share of those kept would take out and put back more events than
+  // tracking them afresh reads.
+  int64_t kept_noted = 0;
+  for (int32_t t : peak_retimed) kept_noted += peak_tree.held(t) || peak_tree.tracked(BufferDevice(t));
+  if (kept_noted * sim::kPeakTreeNotedDivisor > peak_tree.num_buffers()) {
+    peak_tree.Clear();
+    return false;
   }
   // Removed tasks leave the tree; the noted tasks' events where the rest moves from or to are taken out (the
   // others stay until PeakTreeAfter, which keeps those whose times do not change).

@@ -24,6 +24,7 @@ void PeakTree::Clear() {
   root_.clear();
   tracked_.clear();
   num_tracked_ = 0;
+  num_buffers_ = 0;
 }
 
 void PeakTree::Reserve(int32_t tasks) {
@@ -158,6 +159,7 @@ int64_t PeakTree::KeyAt(int32_t x) const {
 
 void PeakTree::Put(int32_t task, int32_t device, Time start, Time free, int64_t bytes) {
   if (device_[task] >= 0 && device_[task] != device) Erase(task);
+  num_buffers_ += device_[task] < 0;
   device_[task] = device;
   const int64_t keys[2] = {KeyOf(free, false), KeyOf(start, true)}, owns[2] = {-bytes, bytes};
   for (int32_t k = 0; k < 2; ++k) {
@@ -181,6 +183,7 @@ void PeakTree::Erase(int32_t task) {
     present_[x] = 0;
   }
   device_[task] = -1;
+  --num_buffers_;
 }
 
 void PeakTree::Take(int32_t task, Time from) {
@@ -192,7 +195,10 @@ void PeakTree::Take(int32_t task, Time from) {
     EraseNode(x, device);
     present_[x] = 0;
   }
-  if (!present_[2 * task] && !present_[2 * task + 1]) device_[task] = -1;
+  if (!present_[2 * task] && !present_[2 * task + 1]) {
+    device_[task] = -1;
+    --num_buffers_;
+  }
 }
 
 void PeakTree::Shift(Time from, Time delta) {
@@ -268,6 +274,7 @@ void PeakTree::Track(int32_t device, int32_t devices, std::vector<Buffer>& buffe
   order_.clear();
   for (const auto& [key, x] : sorted_) order_.push_back(x);
   root_[device] = BuildSorted();
+  num_buffers_ += static_cast<int64_t>(buffers.size());
   tracked_[device] = 1;
   ++num_tracked_;
 }

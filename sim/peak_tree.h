@@ -22,6 +22,10 @@ class PeakTree {
   void Clear();
   // Whether any device is tracked.
   bool active() const { return num_tracked_ > 0; }
+  // Whether task `task` holds events.
+  bool held(int32_t task) const { return static_cast<size_t>(task) < device_.size() && device_[task] >= 0; }
+  // The number of buffers held (tasks holding events).
+  int64_t num_buffers() const { return num_buffers_; }
   // Whether `device` is tracked (its peak is kept).
   bool tracked(int32_t device) const {
     return device >= 0 && static_cast<size_t>(device) < tracked_.size() && tracked_[device];
@@ -78,6 +82,7 @@ class PeakTree {
   std::vector<int32_t> root_;     // per device: its root (kNone: empty or untracked)
   std::vector<uint8_t> tracked_;  // per device: whether it is tracked
   int32_t num_tracked_ = 0;
+  int64_t num_buffers_ = 0;
   std::vector<int32_t> path_, order_;  // scratch
   std::vector<std::pair<int64_t, int32_t>> sorted_, unsorted_;  // Track's: (key, node), sorted, and scratch
   std::vector<Node> renumbered_;

@@ -44,6 +44,12 @@ Buffer RandomBuffer(std::mt19937_64& rng, int32_t devices) {
 
 void ExpectPeaks(const PeakTree& tree, const std::vector<Buffer>& buffers, int32_t devices, int step) {
   for (int32_t d = 0; d < devices; ++d) ASSERT_EQ(tree.Peak(d), PlainPeak(buffers, d)) << "step " << step;
+  int64_t held = 0;
+  for (size_t t = 0; t < buffers.size(); ++t) {
+    held += buffers[t].device >= 0;
+    ASSERT_EQ(tree.held(static_cast<int32_t>(t)), buffers[t].device >= 0) << "step " << step << " task " << t;
+  }
+  ASSERT_EQ(tree.num_buffers(), held) << "step " << step;
 }
 
 TEST(PeakTree, EqualsAPlainPeakOverRandomEdits) {
