@@ -39,9 +39,8 @@ inline int32_t FreshSlot(int32_t k) { return k + k / (kHoleEvery - 1); }
 // transformer 37 -> 30 us per step; single-op changes on 1k graphs within 1-8% either way).
 inline constexpr int32_t kRelayoutDivisor = 16;
 // A change whose buffers to take out and put back are more than 1/kPeakTreeNotedDivisor of those the kept peaks
-// hold (DeltaSimulator::Impl::peak_tree) drops them instead: maintaining costs about 1 us per buffer, tracking a
-// device afresh about 60 ns per buffer (10k transformer episode; a 16th to a 4th within the noise, never dropping
-// 1.9x slower).
+// hold (DeltaSimulator::Impl::peak_tree) drops them instead: a buffer put back costs far more than one gathered
+// and sorted afresh (10k transformer episode: a 16th to a 4th within the noise, never dropping 1.9x slower).
 inline constexpr int32_t kPeakTreeNotedDivisor = 8;
 inline constexpr int32_t kRelayoutMinSlots = 256;
 // A change that re-times more than 1/kMergeDivisor of the tasks (and at least kRelayoutMinSlots) is not placed
