@@ -89,11 +89,11 @@ Status DeltaSimulator::Impl::CheckIndexes() const {
     }
   }
   // The kept peaks hold every buffer of a tracked device with its current times, and nothing else.
-  if (peak_tree.active()) {
+  if (kept_peaks.active()) {
     for (int32_t t = 0; t < tg.num_tasks(); ++t) {
-      const sim::PeakTree::Held held = peak_tree.Find(t);
+      const sim::KeptPeaks::Held held = kept_peaks.Find(t);
       const int32_t device = pos[t] >= 0 ? BufferDevice(t) : -1;
-      if (!peak_tree.tracked(device)) {
+      if (!kept_peaks.tracked(device)) {
         if (held.device >= 0)
           return fail("kept peaks hold task " + std::to_string(t) + ", which holds no tracked buffer");
         continue;

@@ -21,7 +21,7 @@
 #include "sim/full_run.h"
 #include "sim/memory.h"
 #include "sim/parts_query_chooser.h"
-#include "sim/peak_tree.h"
+#include "sim/kept_peaks.h"
 #include "sim/simulator.h"
 
 namespace devplace {
@@ -38,10 +38,11 @@ inline int32_t FreshSlot(int32_t k) { return k + k / (kHoleEvery - 1); }
 // medium-sized windows, which cost more placed slot by slot than laid out (IterativeStep/1000: nmt 102 -> 94 us,
 // transformer 37 -> 30 us per step; single-op changes on 1k graphs within 1-8% either way).
 inline constexpr int32_t kRelayoutDivisor = 16;
-// A change whose buffers to take out and put back are more than 1/kPeakTreeNotedDivisor of those the kept peaks
-// hold (DeltaSimulator::Impl::peak_tree) drops them instead: a buffer put back costs far more than one gathered
-// and sorted afresh (10k transformer episode: a 16th to a 4th within the noise, never dropping 1.9x slower).
-inline constexpr int32_t kPeakTreeNotedDivisor = 8;
+// A change whose buffers to take out and put back are more than 1/kKeptPeaksNotedDivisor of those the kept peaks
+// hold (DeltaSimulator::Impl::kept_peaks) drops them instead: a buffer put back costs more than one gathered and
+// sorted afresh (10k transformer episode: a half to an eighth within 4%; never dropping was 1.9x slower with the
+// first, treap-based version).
+inline constexpr int32_t kKeptPeaksNotedDivisor = 4;
 inline constexpr int32_t kRelayoutMinSlots = 256;
 // A change that re-times more than 1/kMergeDivisor of the tasks (and at least kRelayoutMinSlots) is not placed
 // slot by slot: the new order is written out from the change's first chunk up to where the rest keeps its slots
@@ -191,9 +192,9 @@ struct DeltaSimulator::Impl {
   // the buffers a change re-times taken out and put back, the moved rest shifted), so that a later RiskyPeaks reads
   // them instead of passing over every buffer. Cleared when the task graph is renumbered or rebuilt (StoreAndLayOut)
   // or a change re-times too large a part of the order.
-  mutable sim::PeakTree peak_tree;
-  mutable std::vector<sim::PeakTree::Buffer> peak_buffers;  // RiskyPeaks' scratch
-  // PeakTreeBefore's: the tasks whose buffers a change re-times (each once: peak_noted holds the current stamp).
+  mutable sim::KeptPeaks kept_peaks;
+  mutable std::vector<sim::KeptPeaks::Buffer> peak_buffers;  // RiskyPeaks' scratch
+  // KeptPeaksBefore's: the tasks whose buffers a change re-times (each once: peak_noted holds the current stamp).
   std::vector<int32_t> peak_retimed;
   std::vector<uint32_t> peak_noted;
   uint32_t peak_stamp = 0;
@@ -311,7 +312,7 @@ struct DeltaSimulator::Impl {
 
   // The step of the current schedule in ticks: the latest end of a resource's last task plus its latency.
   sim::Time StepTicks() const;
-  // risky_memo (computed when not valid): the peaks of the devices that may overflow, read from peak_tree (a
+  // risky_memo (computed when not valid): the peaks of the devices that may overflow, read from kept_peaks (a
   // device not tracked yet is tracked first, from one pass over its buffers), and the bound for the others.
   const std::vector<int64_t>& RiskyPeaks() const;
   // Builds and runs the whole strategy afresh, stores the task groups in schedule order (FullRun::
@@ -443,14 +444,14 @@ struct DeltaSimulator::Impl {
   // Makes a swept change: the removed tasks leave their slots, the window is placed (the order from `cut` on
   // moves by `shift`), the layout is re-spread when due and the task graph compacted when its garbage is.
   void Finish(int32_t begin, int32_t cut, sim::Time shift);
-  // Finish's upkeep of peak_tree, before the change is placed (the layout still holds the old times): notes the
+  // Finish's upkeep of kept_peaks, before the change is placed (the layout still holds the old times): notes the
   // tasks whose buffer events the change moves other than by the rest's shift (removed, re-timed and patched tasks,
   // the predecessors of re-timed ones, and the tasks before `cut` that end at or after the time the rest starts,
   // shift included, with their predecessors), takes their events out and shifts the rest's. False when the change
-  // re-times so much that the tree is dropped instead.
-  bool PeakTreeBefore(int32_t cut, sim::Time shift);
+  // notes so many buffers that the kept peaks are dropped instead.
+  bool KeptPeaksBefore(int32_t cut, sim::Time shift);
   // After the change is placed: puts the noted tasks' buffers back with their new times.
-  void PeakTreeAfter();
+  void KeptPeaksAfter();
   // Checks that every change names an op of the graph and a config that can run it.
   Status CheckChanges(std::span<const std::pair<OpId, OpConfig>> changes) const;
   // SetConfigs' changes made in parts of ops near each other in the order (sim::kSamePartSlots), the latest part

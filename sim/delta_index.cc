@@ -37,7 +37,7 @@ Status DeltaSimulator::Impl::FullRebuild() {
   risky_valid = false;
   if (Status s = run.Run(builder, engine, strategy, sim::Record::kAll); !s) return s;
   StoreAndLayOut();
-  peak_tree.Clear();
+  kept_peaks.Clear();
   return Status::Ok();
 }
 
@@ -50,7 +50,7 @@ void DeltaSimulator::Impl::Compact() {
   }
   WriteTimes(tm);
   StoreAndLayOut();
-  peak_tree.Renumber(run.new_ids(), run.tg.num_tasks());  // the times are kept
+  kept_peaks.Renumber(run.new_ids(), run.tg.num_tasks());  // the times are kept
 }
 
 void DeltaSimulator::Impl::StoreAndLayOut() {
@@ -533,7 +533,7 @@ void DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
                        tg.succ_pool.size() > 3 * static_cast<size_t>(live_tasks) + 16384;
   const bool merge = static_cast<int64_t>(window.size()) >
                      std::max(placed / sim::kMergeDivisor, sim::kRelayoutMinSlots);
-  const bool track_peaks = peak_tree.active() && PeakTreeBefore(cut, shift);
+  const bool track_peaks = kept_peaks.active() && KeptPeaksBefore(cut, shift);
   int32_t removed_last = -1;  // the last slot a removed task leaves
   for (int32_t t : scratch.removed) {
     removed_last = std::max(removed_last, pos[t]);
@@ -559,7 +559,7 @@ void DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
       peak_retimed.resize(kept);
     }
   }
-  if (track_peaks) PeakTreeAfter();
+  if (track_peaks) KeptPeaksAfter();
 }
 
 }  // namespace devplace

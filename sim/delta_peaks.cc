@@ -1,5 +1,5 @@
 // The delta simulator's memory peaks for the devices that may run out of memory (internal to sim/): RiskyPeaks,
-// which reads them from peak_tree, and Finish's upkeep of that tree through each change.
+// which reads them from kept_peaks, and Finish's upkeep of them through each change.
 #include <algorithm>
 
 #include "sim/delta_impl.h"
@@ -11,7 +11,7 @@ using sim::Time;
 const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
   if (risky_valid) return risky_memo;
   // A device whose buffers, all alive at once, fit cannot overflow: its bound stands for its peak. The peaks of
-  // the others are kept in peak_tree (risky[d]: device d may overflow).
+  // the others are kept in kept_peaks (risky[d]: device d may overflow).
   const int32_t devices = topology.num_devices();
   risky_memo.resize(static_cast<size_t>(devices));
   risky.assign(static_cast<size_t>(devices), 0);
@@ -24,10 +24,10 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
   if (num_risky > 0) {
     const sim::TaskGraph& tg = run.tg;
     // Devices at risk whose peaks are not kept yet: their buffers gathered once, from the slot lists of the
-    // resources that may hold one, and kept from then on (peak_tree).
-    peak_tree.Reserve(tg.num_tasks());
+    // resources that may hold one, and kept from then on (kept_peaks).
+    kept_peaks.Reserve(tg.num_tasks());
     for (DeviceId d = 0; d < devices; ++d) {
-      if (!risky[d] || peak_tree.tracked(d)) continue;
+      if (!risky[d] || kept_peaks.tracked(d)) continue;
       peak_buffers.clear();
       for (int32_t r = 0; r < tg.num_resources; ++r) {
         const int32_t holder = res_buffer_device[r];
@@ -42,18 +42,18 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
                tg.mem_bytes[t]});
         }
       }
-      peak_tree.Track(d, devices, peak_buffers);
+      kept_peaks.Track(d, devices, peak_buffers);
     }
     for (DeviceId d = 0; d < devices; ++d)
-      if (risky[d]) risky_memo[d] = run.static_bytes[d] + peak_tree.Peak(d);
+      if (risky[d]) risky_memo[d] = run.static_bytes[d] + kept_peaks.Peak(d);
   }
   risky_valid = true;
   return risky_memo;
 }
 
-bool DeltaSimulator::Impl::PeakTreeBefore(int32_t cut, Time shift) {
+bool DeltaSimulator::Impl::KeptPeaksBefore(int32_t cut, Time shift) {
   const sim::TaskGraph& tg = run.tg;
-  peak_tree.Reserve(tg.num_tasks());
+  kept_peaks.Reserve(tg.num_tasks());
   if (peak_noted.size() < static_cast<size_t>(tg.num_tasks()))
     peak_noted.resize(static_cast<size_t>(tg.num_tasks()), 0);
   if (++peak_stamp == 0) {
@@ -101,31 +101,31 @@ bool DeltaSimulator::Impl::PeakTreeBefore(int32_t cut, Time shift) {
   // A change whose noted buffers are a large share of those kept would take out and put back more events than
   // tracking them afresh reads.
   int64_t kept_noted = 0;
-  for (int32_t t : peak_retimed) kept_noted += peak_tree.held(t) || peak_tree.tracked(BufferDevice(t));
-  if (kept_noted * sim::kPeakTreeNotedDivisor > peak_tree.num_buffers()) {
-    peak_tree.Clear();
+  for (int32_t t : peak_retimed) kept_noted += kept_peaks.held(t) || kept_peaks.tracked(BufferDevice(t));
+  if (kept_noted * sim::kKeptPeaksNotedDivisor > kept_peaks.num_buffers()) {
+    kept_peaks.Clear();
     return false;
   }
-  // Removed tasks leave the tree; the noted tasks' events where the rest moves from or to are taken out (the
-  // others stay until PeakTreeAfter, which keeps those whose times do not change).
-  for (int32_t t : scratch.removed) peak_tree.Erase(t);
+  // Removed tasks' buffers leave; the noted tasks' events where the rest moves from or to are taken out (the
+  // others stay until KeptPeaksAfter, which keeps those whose times do not change).
+  for (int32_t t : scratch.removed) kept_peaks.Erase(t);
   if (moves) {
     const Time gap = rest_ready + std::min<Time>(0, shift);
-    for (int32_t t : peak_retimed) peak_tree.Take(t, gap);
-    peak_tree.Shift(rest_ready, shift);
+    for (int32_t t : peak_retimed) kept_peaks.Take(t, gap);
+    kept_peaks.Shift(rest_ready, shift);
   }
   return true;
 }
 
-void DeltaSimulator::Impl::PeakTreeAfter() {
+void DeltaSimulator::Impl::KeptPeaksAfter() {
   const sim::TaskGraph& tg = run.tg;
   for (int32_t t : peak_retimed) {
     const int32_t device = BufferDevice(t);
-    if (device < 0 || !tg.alive[t] || pos[t] < 0 || !peak_tree.tracked(device)) {
-      peak_tree.Erase(t);
+    if (device < 0 || !tg.alive[t] || pos[t] < 0 || !kept_peaks.tracked(device)) {
+      kept_peaks.Erase(t);
       continue;
     }
-    peak_tree.Put(t, device, Start(t), sim::BufferFreeBy(tg, t, [this](int32_t u) { return End(u); }),
+    kept_peaks.Put(t, device, Start(t), sim::BufferFreeBy(tg, t, [this](int32_t u) { return End(u); }),
                   tg.mem_bytes[t]);
   }
 }

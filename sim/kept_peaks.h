@@ -2,10 +2,11 @@
 // every buffer of a device after each change.
 //
 // Each tracked device keeps its buffers' events (an allocation at the buffer's start, a free at its free time) in
-// a treap ordered as the peak pass orders them (by time, frees before allocations at equal times). Every node holds
-// its subtree's byte sum and largest running sum, so the device's peak is read at the root. A change re-times a few
-// tasks and moves a whole rest of the schedule by one amount; the events of the rest keep their order, so that move
-// is a split and a lazily added offset, and only the events of the few re-timed buffers are taken out and put back.
+// order as the peak pass orders them (by time, frees before allocations at equal times), in blocks of about a
+// hundred events, each with its events' byte sum and largest running sum, so the device's peak is one walk over its
+// blocks. A change re-times a few tasks and moves a whole rest of the schedule by one amount; the events of the rest
+// keep their order, so that move adds the amount to one offset per block (and to the keys of one block's tail), and
+// only the events of the few re-timed buffers are taken out and put back, each within one block.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 
 namespace devplace::sim {
 
-class PeakTree {
+class KeptPeaks {
  public:
   // Tracks no device and holds no event (keeps its room).
   void Clear();
@@ -50,8 +51,8 @@ class PeakTree {
   // Moves every event at time `from` or later by `delta`, on every tracked device. No event may lie in
   // [from + min(0, delta), from) (the caller takes those out first), so the order is kept.
   void Shift(Time from, Time delta);
-  // Task `task`'s buffer as the tree holds it (its device, start, free and bytes; device -1 when it holds none).
-  // O(depth); for checks.
+  // Task `task`'s buffer as it is held (its device, start, free and bytes; device -1 when it holds none). For
+  // checks.
   struct Held {
     int32_t device = -1;
     Time start = 0, free = 0;
@@ -62,48 +63,47 @@ class PeakTree {
   int64_t Peak(int32_t device) const;
   // Names every event by its task's new id `new_id[task]` (>= 0 for every task holding events; below `tasks`).
   void Renumber(const std::vector<int32_t>& new_id, int32_t tasks);
-  // Bytes held by the nodes.
-  int64_t memory_bytes() const;
 
  private:
-  static constexpr int32_t kNone = -1;
-  // One event: its key (time << 1, | 1 for an allocation), the offset still to add to its subtree's keys, its own
-  // bytes (+ for an allocation, - for a free), its subtree's sum and largest running sum, its links and priority.
-  struct Node {
-    int64_t key, lazy, own, sum, best;
-    int32_t left, right, parent;
-    uint32_t priority;
+  // One event: its key (time << 1, | 1 for an allocation) less its block's offset, its bytes (+ for an
+  // allocation, - for a free) and its id (2 task for a free, 2 task + 1 for an allocation).
+  struct Event {
+    int64_t key, bytes;
+    int32_t id;
   };
-  // Node of task t's free (2t) and allocation (2t + 1) events, and whether each is in a tree; device_[t]: the
-  // device whose tree holds them (-1: none).
-  std::vector<Node> nodes_;
-  std::vector<uint8_t> present_;
-  std::vector<int32_t> device_;
-  std::vector<int32_t> root_;     // per device: its root (kNone: empty or untracked)
-  std::vector<uint8_t> tracked_;  // per device: whether it is tracked
+  // A run of a device's events in key order: `offset` is added to every key in it (a shift of all later events
+  // costs one addition per block), `sum` and `best` are its events' byte sum and largest running sum.
+  struct Block {
+    std::vector<Event> events;
+    int64_t offset = 0, sum = 0, best = 0;
+  };
+  static constexpr size_t kBlockEvents = 64;  // a block is split in two when it reaches twice this
+
+  std::vector<Block> blocks_;             // every block made (its event room kept), in use or free
+  std::vector<int32_t> free_blocks_;
+  std::vector<std::vector<int32_t>> order_;  // per tracked device: its blocks in key order
+  std::vector<uint8_t> tracked_;
+  std::vector<int32_t> block_of_;         // per event id: its block (-1: not held)
+  std::vector<int32_t> device_;           // per task: the device whose blocks hold its events (-1: none)
+  std::vector<int64_t> bytes_;            // per task holding events: its buffer's bytes
   int32_t num_tracked_ = 0;
   int64_t num_buffers_ = 0;
-  std::vector<int32_t> path_, order_;  // scratch
-  std::vector<std::pair<int64_t, int32_t>> sorted_, unsorted_;  // Track's: (key, node), sorted, and scratch
-  std::vector<Node> renumbered_;
-  std::vector<uint8_t> renumbered_present_;
-  std::vector<int32_t> renumbered_device_;
+  std::vector<std::pair<int64_t, int32_t>> sorted_, unsorted_;  // Track's: (key, event id), sorted, and scratch
+  std::vector<int32_t> renumbered_block_of_, renumbered_device_;
+  std::vector<int64_t> renumbered_bytes_;
 
-  void Push(int32_t x);
-  void Pull(int32_t x);
-  void SetChild(int32_t parent, bool right, int32_t child);
-  // Splits `t` into keys below `key` (*low) and the rest (*high).
-  void Split(int32_t t, int64_t key, int32_t* low, int32_t* high);
-  int32_t Merge(int32_t a, int32_t b);
-  void InsertNode(int32_t x, int32_t device);
-  void EraseNode(int32_t x, int32_t device);
-  // Builds a treap of the nodes `order_` (in key order, fresh) and returns its root.
-  int32_t BuildSorted();
-  void InitNode(int32_t x, int64_t key, int64_t own);
+  // A block taken from the free ones (or a new one), empty.
+  int32_t NewBlock();
+  // Recomputes block b's sum and best.
+  void Sum(int32_t b);
+  // The position in order_[device] of the last block whose first key is below `key` (0 when none is).
+  size_t Locate(int32_t device, int64_t key) const;
+  void InsertEvent(int32_t id, int32_t device, int64_t key, int64_t bytes);
+  void EraseEvent(int32_t id, int32_t device);
+  // Event `id`'s key (held).
+  int64_t KeyAt(int32_t id) const;
   // Sorts sorted_ by key.
   void SortByKey();
-  // Node x's key with the offsets still pending at its ancestors.
-  int64_t KeyAt(int32_t x) const;
 };
 
 }  // namespace devplace::sim

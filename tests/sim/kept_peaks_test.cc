@@ -1,6 +1,6 @@
-// PeakTree (sim/peak_tree.h) against a plain peak computation over random buffers: buffers put and erased, shifts
+// KeptPeaks (sim/kept_peaks.h) against a plain peak computation over random buffers: buffers put and erased, shifts
 // of every event from a time on (with events taken out before and put back after), bulk tracking, renumbering.
-#include "sim/peak_tree.h"
+#include "sim/kept_peaks.h"
 
 #include <gtest/gtest.h>
 
@@ -42,41 +42,41 @@ Buffer RandomBuffer(std::mt19937_64& rng, int32_t devices) {
   return b;
 }
 
-void ExpectPeaks(const PeakTree& tree, const std::vector<Buffer>& buffers, int32_t devices, int step) {
-  for (int32_t d = 0; d < devices; ++d) ASSERT_EQ(tree.Peak(d), PlainPeak(buffers, d)) << "step " << step;
+void ExpectPeaks(const KeptPeaks& kept, const std::vector<Buffer>& buffers, int32_t devices, int step) {
+  for (int32_t d = 0; d < devices; ++d) ASSERT_EQ(kept.Peak(d), PlainPeak(buffers, d)) << "step " << step;
   int64_t held = 0;
   for (size_t t = 0; t < buffers.size(); ++t) {
     held += buffers[t].device >= 0;
-    ASSERT_EQ(tree.held(static_cast<int32_t>(t)), buffers[t].device >= 0) << "step " << step << " task " << t;
+    ASSERT_EQ(kept.held(static_cast<int32_t>(t)), buffers[t].device >= 0) << "step " << step << " task " << t;
   }
-  ASSERT_EQ(tree.num_buffers(), held) << "step " << step;
+  ASSERT_EQ(kept.num_buffers(), held) << "step " << step;
 }
 
-TEST(PeakTree, EqualsAPlainPeakOverRandomEdits) {
-  constexpr int32_t kDevices = 3, kTasks = 400;
+TEST(KeptPeaks, EqualsAPlainPeakOverRandomEdits) {
+  constexpr int32_t kDevices = 3, kTasks = 1000;
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     std::mt19937_64 rng(seed);
     std::vector<Buffer> buffers(kTasks);
-    PeakTree tree;
-    tree.Reserve(kTasks);
+    KeptPeaks kept;
+    kept.Reserve(kTasks);
     // Devices 0 and 1 tracked from a first set of buffers, device 2 from empty.
     for (int32_t t = 0; t < kTasks / 2; ++t) buffers[t] = RandomBuffer(rng, kDevices - 1);
     for (int32_t d = 0; d < kDevices; ++d) {
-      std::vector<PeakTree::Buffer> given;
+      std::vector<KeptPeaks::Buffer> given;
       for (int32_t t = 0; t < kTasks; ++t)
         if (buffers[t].device == d) given.push_back({t, buffers[t].start, buffers[t].free, buffers[t].bytes});
-      tree.Track(d, kDevices, given);
-      EXPECT_TRUE(tree.tracked(d));
+      kept.Track(d, kDevices, given);
+      EXPECT_TRUE(kept.tracked(d));
     }
-    ExpectPeaks(tree, buffers, kDevices, -1);
+    ExpectPeaks(kept, buffers, kDevices, -1);
     for (int step = 0; step < 2000; ++step) {
       const int32_t t = testing::UniformInt(rng, kTasks);
       const int what = testing::UniformInt(rng, 3);
       if (what == 0 && buffers[t].device < 0) {
         buffers[t] = RandomBuffer(rng, kDevices);
-        tree.Put(t, buffers[t].device, buffers[t].start, buffers[t].free, buffers[t].bytes);
+        kept.Put(t, buffers[t].device, buffers[t].start, buffers[t].free, buffers[t].bytes);
       } else if (what == 1) {
-        tree.Erase(t);
+        kept.Erase(t);
         buffers[t].device = -1;
       } else if (what == 2) {
         // Every event from `from` on moves by `delta`. The events of the buffers with an event in the gap that
@@ -89,11 +89,11 @@ TEST(PeakTree, EqualsAPlainPeakOverRandomEdits) {
           const Buffer& b = buffers[u];
           if (b.device < 0) continue;
           if ((b.start >= gap_begin && b.start < from) || (b.free >= gap_begin && b.free < from)) {
-            tree.Take(u, gap_begin);
+            kept.Take(u, gap_begin);
             taken.push_back(u);
           }
         }
-        tree.Shift(from, delta);
+        kept.Shift(from, delta);
         for (int32_t u = 0; u < kTasks; ++u) {
           Buffer& b = buffers[u];
           if (b.device < 0 || std::find(taken.begin(), taken.end(), u) != taken.end()) continue;
@@ -102,32 +102,32 @@ TEST(PeakTree, EqualsAPlainPeakOverRandomEdits) {
         }
         for (int32_t u : taken) {
           if (testing::UniformInt(rng, 2) == 0) buffers[u] = RandomBuffer(rng, kDevices);
-          tree.Put(u, buffers[u].device, buffers[u].start, buffers[u].free, buffers[u].bytes);
+          kept.Put(u, buffers[u].device, buffers[u].start, buffers[u].free, buffers[u].bytes);
         }
       }
-      ExpectPeaks(tree, buffers, kDevices, step);
+      ExpectPeaks(kept, buffers, kDevices, step);
       if (::testing::Test::HasFailure()) return;
     }
     // Renumbered by a random permutation (with room for more tasks), the peaks stay and later edits still hold.
     std::vector<int32_t> new_id(kTasks);
     for (int32_t t = 0; t < kTasks; ++t) new_id[t] = t;
     std::shuffle(new_id.begin(), new_id.end(), rng);
-    tree.Renumber(new_id, kTasks + 50);
+    kept.Renumber(new_id, kTasks + 50);
     std::vector<Buffer> renamed(kTasks + 50);
     for (int32_t t = 0; t < kTasks; ++t) renamed[new_id[t]] = buffers[t];
-    ExpectPeaks(tree, renamed, kDevices, -2);
+    ExpectPeaks(kept, renamed, kDevices, -2);
     for (int32_t t = 0; t < kTasks + 50; ++t) {
       if (t % 3 == 0) {
-        tree.Erase(t);
+        kept.Erase(t);
         renamed[t].device = -1;
       } else if (renamed[t].device < 0) {
         renamed[t] = RandomBuffer(rng, kDevices);
-        tree.Put(t, renamed[t].device, renamed[t].start, renamed[t].free, renamed[t].bytes);
+        kept.Put(t, renamed[t].device, renamed[t].start, renamed[t].free, renamed[t].bytes);
       }
     }
-    ExpectPeaks(tree, renamed, kDevices, -3);
-    tree.Clear();
-    EXPECT_FALSE(tree.active());
+    ExpectPeaks(kept, renamed, kDevices, -3);
+    kept.Clear();
+    EXPECT_FALSE(kept.active());
   }
 }
 

@@ -1,0 +1,275 @@
+#include "sim/kept_peaks.h"
+
+#include <algorithm>
+#include <climits>
+
+namespace devplace::sim {
+
+namespace {
+constexpr int64_t kNoBest = INT64_MIN / 4;  // the largest running sum of no event
+int64_t KeyOf(Time time, bool allocation) { return (time << 1) | (allocation ? 1 : 0); }
+}  // namespace
+
+void KeptPeaks::Clear() {
+  if (num_tracked_ == 0) return;
+  for (std::vector<int32_t>& blocks : order_) {
+    for (int32_t b : blocks) {
+      for (const Event& e : blocks_[b].events) block_of_[e.id] = -1;
+      blocks_[b].events.clear();
+      free_blocks_.push_back(b);
+    }
+    blocks.clear();
+  }
+  std::fill(device_.begin(), device_.end(), -1);
+  std::fill(tracked_.begin(), tracked_.end(), 0);
+  num_tracked_ = 0;
+  num_buffers_ = 0;
+}
+
+void KeptPeaks::Reserve(int32_t tasks) {
+  if (device_.size() >= static_cast<size_t>(tasks)) return;
+  const size_t room = std::max(static_cast<size_t>(tasks), device_.size() + device_.size() / 2);
+  block_of_.resize(2 * room, -1);
+  device_.resize(room, -1);
+  bytes_.resize(room, 0);
+}
+
+int32_t KeptPeaks::NewBlock() {
+  if (free_blocks_.empty()) {
+    blocks_.emplace_back();
+    blocks_.back().events.reserve(2 * kBlockEvents + 1);
+    return static_cast<int32_t>(blocks_.size()) - 1;
+  }
+  const int32_t b = free_blocks_.back();
+  free_blocks_.pop_back();
+  blocks_[b].offset = blocks_[b].sum = 0;
+  blocks_[b].best = kNoBest;
+  return b;
+}
+
+void KeptPeaks::Sum(int32_t b) {
+  Block& block = blocks_[b];
+  int64_t sum = 0, best = kNoBest;
+  for (const Event& e : block.events) {
+    sum += e.bytes;
+    best = std::max(best, sum);
+  }
+  block.sum = sum;
+  block.best = best;
+}
+
+size_t KeptPeaks::Locate(int32_t device, int64_t key) const {
+  const std::vector<int32_t>& blocks = order_[device];
+  size_t low = 0, high = blocks.size();  // the answer is the last block in [low, high) with a first key below key
+  while (high - low > 1) {
+    const size_t mid = (low + high) / 2;
+    const Block& block = blocks_[blocks[mid]];
+    if (block.events.front().key + block.offset < key) low = mid;
+    else high = mid;
+  }
+  return low;
+}
+
+void KeptPeaks::InsertEvent(int32_t id, int32_t device, int64_t key, int64_t bytes) {
+  std::vector<int32_t>& blocks = order_[device];
+  if (blocks.empty()) blocks.push_back(NewBlock());
+  const size_t at = Locate(device, key);
+  const int32_t b = blocks[at];
+  {
+    Block& block = blocks_[b];
+    const Event e{key - block.offset, bytes, id};
+    auto it = std::upper_bound(block.events.begin(), block.events.end(), e.key,
+                               [](int64_t k, const Event& x) { return k < x.key; });
+    block.events.insert(it, e);
+    block_of_[id] = b;
+  }
+  if (blocks_[b].events.size() < 2 * kBlockEvents) {
+    Sum(b);
+    return;
+  }
+  // Split in two: the upper half moves to a new block after it (same offset).
+  const int32_t upper = NewBlock();
+  Block& block = blocks_[b];
+  Block& next = blocks_[upper];
+  next.offset = block.offset;
+  next.events.assign(block.events.begin() + kBlockEvents, block.events.end());
+  block.events.resize(kBlockEvents);
+  for (const Event& e : next.events) block_of_[e.id] = upper;
+  Sum(b);
+  Sum(upper);
+  blocks.insert(blocks.begin() + static_cast<std::ptrdiff_t>(at) + 1, upper);
+}
+
+void KeptPeaks::EraseEvent(int32_t id, int32_t device) {
+  const int32_t b = block_of_[id];
+  block_of_[id] = -1;
+  Block& block = blocks_[b];
+  for (size_t i = 0; i < block.events.size(); ++i)
+    if (block.events[i].id == id) {
+      block.events.erase(block.events.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+  if (!block.events.empty()) {
+    Sum(b);
+    return;
+  }
+  std::vector<int32_t>& blocks = order_[device];
+  blocks.erase(std::find(blocks.begin(), blocks.end(), b));
+  free_blocks_.push_back(b);
+}
+
+int64_t KeptPeaks::KeyAt(int32_t id) const {
+  const Block& block = blocks_[block_of_[id]];
+  for (const Event& e : block.events)
+    if (e.id == id) return e.key + block.offset;
+  return -1;  // not reached: a held event is in its block
+}
+
+void KeptPeaks::Put(int32_t task, int32_t device, Time start, Time free, int64_t bytes) {
+  if (device_[task] >= 0 && device_[task] != device) Erase(task);
+  num_buffers_ += device_[task] < 0;
+  device_[task] = device;
+  bytes_[task] = bytes;
+  const int64_t keys[2] = {KeyOf(free, false), KeyOf(start, true)}, owns[2] = {-bytes, bytes};
+  for (int32_t k = 0; k < 2; ++k) {
+    const int32_t id = 2 * task + k;
+    if (block_of_[id] >= 0) {
+      if (KeyAt(id) == keys[k]) {
+        // The same time: the bytes updated in place if they differ.
+        Block& block = blocks_[block_of_[id]];
+        for (Event& e : block.events)
+          if (e.id == id && e.bytes != owns[k]) {
+            e.bytes = owns[k];
+            Sum(block_of_[id]);
+          }
+        continue;
+      }
+      EraseEvent(id, device);
+    }
+    InsertEvent(id, device, keys[k], owns[k]);
+  }
+}
+
+void KeptPeaks::Erase(int32_t task) {
+  if (static_cast<size_t>(task) >= device_.size()) return;
+  const int32_t device = device_[task];
+  if (device < 0) return;
+  for (int32_t id = 2 * task; id < 2 * task + 2; ++id)
+    if (block_of_[id] >= 0) EraseEvent(id, device);
+  device_[task] = -1;
+  --num_buffers_;
+}
+
+void KeptPeaks::Take(int32_t task, Time from) {
+  if (static_cast<size_t>(task) >= device_.size()) return;
+  const int32_t device = device_[task];
+  if (device < 0) return;
+  for (int32_t id = 2 * task; id < 2 * task + 2; ++id)
+    if (block_of_[id] >= 0 && KeyAt(id) >= KeyOf(from, false)) EraseEvent(id, device);
+  if (block_of_[2 * task] < 0 && block_of_[2 * task + 1] < 0) {
+    device_[task] = -1;
+    --num_buffers_;
+  }
+}
+
+void KeptPeaks::Shift(Time from, Time delta) {
+  if (delta == 0) return;
+  const int64_t key = KeyOf(from, false), offset = 2 * delta;
+  for (size_t d = 0; d < order_.size(); ++d) {
+    const std::vector<int32_t>& blocks = order_[d];
+    if (blocks.empty()) continue;
+    // The first block that may hold such events moves its tail; every later one holds only such events. The
+    // sums do not change (the order is kept).
+    const size_t at = Locate(static_cast<int32_t>(d), key);
+    Block& first = blocks_[blocks[at]];
+    for (Event& e : first.events)
+      if (e.key + first.offset >= key) e.key += offset;
+    for (size_t i = at + 1; i < blocks.size(); ++i) blocks_[blocks[i]].offset += offset;
+  }
+}
+
+void KeptPeaks::SortByKey() {
+  // Least significant byte first, over the bytes the largest key uses (keys are non-negative); each pass is stable.
+  int64_t largest = 0;
+  for (const auto& [key, x] : sorted_) largest = std::max(largest, key);
+  unsorted_.resize(sorted_.size());
+  for (int shift = 0; shift < 64 && (largest >> shift) != 0; shift += 8) {
+    size_t count[257] = {};
+    for (const auto& [key, x] : sorted_) ++count[((key >> shift) & 0xff) + 1];
+    for (int b = 0; b < 256; ++b) count[b + 1] += count[b];
+    for (const auto& item : sorted_) unsorted_[count[(item.first >> shift) & 0xff]++] = item;
+    sorted_.swap(unsorted_);
+  }
+}
+
+void KeptPeaks::Track(int32_t device, int32_t devices, std::vector<Buffer>& buffers) {
+  if (order_.size() < static_cast<size_t>(devices)) {
+    order_.resize(static_cast<size_t>(devices));
+    tracked_.resize(static_cast<size_t>(devices), 0);
+  }
+  sorted_.clear();
+  for (const Buffer& b : buffers) {
+    device_[b.task] = device;
+    bytes_[b.task] = b.bytes;
+    sorted_.emplace_back(KeyOf(b.free, false), 2 * b.task);
+    sorted_.emplace_back(KeyOf(b.start, true), 2 * b.task + 1);
+  }
+  SortByKey();
+  std::vector<int32_t>& blocks = order_[device];
+  for (size_t i = 0; i < sorted_.size(); i += kBlockEvents) {
+    const int32_t b = NewBlock();
+    Block& block = blocks_[b];
+    for (size_t k = i; k < std::min(sorted_.size(), i + kBlockEvents); ++k) {
+      const auto [key, id] = sorted_[k];
+      block.events.push_back({key, (id & 1) ? bytes_[id >> 1] : -bytes_[id >> 1], id});
+      block_of_[id] = b;
+    }
+    Sum(b);
+    blocks.push_back(b);
+  }
+  tracked_[device] = 1;
+  ++num_tracked_;
+  num_buffers_ += static_cast<int64_t>(buffers.size());
+}
+
+void KeptPeaks::Renumber(const std::vector<int32_t>& new_id, int32_t tasks) {
+  if (num_tracked_ == 0) return;
+  const size_t room = std::max(device_.size(), static_cast<size_t>(tasks));
+  renumbered_block_of_.assign(2 * room, -1);
+  renumbered_device_.assign(room, -1);
+  renumbered_bytes_.assign(room, 0);
+  for (const std::vector<int32_t>& blocks : order_)
+    for (int32_t b : blocks)
+      for (Event& e : blocks_[b].events) {
+        const int32_t task = e.id >> 1, to = new_id[task];
+        renumbered_device_[to] = device_[task];
+        renumbered_bytes_[to] = bytes_[task];
+        e.id = 2 * to + (e.id & 1);
+        renumbered_block_of_[e.id] = b;
+      }
+  block_of_.swap(renumbered_block_of_);
+  device_.swap(renumbered_device_);
+  bytes_.swap(renumbered_bytes_);
+}
+
+KeptPeaks::Held KeptPeaks::Find(int32_t task) const {
+  Held held;
+  if (static_cast<size_t>(task) >= device_.size() || device_[task] < 0) return held;
+  held.device = device_[task];
+  held.free = block_of_[2 * task] >= 0 ? KeyAt(2 * task) >> 1 : -1;
+  held.start = block_of_[2 * task + 1] >= 0 ? KeyAt(2 * task + 1) >> 1 : -1;
+  held.bytes = bytes_[task];
+  return held;
+}
+
+int64_t KeptPeaks::Peak(int32_t device) const {
+  int64_t sum = 0, peak = 0;
+  for (int32_t b : order_[device]) {
+    const Block& block = blocks_[b];
+    peak = std::max(peak, sum + block.best);
+    sum += block.sum;
+  }
+  return peak;
+}
+
+}  // namespace devplace::sim
