@@ -54,8 +54,8 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
 bool DeltaSimulator::Impl::KeptPeaksBefore(int32_t cut, Time shift) {
   const sim::TaskGraph& tg = run.tg;
   kept_peaks.Reserve(tg.num_tasks());
-  if (peak_noted.size() < static_cast<size_t>(tg.num_tasks()))
-    peak_noted.resize(static_cast<size_t>(tg.num_tasks()), 0);
+  if (peak_noted.size() < static_cast<size_t>(tg.num_tasks()))  // grown by half at least, as the task graph grows
+    peak_noted.resize(std::max(static_cast<size_t>(tg.num_tasks()), peak_noted.size() + peak_noted.size() / 2), 0);
   if (++peak_stamp == 0) {
     std::fill(peak_noted.begin(), peak_noted.end(), 0);
     peak_stamp = 1;

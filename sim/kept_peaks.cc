@@ -32,12 +32,15 @@ void KeptPeaks::Reserve(int32_t tasks) {
   block_of_.resize(2 * room, -1);
   device_.resize(room, -1);
   bytes_.resize(room, 0);
+  renumbered_block_of_.reserve(2 * room);  // Renumber's, so that it does not allocate
+  renumbered_device_.reserve(room);
+  renumbered_bytes_.reserve(room);
 }
 
 int32_t KeptPeaks::NewBlock() {
   if (free_blocks_.empty()) {
     blocks_.emplace_back();
-    blocks_.back().events.reserve(2 * kBlockEvents + 1);
+    blocks_.back().events.reserve(2 * kBlockEvents);
     return static_cast<int32_t>(blocks_.size()) - 1;
   }
   const int32_t b = free_blocks_.back();
@@ -192,6 +195,7 @@ void KeptPeaks::SortByKey() {
   // Least significant byte first, over the bytes the largest key uses (keys are non-negative); each pass is stable.
   int64_t largest = 0;
   for (const auto& [key, x] : sorted_) largest = std::max(largest, key);
+  unsorted_.reserve(sorted_.capacity());  // (grown as sorted_ grows)
   unsorted_.resize(sorted_.size());
   for (int shift = 0; shift < 64 && (largest >> shift) != 0; shift += 8) {
     size_t count[257] = {};
@@ -215,6 +219,25 @@ void KeptPeaks::Track(int32_t device, int32_t devices, std::vector<Buffer>& buff
     sorted_.emplace_back(KeyOf(b.start, true), 2 * b.task + 1);
   }
   SortByKey();
+  // Room made now for as many blocks again as splits may need before the next tracking (and by half the blocks
+  // made so far at least, so that a device with a few more buffers than before rarely needs more), so that changes
+  // in between do not allocate.
+  const size_t needed = (sorted_.size() + kBlockEvents - 1) / kBlockEvents;
+  if (free_blocks_.size() < 2 * needed + 8) {
+    const size_t more = std::max(2 * needed + 8 - free_blocks_.size(), blocks_.size() / 2);
+    blocks_.reserve(blocks_.size() + more);
+    for (size_t k = 0; k < more; ++k) {
+      free_blocks_.push_back(static_cast<int32_t>(blocks_.size()));
+      blocks_.emplace_back();
+      blocks_.back().events.reserve(2 * kBlockEvents);
+    }
+  }
+  // Every device's block list gets that room too (grown by half at least), so that a device tracked later or with
+  // a few more buffers does not allocate either.
+  if (order_[device].capacity() < 2 * needed + 8) {
+    const size_t room = std::max(2 * needed + 8, order_[device].capacity() * 3 / 2);
+    for (std::vector<int32_t>& list : order_) list.reserve(room);
+  }
   std::vector<int32_t>& blocks = order_[device];
   for (size_t i = 0; i < sorted_.size(); i += kBlockEvents) {
     const int32_t b = NewBlock();
