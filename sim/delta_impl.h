@@ -190,8 +190,8 @@ struct DeltaSimulator::Impl {
   mutable bool risky_valid = false;
   // The peaks of the devices RiskyPeaks found at risk, kept from then on through every change (Finish: the events of
   // the buffers a change re-times taken out and put back, the moved rest shifted), so that a later RiskyPeaks reads
-  // them instead of passing over every buffer. Cleared when the task graph is renumbered or rebuilt (StoreAndLayOut)
-  // or a change re-times too large a part of the order.
+  // them instead of passing over every buffer. Renamed with the tasks by a compaction; dropped by a full rebuild and
+  // by a change that notes more than 1/kKeptPeaksNotedDivisor of the buffers they hold.
   mutable sim::KeptPeaks kept_peaks;
   mutable std::vector<sim::KeptPeaks::Buffer> peak_buffers;  // RiskyPeaks' scratch
   // KeptPeaksBefore's: the tasks whose buffers a change re-times (each once: peak_noted holds the current stamp).
