@@ -80,7 +80,7 @@ bool DeltaSimulator::Impl::KeptPeaksBefore(int32_t cut, Time shift) {
   // The events that lie there (or, for an advance, where the rest moves to) but do not move are those of the tasks
   // before `cut` that end there and of the buffers those read: noted, so that only moving events are left there.
   const int32_t slots = static_cast<int32_t>(slot_task.size());
-  int32_t first = cut;
+  int32_t first = shift != 0 ? cut : slots;  // (no rest moves without a shift)
   for (; first < slots; ++first) {
     const int32_t t = slot_task[first];
     if (t >= 0 && pos[t] == first && peak_noted[t] != peak_stamp) break;
