@@ -140,6 +140,8 @@ void DeltaSimulator::Impl::ClearResourceLists() {
   const size_t resources = static_cast<size_t>(run.tg.num_resources);
   res_slots.resize(resources);
   for (auto& v : res_slots) v.clear();
+  spread_cursor.resize(resources, -1);
+  spread_touched.reserve(resources);
   res_buffer_device.assign(resources, -1);
   res_first.assign(resources, -1);
   run.last_task.assign(resources, -1);
@@ -264,6 +266,7 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
   else UpdateResourceSlots();
   ReindexPlaced(reindex);
   if (relayout) Relayout();
+  else SpreadChains();
 }
 
 void DeltaSimulator::Impl::DropSlotEdits() {
@@ -282,6 +285,8 @@ void DeltaSimulator::Impl::ReserveSlots(size_t slots) {
   for (auto* v : {&chunk_min_pred, &chunk_min_bind}) v->reserve(chunks);
   for (auto* v : {&chunk_shift, &chunk_min_ready}) v->reserve(chunks);
   chunk_stale.reserve(chunks);
+  spread.reserve(slots);  // SpreadPacked's: at most every task
+  spread_chains.reserve(chunks);
 }
 
 void DeltaSimulator::Impl::GrowSlots(int32_t s) {

@@ -57,8 +57,12 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
   }
   for (; j < window.size(); ++j) emit(window[j].task, window[j].ready, window[j].start, window[j].end);
   for (const Placement& q : window) moved[q.task] = 0;
-  if (to == slots) LayoutFrom(from);
-  else LayoutBetween(from, to, shift);
+  if (to == slots) {
+    LayoutFrom(from);
+  } else {
+    LayoutBetween(from, to, shift);
+    IndexChunks(from >> kChunkBits);
+  }
   placed += added;
   // Every slot's times are final now (the rewritten chunks' shift is 0).
   auto end_of = [this](int32_t, int32_t slot) { return slot_end[slot] + Shift(slot); };
@@ -112,7 +116,78 @@ void DeltaSimulator::Impl::LayoutBetween(int32_t from, int32_t to, Time shift) {
     CloseResourceEnds(r);
     add.clear();
   }
-  IndexChunks(from >> kChunkBits);
+}
+
+int32_t DeltaSimulator::Impl::SpreadPacked(int32_t begin, int32_t end) {
+  // [from, to): the whole chunks over [begin, end), and as many after them as it takes for a share of its slots to
+  // be holes (at most kSpreadMaxChunks more), so that the holes of the stretch after a packed one are shared with it.
+  // Whole chunks only: their shifts are folded into the times written.
+  constexpr int32_t kChunk = int32_t{1} << kChunkBits;
+  const int32_t from = (begin >> kChunkBits) << kChunkBits;
+  const int32_t last = std::min(static_cast<int32_t>(slot_task.size()) / kChunk * kChunk,
+                                (end + kChunk - 1) / kChunk * kChunk + sim::kSpreadMaxChunks * kChunk);
+  if (last <= from) return from;
+  spread.clear();
+  int32_t to = from;
+  while (to < last) {
+    for (const int32_t chunk_end = to + kChunk; to < chunk_end; ++to) {
+      const int32_t t = slot_task[to];
+      if (t < 0 || pos[t] != to) continue;
+      const Time o = Shift(to);
+      spread.push_back({t, to, slot_ready[to] + o, slot_start[to] + o, slot_end[to] + o});
+    }
+    const int32_t n = static_cast<int32_t>(spread.size());
+    if (to >= end && n + n / sim::kSpreadHoleDivisor <= to - from) break;
+  }
+  std::fill(slot_task.begin() + from, slot_task.begin() + to, -1);
+  for (int32_t c = from >> kChunkBits; c < (to >> kChunkBits); ++c) {
+    chunk_shift[c] = 0;
+    chunk_stale[c] = 1;  // recomputed when next read
+  }
+  // Each task's entry in its resource's slot list is rewritten where it is: a resource's tasks keep their order,
+  // so its entries in [from, to) stay in place and keep their links.
+  const int64_t span = to - from, n = static_cast<int64_t>(spread.size());
+  for (int64_t k = 0; k < n; ++k) {
+    const Placement& q = spread[static_cast<size_t>(k)];
+    const int32_t s = from + static_cast<int32_t>(k * span / n);
+    slot_task[s] = q.task;
+    pos[q.task] = s;
+    slot_ready[s] = q.ready;
+    slot_start[s] = q.start;
+    slot_end[s] = q.end;
+    const int32_t r = SetSlotOwner(s, q.task);
+    std::vector<int32_t>& v = res_slots[r];
+    int32_t& x = spread_cursor[r];
+    if (x < 0) {
+      x = static_cast<int32_t>(std::lower_bound(v.begin(), v.end(), q.after) - v.begin());
+      spread_touched.push_back(r);
+    }
+    v[x++] = s;
+  }
+  for (int32_t r : spread_touched) spread_cursor[r] = -1;
+  spread_touched.clear();
+  // A later chunk's bound that named a slot in [from, to) is lowered to `from` (its task's predecessor still lies
+  // there, in the same order).
+  for (size_t c = static_cast<size_t>(to >> kChunkBits); c < chunk_min_pred.size(); ++c) {
+    if (chunk_min_pred[c] >= from && chunk_min_pred[c] < to) chunk_min_pred[c] = from;
+    if (chunk_min_bind[c] >= from && chunk_min_bind[c] < to) chunk_min_bind[c] = from;
+  }
+  return to;
+}
+
+void DeltaSimulator::Impl::SpreadChains() {
+  // A chain: displaced tasks in a row, each taken from a slot at most a chunk after the one before it went to.
+  constexpr int32_t kChunk = int32_t{1} << kChunkBits;
+  spread_chains.clear();
+  for (size_t first = 0, i = 1; i <= displaced.size(); ++i) {
+    if (i < displaced.size() && displaced[i].after <= pos[displaced[i - 1].task] + kChunk) continue;
+    if (i - first > static_cast<size_t>(sim::kSpreadChain))
+      spread_chains.emplace_back(displaced[first].after, pos[displaced[i - 1].task] + 1);
+    first = i;
+  }
+  int32_t spread_to = 0;
+  for (const auto& [begin, end] : spread_chains)
+    if (begin >= spread_to) spread_to = SpreadPacked(begin, end);
 }
 
 }  // namespace devplace
