@@ -16,10 +16,12 @@ void KeptPeaks::Clear() {
     for (int32_t b : blocks) {
       for (const Event& e : blocks_[b].events) block_of_[e.id] = -1;
       blocks_[b].events.clear();
+      blocks_[b].stale = false;
       free_blocks_.push_back(b);
     }
     blocks.clear();
   }
+  stale_blocks_.clear();
   std::fill(device_.begin(), device_.end(), -1);
   std::fill(tracked_.begin(), tracked_.end(), 0);
   num_tracked_ = 0;
@@ -50,8 +52,15 @@ int32_t KeptPeaks::NewBlock() {
   return b;
 }
 
+void KeptPeaks::MarkStale(int32_t b) {
+  if (blocks_[b].stale) return;
+  blocks_[b].stale = true;
+  stale_blocks_.push_back(b);
+}
+
 void KeptPeaks::Sum(int32_t b) {
   Block& block = blocks_[b];
+  block.stale = false;
   int64_t sum = 0, best = kNoBest;
   for (const Event& e : block.events) {
     sum += e.bytes;
@@ -87,7 +96,7 @@ void KeptPeaks::InsertEvent(int32_t id, int32_t device, int64_t key, int64_t byt
     block_of_[id] = b;
   }
   if (blocks_[b].events.size() < 2 * kBlockEvents) {
-    Sum(b);
+    MarkStale(b);
     return;
   }
   // Split in two: the upper half moves to a new block after it (same offset).
@@ -98,8 +107,8 @@ void KeptPeaks::InsertEvent(int32_t id, int32_t device, int64_t key, int64_t byt
   next.events.assign(block.events.begin() + kBlockEvents, block.events.end());
   block.events.resize(kBlockEvents);
   for (const Event& e : next.events) block_of_[e.id] = upper;
-  Sum(b);
-  Sum(upper);
+  MarkStale(b);
+  MarkStale(upper);
   blocks.insert(blocks.begin() + static_cast<std::ptrdiff_t>(at) + 1, upper);
 }
 
@@ -113,11 +122,12 @@ void KeptPeaks::EraseEvent(int32_t id, int32_t device) {
       break;
     }
   if (!block.events.empty()) {
-    Sum(b);
+    MarkStale(b);
     return;
   }
   std::vector<int32_t>& blocks = order_[device];
   blocks.erase(std::find(blocks.begin(), blocks.end(), b));
+  block.stale = false;  // (an entry of stale_blocks_ it may have is passed over)
   free_blocks_.push_back(b);
 }
 
@@ -143,7 +153,7 @@ void KeptPeaks::Put(int32_t task, int32_t device, Time start, Time free, int64_t
         for (Event& e : block.events)
           if (e.id == id && e.bytes != owns[k]) {
             e.bytes = owns[k];
-            Sum(block_of_[id]);
+            MarkStale(block_of_[id]);
           }
         continue;
       }
@@ -232,6 +242,7 @@ void KeptPeaks::Track(int32_t device, int32_t devices, std::vector<Buffer>& buff
       blocks_.back().events.reserve(2 * kBlockEvents);
     }
   }
+  stale_blocks_.reserve(blocks_.size());
   // Every device's block list gets that room too (grown by half at least), so that a device tracked later or with
   // a few more buffers does not allocate either.
   if (order_[device].capacity() < 2 * needed + 8) {
@@ -285,7 +296,10 @@ KeptPeaks::Held KeptPeaks::Find(int32_t task) const {
   return held;
 }
 
-int64_t KeptPeaks::Peak(int32_t device) const {
+int64_t KeptPeaks::Peak(int32_t device) {
+  for (int32_t b : stale_blocks_)
+    if (blocks_[b].stale) Sum(b);
+  stale_blocks_.clear();
   int64_t sum = 0, peak = 0;
   for (int32_t b : order_[device]) {
     const Block& block = blocks_[b];

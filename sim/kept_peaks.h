@@ -59,8 +59,9 @@ class KeptPeaks {
     int64_t bytes = 0;
   };
   Held Find(int32_t task) const;
-  // The peak of the tracked device's buffers (at least 0).
-  int64_t Peak(int32_t device) const;
+  // The peak of the tracked device's buffers (at least 0). Recomputes the sums of the blocks edited since the last
+  // call first.
+  int64_t Peak(int32_t device);
   // Names every event by its task's new id `new_id[task]` (>= 0 for every task holding events; below `tasks`).
   void Renumber(const std::vector<int32_t>& new_id, int32_t tasks);
 
@@ -72,15 +73,18 @@ class KeptPeaks {
     int32_t id;
   };
   // A run of a device's events in key order: `offset` is added to every key in it (a shift of all later events
-  // costs one addition per block), `sum` and `best` are its events' byte sum and largest running sum.
+  // costs one addition per block), `sum` and `best` are its events' byte sum and largest running sum, stale
+  // (`stale`, and listed in stale_blocks_) after an edit until the next Peak.
   struct Block {
     std::vector<Event> events;
     int64_t offset = 0, sum = 0, best = 0;
+    bool stale = false;
   };
   static constexpr size_t kBlockEvents = 64;  // a block is split in two when it reaches twice this
 
   std::vector<Block> blocks_;             // every block made (its event room kept), in use or free
   std::vector<int32_t> free_blocks_;
+  std::vector<int32_t> stale_blocks_;  // blocks edited since the last Peak (an entry whose block is not stale: none)
   std::vector<std::vector<int32_t>> order_;  // per tracked device: its blocks in key order
   std::vector<uint8_t> tracked_;
   std::vector<int32_t> block_of_;         // per event id: its block (-1: not held)
@@ -94,8 +98,10 @@ class KeptPeaks {
 
   // A block taken from the free ones (or a new one), empty.
   int32_t NewBlock();
-  // Recomputes block b's sum and best.
+  // Recomputes block b's sum and best (no longer stale).
   void Sum(int32_t b);
+  // Marks block b's sum and best stale.
+  void MarkStale(int32_t b);
   // The position in order_[device] of the last block whose first key is below `key` (0 when none is).
   size_t Locate(int32_t device, int64_t key) const;
   void InsertEvent(int32_t id, int32_t device, int64_t key, int64_t bytes);

@@ -42,7 +42,7 @@ Buffer RandomBuffer(std::mt19937_64& rng, int32_t devices) {
   return b;
 }
 
-void ExpectPeaks(const KeptPeaks& kept, const std::vector<Buffer>& buffers, int32_t devices, int step) {
+void ExpectPeaks(KeptPeaks& kept, const std::vector<Buffer>& buffers, int32_t devices, int step) {
   for (int32_t d = 0; d < devices; ++d) ASSERT_EQ(kept.Peak(d), PlainPeak(buffers, d)) << "step " << step;
   int64_t held = 0;
   for (size_t t = 0; t < buffers.size(); ++t) {
