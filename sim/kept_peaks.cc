@@ -202,16 +202,19 @@ void KeptPeaks::Shift(Time from, Time delta) {
 }
 
 void KeptPeaks::SortByKey() {
-  // Least significant byte first, over the bytes the largest key uses (keys are non-negative); each pass is stable.
+  // Least significant digit first (11 bits: times of about 40 bits take four passes), over the digits the largest
+  // key uses (keys are non-negative); each pass is stable.
+  constexpr int kDigitBits = 11;
+  constexpr int64_t kDigits = int64_t{1} << kDigitBits;
   int64_t largest = 0;
   for (const auto& [key, x] : sorted_) largest = std::max(largest, key);
   unsorted_.reserve(sorted_.capacity());  // (grown as sorted_ grows)
   unsorted_.resize(sorted_.size());
-  for (int shift = 0; shift < 64 && (largest >> shift) != 0; shift += 8) {
-    size_t count[257] = {};
-    for (const auto& [key, x] : sorted_) ++count[((key >> shift) & 0xff) + 1];
-    for (int b = 0; b < 256; ++b) count[b + 1] += count[b];
-    for (const auto& item : sorted_) unsorted_[count[(item.first >> shift) & 0xff]++] = item;
+  for (int shift = 0; shift < 64 && (largest >> shift) != 0; shift += kDigitBits) {
+    uint32_t count[kDigits + 1] = {};
+    for (const auto& [key, x] : sorted_) ++count[((key >> shift) & (kDigits - 1)) + 1];
+    for (int64_t b = 0; b < kDigits; ++b) count[b + 1] += count[b];
+    for (const auto& item : sorted_) unsorted_[count[(item.first >> shift) & (kDigits - 1)]++] = item;
     sorted_.swap(unsorted_);
   }
 }
