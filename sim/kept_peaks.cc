@@ -32,9 +32,11 @@ void KeptPeaks::Reserve(int32_t tasks) {
   if (device_.size() >= static_cast<size_t>(tasks)) return;
   const size_t room = std::max(static_cast<size_t>(tasks), device_.size() + device_.size() / 2);
   block_of_.resize(2 * room, -1);
+  key_of_.resize(2 * room, 0);
   device_.resize(room, -1);
   bytes_.resize(room, 0);
   renumbered_block_of_.reserve(2 * room);  // Renumber's, so that it does not allocate
+  renumbered_key_of_.reserve(2 * room);
   renumbered_device_.reserve(room);
   renumbered_bytes_.reserve(room);
 }
@@ -94,6 +96,7 @@ void KeptPeaks::InsertEvent(int32_t id, int32_t device, int64_t key, int64_t byt
                                [](int64_t k, const Event& x) { return k < x.key; });
     block.events.insert(it, e);
     block_of_[id] = b;
+    key_of_[id] = e.key;
   }
   if (blocks_[b].events.size() < 2 * kBlockEvents) {
     MarkStale(b);
@@ -116,11 +119,11 @@ void KeptPeaks::EraseEvent(int32_t id, int32_t device) {
   const int32_t b = block_of_[id];
   block_of_[id] = -1;
   Block& block = blocks_[b];
-  for (size_t i = 0; i < block.events.size(); ++i)
-    if (block.events[i].id == id) {
-      block.events.erase(block.events.begin() + static_cast<std::ptrdiff_t>(i));
-      break;
-    }
+  // The first event with its key, then on to it among those with the same key.
+  auto it = std::lower_bound(block.events.begin(), block.events.end(), key_of_[id],
+                             [](const Event& x, int64_t k) { return x.key < k; });
+  while (it->id != id) ++it;
+  block.events.erase(it);
   if (!block.events.empty()) {
     MarkStale(b);
     return;
@@ -131,15 +134,11 @@ void KeptPeaks::EraseEvent(int32_t id, int32_t device) {
   free_blocks_.push_back(b);
 }
 
-int64_t KeptPeaks::KeyAt(int32_t id) const {
-  const Block& block = blocks_[block_of_[id]];
-  for (const Event& e : block.events)
-    if (e.id == id) return e.key + block.offset;
-  return -1;  // not reached: a held event is in its block
-}
+int64_t KeptPeaks::KeyAt(int32_t id) const { return key_of_[id] + blocks_[block_of_[id]].offset; }
 
 void KeptPeaks::Put(int32_t task, int32_t device, Time start, Time free, int64_t bytes) {
   if (device_[task] >= 0 && device_[task] != device) Erase(task);
+  const bool same_bytes = device_[task] >= 0 && bytes_[task] == bytes;
   num_buffers_ += device_[task] < 0;
   device_[task] = device;
   bytes_[task] = bytes;
@@ -149,12 +148,11 @@ void KeptPeaks::Put(int32_t task, int32_t device, Time start, Time free, int64_t
     if (block_of_[id] >= 0) {
       if (KeyAt(id) == keys[k]) {
         // The same time: the bytes updated in place if they differ.
+        if (same_bytes) continue;
         Block& block = blocks_[block_of_[id]];
         for (Event& e : block.events)
-          if (e.id == id && e.bytes != owns[k]) {
-            e.bytes = owns[k];
-            MarkStale(block_of_[id]);
-          }
+          if (e.id == id) e.bytes = owns[k];
+        MarkStale(block_of_[id]);
         continue;
       }
       EraseEvent(id, device);
@@ -196,7 +194,7 @@ void KeptPeaks::Shift(Time from, Time delta) {
     const size_t at = Locate(static_cast<int32_t>(d), key);
     Block& first = blocks_[blocks[at]];
     for (Event& e : first.events)
-      if (e.key + first.offset >= key) e.key += offset;
+      if (e.key + first.offset >= key) key_of_[e.id] = e.key += offset;
     for (size_t i = at + 1; i < blocks.size(); ++i) blocks_[blocks[i]].offset += offset;
   }
 }
@@ -260,6 +258,7 @@ void KeptPeaks::Track(int32_t device, int32_t devices, std::vector<Buffer>& buff
       const auto [key, id] = sorted_[k];
       block.events.push_back({key, (id & 1) ? bytes_[id >> 1] : -bytes_[id >> 1], id});
       block_of_[id] = b;
+      key_of_[id] = key;
     }
     Sum(b);
     blocks.push_back(b);
@@ -273,6 +272,7 @@ void KeptPeaks::Renumber(const std::vector<int32_t>& new_id, int32_t tasks) {
   if (num_tracked_ == 0) return;
   const size_t room = std::max(device_.size(), static_cast<size_t>(tasks));
   renumbered_block_of_.assign(2 * room, -1);
+  renumbered_key_of_.assign(2 * room, 0);
   renumbered_device_.assign(room, -1);
   renumbered_bytes_.assign(room, 0);
   for (const std::vector<int32_t>& blocks : order_)
@@ -283,8 +283,10 @@ void KeptPeaks::Renumber(const std::vector<int32_t>& new_id, int32_t tasks) {
         renumbered_bytes_[to] = bytes_[task];
         e.id = 2 * to + (e.id & 1);
         renumbered_block_of_[e.id] = b;
+        renumbered_key_of_[e.id] = e.key;
       }
   block_of_.swap(renumbered_block_of_);
+  key_of_.swap(renumbered_key_of_);
   device_.swap(renumbered_device_);
   bytes_.swap(renumbered_bytes_);
 }

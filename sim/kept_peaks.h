@@ -88,12 +88,14 @@ class KeptPeaks {
   std::vector<std::vector<int32_t>> order_;  // per tracked device: its blocks in key order
   std::vector<uint8_t> tracked_;
   std::vector<int32_t> block_of_;         // per event id: its block (-1: not held)
+  std::vector<int64_t> key_of_;           // per event id held: its key less its block's offset (as in its Event)
   std::vector<int32_t> device_;           // per task: the device whose blocks hold its events (-1: none)
   std::vector<int64_t> bytes_;            // per task holding events: its buffer's bytes
   int32_t num_tracked_ = 0;
   int64_t num_buffers_ = 0;
   std::vector<std::pair<int64_t, int32_t>> sorted_, unsorted_;  // Track's: (key, event id), sorted, and scratch
   std::vector<int32_t> renumbered_block_of_, renumbered_device_;
+  std::vector<int64_t> renumbered_key_of_;
   std::vector<int64_t> renumbered_bytes_;
 
   // A block taken from the free ones (or a new one), empty.
