@@ -6,8 +6,9 @@
 // The dequeue order lives in slots: slot_task[s] is the task at slot s (-1: a hole), slots increase along the
 // order, and a fresh layout leaves a hole after every few tasks. A change rewrites the slots of the part of the
 // order it re-simulated (using the holes there, or absorbing a few of the following tasks when it needs more
-// room) and leaves every later task in its slot. A task's times are its stored times plus the shift of its
-// slot's chunk, so moving the rest of the schedule by a constant costs one addition per chunk, not per task.
+// room; a long run of those spreads the stretch it packed, SpreadChains) and leaves every later task in its slot.
+// A task's times are its stored times plus the shift of its slot's chunk, so moving the rest of the schedule by a
+// constant costs one addition per chunk, not per task.
 #pragma once
 
 #include <algorithm>
