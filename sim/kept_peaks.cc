@@ -134,6 +134,29 @@ void KeptPeaks::EraseEvent(int32_t id, int32_t device) {
   free_blocks_.push_back(b);
 }
 
+bool KeptPeaks::MoveInBlock(int32_t id, int64_t key, int64_t bytes) {
+  const int32_t b = block_of_[id];
+  Block& block = blocks_[b];
+  std::vector<Event>& events = block.events;
+  const int64_t moved = key - block.offset;
+  // Past the block's first key and at most its last, the event stays between the blocks before and after it.
+  if (!(events.front().key < moved && moved <= events.back().key)) return false;
+  auto at = std::lower_bound(events.begin(), events.end(), key_of_[id],
+                             [](const Event& x, int64_t k) { return x.key < k; });
+  while (at->id != id) ++at;
+  const auto to = std::upper_bound(events.begin(), events.end(), moved,
+                                   [](int64_t k, const Event& x) { return k < x.key; });
+  // Only the events between its old and new places move, by one.
+  auto place = to;
+  if (to > at) place = std::rotate(at, at + 1, to);  // (to - 1)
+  else std::rotate(to, at, at + 1);
+  place->key = moved;
+  place->bytes = bytes;
+  key_of_[id] = moved;
+  MarkStale(b);
+  return true;
+}
+
 int64_t KeptPeaks::KeyAt(int32_t id) const { return key_of_[id] + blocks_[block_of_[id]].offset; }
 
 void KeptPeaks::Put(int32_t task, int32_t device, Time start, Time free, int64_t bytes) {
@@ -155,6 +178,7 @@ void KeptPeaks::Put(int32_t task, int32_t device, Time start, Time free, int64_t
         MarkStale(block_of_[id]);
         continue;
       }
+      if (MoveInBlock(id, keys[k], owns[k])) continue;
       EraseEvent(id, device);
     }
     InsertEvent(id, device, keys[k], owns[k]);

@@ -108,6 +108,10 @@ class KeptPeaks {
   size_t Locate(int32_t device, int64_t key) const;
   void InsertEvent(int32_t id, int32_t device, int64_t key, int64_t bytes);
   void EraseEvent(int32_t id, int32_t device);
+  // Moves held event `id` to `key` with `bytes` inside its block when `key` lies after the block's first key and at
+  // most its last (so the blocks stay in order; the events in between move by one place); false, with nothing
+  // changed, otherwise.
+  bool MoveInBlock(int32_t id, int64_t key, int64_t bytes);
   // Event `id`'s key (held).
   int64_t KeyAt(int32_t id) const;
   // Sorts sorted_ by key.
