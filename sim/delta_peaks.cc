@@ -106,12 +106,13 @@ bool DeltaSimulator::Impl::KeptPeaksBefore(int32_t cut, Time shift) {
     kept_peaks.Clear();
     return false;
   }
-  // Removed tasks' buffers leave; the noted tasks' events where the rest moves from or to are taken out (the
-  // others stay until KeptPeaksAfter, which keeps those whose times do not change).
+  // Removed tasks' buffers leave. For an advance, the noted tasks' events where the rest moves to are taken out,
+  // so that the shift keeps the order; every other event from the rest's start on, noted or not, moves with the
+  // rest, and KeptPeaksAfter puts each noted task's events where they belong (most stay where the shift put them).
   for (int32_t t : scratch.removed) kept_peaks.Erase(t);
   if (moves) {
-    const Time gap = rest_ready + std::min<Time>(0, shift);
-    for (int32_t t : peak_retimed) kept_peaks.Take(t, gap);
+    if (shift < 0)
+      for (int32_t t : peak_retimed) kept_peaks.Take(t, rest_ready + shift, rest_ready);
     kept_peaks.Shift(rest_ready, shift);
   }
   return true;

@@ -195,12 +195,16 @@ void KeptPeaks::Erase(int32_t task) {
   --num_buffers_;
 }
 
-void KeptPeaks::Take(int32_t task, Time from) {
+void KeptPeaks::Take(int32_t task, Time from, Time to) {
   if (static_cast<size_t>(task) >= device_.size()) return;
   const int32_t device = device_[task];
   if (device < 0) return;
-  for (int32_t id = 2 * task; id < 2 * task + 2; ++id)
-    if (block_of_[id] >= 0 && KeyAt(id) >= KeyOf(from, false)) EraseEvent(id, device);
+  const int64_t low = KeyOf(from, false), high = KeyOf(to, false);
+  for (int32_t id = 2 * task; id < 2 * task + 2; ++id) {
+    if (block_of_[id] < 0) continue;
+    const int64_t key = KeyAt(id);
+    if (key >= low && key < high) EraseEvent(id, device);
+  }
   if (block_of_[2 * task] < 0 && block_of_[2 * task + 1] < 0) {
     device_[task] = -1;
     --num_buffers_;

@@ -46,8 +46,8 @@ class KeptPeaks {
   void Put(int32_t task, int32_t device, Time start, Time free, int64_t bytes);
   // Takes task `task`'s events out if it holds any.
   void Erase(int32_t task);
-  // Takes out those of task `task`'s events that lie at time `from` or later.
-  void Take(int32_t task, Time from);
+  // Takes out those of task `task`'s events that lie at time `from` or later and before time `to`.
+  void Take(int32_t task, Time from, Time to);
   // Moves every event at time `from` or later by `delta`, on every tracked device. No event may lie in
   // [from + min(0, delta), from) (the caller takes those out first), so the order is kept.
   void Shift(Time from, Time delta);

@@ -80,8 +80,8 @@ TEST(KeptPeaks, EqualsAPlainPeakOverRandomEdits) {
         buffers[t].device = -1;
       } else if (what == 2) {
         // Every event from `from` on moves by `delta`. The events of the buffers with an event in the gap that
-        // lie there or later are taken out first, and those buffers put back afterwards: half with their old
-        // times, half with new ones.
+        // lie there are taken out first (their later events move with the others), and those buffers put back
+        // afterwards: half with their old times, half with new ones.
         const Time from = testing::UniformInt(rng, 1200), delta = testing::UniformInt(rng, 201) - 100;
         const Time gap_begin = from + std::min<Time>(0, delta);
         std::vector<int32_t> taken;
@@ -89,7 +89,7 @@ TEST(KeptPeaks, EqualsAPlainPeakOverRandomEdits) {
           const Buffer& b = buffers[u];
           if (b.device < 0) continue;
           if ((b.start >= gap_begin && b.start < from) || (b.free >= gap_begin && b.free < from)) {
-            kept.Take(u, gap_begin);
+            kept.Take(u, gap_begin, from);
             taken.push_back(u);
           }
         }
@@ -103,6 +103,20 @@ TEST(KeptPeaks, EqualsAPlainPeakOverRandomEdits) {
         for (int32_t u : taken) {
           if (testing::UniformInt(rng, 2) == 0) buffers[u] = RandomBuffer(rng, kDevices);
           kept.Put(u, buffers[u].device, buffers[u].start, buffers[u].free, buffers[u].bytes);
+        }
+        // A few buffers held throughout (shifted or not) get new times, nearby or anywhere.
+        for (int k = 0; k < 4; ++k) {
+          const int32_t u = testing::UniformInt(rng, kTasks);
+          Buffer& b = buffers[u];
+          if (b.device < 0) continue;
+          if (k % 2 == 0) {
+            const Time move = testing::UniformInt(rng, 21) - 10;
+            b.start = std::max<Time>(0, b.start + move);
+            b.free = std::max(b.start, b.free + move);
+          } else {
+            b = RandomBuffer(rng, kDevices);
+          }
+          kept.Put(u, b.device, b.start, b.free, b.bytes);
         }
       }
       ExpectPeaks(kept, buffers, kDevices, step);
