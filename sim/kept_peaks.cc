@@ -14,7 +14,10 @@ void KeptPeaks::Clear() {
   if (num_tracked_ == 0) return;
   for (std::vector<int32_t>& blocks : order_) {
     for (int32_t b : blocks) {
-      for (const Event& e : blocks_[b].events) block_of_[e.id] = -1;
+      for (const Event& e : blocks_[b].events) {
+        block_of_[e.id] = -1;
+        device_[e.id >> 1] = -1;  // (a task holds events exactly while its device is set)
+      }
       blocks_[b].events.clear();
       blocks_[b].stale = false;
       free_blocks_.push_back(b);
@@ -22,7 +25,6 @@ void KeptPeaks::Clear() {
     blocks.clear();
   }
   stale_blocks_.clear();
-  std::fill(device_.begin(), device_.end(), -1);
   std::fill(tracked_.begin(), tracked_.end(), 0);
   num_tracked_ = 0;
   num_buffers_ = 0;
@@ -298,17 +300,24 @@ void KeptPeaks::Track(int32_t device, int32_t devices, std::vector<Buffer>& buff
 
 void KeptPeaks::Renumber(const std::vector<int32_t>& new_id, int32_t tasks) {
   if (num_tracked_ == 0) return;
+  // The spare tables name no block and no device for any id between calls (their keys and bytes are not read),
+  // so only the held entries are written, and each is reset in the old tables as it is read; the old tables are
+  // the spare ones afterwards.
   const size_t room = std::max(device_.size(), static_cast<size_t>(tasks));
-  renumbered_block_of_.assign(2 * room, -1);
-  renumbered_key_of_.assign(2 * room, 0);
-  renumbered_device_.assign(room, -1);
-  renumbered_bytes_.assign(room, 0);
+  renumbered_block_of_.resize(2 * room, -1);
+  renumbered_key_of_.resize(2 * room);
+  renumbered_device_.resize(room, -1);
+  renumbered_bytes_.resize(room);
   for (const std::vector<int32_t>& blocks : order_)
     for (int32_t b : blocks)
       for (Event& e : blocks_[b].events) {
         const int32_t task = e.id >> 1, to = new_id[task];
-        renumbered_device_[to] = device_[task];
-        renumbered_bytes_[to] = bytes_[task];
+        if (device_[task] >= 0) {  // (the task's first event read)
+          renumbered_device_[to] = device_[task];
+          renumbered_bytes_[to] = bytes_[task];
+          device_[task] = -1;
+        }
+        block_of_[e.id] = -1;
         e.id = 2 * to + (e.id & 1);
         renumbered_block_of_[e.id] = b;
         renumbered_key_of_[e.id] = e.key;

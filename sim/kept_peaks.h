@@ -94,6 +94,8 @@ class KeptPeaks {
   int32_t num_tracked_ = 0;
   int64_t num_buffers_ = 0;
   std::vector<std::pair<int64_t, int32_t>> sorted_, unsorted_;  // Track's: (key, event id), sorted, and scratch
+  // Renumber's spare tables (block_of_, key_of_, device_ and bytes_ by the new ids); between calls they name no
+  // block and no device.
   std::vector<int32_t> renumbered_block_of_, renumbered_device_;
   std::vector<int64_t> renumbered_key_of_;
   std::vector<int64_t> renumbered_bytes_;

@@ -140,8 +140,17 @@ TEST(KeptPeaks, EqualsAPlainPeakOverRandomEdits) {
       }
     }
     ExpectPeaks(kept, renamed, kDevices, -3);
+    // Renumbered again (Renumber keeps spare tables between calls), and then cleared: nothing is held.
+    std::vector<int32_t> second_id(kTasks + 50);
+    for (int32_t t = 0; t < kTasks + 50; ++t) second_id[t] = t;
+    std::shuffle(second_id.begin(), second_id.end(), rng);
+    kept.Renumber(second_id, kTasks + 80);
+    std::vector<Buffer> renamed_again(kTasks + 80);
+    for (int32_t t = 0; t < kTasks + 50; ++t) renamed_again[second_id[t]] = renamed[t];
+    ExpectPeaks(kept, renamed_again, kDevices, -4);
     kept.Clear();
     EXPECT_FALSE(kept.active());
+    for (int32_t t = 0; t < kTasks + 80; ++t) ASSERT_FALSE(kept.held(t)) << "task " << t;
   }
 }
 
