@@ -386,7 +386,7 @@ void DeltaSimulator::Impl::UpdateResourceSlots() {
     std::vector<int32_t>& v = res_slots[r];
     std::vector<int32_t>& added = res_added[r];
     std::vector<int32_t>& dropped = res_dropped[r];
-    std::sort(dropped.begin(), dropped.end());
+    if (!std::is_sorted(dropped.begin(), dropped.end())) std::sort(dropped.begin(), dropped.end());
     const auto at = [&v](size_t k) { return v.begin() + static_cast<std::ptrdiff_t>(k); };
     const size_t n = v.size();
     blocks.clear();
