@@ -142,7 +142,7 @@ int32_t DeltaSimulator::Impl::SpreadPacked(int32_t begin, int32_t end) {
   std::fill(slot_task.begin() + from, slot_task.begin() + to, -1);
   for (int32_t c = from >> kChunkBits; c < (to >> kChunkBits); ++c) {
     chunk_shift[c] = 0;
-    chunk_stale[c] = 1;  // recomputed when next read
+    TouchChunk(c);  // bounds recomputed when next read
   }
   // Each task's entry in its resource's slot list is rewritten where it is: a resource's tasks keep their order,
   // so its entries in [from, to) stay in place and keep their links.

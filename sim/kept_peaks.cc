@@ -117,15 +117,20 @@ void KeptPeaks::InsertEvent(int32_t id, int32_t device, int64_t key, int64_t byt
   blocks.insert(blocks.begin() + static_cast<std::ptrdiff_t>(at) + 1, upper);
 }
 
-void KeptPeaks::EraseEvent(int32_t id, int32_t device) {
-  const int32_t b = block_of_[id];
-  block_of_[id] = -1;
-  Block& block = blocks_[b];
+std::vector<KeptPeaks::Event>::iterator KeptPeaks::FindInBlock(int32_t id) {
+  std::vector<Event>& events = blocks_[block_of_[id]].events;
   // The first event with its key, then on to it among those with the same key.
-  auto it = std::lower_bound(block.events.begin(), block.events.end(), key_of_[id],
+  auto it = std::lower_bound(events.begin(), events.end(), key_of_[id],
                              [](const Event& x, int64_t k) { return x.key < k; });
   while (it->id != id) ++it;
-  block.events.erase(it);
+  return it;
+}
+
+void KeptPeaks::EraseEvent(int32_t id, int32_t device) {
+  const int32_t b = block_of_[id];
+  Block& block = blocks_[b];
+  block.events.erase(FindInBlock(id));
+  block_of_[id] = -1;
   if (!block.events.empty()) {
     MarkStale(b);
     return;
@@ -143,9 +148,7 @@ bool KeptPeaks::MoveInBlock(int32_t id, int64_t key, int64_t bytes) {
   const int64_t moved = key - block.offset;
   // Past the block's first key and at most its last, the event stays between the blocks before and after it.
   if (!(events.front().key < moved && moved <= events.back().key)) return false;
-  auto at = std::lower_bound(events.begin(), events.end(), key_of_[id],
-                             [](const Event& x, int64_t k) { return x.key < k; });
-  while (at->id != id) ++at;
+  const auto at = FindInBlock(id);
   const auto to = std::upper_bound(events.begin(), events.end(), moved,
                                    [](int64_t k, const Event& x) { return k < x.key; });
   // Only the events between its old and new places move, by one.
@@ -174,9 +177,7 @@ void KeptPeaks::Put(int32_t task, int32_t device, Time start, Time free, int64_t
       if (KeyAt(id) == keys[k]) {
         // The same time: the bytes updated in place if they differ.
         if (same_bytes) continue;
-        Block& block = blocks_[block_of_[id]];
-        for (Event& e : block.events)
-          if (e.id == id) e.bytes = owns[k];
+        FindInBlock(id)->bytes = owns[k];
         MarkStale(block_of_[id]);
         continue;
       }

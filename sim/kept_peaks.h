@@ -110,6 +110,8 @@ class KeptPeaks {
   size_t Locate(int32_t device, int64_t key) const;
   void InsertEvent(int32_t id, int32_t device, int64_t key, int64_t bytes);
   void EraseEvent(int32_t id, int32_t device);
+  // Held event `id`'s place among its block's events.
+  [[gnu::always_inline]] inline std::vector<Event>::iterator FindInBlock(int32_t id);
   // Moves held event `id` to `key` with `bytes` inside its block when `key` lies after the block's first key and at
   // most its last (so the blocks stay in order; the events in between move by one place); false, with nothing
   // changed, otherwise.
