@@ -15,21 +15,27 @@ using sim::kNoSlot;
 using sim::Time;
 
 void DeltaSimulator::Impl::GrowScratch() {
-  const size_t n = static_cast<size_t>(run.tg.num_tasks());
-  state.resize(n, kClean);
-  blocked.resize(n, 0);
-  version.resize(n, 0);
-  cur_end.resize(n, 0);
-  dense_ready.resize(n, 0);
-  dense_entered.resize(n, 0);
-  mark.resize(n, 0);
-  moved.resize(n, 0);
-  min_pred.resize(n, -1);
-  bind_pred.resize(n, -1);
-  pos.resize(n, -1);
-  res_next.resize(n, -1);
-  succ_room.resize(n, 0);
-  pred_room.resize(n, 0);
+  // Each array grows to the task count within room for task_room tasks (reserved once, so growing does not
+  // allocate until the next compaction).
+  const size_t n = static_cast<size_t>(run.tg.num_tasks()), room = std::max(n, static_cast<size_t>(task_room));
+  const auto grow = [n, room](auto& v, auto fill) {
+    sim::ReserveRoom(&v, room);
+    v.resize(n, static_cast<typename std::decay_t<decltype(v)>::value_type>(fill));
+  };
+  grow(state, kClean);
+  grow(blocked, 0);
+  grow(version, 0);
+  grow(cur_end, 0);
+  grow(dense_ready, 0);
+  grow(dense_entered, 0);
+  grow(mark, 0);
+  grow(moved, 0);
+  grow(min_pred, -1);
+  grow(bind_pred, -1);
+  grow(pos, -1);
+  grow(res_next, -1);
+  grow(succ_room, 0);
+  grow(pred_room, 0);
 }
 
 Status DeltaSimulator::Impl::FullRebuild() {
@@ -56,6 +62,14 @@ void DeltaSimulator::Impl::Compact() {
 void DeltaSimulator::Impl::StoreAndLayOut() {
   run.StoreInScheduleOrder();
   live_tasks = run.tg.num_tasks();
+  retimed_since_compact = 0;
+  // Room for the garbage a compaction allows (Finish) plus a change's worth, so that changes between compactions
+  // do not allocate; grown by an eighth more when it grows, so that it settles while the live count varies.
+  const int32_t needed = 2 * live_tasks + 1024 + live_tasks / 4;
+  if (needed > task_room) task_room = needed + needed / 8;
+  // The adjacency pools: up to the successor pool's bound in Finish, and a change's worth more.
+  const size_t pool_room = 5 * static_cast<size_t>(live_tasks) + 16384;
+  run.tg.ReserveGrowth(task_room, pool_room + pool_room / 4);
   for (auto* v : {&state, &mark, &moved}) v->clear();
   for (auto* v : {&blocked, &pos, &res_next, &min_pred, &bind_pred}) v->clear();
   cur_end.clear();
@@ -530,12 +544,17 @@ void DeltaSimulator::Impl::ResetStates() {
 void DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
   const sim::TaskGraph& tg = run.tg;
   // Garbage from replaced groups grows with every change (new tasks are appended, so the tasks a change touches
-  // spread over ever more memory); once it is a fifth of the live graph the change is placed and the task graph
-  // compacted (Compact). Compacting that often (rather than at twice the live graph) makes the median change 4-8%
-  // and the mean 6-16% cheaper in paired runs on nmt and transformer graphs, compactions included (measured when
-  // it was a full rebuild).
-  const bool compact = tg.num_tasks() > live_tasks + live_tasks / 5 + 1024 ||
-                       tg.succ_pool.size() > 3 * static_cast<size_t>(live_tasks) + 16384;
+  // spread over ever more memory); once it is a fifth of the live graph and the changes since the last compaction
+  // re-timed enough tasks, or once it is as large as the live graph, the change is placed and the task graph
+  // compacted (Compact; sim::kCompactAfterRetimed says why). Compacting at a fifth rather than at twice the live
+  // graph made the median change 4-8% and the mean 6-16% cheaper in paired runs on nmt and transformer graphs when
+  // a compaction was a full rebuild.
+  retimed_since_compact += retimed;
+  const size_t live = static_cast<size_t>(live_tasks), tasks = static_cast<size_t>(tg.num_tasks());
+  const bool some_garbage = tasks > live + live / 5 + 1024 || tg.succ_pool.size() > 3 * live + 16384;
+  const bool much_garbage = tasks > 2 * live + 1024 || tg.succ_pool.size() > 5 * live + 16384;
+  const bool compact =
+      some_garbage && (much_garbage || retimed_since_compact >= sim::kCompactAfterRetimed * live_tasks);
   const bool merge = static_cast<int64_t>(window.size()) >
                      std::max(placed / sim::kMergeDivisor, sim::kRelayoutMinSlots);
   const bool track_peaks = kept_peaks.active() && KeptPeaksBefore(cut, shift);

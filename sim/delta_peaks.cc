@@ -25,7 +25,7 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
     const sim::TaskGraph& tg = run.tg;
     // Devices at risk whose peaks are not kept yet: their buffers gathered once, from the slot lists of the
     // resources that may hold one, and kept from then on (kept_peaks).
-    kept_peaks.Reserve(tg.num_tasks());
+    kept_peaks.Reserve(std::max(tg.num_tasks(), task_room));
     for (DeviceId d = 0; d < devices; ++d) {
       if (!risky[d] || kept_peaks.tracked(d)) continue;
       peak_buffers.clear();
@@ -53,9 +53,10 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
 
 bool DeltaSimulator::Impl::KeptPeaksBefore(int32_t cut, Time shift) {
   const sim::TaskGraph& tg = run.tg;
-  kept_peaks.Reserve(tg.num_tasks());
-  if (peak_noted.size() < static_cast<size_t>(tg.num_tasks()))  // grown by half at least, as the task graph grows
-    peak_noted.resize(std::max(static_cast<size_t>(tg.num_tasks()), peak_noted.size() + peak_noted.size() / 2), 0);
+  // Sized for task_room tasks (at least), so that changes until the next compaction do not grow them.
+  kept_peaks.Reserve(std::max(tg.num_tasks(), task_room));
+  if (peak_noted.size() < static_cast<size_t>(tg.num_tasks()))
+    peak_noted.resize(static_cast<size_t>(std::max(tg.num_tasks(), task_room)), 0);
   if (++peak_stamp == 0) {
     std::fill(peak_noted.begin(), peak_noted.end(), 0);
     peak_stamp = 1;

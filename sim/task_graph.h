@@ -108,6 +108,10 @@ struct TaskGraph {
   void Clear();
   // Drops the tasks from `n` on (their per-task fields only; groups, dependencies and pools are the caller's).
   void TruncateTasks(int32_t n);
+  // Makes room for `tasks` tasks (at least num_tasks()), for `pool_entries` entries in each adjacency pool, and for
+  // the dependency and output lists to grow by as many entries per task as they hold per task now, so that a graph
+  // growing to that appends without allocating.
+  void ReserveGrowth(int32_t tasks, size_t pool_entries);
 };
 
 // Per-op prices of plain (one-device) configs, computed on first use for each (op, device).
@@ -270,6 +274,13 @@ void ReorderGroups(std::span<const int32_t> groups, TaskGraph* tg, std::vector<i
 template <class T>
 void ReserveLike(std::vector<T>* scratch, const std::vector<T>& v) {
   if (scratch->capacity() < v.capacity()) scratch->reserve(v.capacity());
+}
+
+// Gives `v` room for `n` entries, and an eighth more when it grows, so that a room asked for again and again with
+// sizes that vary a little (the live task count between compactions) settles after the first few.
+template <class T>
+void ReserveRoom(std::vector<T>* v, size_t n) {
+  if (v->capacity() < n) v->reserve(n + n / 8);
 }
 
 // Clears `tg` and sets its resources for `topology` (devices, then one per link with the link's latency as delay)
