@@ -39,6 +39,14 @@ inline int32_t FreshSlot(int32_t k) { return k + k / (kHoleEvery - 1); }
 // medium-sized windows, which cost more placed slot by slot than laid out (IterativeStep/1000: nmt 102 -> 94 us,
 // transformer 37 -> 30 us per step; single-op changes on 1k graphs within 1-8% either way).
 inline constexpr int32_t kRelayoutDivisor = 16;
+// A change placed slot by slot that displaced (moved up in the order without re-timing them) more than
+// 1/kRelayoutDisplacedDivisor of the tasks (and at least kRelayoutMinSlots), and more than kRelayoutDisplacedPerPlaced
+// times the tasks it placed anew, packed a long stretch of the order that the spreading (kSpreadChain) only loosens
+// locally: the order is laid out afresh too. Whole 10k IterativeStep episodes (session 41, callgrind instructions /
+// alternating wall runs): transformer -4.2% / 12-15% faster, nmt +0.9% / level to 7% faster; DeltaFixed +0.0% /
+// +0.1% / +0.5% (layered / nmt / transformer). At 1/32 without the second condition: transformer -3.7%, nmt +1.4%.
+inline constexpr int32_t kRelayoutDisplacedDivisor = 48;
+inline constexpr size_t kRelayoutDisplacedPerPlaced = 8;
 // A change whose buffers to take out and put back are more than 1/kKeptPeaksNotedDivisor of those the kept peaks
 // hold (DeltaSimulator::Impl::kept_peaks) drops them instead: a buffer put back costs more than one gathered and
 // sorted afresh (10k transformer episode: a half to an eighth within 4%; never dropping was 1.9x slower with the

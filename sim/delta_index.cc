@@ -270,12 +270,16 @@ void DeltaSimulator::Impl::LoadResourceState(int32_t slot, const std::vector<int
 void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const std::vector<int32_t>& reindex) {
   const int32_t rest = PlaceWindow(begin, cut, shift);
   ShiftRest(rest, shift);
-  // Lay the order out afresh when few holes are left, or when this change rewrote so many slots that the region
-  // it packed (without holes) would make later changes there move many tasks (and this one already did work of
-  // that order). The relayout rebuilds the per-resource lists, so the recorded edits are then dropped.
-  const bool relayout = static_cast<int64_t>(slot_task.size()) - placed < placed / (2 * sim::kHoleEvery) ||
-                        static_cast<int64_t>(window.size() + displaced.size()) >
-                            std::max(placed / sim::kRelayoutDivisor, sim::kRelayoutMinSlots);
+  // Lay the order out afresh when few holes are left, or when this change rewrote so many slots (or displaced so
+  // many more tasks than it placed anew) that the region it packed (without holes) would make later changes there
+  // move many tasks (and this one already did work of that order). The relayout rebuilds the per-resource lists,
+  // so the recorded edits are then dropped.
+  const int64_t rewritten = static_cast<int64_t>(window.size() + displaced.size());
+  const bool packed = static_cast<int64_t>(displaced.size()) >
+                          std::max(placed / sim::kRelayoutDisplacedDivisor, sim::kRelayoutMinSlots) &&
+                      displaced.size() > sim::kRelayoutDisplacedPerPlaced * window.size();
+  const bool relayout = static_cast<int64_t>(slot_task.size()) - placed < placed / (2 * sim::kHoleEvery) || packed ||
+                        rewritten > std::max(placed / sim::kRelayoutDivisor, sim::kRelayoutMinSlots);
   if (relayout) DropSlotEdits();
   else UpdateResourceSlots();
   ReindexPlaced(reindex);
