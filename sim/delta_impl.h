@@ -43,8 +43,9 @@ inline constexpr int32_t kRelayoutDivisor = 16;
 // 1/kRelayoutDisplacedDivisor of the tasks (and at least kRelayoutMinSlots), and more than kRelayoutDisplacedPerPlaced
 // times the tasks it placed anew, packed a long stretch of the order that the spreading (kSpreadChain) only loosens
 // locally: the order is laid out afresh too. Whole 10k IterativeStep episodes (session 41, callgrind instructions /
-// alternating wall runs): transformer -4.2% / 12-15% faster, nmt +0.9% / level to 7% faster; DeltaFixed +0.0% /
-// +0.1% / +0.5% (layered / nmt / transformer). At 1/32 without the second condition: transformer -3.7%, nmt +1.4%.
+// alternating wall runs): transformer -4.2% / about 10-15% faster, nmt +0.9% / level within the noise; DeltaFixed
+// +0.0% / +0.1% / +0.5% (layered / nmt / transformer). At 1/48 without the second condition: transformer -3.9%,
+// nmt +1.4%.
 inline constexpr int32_t kRelayoutDisplacedDivisor = 48;
 inline constexpr size_t kRelayoutDisplacedPerPlaced = 8;
 // A change whose buffers to take out and put back are more than 1/kKeptPeaksNotedDivisor of those the kept peaks

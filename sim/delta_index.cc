@@ -65,8 +65,9 @@ void DeltaSimulator::Impl::StoreAndLayOut() {
   retimed_since_compact = 0;
   // Room for the garbage a compaction allows (Finish) plus a change's worth, so that changes between compactions
   // do not allocate; grown by an eighth more when it grows, so that it settles while the live count varies.
-  const int32_t needed = 2 * live_tasks + 1024 + live_tasks / 4;
-  if (needed > task_room) task_room = needed + needed / 8;
+  const int64_t needed = 2 * int64_t{live_tasks} + 1024 + live_tasks / 4;
+  if (needed > task_room)
+    task_room = static_cast<int32_t>(std::min<int64_t>(needed + needed / 8, std::numeric_limits<int32_t>::max()));
   // The adjacency pools: up to the successor pool's bound in Finish, and a change's worth more.
   const size_t pool_room = 5 * static_cast<size_t>(live_tasks) + 16384;
   run.tg.ReserveGrowth(task_room, pool_room + pool_room / 4);
