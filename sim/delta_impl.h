@@ -78,6 +78,10 @@ inline constexpr int32_t kSpreadHoleDivisor = 8;
 // -2.5% / -4.3% (at 4: nmt -0.5%; at 16 as at 8); at the live graph always, nmt +5.3% read misses and 4-10% slower
 // in wall time. Single-op changes (DeltaFixed) re-time enough that they compact as before.
 inline constexpr int64_t kCompactAfterRetimed = 8;
+// The most tasks and successor-pool entries the task graph holds, garbage included, before Finish compacts it
+// whatever the changes re-timed, for `live` live tasks (and the room StoreAndLayOut reserves, a change's worth more).
+inline size_t MostTasksBeforeCompaction(size_t live) { return 2 * live + 1024; }
+inline size_t MostSuccEntriesBeforeCompaction(size_t live) { return 5 * live + 16384; }
 // SetConfigs makes a change to several ops in parts (DeltaSimulator::Impl::ApplyInParts): ops whose tasks' earliest
 // slots are closer than this go in one part. Measured in callgrind instructions over whole DeltaStepTimeOnly
 // episodes (bench/env_bench.cc), 0 (one op per part) / 64 / 128 / 256 / 512 / 1024: nmt 10k 20.31 / 9.26 / 8.34 /

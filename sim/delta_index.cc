@@ -65,11 +65,12 @@ void DeltaSimulator::Impl::StoreAndLayOut() {
   retimed_since_compact = 0;
   // Room for the garbage a compaction allows (Finish) plus a change's worth, so that changes between compactions
   // do not allocate; grown by an eighth more when it grows, so that it settles while the live count varies.
-  const int64_t needed = 2 * int64_t{live_tasks} + 1024 + live_tasks / 4;
-  if (needed > task_room)
-    task_room = static_cast<int32_t>(std::min<int64_t>(needed + needed / 8, std::numeric_limits<int32_t>::max()));
+  const size_t live = static_cast<size_t>(live_tasks);
+  const size_t needed = sim::MostTasksBeforeCompaction(live) + live / 4;
+  if (needed > static_cast<size_t>(task_room))
+    task_room = static_cast<int32_t>(std::min<size_t>(needed + needed / 8, std::numeric_limits<int32_t>::max()));
   // The adjacency pools: up to the successor pool's bound in Finish, and a change's worth more.
-  const size_t pool_room = 5 * static_cast<size_t>(live_tasks) + 16384;
+  const size_t pool_room = sim::MostSuccEntriesBeforeCompaction(live);
   run.tg.ReserveGrowth(task_room, pool_room + pool_room / 4);
   for (auto* v : {&state, &mark, &moved}) v->clear();
   for (auto* v : {&blocked, &pos, &res_next, &min_pred, &bind_pred}) v->clear();
@@ -557,7 +558,8 @@ void DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
   retimed_since_compact += retimed;
   const size_t live = static_cast<size_t>(live_tasks), tasks = static_cast<size_t>(tg.num_tasks());
   const bool some_garbage = tasks > live + live / 5 + 1024 || tg.succ_pool.size() > 3 * live + 16384;
-  const bool much_garbage = tasks > 2 * live + 1024 || tg.succ_pool.size() > 5 * live + 16384;
+  const bool much_garbage = tasks > sim::MostTasksBeforeCompaction(live) ||
+                            tg.succ_pool.size() > sim::MostSuccEntriesBeforeCompaction(live);
   const bool compact =
       some_garbage && (much_garbage || retimed_since_compact >= sim::kCompactAfterRetimed * live_tasks);
   const bool merge = static_cast<int64_t>(window.size()) >

@@ -268,26 +268,13 @@ void TaskGraph::Clear() {
 }
 
 void TaskGraph::TruncateTasks(int32_t n) {
-  const size_t k = static_cast<size_t>(n);
-  for (auto* v : {&resource, &op, &part, &consumer, &mem_device, &succ_off, &succ_cnt, &pred_off, &pred_cnt})
-    v->resize(k);
-  for (auto* v : {&bytes, &mem_bytes}) v->resize(k);
-  for (auto* v : {&first_hop, &alive, &fallback}) v->resize(k);
-  duration.resize(k);
-  key.resize(k);
-  kind.resize(k);
+  ForEachPerTaskField([k = static_cast<size_t>(n)](auto& v) { v.resize(k); });
 }
 
 void TaskGraph::ReserveGrowth(int32_t tasks, size_t pool_entries) {
   const size_t now = std::max<size_t>(1, static_cast<size_t>(num_tasks())), k = static_cast<size_t>(tasks);
   const auto grown = [now, k](const std::vector<int32_t>& v) { return v.size() * k / now + 64; };
-  for (auto* v : {&resource, &op, &part, &consumer, &mem_device, &succ_off, &succ_cnt, &pred_off, &pred_cnt})
-    ReserveRoom(v, k);
-  for (auto* v : {&bytes, &mem_bytes}) ReserveRoom(v, k);
-  for (auto* v : {&first_hop, &alive, &fallback}) ReserveRoom(v, k);
-  ReserveRoom(&duration, k);
-  ReserveRoom(&key, k);
-  ReserveRoom(&kind, k);
+  ForEachPerTaskField([k](auto& v) { ReserveRoom(&v, k); });
   for (auto* v : {&succ_pool, &pred_pool}) ReserveRoom(v, pool_entries);
   for (auto* v : {&dep_from, &dep_to, &out_tasks}) ReserveRoom(v, grown(*v));
 }

@@ -104,6 +104,16 @@ struct TaskGraph {
   int32_t gather_entry(int32_t op, int32_t part) const { return out_tasks[out_begin[op] + kOutsPerPart * part + 3]; }
 
   int32_t num_tasks() const { return static_cast<int32_t>(resource.size()); }
+  // Calls `f` on each per-task vector (the fields above indexed by task id).
+  template <class F>
+  void ForEachPerTaskField(F&& f) {
+    for (auto* v : {&resource, &op, &part, &consumer, &mem_device, &succ_off, &succ_cnt, &pred_off, &pred_cnt}) f(*v);
+    for (auto* v : {&bytes, &mem_bytes}) f(*v);
+    for (auto* v : {&first_hop, &alive, &fallback}) f(*v);
+    f(duration);
+    f(key);
+    f(kind);
+  }
   // Removes all tasks, groups and dependencies (keeping capacity for reuse).
   void Clear();
   // Drops the tasks from `n` on (their per-task fields only; groups, dependencies and pools are the caller's).
