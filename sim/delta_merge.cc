@@ -61,7 +61,7 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
     LayoutFrom(from);
   } else {
     LayoutBetween(from, to, shift);
-    IndexChunks(from >> kChunkBits);
+    StaleChunksBetween(from, to);
   }
   placed += added;
   // Every slot's times are final now (the rewritten chunks' shift is 0).
@@ -72,14 +72,28 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
   // A kept task's entries stand when all its predecessors are kept tasks too (they kept their slots and moved by
   // the same shift); its earliest predecessor tells (if any predecessor lies before `to`, that one does), except
   // for tasks whose predecessor lists changed or that moved while a predecessor may not have (`reindex`).
+  // Their chunks' bounds are lowered to the new entries.
+  auto reindex = [&](int32_t t) {
+    IndexPredsBy(t, end_of);
+    const int32_t c = pos[t] >> kChunkBits;
+    chunk_min_pred[c] = std::min(chunk_min_pred[c], SlotOf(min_pred[t]));
+    chunk_min_bind[c] = std::min(chunk_min_bind[c], SlotOf(bind_pred[t]));
+  };
   for (int32_t s = to; s < slots; ++s) {
     const int32_t t = slot_task[s];
     if (t < 0) continue;
     const int32_t m = min_pred[t];
-    if (m >= 0 && pos[m] < to) IndexPredsBy(t, end_of);
+    if (m >= 0 && pos[m] < to) reindex(t);
   }
   for (int32_t t : scratch.reindex)
-    if (pos[t] >= to) IndexPredsBy(t, end_of);
+    if (pos[t] >= to) reindex(t);
+}
+
+void DeltaSimulator::Impl::StaleChunksBetween(int32_t from, int32_t to) {
+  const auto in = [from, to](int32_t slot) { return slot >= from && slot < to; };
+  for (int32_t c = from >> kChunkBits; c < (to >> kChunkBits); ++c) TouchChunk(c);
+  for (int32_t c = to >> kChunkBits; c < static_cast<int32_t>(chunk_min_pred.size()); ++c)
+    if (in(chunk_min_pred[c]) || in(chunk_min_bind[c])) TouchChunk(c);
 }
 
 void DeltaSimulator::Impl::LayoutBetween(int32_t from, int32_t to, Time shift) {
