@@ -306,6 +306,7 @@ struct DeltaSimulator::Impl {
   // rewrites (-1: not found yet), and the resources found.
   std::vector<Placement> spread;
   std::vector<int32_t> spread_cursor, spread_touched;
+  std::vector<int32_t> to_index;  // LayoutMerged's: the tasks whose predecessor entries it indexes afresh
   std::vector<std::pair<int32_t, int32_t>> spread_chains;  // SpreadChains': the stretches to spread
   // Changes to the per-resource slot lists, applied at the end of Place: the resources changed, and per resource
   // the slots added (in increasing order) and dropped (in any order).

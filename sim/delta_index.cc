@@ -36,6 +36,7 @@ void DeltaSimulator::Impl::GrowScratch() {
   grow(res_next, -1);
   grow(succ_room, 0);
   grow(pred_room, 0);
+  sim::ReserveRoom(&to_index, room);  // each task once at most
 }
 
 Status DeltaSimulator::Impl::FullRebuild() {

@@ -33,6 +33,21 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
     need = std::max(need, std::max(q.after, previous) + 1);
     added += previous < 0;
   }
+  for (int32_t t : scratch.reindex) mark[t] = 1;
+  // The tasks whose predecessor entries are indexed afresh below: every window task, and (listed in to_index) a
+  // kept task whose predecessor list changed (`reindex`), that has a window task as a predecessor, or that moves by
+  // `shift` while its earliest predecessor (hence maybe others) does not. Any other kept task's predecessors are
+  // kept tasks that keep their order and move by the same amount as one another, so its entries stand.
+  to_index.clear();
+  const sim::TaskGraph& tg = run.tg;
+  auto entries_stand = [&](int32_t t, int32_t slot) {
+    if (mark[t]) return false;
+    if (slot >= cut && min_pred[t] >= 0 && pos[min_pred[t]] < cut) return false;
+    const int32_t* p = tg.pred_pool.data() + tg.pred_off[t];
+    for (int32_t k = 0; k < tg.pred_cnt[t]; ++k)
+      if (moved[p[k]]) return false;
+    return true;
+  };
   auto emit = [&tm](int32_t t, Time ready, Time start, Time end) {
     tm.order.push_back(t);
     tm.ready[t] = ready;
@@ -50,6 +65,7 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
       if (t < 0 || moved[t]) continue;
       const Time o = Shift(s) + (s >= cut ? shift : 0);
       emit(t, slot_ready[s] + o, slot_start[s] + o, slot_end[s] + o);
+      if (!entries_stand(t, s)) to_index.push_back(t);
     }
     const int32_t count = static_cast<int32_t>(tm.order.size());
     if (to == slots || count + count / 8 <= to - from) break;
@@ -57,6 +73,7 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
   }
   for (; j < window.size(); ++j) emit(window[j].task, window[j].ready, window[j].start, window[j].end);
   for (const Placement& q : window) moved[q.task] = 0;
+  for (int32_t t : scratch.reindex) mark[t] = 0;
   if (to == slots) {
     LayoutFrom(from);
   } else {
@@ -67,7 +84,8 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
   // Every slot's times are final now (the rewritten chunks' shift is 0).
   auto end_of = [this](int32_t, int32_t slot) { return slot_end[slot] + Shift(slot); };
   // The tasks before `from` have their predecessors before it too: their entries stand.
-  for (int32_t t : tm.order) IndexPredsBy(t, end_of);
+  for (const Placement& q : window) IndexPredsBy(q.task, end_of);
+  for (int32_t t : to_index) IndexPredsBy(t, end_of);
   if (to == slots) return;
   // A kept task's entries stand when all its predecessors are kept tasks too (they kept their slots and moved by
   // the same shift); its earliest predecessor tells (if any predecessor lies before `to`, that one does), except
