@@ -88,8 +88,10 @@ inline size_t MostSuccEntriesBeforeCompaction(size_t live) { return 5 * live + 1
 // 8.29 / 8.30 / 8.30 G, transformer 10k 2.62 / 2.46 / 2.46 / 2.46 / 2.48 / 2.55 G; nmt 1k 299 / 217 / - / 188 / - /
 // 199 M, transformer 1k 112 / 100 / - / 104 / - / 163 M (whole changes: nmt 1k 270 M, transformer 1k 202 M).
 inline constexpr int32_t kSamePartSlots = 256;
-// Task states during a change: unchanged so far, to be re-timed, re-timed, replaced by the change.
-enum : uint8_t { kClean = 0, kDirty = 1, kDone = 2, kRemoved = 3 };
+// Task states during a change: unchanged so far, to be re-timed, re-timed, replaced by the change. A type of its
+// own rather than uint8_t: a store of a char type may alias anything, so after each one the compiler reloads every
+// vector's data pointer the sweep's loops read.
+enum TaskState : uint8_t { kClean = 0, kDirty = 1, kDone = 2, kRemoved = 3 };
 
 // A dirty task in the sweep's heap, by its new (ready, key); `version` tells a stale entry from the current one.
 struct DeltaItem {
@@ -278,7 +280,7 @@ struct DeltaSimulator::Impl {
   std::vector<int32_t> succ_room, pred_room;
 
   // Scratch, sized to the task count.
-  std::vector<uint8_t> state;
+  std::vector<sim::TaskState> state;
   std::vector<int32_t> blocked;
   std::vector<uint32_t> version;
   std::vector<sim::Time> cur_end;    // end times of the tasks re-timed so far

@@ -73,7 +73,8 @@ void DeltaSimulator::Impl::StoreAndLayOut() {
   // The adjacency pools: up to the successor pool's bound in Finish, and a change's worth more.
   const size_t pool_room = sim::MostSuccEntriesBeforeCompaction(live);
   run.tg.ReserveGrowth(task_room, pool_room + pool_room / 4);
-  for (auto* v : {&state, &mark, &moved}) v->clear();
+  state.clear();
+  for (auto* v : {&mark, &moved}) v->clear();
   for (auto* v : {&blocked, &pos, &res_next, &min_pred, &bind_pred}) v->clear();
   cur_end.clear();
   version.clear();

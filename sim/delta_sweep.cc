@@ -125,7 +125,7 @@ bool DeltaSimulator::Impl::DeltaSweep::RunSweep() {
   // previous ones (Ready/Start/End), of re-timed ones (state kDone) in cur_*.
   const std::vector<int32_t>& slot_task = m.slot_task;
   const std::vector<int32_t>& slot_res = m.slot_res;
-  std::vector<uint8_t>& state = m.state;
+  std::vector<sim::TaskState>& state = m.state;
   std::vector<Time>& free = sc.free;
   std::vector<int32_t>& last = sc.last;
   sim::QuadHeap<DeltaItem>& heap = sc.heap;
@@ -228,7 +228,7 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
   const int32_t i = *cursor;
   const std::vector<int32_t>& pos = m.pos;
   const std::vector<int32_t>& slot_task = m.slot_task;
-  std::vector<uint8_t>& state = m.state;
+  std::vector<sim::TaskState>& state = m.state;
   std::vector<int32_t>& blocked = m.blocked;
   std::vector<Time>& dense_ready = m.dense_ready;
   sim::QuadHeap<DeltaItem>& heap = sc.heap;
