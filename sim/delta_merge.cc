@@ -35,14 +35,16 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
   }
   for (int32_t t : scratch.reindex) mark[t] = 1;
   // The tasks whose predecessor entries are indexed afresh below: every window task, and (listed in to_index) a
-  // kept task whose predecessor list changed (`reindex`), that has a window task as a predecessor, or that moves by
-  // `shift` while its earliest predecessor (hence maybe others) does not. Any other kept task's predecessors are
-  // kept tasks that keep their order and move by the same amount as one another, so its entries stand.
+  // kept task whose predecessor list changed (`reindex`) or that a window task feeds. Any other kept task's
+  // predecessors are kept tasks, which keep their order, so its earliest one stands; so does its binding one: a
+  // kept task before the cut and its predecessors kept their times, and one from the cut on runs `shift` later,
+  // which the shift check proved (a binding predecessor before the cut that was not re-timed fails it, and for
+  // shift < 0 nothing before the cut arrives later than the task's new ready time), so its binding predecessor
+  // lies from the cut on and moved by `shift` too, and any other arriving as late comes before it.
   to_index.clear();
   const sim::TaskGraph& tg = run.tg;
-  auto entries_stand = [&](int32_t t, int32_t slot) {
+  auto entries_stand = [&](int32_t t) {
     if (mark[t]) return false;
-    if (slot >= cut && min_pred[t] >= 0 && pos[min_pred[t]] < cut) return false;
     const int32_t* p = tg.pred_pool.data() + tg.pred_off[t];
     for (int32_t k = 0; k < tg.pred_cnt[t]; ++k)
       if (moved[p[k]]) return false;
@@ -65,7 +67,7 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
       if (t < 0 || moved[t]) continue;
       const Time o = Shift(s) + (s >= cut ? shift : 0);
       emit(t, slot_ready[s] + o, slot_start[s] + o, slot_end[s] + o);
-      if (!entries_stand(t, s)) to_index.push_back(t);
+      if (!entries_stand(t)) to_index.push_back(t);
     }
     const int32_t count = static_cast<int32_t>(tm.order.size());
     if (to == slots || count + count / 8 <= to - from) break;
