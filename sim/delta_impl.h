@@ -329,7 +329,7 @@ struct DeltaSimulator::Impl {
   std::vector<size_t> edits;
   // Per chunk: its bounds are stale (a change touched it since they were computed); refreshed when next needed.
   std::vector<uint8_t> chunk_stale;
-  std::vector<int32_t> reindexed;
+  std::vector<int32_t> reindexed;  // the tasks ReindexPlaced or LayoutMerged indexed afresh (flagged in mark)
   sim::ApplyScratch scratch;
   sim::QueryUndo undo;
   // The outcome of the last query, kept until the next change: making the same change then skips its sweep.

@@ -36,7 +36,8 @@ void DeltaSimulator::Impl::GrowScratch() {
   grow(res_next, -1);
   grow(succ_room, 0);
   grow(pred_room, 0);
-  sim::ReserveRoom(&to_index, room);  // each task once at most
+  sim::ReserveRoom(&to_index, room);  // each task once at most, as in reindexed
+  sim::ReserveRoom(&reindexed, room);
 }
 
 Status DeltaSimulator::Impl::FullRebuild() {

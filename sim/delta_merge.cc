@@ -89,24 +89,34 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
   for (const Placement& q : window) IndexPredsBy(q.task, end_of);
   for (int32_t t : to_index) IndexPredsBy(t, end_of);
   if (to == slots) return;
-  // A kept task's entries stand when all its predecessors are kept tasks too (they kept their slots and moved by
-  // the same shift); its earliest predecessor tells (if any predecessor lies before `to`, that one does), except
-  // for tasks whose predecessor lists changed or that moved while a predecessor may not have (`reindex`).
-  // Their chunks' bounds are lowered to the new entries.
+  // The tasks after `to` moved by `shift` with their slots kept; as in the rewritten stretch, their entries stand
+  // unless a window task feeds them or their predecessor lists changed (`reindex`). Those are indexed afresh (once
+  // each) and lower their chunks' bounds to the new entries. They are found from the window's successors, or, when
+  // the rest is shorter than the window, by a pass over the rest for the tasks with a predecessor before `to`
+  // (their earliest one tells).
   auto reindex = [&](int32_t t) {
+    if (pos[t] < to || mark[t]) return;
+    mark[t] = 1;
+    reindexed.push_back(t);
     IndexPredsBy(t, end_of);
     const int32_t c = pos[t] >> kChunkBits;
     chunk_min_pred[c] = std::min(chunk_min_pred[c], SlotOf(min_pred[t]));
     chunk_min_bind[c] = std::min(chunk_min_bind[c], SlotOf(bind_pred[t]));
   };
-  for (int32_t s = to; s < slots; ++s) {
-    const int32_t t = slot_task[s];
-    if (t < 0) continue;
-    const int32_t m = min_pred[t];
-    if (m >= 0 && pos[m] < to) reindex(t);
+  reindexed.clear();
+  if (window.size() < static_cast<size_t>(slots - to)) {
+    for (const Placement& q : window) {
+      const int32_t* succ = tg.succ_pool.data() + tg.succ_off[q.task];
+      for (int32_t k = 0; k < tg.succ_cnt[q.task]; ++k) reindex(succ[k]);
+    }
+  } else {
+    for (int32_t s = to; s < slots; ++s) {
+      const int32_t t = slot_task[s];
+      if (t >= 0 && min_pred[t] >= 0 && pos[min_pred[t]] < to) reindex(t);
+    }
   }
-  for (int32_t t : scratch.reindex)
-    if (pos[t] >= to) reindex(t);
+  for (int32_t t : scratch.reindex) reindex(t);
+  for (int32_t t : reindexed) mark[t] = 0;
 }
 
 void DeltaSimulator::Impl::StaleChunksBetween(int32_t from, int32_t to) {
