@@ -471,7 +471,12 @@ int32_t DeltaSimulator::Impl::DeltaSweep::JumpTarget(int32_t i) {
   for (int32_t x : pending) {
     if (m.state[x] != kDirty) continue;
     pending[kept++] = x;
-    if (pos[x] >= i) j = std::min(j, pos[x]);
+    // A clean successor comes after x in the order, so only those of a dirty task behind the cursor (or new) can
+    // come before it.
+    if (pos[x] >= i) {
+      j = std::min(j, pos[x]);
+      continue;
+    }
     for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
       const int32_t y = succ_[tg.succ_off[x] + k];
       if (m.state[y] == kClean && pos[y] >= i) j = std::min(j, pos[y]);
