@@ -86,7 +86,9 @@ void CheckEpisode(const char* family, uint64_t seed, double memory_share) {
       changes.emplace_back(op, moved);
       undo.emplace_back(op, delta->strategy().configs[op]);
     }
-    if (steps % 2 == 1) ASSERT_TRUE(delta->StepTimeIf(changes).ok());
+    if (steps % 2 == 1) {
+      ASSERT_TRUE(delta->StepTimeIf(changes).ok());
+    }
     ASSERT_TRUE(delta->SetConfigs(changes).ok());
     ExpectSameCost(*delta, *graph, topology, cost, what, &checks, &oom_checks);
     if (steps % 5 == 4) {
