@@ -147,7 +147,9 @@ TEST(StepAllocation, OneShotEpisodesDoNotAllocate) {
       for (uint64_t seed = 1; seed < 4; ++seed) {
         const Episode first = Play(game, seed);
         const Episode episode = Play(game, seed);
-        if (space == ActionSpace::kSoap) EXPECT_GT(first.split_actions, 0) << name;
+        if (space == ActionSpace::kSoap) {
+          EXPECT_GT(first.split_actions, 0) << name;
+        }
         EXPECT_EQ(episode.step_allocations, 0) << name << ", episode " << seed;
         EXPECT_EQ(episode.rewards, first.rewards) << name << ", episode " << seed;
         std::mt19937_64 rng(seed);

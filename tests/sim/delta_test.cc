@@ -316,7 +316,9 @@ TEST(DeltaSimulator, EqualsFullSimulationOverAnIterativeEpisode) {
     ASSERT_TRUE(delta->SetConfigs(changes).ok());
     const Expected<SimResult> full = Simulate(*graph, topology, delta->strategy(), cost);
     ASSERT_TRUE(full.ok()) << full.error().message;
-    if (asked) ASSERT_EQ(*answer, full->step_time) << "step " << steps;
+    if (asked) {
+      ASSERT_EQ(*answer, full->step_time) << "step " << steps;
+    }
     ASSERT_EQ(delta->step_time(), full->step_time) << "step " << steps;
     ASSERT_EQ(delta->oom(), full->oom) << "step " << steps;
     if (steps % 10 == 0) ExpectSameResult(delta->result(), *full, "step " + std::to_string(steps));
