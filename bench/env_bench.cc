@@ -14,8 +14,14 @@
 //     and 90th percentile) and slow_half_share (the share of the episode's time spent in its slower half of steps).
 //   FullResimStep/<ops>: the same episodes' moves re-simulated from scratch with Simulator::Run (what an environment
 //     without delta simulation would pay per step, OOM included).
-//   IterativeStep/transformer/<ops>, DeltaStepTimeOnly/transformer/<ops>, FullResimStep/transformer/<ops>: the
-//     same three on "transformer" family graphs.
+//   IterativeVsFull/<ops>: IterativeStep and FullResimStep paired, for a ratio that drift in the machine's speed
+//     between two benchmarks does not move: each episode's steps in blocks of 64, every block made with
+//     ApplyAction and then the same 64 placements re-simulated with Simulator::Run (thread CPU time of each).
+//     delta_step_us / full_step_us: mean per step; ratio: full over delta over all episodes (the target's
+//     figure); ratio_min / ratio_max: over the episodes (one per iteration). The blocks' alternation costs the
+//     step some cache misses that IterativeStep does not pay (the full runs evict its data).
+//   IterativeStep/transformer/<ops>, DeltaStepTimeOnly/transformer/<ops>, FullResimStep/transformer/<ops>,
+//     IterativeVsFull/transformer/<ops>: the same four on "transformer" family graphs.
 //   IterativeShape/<family>/<ops>: the shape of the same episodes' steps (bench/delta_shape.h, as sim_bench's
 //     DeltaShape): each step's placement simulated in full before and after, means per step of the tasks moved,
 //     the binding-forest subtrees and per-resource runs they form, the slacks to prove and the order breaks.
@@ -43,6 +49,7 @@
 #include <vector>
 
 #include "bench/delta_shape.h"
+#include "bench/thread_cpu_clock.h"
 #include "core/topology_yaml.h"
 #include "datasets/families.h"
 #include "env/batch.h"
@@ -177,6 +184,14 @@ void DeltaStepTimeOnlyOf(benchmark::State& st, const char* family) {
   st.counters["slow_half_share"] = total > 0 ? std::accumulate(step_us.begin() + n / 2, step_us.end(), 0.0) / total : 0;
 }
 
+// The penalised step time of `strategy` with group g moved to device d (moved in `strategy`), simulated from
+// scratch: a step of an environment without delta simulation.
+double FullResim(const PlacementGame& game, Simulator& sim, Strategy* strategy, int32_t g, int32_t d) {
+  for (OpId op : game.groups().members[g]) strategy->configs[op].devices[0] = d;
+  SimResult r = Check(sim.Run(*strategy));
+  return game.PenalisedTime(CostOf(r, game.topology()));
+}
+
 void FullResimStepOf(benchmark::State& st, const char* family) {
   auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative, 42, false, family);
   std::mt19937_64 rng(1);
@@ -187,15 +202,64 @@ void FullResimStepOf(benchmark::State& st, const char* family) {
   int64_t steps = 0;
   for (auto _ : st) {
     Strategy strategy = single;  // (a copy; negligible next to an episode of full simulations)
-    for (int32_t g = 0; g < groups; ++g, ++steps) {
-      const int32_t d = static_cast<int32_t>(rng() % game->num_devices());
-      for (OpId op : game->groups().members[g]) strategy.configs[op].devices[0] = d;
-      SimResult r = Check(sim.Run(strategy));
-      sink += game->PenalisedTime(CostOf(r, game->topology()));
-    }
+    for (int32_t g = 0; g < groups; ++g, ++steps)
+      sink += FullResim(*game, sim, &strategy, g, static_cast<int32_t>(rng() % game->num_devices()));
   }
   benchmark::DoNotOptimize(sink);
   CountSteps(st, steps);
+}
+
+void IterativeVsFullOf(benchmark::State& st, const char* family) {
+  constexpr int32_t kBlock = 64;
+  using bench::ThreadCpuClock;
+  auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative, 42, false, family);
+  std::mt19937_64 rng(1);
+  const int32_t groups = game->num_groups();
+  const Strategy single = game->StrategyFromGroups(std::vector<int32_t>(groups, game->reference_device()));
+  Simulator sim = Check(Simulator::Create(game->graph(), game->topology(), game->cost(), game->config().sim));
+  std::vector<int32_t> block;
+  double sink = 0, delta_s = 0, full_s = 0, ratio_min = 0, ratio_max = 0;
+  int64_t steps = 0;
+  for (auto _ : st) {
+    st.PauseTiming();
+    PlacementState state = game->NewInitialState(0);
+    Strategy strategy = single;
+    st.ResumeTiming();
+    double episode_delta = 0, episode_full = 0;
+    for (int32_t g = 0; g < groups;) {
+      block.clear();
+      const double t0 = ThreadCpuClock::now();
+      for (int32_t k = 0; k < kBlock && g + k < groups; ++k) {
+        const int32_t d = static_cast<int32_t>(rng() % game->num_devices());
+        if (!state.ApplyAction(d).ok()) throw std::runtime_error("illegal action");
+        block.push_back(d);
+      }
+      const double t1 = ThreadCpuClock::now();
+      double full_time = 0;
+      for (int32_t d : block) full_time = FullResim(*game, sim, &strategy, g++, d);
+      const double t2 = ThreadCpuClock::now();
+      // Both paths simulate the same placement (the delta simulator's results equal the full simulation's).
+      if (state.penalised_time() != full_time) throw std::runtime_error("delta and full step times differ");
+      sink += full_time;
+      episode_delta += t1 - t0;
+      episode_full += t2 - t1;
+    }
+    if (!state.IsTerminal()) throw std::runtime_error("the episode did not end after every group");
+    steps += groups;
+    delta_s += episode_delta;
+    full_s += episode_full;
+    const double ratio = episode_full / episode_delta;
+    ratio_min = st.iterations() == 0 || ratio < ratio_min ? ratio : ratio_min;
+    ratio_max = std::max(ratio_max, ratio);
+  }
+  benchmark::DoNotOptimize(sink);
+  CountSteps(st, steps);
+  const double n = static_cast<double>(std::max<int64_t>(steps, 1));
+  st.counters["delta_step_us"] = delta_s / n * 1e6;
+  st.counters["full_step_us"] = full_s / n * 1e6;
+  st.counters["ratio"] = delta_s > 0 ? full_s / delta_s : 0;
+  st.counters["ratio_min"] = ratio_min;
+  st.counters["ratio_max"] = ratio_max;
 }
 
 void OneShotEpisode(benchmark::State& st) {
@@ -298,7 +362,8 @@ void IterativeShapeOf(benchmark::State& st, const char* family) {
   using Step = void (*)(benchmark::State&, const char*);
   for (const auto& [name, step] : {std::pair<const char*, Step>{"IterativeStep", IterativeStepOf},
                                    {"DeltaStepTimeOnly", DeltaStepTimeOnlyOf},
-                                   {"FullResimStep", FullResimStepOf}})
+                                   {"FullResimStep", FullResimStepOf},
+                                   {"IterativeVsFull", IterativeVsFullOf}})
     for (const char* family : {"nmt", "transformer"}) {
       std::string label = name;
       if (std::string_view(family) != "nmt") label.append("/").append(family);

@@ -45,7 +45,6 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <ctime>
 #include <random>
 #include <stdexcept>
 #include <unordered_map>
@@ -54,6 +53,7 @@
 #include "core/topology_yaml.h"
 #include "core/training_graph.h"
 #include "bench/delta_shape.h"
+#include "bench/thread_cpu_clock.h"
 #include "sim/simulator.h"
 #ifdef DEVPLACE_BENCH_FAMILIES
 #include "datasets/families.h"
@@ -156,15 +156,7 @@ const Fixture& Get(int ops, int source = 0) {
   return it->second;
 }
 
-// CPU time of the calling thread (robust to other processes sharing the machine).
-struct ThreadCpuClock {
-  using time_point = double;
-  static double now() {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  }
-};
+using bench::ThreadCpuClock;
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
