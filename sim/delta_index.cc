@@ -420,8 +420,9 @@ void DeltaSimulator::Impl::UpdateResourceSlots() {
     while (a < added.size() || d < dropped.size()) {
       const bool drop = d < dropped.size() && (a == added.size() || dropped[d] <= added[a]);
       const int32_t slot = drop ? dropped[d++] : added[a++];
-      // The first entry from k on not below `slot`, by a search that widens from k (edits often lie close).
-      size_t lo = k, hi = k, step = 1;
+      // The first entry from k on not below `slot`, by a search that widens from k (edits often lie close); the
+      // first edit's by a plain binary search (widening from 0 probes about twice as often).
+      size_t lo = k, hi = k == 0 ? n : k, step = 1;
       while (hi < n && v[hi] < slot) {
         lo = hi + 1;
         hi += step;
