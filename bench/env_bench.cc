@@ -15,11 +15,13 @@
 //   FullResimStep/<ops>: the same episodes' moves re-simulated from scratch with Simulator::Run (what an environment
 //     without delta simulation would pay per step, OOM included).
 //   IterativeVsFull/<ops>: IterativeStep and FullResimStep paired, for a ratio that drift in the machine's speed
-//     between two benchmarks does not move: each episode's steps in blocks of 64, every block made with
-//     ApplyAction and then the same 64 placements re-simulated with Simulator::Run (thread CPU time of each).
-//     delta_step_us / full_step_us: mean per step; ratio: full over delta over all episodes (the target's
-//     figure); ratio_min / ratio_max: over the episodes (one per iteration). The blocks' alternation costs the
-//     step some cache misses that IterativeStep does not pay (the full runs evict its data).
+//     between two benchmarks does not move: each episode's steps in blocks of 512, every block made with
+//     ApplyAction and then the same 512 placements re-simulated with Simulator::Run (thread CPU time of each),
+//     and the two step times compared after each block. delta_step_us / full_step_us: mean per step; ratio: full
+//     over delta over all episodes (the target's figure); ratio_min / ratio_max: over the episodes (one per
+//     iteration). Each block's first steps find their data evicted by the full runs, which IterativeStep's do
+//     not (three episodes each, minutes apart: blocks of 64 gave nmt 3.38-3.69x and transformer 8.45-8.68x,
+//     blocks of 512 3.78-4.10x and 8.83-9.76x).
 //   IterativeStep/transformer/<ops>, DeltaStepTimeOnly/transformer/<ops>, FullResimStep/transformer/<ops>,
 //     IterativeVsFull/transformer/<ops>: the same four on "transformer" family graphs.
 //   IterativeShape/<family>/<ops>: the shape of the same episodes' steps (bench/delta_shape.h, as sim_bench's
@@ -210,7 +212,7 @@ void FullResimStepOf(benchmark::State& st, const char* family) {
 }
 
 void IterativeVsFullOf(benchmark::State& st, const char* family) {
-  constexpr int32_t kBlock = 64;
+  constexpr int32_t kBlock = 512;  // steps (about 40 ms of delta and 350 ms of full steps for transformer 10k)
   using bench::ThreadCpuClock;
   auto game = Game(static_cast<int32_t>(st.range(0)), MdpKind::kIterative, 42, false, family);
   std::mt19937_64 rng(1);
