@@ -2,12 +2,25 @@
 
 #include <algorithm>
 #include <climits>
+#include <utility>
 
 namespace devplace::sim {
 
 namespace {
 constexpr int64_t kNoBest = INT64_MIN / 4;  // the largest running sum of no event
 int64_t KeyOf(Time time, bool allocation) { return (time << 1) | (allocation ? 1 : 0); }
+
+// SortByKey's digits: 11 bits (times of about 40 bits take four passes), at most six for a non-negative key.
+constexpr int kDigitBits = 11;
+constexpr int64_t kDigits = int64_t{1} << kDigitBits;
+constexpr int kMaxPasses = (63 + kDigitBits - 1) / kDigitBits;
+
+// Adds each item's digit p (p < kPasses) to count[p].
+template <int kPasses>
+void CountDigits(const std::vector<std::pair<int64_t, int32_t>>& items, uint32_t (*count)[kDigits]) {
+  for (const auto& [key, x] : items)
+    for (int p = 0; p < kPasses; ++p) ++count[p][(key >> (p * kDigitBits)) & (kDigits - 1)];
+}
 }  // namespace
 
 void KeptPeaks::Clear() {
@@ -231,19 +244,31 @@ void KeptPeaks::Shift(Time from, Time delta) {
 }
 
 void KeptPeaks::SortByKey() {
-  // Least significant digit first (11 bits: times of about 40 bits take four passes), over the digits the largest
-  // key uses (keys are non-negative); each pass is stable.
-  constexpr int kDigitBits = 11;
-  constexpr int64_t kDigits = int64_t{1} << kDigitBits;
+  // Least significant digit first, over the digits the largest key uses (keys are non-negative); each pass is
+  // stable. Every pass's counts come from one read of the keys.
   int64_t largest = 0;
   for (const auto& [key, x] : sorted_) largest = std::max(largest, key);
+  int passes = 0;
+  while (passes < kMaxPasses && (largest >> (passes * kDigitBits)) != 0) ++passes;
   unsorted_.reserve(sorted_.capacity());  // (grown as sorted_ grows)
   unsorted_.resize(sorted_.size());
-  for (int shift = 0; shift < 64 && (largest >> shift) != 0; shift += kDigitBits) {
-    uint32_t count[kDigits + 1] = {};
-    for (const auto& [key, x] : sorted_) ++count[((key >> shift) & (kDigits - 1)) + 1];
-    for (int64_t b = 0; b < kDigits; ++b) count[b + 1] += count[b];
-    for (const auto& item : sorted_) unsorted_[count[(item.first >> shift) & (kDigits - 1)]++] = item;
+  uint32_t count[kMaxPasses][kDigits];
+  for (int p = 0; p < passes; ++p) std::fill(count[p], count[p] + kDigits, 0);
+  switch (passes) {
+    case 1: CountDigits<1>(sorted_, count); break;
+    case 2: CountDigits<2>(sorted_, count); break;
+    case 3: CountDigits<3>(sorted_, count); break;
+    case 4: CountDigits<4>(sorted_, count); break;
+    case 5: CountDigits<5>(sorted_, count); break;
+    case 6: CountDigits<6>(sorted_, count); break;
+    default: break;  // every key is 0
+  }
+  for (int p = 0; p < passes; ++p) {
+    uint32_t* at = count[p];  // each digit's first index in the output
+    uint32_t sum = 0;
+    for (int64_t b = 0; b < kDigits; ++b) sum += std::exchange(at[b], sum);
+    const int shift = p * kDigitBits;
+    for (const auto& item : sorted_) unsorted_[at[(item.first >> shift) & (kDigits - 1)]++] = item;
     sorted_.swap(unsorted_);
   }
 }
