@@ -7,11 +7,13 @@
 //   Delta/<ops>/<placement>: DeltaSimulator::SetConfig moving one random op to another random device, plus
 //   step_time(), then back (untimed): changes back to back, as a search makes them. Counters (thread CPU time):
 //   the median and mean change over all changes (delta_us, delta_mean_us) against the median and mean
-//   Simulator::RunStepTime of the first 100 changes' strategies, measured in blocks of 10 after them (speedup,
-//   speedup_mean); for those 100, the same change made again right after the full runs, when the caches hold the
-//   full simulation's data rather than the delta's (delta_cold_us, speedup_cold), and that change + result()
-//   against Simulator::Run (speedup_result), medians; resimulated = tasks re-simulated per change, over all
-//   changes (the rest keep or shift their times).
+//   Simulator::RunStepTime of every 20th change's strategy (after two untimed first runs), measured in blocks of
+//   10 all through the run, so that both cover the same minutes of a machine whose speed drifts, while few
+//   changes find their data evicted by the full runs (speedup, speedup_mean); for those,
+//   the same change made again right after the full runs, when the caches hold the full simulation's data rather
+//   than the delta's (delta_cold_us, speedup_cold), and that change + result() against Simulator::Run
+//   (speedup_result), medians; resimulated = tasks re-simulated per change, over all changes (the rest keep or
+//   shift their times).
 //   Delta/query_<placement>/<ops>: the same changes asked with DeltaSimulator::StepTimeIf (the step time the
 //   change would give, nothing kept; how a search evaluates a proposal it may reject), same counters but result().
 //   Delta/ask_make_<placement>/<ops>: each change asked and then made (a search's accepted proposal), timed
@@ -277,6 +279,9 @@ void Delta(benchmark::State& state, bool random, DeltaMode mode) {
   const CostModel cost = MakeAnalyticCostModel();
   DeltaSimulator delta = Check(DeltaSimulator::Create(f.graph, f.topology, base, cost));
   Simulator full = Check(Simulator::Create(f.graph, f.topology, cost));
+  // Untimed first runs, as the delta simulator's Create made one: the full simulator's scratch grows in them.
+  benchmark::DoNotOptimize(Check(full.RunStepTime(base)));
+  benchmark::DoNotOptimize(Check(full.Run(base)).step_time);
   std::mt19937_64 rng(99);
   std::vector<double> delta_s, cold_s, result_s, full_s, full_step_s;  // delta_s: every change
   std::vector<std::pair<OpId, OpConfig>> block;  // the changes awaiting their comparison
@@ -308,7 +313,7 @@ void Delta(benchmark::State& state, bool random, DeltaMode mode) {
     ++changes;
     retimed += static_cast<double>(delta.last_retimed_tasks());
     delta_s.push_back(seconds);
-    if (full_step_s.size() + block.size() >= 100) continue;
+    if (changes % 20 != 0) continue;  // every 20th change is compared, all through the run
     state.PauseTiming();
     block.emplace_back(op, moved);
     if (block.size() == 10) {  // the full runs of the block's strategies, then each change once more after them
