@@ -8,12 +8,11 @@
 //   step_time(), then back (untimed): changes back to back, as a search makes them. Counters (thread CPU time):
 //   the median and mean change over all changes (delta_us, delta_mean_us) against the median and mean
 //   Simulator::RunStepTime of every 20th change's strategy (after two untimed first runs), measured in blocks of
-//   10 all through the run, so that both cover the same minutes of a machine whose speed drifts, while few
-//   changes find their data evicted by the full runs (speedup, speedup_mean); for those,
-//   the same change made again right after the full runs, when the caches hold the full simulation's data rather
-//   than the delta's (delta_cold_us, speedup_cold), and that change + result() against Simulator::Run
-//   (speedup_result), medians; resimulated = tasks re-simulated per change, over all changes (the rest keep or
-//   shift their times).
+//   10 all through the run, so that both cover the same minutes of a machine whose speed drifts, while few changes
+//   find their data evicted by the full runs (speedup, speedup_mean); for those, the same change made again right
+//   after the full runs, when the caches hold the full simulation's data rather than the delta's (delta_cold_us,
+//   speedup_cold), and that change + result() against Simulator::Run (speedup_result), medians; resimulated =
+//   tasks re-simulated per change, over all changes (the rest keep or shift their times).
 //   Delta/query_<placement>/<ops>: the same changes asked with DeltaSimulator::StepTimeIf (the step time the
 //   change would give, nothing kept; how a search evaluates a proposal it may reject), same counters but result().
 //   Delta/ask_make_<placement>/<ops>: each change asked and then made (a search's accepted proposal), timed
