@@ -281,10 +281,11 @@ Expected<std::unique_ptr<ProcessGroup>> ProcessGroup::SubGroup(const std::vector
   const auto me = std::find(ranks.begin(), ranks.end(), rank());
   DEVPLACE_CHECK(me != ranks.end(), "a subgroup this rank belongs to");
   std::string name = "subgroup";
-  for (int32_t r : ranks) name += "-" + std::to_string(r);
+  // (Appended piece by piece: GCC 12 warns, wrongly, of an overlapping copy in `"-" + std::to_string(r)` here.)
+  for (int32_t r : ranks) name.append("-").append(std::to_string(r));
   {
     std::lock_guard<std::mutex> lock(impl_->sub_mu);
-    name += "/" + std::to_string(impl_->subgroups_made[ranks]++);
+    name.append("/").append(std::to_string(impl_->subgroups_made[ranks]++));
   }
   auto impl = std::make_unique<Impl>();
   impl->config = impl_->config;
