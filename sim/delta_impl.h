@@ -311,9 +311,16 @@ struct DeltaSimulator::Impl {
   std::vector<int32_t> to_index;  // LayoutMerged's: the tasks whose predecessor entries it indexes afresh
   std::vector<std::pair<int32_t, int32_t>> spread_chains;  // SpreadChains': the stretches to spread
   // Changes to the per-resource slot lists, applied at the end of Place: the resources changed, and per resource
-  // the slots added (in increasing order) and dropped (in any order).
+  // the slots added for tasks new to the order (in increasing order), dropped for tasks leaving it (in any order),
+  // and the slots of tasks that move (from, to; in increasing order of `to`).
   std::vector<int32_t> changed_res;
   std::vector<std::vector<int32_t>> res_added, res_dropped;
+  struct SlotMove {
+    int32_t from, to;
+  };
+  std::vector<std::vector<SlotMove>> res_moved;
+  // UpdateResourceSlots' scratch: the slots added, with the moves that could not keep their entry in place.
+  std::vector<int32_t> merged_added;
   // UpdateResourceSlots' scratch: blocks of a slot list [begin, end) that move by `off`, entries inserted at
   // their final positions, and the final positions whose link from the entry before changed.
   struct Block {
@@ -464,9 +471,15 @@ struct DeltaSimulator::Impl {
   void ReserveSlots(size_t slots);
   // IndexPreds(x) unless x was already indexed afresh by this placing (listed in `reindexed`, flagged in mark).
   void ReindexOnce(int32_t x);
-  // Records that task t's slot list entry at `slot` goes, or is added (in increasing slot order per resource).
+  // Records that task t's slot list entry at `slot` goes, is added (in increasing slot order per resource), or
+  // moves from `from` to `to` (in increasing order of `to` per resource, and with the adds).
   void DropSlot(int32_t t, int32_t slot);
   void AddSlot(int32_t t, int32_t slot);
+  void MoveSlot(int32_t t, int32_t from, int32_t to);
+  // UpdateResourceSlots' first step for resource r: rewrites the entry of each recorded move whose new slot lies
+  // between its neighbours' (the task keeps its place in the list, and its links); records the others as a drop
+  // and an add.
+  void MoveEntriesInPlace(int32_t r);
   void TouchChunk(int32_t chunk) { chunk_stale[chunk] = 1; }
   // Recomputes min_pred and bind_pred of task t (its predecessors' slots and times are final).
   void IndexPreds(int32_t t);

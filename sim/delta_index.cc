@@ -136,6 +136,7 @@ void DeltaSimulator::Impl::LayoutFrom(int32_t from) {
   for (size_t r = res_added.size(); r < static_cast<size_t>(tg.num_resources); ++r) {
     res_added.emplace_back().reserve(kEditRoom);
     res_dropped.emplace_back().reserve(kEditRoom);
+    res_moved.emplace_back().reserve(kEditRoom);
   }
   IndexChunks(first_chunk);
 }
@@ -177,14 +178,20 @@ void DeltaSimulator::Impl::IndexChunks(int32_t first) {
 
 void DeltaSimulator::Impl::DropSlot(int32_t t, int32_t slot) {
   const int32_t r = run.tg.resource[t];
-  if (res_added[r].empty() && res_dropped[r].empty()) changed_res.push_back(r);
+  if (res_added[r].empty() && res_dropped[r].empty() && res_moved[r].empty()) changed_res.push_back(r);
   res_dropped[r].push_back(slot);
 }
 
 void DeltaSimulator::Impl::AddSlot(int32_t t, int32_t slot) {
   const int32_t r = run.tg.resource[t];
-  if (res_added[r].empty() && res_dropped[r].empty()) changed_res.push_back(r);
+  if (res_added[r].empty() && res_dropped[r].empty() && res_moved[r].empty()) changed_res.push_back(r);
   res_added[r].push_back(slot);
+}
+
+void DeltaSimulator::Impl::MoveSlot(int32_t t, int32_t from, int32_t to) {
+  const int32_t r = run.tg.resource[t];
+  if (res_added[r].empty() && res_dropped[r].empty() && res_moved[r].empty()) changed_res.push_back(r);
+  res_moved[r].push_back({from, to});
 }
 
 void DeltaSimulator::Impl::WriteTimes(sim::Timing& into) const {
@@ -296,6 +303,7 @@ void DeltaSimulator::Impl::DropSlotEdits() {
   for (int32_t r : changed_res) {
     res_added[r].clear();
     res_dropped[r].clear();
+    res_moved[r].clear();
   }
   changed_res.clear();
   stale.clear();
@@ -340,12 +348,12 @@ int32_t DeltaSimulator::Impl::AssignSlot(const Placement& q, int32_t s, int32_t 
   const int32_t old = pos[t];
   if (old != s) {
     if (old >= 0) {
-      DropSlot(t, old);
+      MoveSlot(t, old, s);
       stale.push_back({t, old});
     } else {
       ++placed;
+      AddSlot(t, s);
     }
-    AddSlot(t, s);
   }
   slot_task[s] = t;
   pos[t] = s;
@@ -406,6 +414,7 @@ void DeltaSimulator::Impl::UpdateResourceSlots() {
   // and only the links at the edits are rewritten (the tasks between two edits keep their neighbours). A
   // resource whose edits lie far apart costs moving the entries between them, not visiting every task there.
   for (int32_t r : changed_res) {
+    MoveEntriesInPlace(r);
     std::vector<int32_t>& v = res_slots[r];
     std::vector<int32_t>& added = res_added[r];
     std::vector<int32_t>& dropped = res_dropped[r];
@@ -458,6 +467,67 @@ void DeltaSimulator::Impl::UpdateResourceSlots() {
   }
   changed_res.clear();
   stale.clear();
+}
+
+void DeltaSimulator::Impl::MoveEntriesInPlace(int32_t r) {
+  // Nearly every move (97% in the 10k transformer episode) keeps its task's place in its resource's list: the
+  // entry is rewritten where it is, and the list stays sorted and its links right (no entry is added or dropped
+  // there). Each check compares with the neighbours' entries as they are at that moment, so the list is sorted
+  // after every rewrite, and the entries still to drop are all there (a rewrite only changes its own entry).
+  std::vector<SlotMove>& moves = res_moved[r];
+  if (moves.empty()) return;
+  std::vector<int32_t>& v = res_slots[r];
+  std::vector<int32_t>& added = res_added[r];
+  std::vector<int32_t>& dropped = res_dropped[r];
+  const size_t n = v.size();
+  const auto at = [&v](size_t k) { return v.begin() + static_cast<std::ptrdiff_t>(k); };
+  size_t kept = 0;
+  // A task moving up in a run of them that all move up finds its right neighbour moved already when the run is
+  // taken from its end, and one moving down its left neighbour when taken from its start: the moves are tried in
+  // decreasing order of their new slots, then those left in increasing order. Each entry is found by a search
+  // that widens from the one found before (the moves' old slots mostly follow the same order).
+  size_t near = n - 1;
+  const auto fits = [&](const SlotMove& m) {
+    size_t lo = near, hi = near, step = 1;  // then v[x] is found in [lo, hi] (hi: at least m.from, or n)
+    if (v[near] < m.from) {
+      for (lo = hi = near + 1; hi < n && v[hi] < m.from; step *= 2) {
+        lo = hi + 1;
+        hi += step;
+      }
+      hi = std::min(hi, n);
+    } else {
+      for (; lo > 0 && v[lo - 1] >= m.from; step *= 2) {
+        hi = lo - 1;
+        lo = lo > step ? lo - step : 0;
+      }
+    }
+    const size_t x = near = static_cast<size_t>(std::lower_bound(at(lo), at(hi), m.from) - v.begin());
+    if ((x == 0 || v[x - 1] < m.to) && (x + 1 == n || m.to < v[x + 1])) {
+      v[x] = m.to;
+      return true;
+    }
+    return false;
+  };
+  for (size_t k = moves.size(); k-- > 0;) {
+    if (fits(moves[k])) moves[k].from = -1;
+  }
+  for (const SlotMove& m : moves) {
+    if (m.from < 0 || fits(m)) continue;
+    dropped.push_back(m.from);
+    moves[kept++] = m;
+  }
+  if (kept > 0) {  // the adds of the moves left, merged with those of new tasks (both in increasing order)
+    merged_added.clear();
+    auto m = moves.begin();
+    const auto m_end = moves.begin() + static_cast<std::ptrdiff_t>(kept);
+    for (int32_t slot : added) {
+      for (; m != m_end && m->to < slot; ++m) merged_added.push_back(m->to);
+      merged_added.push_back(slot);
+    }
+    for (; m != m_end; ++m) merged_added.push_back(m->to);
+    added.assign(merged_added.begin(), merged_added.end());
+  }
+  moves.clear();
 }
 
 void DeltaSimulator::Impl::CloseResourceEnds(int32_t r) {
