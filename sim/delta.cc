@@ -80,13 +80,13 @@ Status DeltaSimulator::Impl::Apply(std::span<const std::pair<OpId, OpConfig>> ch
     window.swap(memo.window);
     scratch.reindex.swap(memo.reindex);
     retimed = memo.retimed;
-    Finish(memo.begin, memo.cut, memo.shift);
+    Finish(memo.begin, memo.cut, memo.shift, nullptr);
     return Status::Ok();
   }
   sweep.Seed();
   sweep.Sweep();
   if (!query_step) {
-    Finish(sweep.begin(), sweep.cut(), sweep.rest_shift());
+    Finish(sweep.begin(), sweep.cut(), sweep.rest_shift(), sweep.last_before_cut());
     return Status::Ok();
   }
   // A query ends here: read the step, remember the outcome, then put everything back.

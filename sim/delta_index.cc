@@ -621,7 +621,7 @@ void DeltaSimulator::Impl::ResetStates() {
   }
 }
 
-void DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
+void DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift, const std::vector<int32_t>* last_before_cut) {
   const sim::TaskGraph& tg = run.tg;
   // Garbage from replaced groups grows with every change (new tasks are appended, so the tasks a change touches
   // spread over ever more memory); once it is a fifth of the live graph and the changes since the last compaction
@@ -638,7 +638,7 @@ void DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift) {
       some_garbage && (much_garbage || retimed_since_compact >= sim::kCompactAfterRetimed * live_tasks);
   const bool merge = static_cast<int64_t>(window.size()) >
                      std::max(placed / sim::kMergeDivisor, sim::kRelayoutMinSlots);
-  const bool track_peaks = kept_peaks.active() && KeptPeaksBefore(cut, shift);
+  const bool track_peaks = kept_peaks.active() && KeptPeaksBefore(cut, shift, last_before_cut);
   int32_t removed_last = -1;  // the last slot a removed task leaves
   for (int32_t t : scratch.removed) {
     removed_last = std::max(removed_last, pos[t]);

@@ -51,7 +51,7 @@ const std::vector<int64_t>& DeltaSimulator::Impl::RiskyPeaks() const {
   return risky_memo;
 }
 
-bool DeltaSimulator::Impl::KeptPeaksBefore(int32_t cut, Time shift) {
+bool DeltaSimulator::Impl::KeptPeaksBefore(int32_t cut, Time shift, const std::vector<int32_t>* last_before_cut) {
   const sim::TaskGraph& tg = run.tg;
   // Sized for task_room tasks (at least), so that changes until the next compaction do not grow them.
   kept_peaks.Reserve(std::max(tg.num_tasks(), task_room));
@@ -89,11 +89,19 @@ bool DeltaSimulator::Impl::KeptPeaksBefore(int32_t cut, Time shift) {
   const bool moves = shift != 0 && first < slots;
   const Time rest_ready = moves ? Ready(slot_task[first]) : 0;
   if (moves) {
+    // Each resource's tasks before `cut`, walked back from the last along the links (which still describe the
+    // order before the change).
     const Time still = rest_ready + std::min<Time>(0, shift);
     for (int32_t r = 0; r < tg.num_resources; ++r) {
-      const std::vector<int32_t>& list = res_slots[r];
-      for (auto it = std::lower_bound(list.begin(), list.end(), cut); it != list.begin();) {
-        const int32_t t = slot_task[*--it];
+      int32_t t = -1;
+      if (last_before_cut) {
+        t = (*last_before_cut)[r];
+      } else {
+        const std::vector<int32_t>& list = res_slots[r];
+        const auto it = std::lower_bound(list.begin(), list.end(), cut);
+        if (it != list.begin()) t = slot_task[*(it - 1)];
+      }
+      for (; t >= 0; t = run.timing.res_prev[t]) {
         if (End(t) < still) break;
         if (tg.alive[t]) note_with_preds(t);
       }

@@ -53,6 +53,9 @@ class DeltaSimulator::Impl::DeltaSweep {
   // The first slot of the part of the order that keeps its slots and moves by rest_shift() (all slots: none).
   int32_t cut() const { return shifted_ ? cursor_ : slots_; }
   sim::Time rest_shift() const { return shifted_ ? shift_ : 0; }
+  // Each resource's last task before cut() in the order before the change (-1: none), when a rest moves (else
+  // null).
+  const std::vector<int32_t>* last_before_cut() const { return shifted_ ? &sc.last : nullptr; }
   // The step a query reads from the finished sweep (before the tasks' states are reset).
   sim::Time QueryStep() const { return m.QueryStep(sc.free, shifted_, cursor_, shift_); }
   std::span<const std::pair<OpId, OpConfig>> old_configs() const { return sc.old_configs.view(); }
