@@ -350,8 +350,9 @@ struct DeltaSimulator::Impl {
     int64_t retimed = 0;
   } memo;
   // Relayout's scratch (swapped with the slot arrays).
-  std::vector<int32_t> relaid_task;
+  std::vector<int32_t> relaid_task, relaid_res, relaid_mem;
   std::vector<sim::Time> relaid_ready, relaid_start, relaid_end;
+  std::vector<size_t> relaid_entry;  // per resource: the entry of its slot list the relayout rewrites next
   uint32_t next_version = 1;
 
   sim::Time Shift(int32_t slot) const { return chunk_shift[slot >> sim::kChunkBits]; }
@@ -383,8 +384,8 @@ struct DeltaSimulator::Impl {
   void LayoutFrom(int32_t from);
   // Cuts the per-resource slot lists and links at slot `from` (for LayoutFrom to append to).
   void TruncateResourceLists(int32_t from);
-  // Lays the current order out afresh (holes spread evenly, chunk shifts folded into the stored times) and
-  // rebuilds the per-resource slot lists and links from it.
+  // Lays the current order out afresh (holes spread evenly, chunk shifts folded into the stored times), rewriting
+  // the per-resource slot lists in place (they must list every placed task; the links stay).
   void Relayout();
   // Finish's alternative to Place for a large window: writes the new order from the chunk of slot `begin` (the
   // sweep's first slot) on (the window merged with the tasks that kept their slots, each window task after those
@@ -443,13 +444,11 @@ struct DeltaSimulator::Impl {
   // Place's steps, in order. PlaceWindow gives the window's tasks their slots (and the kept tasks in the way, in
   // `displaced`, the slots after them) and returns the first slot of the rest (at least `cut`), whose tasks keep
   // their slots; ShiftRest moves those by `shift`; UpdateResourceSlots applies the recorded slot changes to the
-  // per-resource slot lists and links (unless a relayout follows); ReindexPlaced recomputes the predecessor entries
+  // per-resource slot lists and links; ReindexPlaced recomputes the predecessor entries
   // the placing changed.
   int32_t PlaceWindow(int32_t begin, int32_t cut, sim::Time shift);
   void ShiftRest(int32_t rest, sim::Time shift);
   void UpdateResourceSlots();
-  // Instead of UpdateResourceSlots when a relayout follows: forgets the recorded slot changes.
-  void DropSlotEdits();
   void ReindexPlaced(const std::vector<int32_t>& reindex);
   // Links the tasks at entries x - 1 and x (x > 0) of a resource's slot list `v` (res_next, run.timing.res_prev).
   // (Here, to be inlined into the layouts' loops.)

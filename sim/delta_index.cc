@@ -211,33 +211,38 @@ void DeltaSimulator::Impl::Relayout() {
   // The same order with holes spread evenly again and every chunk's shift folded into the stored times. The
   // predecessor entries name tasks and depend only on the order and the times, so they stay right; the chunk
   // bounds name slots and are marked stale (recomputed when a shift check next reads them: the chunks no check
-  // reads before the next layout are never computed); the per-resource slot lists and links are rebuilt along
-  // the order.
+  // reads before the next layout are never computed). Each resource keeps its tasks in the same order, so its
+  // links stand and its slot list (brought up to date by UpdateResourceSlots) is rewritten entry by entry, in
+  // order; a slot's resource and buffer device move with its task.
   const int32_t old_slots = static_cast<int32_t>(slot_task.size());
   const int32_t slots = sim::FreshSlots(placed);
   relaid_task.assign(static_cast<size_t>(slots), -1);
   for (auto* v : {&relaid_ready, &relaid_start, &relaid_end}) v->resize(static_cast<size_t>(slots));  // holes: unread
-  // By new slot (the loop reads the old layout's other arrays).
-  slot_res.assign(static_cast<size_t>(slots), -1);
-  slot_mem.assign(static_cast<size_t>(slots), -1);
-  ClearResourceLists();
+  relaid_res.assign(static_cast<size_t>(slots), -1);
+  relaid_mem.assign(static_cast<size_t>(slots), -1);
+  relaid_entry.assign(static_cast<size_t>(run.tg.num_resources), 0);
   int32_t k = 0;
   for (int32_t s = 0; s < old_slots; ++s) {
     const int32_t t = slot_task[s];  // Place leaves no stale entries (as WriteTimes relies on too)
     if (t < 0) continue;
     const int32_t to = sim::FreshSlot(k++);
     const Time o = Shift(s);
+    const int32_t r = slot_res[s];
     relaid_task[to] = t;
     relaid_ready[to] = slot_ready[s] + o;
     relaid_start[to] = slot_start[s] + o;
     relaid_end[to] = slot_end[s] + o;
+    relaid_res[to] = r;
+    relaid_mem[to] = slot_mem[s];
     pos[t] = to;
-    AppendToResource(t, to);
+    res_slots[r][relaid_entry[r]++] = to;
   }
   slot_task.swap(relaid_task);
   slot_ready.swap(relaid_ready);
   slot_start.swap(relaid_start);
   slot_end.swap(relaid_end);
+  slot_res.swap(relaid_res);
+  slot_mem.swap(relaid_mem);
   chunk_shift.assign(static_cast<size_t>((slots >> kChunkBits) + 1), 0);
   IndexChunks();
 }
@@ -284,29 +289,17 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
   ShiftRest(rest, shift);
   // Lay the order out afresh when few holes are left, or when this change rewrote so many slots (or displaced so
   // many more tasks than it placed anew) that the region it packed (without holes) would make later changes there
-  // move many tasks (and this one already did work of that order). The relayout rebuilds the per-resource lists,
-  // so the recorded edits are then dropped.
+  // move many tasks (and this one already did work of that order).
   const int64_t rewritten = static_cast<int64_t>(window.size() + displaced.size());
   const bool packed = static_cast<int64_t>(displaced.size()) >
                           std::max(placed / sim::kRelayoutDisplacedDivisor, sim::kRelayoutMinSlots) &&
                       displaced.size() > sim::kRelayoutDisplacedPerPlaced * window.size();
   const bool relayout = static_cast<int64_t>(slot_task.size()) - placed < placed / (2 * sim::kHoleEvery) || packed ||
                         rewritten > std::max(placed / sim::kRelayoutDivisor, sim::kRelayoutMinSlots);
-  if (relayout) DropSlotEdits();
-  else UpdateResourceSlots();
+  UpdateResourceSlots();
   ReindexPlaced(reindex);
   if (relayout) Relayout();
   else SpreadChains();
-}
-
-void DeltaSimulator::Impl::DropSlotEdits() {
-  for (int32_t r : changed_res) {
-    res_added[r].clear();
-    res_dropped[r].clear();
-    res_moved[r].clear();
-  }
-  changed_res.clear();
-  stale.clear();
 }
 
 void DeltaSimulator::Impl::ReserveSlots(size_t slots) {
