@@ -314,6 +314,7 @@ struct DeltaSimulator::Impl {
   // the slots added for tasks new to the order (in increasing order), dropped for tasks leaving it (in any order),
   // and the slots of tasks that move (from, to; in increasing order of `to`).
   std::vector<int32_t> changed_res;
+  std::vector<uint8_t> res_changed;  // per resource: listed in changed_res
   std::vector<std::vector<int32_t>> res_added, res_dropped;
   struct SlotMove {
     int32_t from, to;

@@ -137,6 +137,7 @@ void DeltaSimulator::Impl::LayoutFrom(int32_t from) {
     res_added.emplace_back().reserve(kEditRoom);
     res_dropped.emplace_back().reserve(kEditRoom);
     res_moved.emplace_back().reserve(kEditRoom);
+    res_changed.push_back(0);
   }
   IndexChunks(first_chunk);
 }
@@ -178,19 +179,28 @@ void DeltaSimulator::Impl::IndexChunks(int32_t first) {
 
 void DeltaSimulator::Impl::DropSlot(int32_t t, int32_t slot) {
   const int32_t r = run.tg.resource[t];
-  if (res_added[r].empty() && res_dropped[r].empty() && res_moved[r].empty()) changed_res.push_back(r);
+  if (!res_changed[r]) {
+    res_changed[r] = 1;
+    changed_res.push_back(r);
+  }
   res_dropped[r].push_back(slot);
 }
 
 void DeltaSimulator::Impl::AddSlot(int32_t t, int32_t slot) {
   const int32_t r = run.tg.resource[t];
-  if (res_added[r].empty() && res_dropped[r].empty() && res_moved[r].empty()) changed_res.push_back(r);
+  if (!res_changed[r]) {
+    res_changed[r] = 1;
+    changed_res.push_back(r);
+  }
   res_added[r].push_back(slot);
 }
 
 void DeltaSimulator::Impl::MoveSlot(int32_t t, int32_t from, int32_t to) {
   const int32_t r = run.tg.resource[t];
-  if (res_added[r].empty() && res_dropped[r].empty() && res_moved[r].empty()) changed_res.push_back(r);
+  if (!res_changed[r]) {
+    res_changed[r] = 1;
+    changed_res.push_back(r);
+  }
   res_moved[r].push_back({from, to});
 }
 
@@ -407,6 +417,7 @@ void DeltaSimulator::Impl::UpdateResourceSlots() {
   // and only the links at the edits are rewritten (the tasks between two edits keep their neighbours). A
   // resource whose edits lie far apart costs moving the entries between them, not visiting every task there.
   for (int32_t r : changed_res) {
+    res_changed[r] = 0;
     MoveEntriesInPlace(r);
     std::vector<int32_t>& v = res_slots[r];
     std::vector<int32_t>& added = res_added[r];
