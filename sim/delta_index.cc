@@ -267,8 +267,8 @@ void DeltaSimulator::Impl::RefreshChunk(int32_t chunk) {
   int32_t lo_pred = kNoSlot, lo_bind = kNoSlot;
   Time lo_ready = std::numeric_limits<Time>::max();
   for (int32_t s = begin; s < end; ++s) {
-    const int32_t t = slot_task[s];
-    if (t < 0 || pos[t] != s) continue;
+    const int32_t t = slot_task[s];  // (between changes every task's slot is its own: CheckIndexes)
+    if (t < 0) continue;
     lo_pred = std::min(lo_pred, SlotOf(min_pred[t]));
     lo_bind = std::min(lo_bind, SlotOf(bind_pred[t]));
     lo_ready = std::min(lo_ready, slot_ready[s]);
