@@ -217,7 +217,7 @@ void DeltaSimulator::Impl::WriteTimes(sim::Timing& into) const {
   }
 }
 
-void DeltaSimulator::Impl::Relayout() {
+void DeltaSimulator::Impl::Relayout(int32_t roomy_from, int32_t roomy_to) {
   // The same order with holes spread evenly again and every chunk's shift folded into the stored times. The
   // predecessor entries name tasks and depend only on the order and the times, so they stay right; the chunk
   // bounds name slots and are marked stale (recomputed when a shift check next reads them: the chunks no check
@@ -225,17 +225,24 @@ void DeltaSimulator::Impl::Relayout() {
   // links stand and its slot list (brought up to date by UpdateResourceSlots) is rewritten entry by entry, in
   // order; a slot's resource and buffer device move with its task.
   const int32_t old_slots = static_cast<int32_t>(slot_task.size());
-  const int32_t slots = sim::FreshSlots(placed);
+  int32_t roomy = 0;  // tasks in the roomy stretch
+  for (int32_t s = std::max(0, roomy_from); s < std::min(old_slots, roomy_to); ++s) roomy += slot_task[s] >= 0;
+  const int32_t slots =
+      sim::FreshSlots(placed - roomy) + (roomy > 0 ? roomy + roomy / (sim::kRoomyHoleEvery - 1) + 1 : 0);
   relaid_task.assign(static_cast<size_t>(slots), -1);
   for (auto* v : {&relaid_ready, &relaid_start, &relaid_end}) v->resize(static_cast<size_t>(slots));  // holes: unread
   relaid_res.assign(static_cast<size_t>(slots), -1);
   relaid_mem.assign(static_cast<size_t>(slots), -1);
   relaid_entry.assign(static_cast<size_t>(run.tg.num_resources), 0);
-  int32_t k = 0;
+  int32_t next = 0, since_hole = 0;
   for (int32_t s = 0; s < old_slots; ++s) {
     const int32_t t = slot_task[s];  // Place leaves no stale entries (as WriteTimes relies on too)
     if (t < 0) continue;
-    const int32_t to = sim::FreshSlot(k++);
+    const int32_t to = next++;  // (sim::FreshSlot(k) for the k-th task outside a roomy stretch)
+    if (++since_hole >= (s >= roomy_from && s < roomy_to ? sim::kRoomyHoleEvery : sim::kHoleEvery) - 1) {
+      ++next;
+      since_hole = 0;
+    }
     const Time o = Shift(s);
     const int32_t r = slot_res[s];
     relaid_task[to] = t;
@@ -308,8 +315,9 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
                         rewritten > std::max(placed / sim::kRelayoutDivisor, sim::kRelayoutMinSlots);
   UpdateResourceSlots();
   ReindexPlaced(reindex);
-  if (relayout) Relayout();
-  else SpreadChains();
+  if (!relayout) SpreadChains();
+  else if (packed) Relayout(begin, pos[displaced.back().task] + 1);  // the stretch the window and displaced took
+  else Relayout(0, 0);
 }
 
 void DeltaSimulator::Impl::ReserveSlots(size_t slots) {
