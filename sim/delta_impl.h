@@ -455,8 +455,7 @@ struct DeltaSimulator::Impl {
   // Place's steps, in order. PlaceWindow gives the window's tasks their slots (and the kept tasks in the way, in
   // `displaced`, the slots after them) and returns the first slot of the rest (at least `cut`), whose tasks keep
   // their slots; ShiftRest moves those by `shift`; UpdateResourceSlots applies the recorded slot changes to the
-  // per-resource slot lists and links; ReindexPlaced recomputes the predecessor entries
-  // the placing changed.
+  // per-resource slot lists and links; ReindexPlaced recomputes the predecessor entries the placing changed.
   int32_t PlaceWindow(int32_t begin, int32_t cut, sim::Time shift);
   void ShiftRest(int32_t rest, sim::Time shift);
   void UpdateResourceSlots();

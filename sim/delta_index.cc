@@ -238,7 +238,7 @@ void DeltaSimulator::Impl::Relayout(int32_t roomy_from, int32_t roomy_to) {
   for (int32_t s = 0; s < old_slots; ++s) {
     const int32_t t = slot_task[s];  // Place leaves no stale entries (as WriteTimes relies on too)
     if (t < 0) continue;
-    const int32_t to = next++;  // (sim::FreshSlot(k) for the k-th task outside a roomy stretch)
+    const int32_t to = next++;  // (sim::FreshSlot(k) for the k-th task when no stretch is roomy)
     if (++since_hole >= (s >= roomy_from && s < roomy_to ? sim::kRoomyHoleEvery : sim::kHoleEvery) - 1) {
       ++next;
       since_hole = 0;
