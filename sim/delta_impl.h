@@ -418,6 +418,8 @@ struct DeltaSimulator::Impl {
   void DropSlot(int32_t t, int32_t slot);
   void AddSlot(int32_t t, int32_t slot);
   void MoveSlot(int32_t t, int32_t from, int32_t to);
+  // Task t's resource, listed in changed_res (once) as having edits recorded.
+  int32_t EditedResource(int32_t t);
   // UpdateResourceSlots' first step for resource r: rewrites the entry of each recorded move whose new slot lies
   // between its neighbours' (the task keeps its place in the list, and its links); records the others as a drop
   // and an add.

@@ -6,30 +6,27 @@
 
 namespace devplace {
 
-void DeltaSimulator::Impl::DropSlot(int32_t t, int32_t slot) {
+int32_t DeltaSimulator::Impl::EditedResource(int32_t t) {
   const int32_t r = run.tg.resource[t];
   if (!res_changed[r]) {
     res_changed[r] = 1;
     changed_res.push_back(r);
   }
+  return r;
+}
+
+void DeltaSimulator::Impl::DropSlot(int32_t t, int32_t slot) {
+  const int32_t r = EditedResource(t);
   res_dropped[r].push_back(slot);
 }
 
 void DeltaSimulator::Impl::AddSlot(int32_t t, int32_t slot) {
-  const int32_t r = run.tg.resource[t];
-  if (!res_changed[r]) {
-    res_changed[r] = 1;
-    changed_res.push_back(r);
-  }
+  const int32_t r = EditedResource(t);
   res_added[r].push_back(slot);
 }
 
 void DeltaSimulator::Impl::MoveSlot(int32_t t, int32_t from, int32_t to) {
-  const int32_t r = run.tg.resource[t];
-  if (!res_changed[r]) {
-    res_changed[r] = 1;
-    changed_res.push_back(r);
-  }
+  const int32_t r = EditedResource(t);
   res_moved[r].push_back({from, to});
 }
 
