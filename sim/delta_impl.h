@@ -1,7 +1,7 @@
 // DeltaSimulator's state (internal to sim/): shared by delta.cc and delta_sweep.cc (the incremental run, by way
 // of the DeltaSweep of delta_sweep.h), delta_index.cc (the layout of the dequeue order, its indexes, placing a
 // change), delta_merge.cc (laying a large change out), delta_query.cc (rolling a query back after its sweep),
-// delta_peaks.cc (the memory peaks kept through changes), delta_slot_lists.cc (the per-resource slot lists' edits)
+// delta_peaks.cc (the memory peaks kept through changes), delta_slot_lists.cc (applying the slot lists' edits)
 // and delta_simulator.cc (the public methods); delta_tuning.h holds its layout and tuning constants.
 //
 // The dequeue order lives in slots: slot_task[s] is the task at slot s (-1: a hole), slots increase along the
@@ -418,8 +418,15 @@ struct DeltaSimulator::Impl {
   void DropSlot(int32_t t, int32_t slot);
   void AddSlot(int32_t t, int32_t slot);
   void MoveSlot(int32_t t, int32_t from, int32_t to);
-  // Task t's resource, listed in changed_res (once) as having edits recorded.
-  int32_t EditedResource(int32_t t);
+  // Task t's resource, listed in changed_res (once) as having edits recorded. (Here, to be inlined.)
+  int32_t EditedResource(int32_t t) {
+    const int32_t r = run.tg.resource[t];
+    if (!res_changed[r]) {
+      res_changed[r] = 1;
+      changed_res.push_back(r);
+    }
+    return r;
+  }
   // UpdateResourceSlots' first step for resource r: rewrites the entry of each recorded move whose new slot lies
   // between its neighbours' (the task keeps its place in the list, and its links); records the others as a drop
   // and an add.

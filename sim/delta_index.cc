@@ -177,6 +177,21 @@ void DeltaSimulator::Impl::IndexChunks(int32_t first) {
   std::fill(chunk_stale.begin() + first, chunk_stale.end(), 1);  // computed when a shift check first reads them
 }
 
+void DeltaSimulator::Impl::DropSlot(int32_t t, int32_t slot) {
+  const int32_t r = EditedResource(t);
+  res_dropped[r].push_back(slot);
+}
+
+void DeltaSimulator::Impl::AddSlot(int32_t t, int32_t slot) {
+  const int32_t r = EditedResource(t);
+  res_added[r].push_back(slot);
+}
+
+void DeltaSimulator::Impl::MoveSlot(int32_t t, int32_t from, int32_t to) {
+  const int32_t r = EditedResource(t);
+  res_moved[r].push_back({from, to});
+}
+
 void DeltaSimulator::Impl::WriteTimes(sim::Timing& into) const {
   into.order.clear();
   for (int32_t s = 0; s < static_cast<int32_t>(slot_task.size()); ++s) {

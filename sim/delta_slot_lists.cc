@@ -1,34 +1,10 @@
-// The delta simulator's per-resource slot lists (internal to sim/): the slot edits a placed change records
-// (DropSlot, AddSlot, MoveSlot) and their application at the end of Place (UpdateResourceSlots).
+// The delta simulator's per-resource slot lists (internal to sim/): applying the slot edits a placed change
+// recorded (delta_index.cc's DropSlot, AddSlot and MoveSlot) at the end of Place (UpdateResourceSlots).
 #include <algorithm>
 
 #include "sim/delta_impl.h"
 
 namespace devplace {
-
-int32_t DeltaSimulator::Impl::EditedResource(int32_t t) {
-  const int32_t r = run.tg.resource[t];
-  if (!res_changed[r]) {
-    res_changed[r] = 1;
-    changed_res.push_back(r);
-  }
-  return r;
-}
-
-void DeltaSimulator::Impl::DropSlot(int32_t t, int32_t slot) {
-  const int32_t r = EditedResource(t);
-  res_dropped[r].push_back(slot);
-}
-
-void DeltaSimulator::Impl::AddSlot(int32_t t, int32_t slot) {
-  const int32_t r = EditedResource(t);
-  res_added[r].push_back(slot);
-}
-
-void DeltaSimulator::Impl::MoveSlot(int32_t t, int32_t from, int32_t to) {
-  const int32_t r = EditedResource(t);
-  res_moved[r].push_back({from, to});
-}
 
 void DeltaSimulator::Impl::UpdateResourceSlots() {
   // Per changed resource, the dropped and added slots are merged into its sorted slot list in place: the entries
