@@ -34,6 +34,10 @@ Status DeltaSimulator::Impl::CheckIndexes() const {
     if (slot_mem[s] != BufferDevice(t)) return fail(task_at(t, s) + ": slot_mem differs from its buffer's device");
   }
   if (count != placed) return fail(std::to_string(count) + " tasks in slots, `placed` says " + std::to_string(placed));
+  // Between changes every task is clean and counts no dirty input (a sweep starts from there).
+  for (int32_t t = 0; t < tg.num_tasks(); ++t)
+    if (state[t] != sim::kClean || blocked[t] != 0)
+      return fail("task " + std::to_string(t) + " left dirty, re-timed or blocked by the last change");
   for (int32_t t = 0; t < tg.num_tasks(); ++t)
     if (pos[t] >= slots || (pos[t] >= 0 && slot_task[pos[t]] != t))
       return fail("task " + std::to_string(t) + " names slot " + std::to_string(pos[t]) + ", which does not hold it");

@@ -266,4 +266,6 @@ std::vector<int64_t> DeltaSimulator::device_peaks() const {
 
 int64_t DeltaSimulator::last_retimed_tasks() const { return impl_->retimed; }
 
+DeltaSimulator::SweepCounts DeltaSimulator::sweep_counts() const { return impl_->sweep_counts; }
+
 }  // namespace devplace

@@ -90,6 +90,7 @@ void DeltaSimulator::Impl::DeltaSweep::Process(int32_t x, Time ready, int32_t i)
 
 void DeltaSimulator::Impl::DeltaSweep::Sweep() {
   StartSweep();
+  ++m.sweep_counts.sweeps;
   shifted_ = RunSweep();
   if (shifted_) TakeShiftedRest();
 }
@@ -157,6 +158,8 @@ bool DeltaSimulator::Impl::DeltaSweep::RunSweep() {
       next_dense_check_ = m.retimed + m.retimed / 4;
       if (GoesDense(i)) {
         shifted = RunDense(&i);
+        ++m.sweep_counts.dense;
+        m.sweep_counts.dense_stopped += shifted;
         break;
       }
     }

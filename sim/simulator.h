@@ -177,6 +177,13 @@ class DeltaSimulator {
   std::vector<int64_t> device_peaks() const;
   // Tasks re-timed by the last SetConfig/SetConfigs call (a measure of how far the change reached).
   int64_t last_retimed_tasks() const;
+  // How the sweeps since Create went (those of made changes, of their parts and of queries; for tests and tuning):
+  // how many there were, how many handed what was unsettled to the plain event loop (changes that re-time much of
+  // what they pass), and how many of those stopped at a shifted rest before the end of the order.
+  struct SweepCounts {
+    int64_t sweeps = 0, dense = 0, dense_stopped = 0;
+  };
+  SweepCounts sweep_counts() const;
   // Compares the incremental state (the order's layout: slots, positions, per-resource slot lists and links;
   // each task's times against its inputs' and its resource's; each task's earliest and binding predecessor
   // entries; the chunk bounds the shift check skips by; the kept memory peaks' buffers) with a fresh computation
