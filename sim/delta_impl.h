@@ -102,6 +102,7 @@ struct ApplyScratch {
   std::vector<int32_t> dirty_list;              // every task marked dirty
   std::vector<int32_t> processed_ahead;         // old tasks re-timed ahead of the cursor (jumps drop passed ones)
   std::vector<int32_t> pending;                 // dirty tasks, some since re-timed (the checks drop those)
+  std::vector<int32_t> dense_waiting;           // DeltaSweep::RunDense: tasks that entered with inputs to wait for
   std::vector<int32_t> processed_last;          // per resource: the latest previous slot of a task re-timed (-1: none)
   std::vector<int32_t> used_res;                // the resources that run tasks
   std::vector<int32_t> pending_first;           // per resource: its earliest pending task in the current shift check
