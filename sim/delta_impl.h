@@ -151,7 +151,7 @@ struct DeltaSimulator::Impl {
   sim::TaskBuilder builder;
   sim::Engine engine;
   // The task graph and totals; run.timing.res_prev and run.last_task (the last task of each resource) are kept up
-  // to date, run.timing's times and order only describe the last fresh layout (a full run, or LayoutMerged's).
+  // to date, run.timing's times and order only describe the last full layout (a full run or a compaction).
   sim::FullRun run;
   mutable sim::PeakScratch peaks;     // memory peaks are computed on demand by result()
   mutable sim::Timing materialized;   // absolute times and the compact order, for result() and oom()
@@ -250,6 +250,9 @@ struct DeltaSimulator::Impl {
   // SpreadPacked's scratch: the tasks spread (`after`: their previous slot), per resource the entry its next one
   // rewrites (-1: not found yet), and the resources found.
   std::vector<Placement> spread;
+  // LayoutFrom's and LayoutBetween's input: the order to lay out with absolute times (`after` unused), in turn, so
+  // that laying it out reads it in order (LayoutMerged writes it; Layout copies run.timing's order into it).
+  std::vector<Placement> laid;
   std::vector<int32_t> spread_cursor, spread_touched;
   std::vector<int32_t> to_index;  // LayoutMerged's: the tasks whose predecessor entries it indexes afresh
   std::vector<std::pair<int32_t, int32_t>> spread_chains;  // SpreadChains': the stretches to spread
@@ -322,9 +325,8 @@ struct DeltaSimulator::Impl {
   void StoreAndLayOut();
   // Lays the order out afresh from run.timing (absolute times and the compact order).
   void Layout();
-  // Lays the tasks of run.timing's order (absolute times) out afresh from slot `from` (a chunk boundary) on, after
-  // the slots before it, which keep their tasks, times and entries; leaves `placed` and the predecessor entries to
-  // the caller.
+  // Lays the tasks of `laid` out afresh from slot `from` (a chunk boundary) on, after the slots before it, which
+  // keep their tasks, times and entries; leaves `placed` and the predecessor entries to the caller.
   void LayoutFrom(int32_t from);
   // Cuts the per-resource slot lists and links at slot `from` (for LayoutFrom to append to).
   void TruncateResourceLists(int32_t from);
@@ -335,13 +337,12 @@ struct DeltaSimulator::Impl {
   void Relayout(int32_t roomy_from, int32_t roomy_to);
   // Finish's alternative to Place for a large window: writes the new order from the chunk of slot `begin` (the
   // sweep's first slot) on (the window merged with the tasks that kept their slots, each window task after those
-  // before its `after`; the tasks from `cut` on moved by `shift`) with absolute times into run.timing and lays it
+  // before its `after`; the tasks from `cut` on moved by `shift`) with absolute times into `laid` and lays it
   // out afresh there, up to where the tasks after it can keep their slots (LayoutBetween) or to the end
   // (LayoutFrom). The removed tasks must have left their slots; `removed_last` is the last slot they left (-1:
   // none).
   void LayoutMerged(int32_t begin, int32_t cut, sim::Time shift, int32_t removed_last);
-  // Lays the tasks of run.timing's order (absolute times) out over slots [from, to) (chunk boundaries; at least as
-  // many slots as tasks), spread evenly; the tasks from `to` on keep their slots and move by `shift`, those before
+  // Lays the tasks of `laid` out over slots [from, to) (chunk boundaries; at least as many slots as tasks), spread evenly; the tasks from `to` on keep their slots and move by `shift`, those before
   // `from` keep theirs. Updates the per-resource slot lists and links; leaves the chunk bounds, `placed` and the
   // predecessor entries to the caller.
   void LayoutBetween(int32_t from, int32_t to, sim::Time shift);

@@ -86,17 +86,18 @@ void DeltaSimulator::Impl::StoreAndLayOut() {
 }
 
 void DeltaSimulator::Impl::Layout() {
-  LayoutFrom(0);
-  placed = static_cast<int32_t>(run.timing.order.size());
-  // IndexPreds for every task, reading the times from `tm` (equal to the layout's, without the slot lookups).
   const sim::Timing& tm = run.timing;
+  laid.clear();
+  for (int32_t t : tm.order) laid.push_back({t, 0, tm.ready[t], tm.start[t], tm.end[t]});
+  LayoutFrom(0);
+  placed = static_cast<int32_t>(laid.size());
+  // IndexPreds for every task, reading the times from `tm` (equal to the layout's, without the slot lookups).
   for (int32_t t : tm.order) IndexPredsBy(t, [&tm](int32_t p, int32_t) { return tm.end[p]; });
 }
 
 void DeltaSimulator::Impl::LayoutFrom(int32_t from) {
   const sim::TaskGraph& tg = run.tg;
-  sim::Timing& tm = run.timing;
-  const int32_t n = static_cast<int32_t>(tm.order.size());
+  const int32_t n = static_cast<int32_t>(laid.size());
   const int32_t slots = from + sim::FreshSlots(n);
   const int32_t first_chunk = from >> kChunkBits;
   const size_t chunks = static_cast<size_t>((slots >> kChunkBits) + 1);
@@ -121,14 +122,14 @@ void DeltaSimulator::Impl::LayoutFrom(int32_t from) {
   chunk_shift.resize(chunks);
   std::fill(chunk_shift.begin() + first_chunk, chunk_shift.end(), 0);
   for (int32_t k = 0; k < n; ++k) {
-    const int32_t t = tm.order[k];
+    const Placement& q = laid[static_cast<size_t>(k)];
     const int32_t s = from + sim::FreshSlot(k);
-    slot_task[s] = t;
-    pos[t] = s;
-    slot_ready[s] = tm.ready[t];
-    slot_start[s] = tm.start[t];
-    slot_end[s] = tm.end[t];
-    AppendToResource(t, s);
+    slot_task[s] = q.task;
+    pos[q.task] = s;
+    slot_ready[s] = q.ready;
+    slot_start[s] = q.start;
+    slot_end[s] = q.end;
+    AppendToResource(q.task, s);
   }
   // Each resource's edit lists start with room for more edits than most changes make there, so that how far the
   // changes reach on one resource (which varies with the layout they meet) rarely grows them.

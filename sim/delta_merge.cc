@@ -19,12 +19,7 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
   // stay holes; when no such boundary exists, the rest of the layout is laid out afresh.
   const int32_t from = (begin >> kChunkBits) << kChunkBits;
   const int32_t slots = static_cast<int32_t>(slot_task.size());
-  sim::Timing& tm = run.timing;
-  const size_t n = static_cast<size_t>(run.tg.num_tasks());
-  tm.ready.resize(n);
-  tm.start.resize(n);
-  tm.end.resize(n);
-  tm.order.clear();
+  laid.clear();
   int32_t need = std::max(std::min(cut, slots), removed_last + 1);
   int32_t added = 0;  // new tasks: in the window, never placed
   for (const Placement& q : window) {
@@ -50,12 +45,7 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
       if (moved[p[k]]) return false;
     return true;
   };
-  auto emit = [&tm](int32_t t, Time ready, Time start, Time end) {
-    tm.order.push_back(t);
-    tm.ready[t] = ready;
-    tm.start[t] = start;
-    tm.end[t] = end;
-  };
+  auto emit = [this](int32_t t, Time ready, Time start, Time end) { laid.push_back({t, 0, ready, start, end}); };
   constexpr int32_t kChunk = int32_t{1} << kChunkBits;
   int32_t to = std::min(slots, (need + kChunk - 1) / kChunk * kChunk);
   size_t j = 0;
@@ -69,7 +59,7 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
       emit(t, slot_ready[s] + o, slot_start[s] + o, slot_end[s] + o);
       if (!entries_stand(t)) to_index.push_back(t);
     }
-    const int32_t count = static_cast<int32_t>(tm.order.size());
+    const int32_t count = static_cast<int32_t>(laid.size());
     if (to == slots || count + count / 8 <= to - from) break;
     to = std::min(slots, to + kChunk);
   }
@@ -128,22 +118,21 @@ void DeltaSimulator::Impl::StaleChunksBetween(int32_t from, int32_t to) {
 
 void DeltaSimulator::Impl::LayoutBetween(int32_t from, int32_t to, Time shift) {
   const sim::TaskGraph& tg = run.tg;
-  sim::Timing& tm = run.timing;
-  const int32_t n = static_cast<int32_t>(tm.order.size());
+  const int32_t n = static_cast<int32_t>(laid.size());
   std::fill(slot_task.begin() + from, slot_task.begin() + to, -1);  // the holes' other entries are unread
   for (int32_t c = from >> kChunkBits; c < (to >> kChunkBits); ++c) chunk_shift[c] = 0;
   for (size_t c = static_cast<size_t>(to >> kChunkBits); c < chunk_shift.size(); ++c) chunk_shift[c] += shift;
   // The tasks spread evenly over the slots (the holes between them are room for later changes).
   const int64_t span = to - from;
   for (int32_t k = 0; k < n; ++k) {
-    const int32_t t = tm.order[k];
+    const Placement& q = laid[static_cast<size_t>(k)];
     const int32_t s = from + static_cast<int32_t>(static_cast<int64_t>(k) * span / n);
-    slot_task[s] = t;
-    pos[t] = s;
-    slot_ready[s] = tm.ready[t];
-    slot_start[s] = tm.start[t];
-    slot_end[s] = tm.end[t];
-    res_added[SetSlotOwner(s, t)].push_back(s);
+    slot_task[s] = q.task;
+    pos[q.task] = s;
+    slot_ready[s] = q.ready;
+    slot_start[s] = q.start;
+    slot_end[s] = q.end;
+    res_added[SetSlotOwner(s, q.task)].push_back(s);
   }
   // Each resource's slot list: its entries from `from` until `to` replaced by the new ones, relinked from the
   // entry before them to the first kept entry after them.
