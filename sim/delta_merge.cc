@@ -22,9 +22,11 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
   laid.clear();
   int32_t need = std::max(std::min(cut, slots), removed_last + 1);
   int32_t added = 0;  // new tasks: in the window, never placed
+  // A window task's previous slot is emptied (it lies in the stretch rewritten below, which every window task's
+  // does), so that the merge passes over it and a task it feeds sees that it moved.
   for (const Placement& q : window) {
-    moved[q.task] = 1;
     const int32_t previous = pos[q.task];
+    if (previous >= 0) slot_task[previous] = -1;
     need = std::max(need, std::max(q.after, previous) + 1);
     added += previous < 0;
   }
@@ -42,7 +44,7 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
     if (mark[t]) return false;
     const int32_t* p = tg.pred_pool.data() + tg.pred_off[t];
     for (int32_t k = 0; k < tg.pred_cnt[t]; ++k)
-      if (moved[p[k]]) return false;
+      if (pos[p[k]] < 0 || slot_task[pos[p[k]]] != p[k]) return false;  // a window task (new, or its slot emptied)
     return true;
   };
   auto emit = [this](int32_t t, Time ready, Time start, Time end) { laid.push_back({t, 0, ready, start, end}); };
@@ -54,7 +56,7 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
       for (; j < window.size() && window[j].after <= s; ++j)
         emit(window[j].task, window[j].ready, window[j].start, window[j].end);
       const int32_t t = slot_task[s];
-      if (t < 0 || moved[t]) continue;
+      if (t < 0) continue;
       const Time o = Shift(s) + (s >= cut ? shift : 0);
       emit(t, slot_ready[s] + o, slot_start[s] + o, slot_end[s] + o);
       if (!entries_stand(t)) to_index.push_back(t);
@@ -64,7 +66,6 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
     to = std::min(slots, to + kChunk);
   }
   for (; j < window.size(); ++j) emit(window[j].task, window[j].ready, window[j].start, window[j].end);
-  for (const Placement& q : window) moved[q.task] = 0;
   for (int32_t t : scratch.reindex) mark[t] = 0;
   if (to == slots) {
     LayoutFrom(from);
