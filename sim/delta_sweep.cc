@@ -351,12 +351,13 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
 
 void DeltaSimulator::Impl::DeltaSweep::TakeShiftedRest() {
   // The unsettled tasks keep their previous order and times + shift: the dirty ones behind the cursor first (by
-  // previous slot), then the order from the cursor on (nothing there is settled), which stays in place.
+  // previous slot), then the order from the cursor on (nothing there is settled), which stays in place. The shift
+  // check that stopped the sweep left exactly the dirty tasks in `pending` (every task marked dirty is listed there,
+  // and the check drops those since re-timed), in the order they were marked.
   const std::vector<int32_t>& pos = m.pos;
   std::vector<int32_t>& behind = sc.behind;
   behind.clear();
-  for (int32_t x : sc.dirty_list) {
-    if (m.state[x] != kDirty) continue;
+  for (int32_t x : sc.pending) {
     if (pos[x] < cursor_) behind.push_back(x);
     else sc.reindex.push_back(x);  // their predecessors moved
   }
