@@ -99,7 +99,7 @@ Status DeltaSimulator::Impl::Apply(std::span<const std::pair<OpId, OpConfig>> ch
   memo.cut = sweep.cut();
   memo.shift = sweep.rest_shift();
   memo.retimed = retimed;
-  ResetStates();
+  ResetStates(memo.window);
   for (int32_t t : scratch.removed) state[t] = sim::kClean;
   Rollback(sweep.old_configs());
   return Status::Ok();
@@ -107,7 +107,7 @@ Status DeltaSimulator::Impl::Apply(std::span<const std::pair<OpId, OpConfig>> ch
 
 bool DeltaSimulator::Impl::DeltaSweep::CollectChanges(std::span<const std::pair<OpId, OpConfig>> changes) {
   for (auto* v : {&sc.ops, &sc.edges, &sc.consumers, &sc.removed, &sc.patched, &sc.reindex, &sc.seeds,
-                  &sc.dirty_list, &sc.processed_ahead, &sc.pending, &sc.used_res})
+                  &sc.processed_ahead, &sc.pending, &sc.used_res})
     v->clear();
   sc.heap.clear();
   sc.old_static.assign(static_cast<size_t>(tg.num_devices), 0);

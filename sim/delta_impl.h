@@ -99,9 +99,8 @@ struct ApplyScratch {
   std::vector<Time> free;                       // per resource: when it is free, as the sweep goes
   std::vector<int32_t> last;                    // per resource: its last task of the previous order before the cursor
   QuadHeap<DeltaItem> heap;                     // dirty tasks no longer blocked, by new (ready, key)
-  std::vector<int32_t> dirty_list;              // every task marked dirty
   std::vector<int32_t> processed_ahead;         // old tasks re-timed ahead of the cursor (jumps drop passed ones)
-  std::vector<int32_t> pending;                 // dirty tasks, some since re-timed (the checks drop those)
+  std::vector<int32_t> pending;                 // every task marked dirty, some since re-timed (the checks drop those)
   std::vector<int32_t> dense_waiting;           // DeltaSweep::RunDense: tasks that entered with inputs to wait for
   std::vector<int32_t> processed_last;          // per resource: the latest previous slot of a task re-timed (-1: none)
   std::vector<int32_t> used_res;                // the resources that run tasks
@@ -462,8 +461,9 @@ struct DeltaSimulator::Impl {
   // peaks read), leaving its other fields as they were.
   void Materialize() const;
   void MaterializeTimes() const;
-  // Puts the tasks a sweep marked back to clean (and clears what those still dirty added to blocked counts).
-  void ResetStates();
+  // Puts the tasks a sweep marked back to clean (those marked dirty, in scratch.pending, and `retimed`, its window)
+  // and clears what those still dirty added to blocked counts.
+  void ResetStates(const std::vector<Placement>& retimed);
   // Makes a swept change: the removed tasks leave their slots, the window is placed (the order from `cut` on
   // moves by `shift`), the layout is re-spread when due and the task graph compacted when its garbage is.
   // `last_before_cut`, when given (the sweep's, which stopped at `cut`), holds each resource's last task before slot

@@ -477,15 +477,16 @@ void DeltaSimulator::Impl::MaterializeTimes() const {
   }
 }
 
-void DeltaSimulator::Impl::ResetStates() {
+void DeltaSimulator::Impl::ResetStates(const std::vector<Placement>& retimed) {
   // Re-timing a task undid what marking it dirty added to its successors' counts; only dirty tasks left behind
-  // by an early stop still block theirs.
+  // by an early stop still block theirs. Every task re-timed (a dense run re-times clean ones too) is in the window.
   const sim::TaskGraph& tg = run.tg;
-  for (int32_t t : scratch.dirty_list) {
+  for (int32_t t : scratch.pending) {
     if (state[t] == kDirty)
       for (int32_t k = 0; k < tg.succ_cnt[t]; ++k) blocked[tg.succ_pool[tg.succ_off[t] + k]] = 0;
     state[t] = kClean;
   }
+  for (const Placement& q : retimed) state[q.task] = kClean;
 }
 
 void DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift, const std::vector<int32_t>* last_before_cut) {
@@ -518,7 +519,7 @@ void DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift, const 
     pos[t] = -1;
     --placed;
   }
-  ResetStates();
+  ResetStates(window);
   if (merge) LayoutMerged(begin, cut, shift, removed_last);
   else Place(begin, cut, shift, scratch.reindex);
   if (compact) {

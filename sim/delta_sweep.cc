@@ -31,7 +31,6 @@ constexpr int32_t kDenseCheckMost = 1024;
 void DeltaSimulator::Impl::DeltaSweep::MarkDirty(int32_t x) {
   heap_changed_ = true;
   m.state[x] = kDirty;
-  sc.dirty_list.push_back(x);
   sc.pending.push_back(x);
   for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) ++m.blocked[succ_[tg.succ_off[x] + k]];
 }
@@ -240,7 +239,7 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
   if (heap.capacity() < n) heap.reserve(2 * n);
   if (m.window.capacity() < m.window.size() + n) m.window.reserve(m.window.size() + 2 * n);
   sc.dense_waiting.clear();
-  for (std::vector<int32_t>* v : {&sc.dirty_list, &sc.pending, &sc.dense_waiting})
+  for (std::vector<int32_t>* v : {&sc.pending, &sc.dense_waiting})
     if (v->capacity() < v->size() + n) v->reserve(v->size() + 2 * n);
   // The full run's ready queue (it keeps a task that becomes ready before everything queued, as the next hop of
   // a transfer usually does, out of the heap), ordered by (ready, key).
@@ -306,13 +305,11 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
     if (queue.empty()) break;
     const DeltaItem item = queue.Pop();
     const int32_t x = item.task;
-    if (state[x] == kClean) sc.dirty_list.push_back(x);  // so that ResetStates makes it clean again
     const Retimed rt = Retime(x, item.ready);
     for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
       const int32_t s = succ_[tg.succ_off[x] + k];
       if (Reaches(rt, x, s)) {  // dirty, as MarkDirty makes it, without the counts (enter counts for the loop)
         state[s] = kDirty;
-        sc.dirty_list.push_back(s);
         sc.pending.push_back(s);
       }
       if (tg.pred_cnt[s] == 1 && entered[s] != run) {
@@ -353,7 +350,7 @@ void DeltaSimulator::Impl::DeltaSweep::TakeShiftedRest() {
   // The unsettled tasks keep their previous order and times + shift: the dirty ones behind the cursor first (by
   // previous slot), then the order from the cursor on (nothing there is settled), which stays in place. The shift
   // check that stopped the sweep left exactly the dirty tasks in `pending` (every task marked dirty is listed there,
-  // and the check drops those since re-timed), in the order they were marked.
+  // and the check drops those since re-timed).
   const std::vector<int32_t>& pos = m.pos;
   std::vector<int32_t>& behind = sc.behind;
   behind.clear();
