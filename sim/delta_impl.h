@@ -341,9 +341,10 @@ struct DeltaSimulator::Impl {
   // (LayoutFrom). The removed tasks must have left their slots; `removed_last` is the last slot they left (-1:
   // none).
   void LayoutMerged(int32_t begin, int32_t cut, sim::Time shift, int32_t removed_last);
-  // Lays the tasks of `laid` out over slots [from, to) (chunk boundaries; at least as many slots as tasks), spread evenly; the tasks from `to` on keep their slots and move by `shift`, those before
-  // `from` keep theirs. Updates the per-resource slot lists and links; leaves the chunk bounds, `placed` and the
-  // predecessor entries to the caller.
+  // Lays the tasks of `laid` out over slots [from, to) (chunk boundaries; at least as many slots as tasks), spread
+  // evenly; the tasks from `to` on keep their slots and move by `shift`, those before `from` keep theirs. Updates
+  // the per-resource slot lists and links; leaves the chunk bounds, `placed` and the predecessor entries to the
+  // caller.
   void LayoutBetween(int32_t from, int32_t to, sim::Time shift);
   // After LayoutBetween rewrote the slots [from, to) (chunk boundaries; every later task kept its slot): marks
   // the bounds of their chunks, and of the later chunks whose bounds name a slot there, stale (recomputed when a

@@ -52,7 +52,8 @@ TEST(DeltaSimulator, EqualsFullSimulationWhenChangesGoDense) {
         ASSERT_TRUE(undone.ok()) << "undo of " << where << ": " << undone.error().message;
       }
     }
-    // The plain event loop ran, and often stopped early (nmt 44 times, 38 of them stopped early; transformer 43, all stopped early, when written).
+    // The plain event loop ran, and often stopped early (when written: nmt 44 times, 38 of them stopped early;
+    // transformer 43 times, all stopped early).
     const DeltaSimulator::SweepCounts counts = delta->sweep_counts();
     EXPECT_GE(counts.dense, 30) << counts.sweeps << " sweeps";
     EXPECT_GE(counts.dense_stopped, 25) << counts.dense << " dense";
