@@ -544,6 +544,10 @@ struct DeltaSimulator::Impl {
 template <typename EndOf>
 std::pair<int32_t, int32_t> DeltaSimulator::Impl::PredEntries(int32_t t, EndOf end_of) const {
   const sim::TaskGraph& tg = run.tg;
+  if (tg.pred_cnt[t] == 1) {  // its one input is both (most hop tasks): nothing to read or compare
+    const int32_t p = tg.pred_pool[tg.pred_off[t]];
+    return {p, p};
+  }
   int32_t earliest = -1, bind = -1, earliest_pos = INT32_MAX, bind_pos = -1;
   sim::Time best = -1;
   for (int32_t k = 0; k < tg.pred_cnt[t]; ++k) {
