@@ -50,11 +50,13 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
   auto emit = [this](int32_t t, Time ready, Time start, Time end) { laid.push_back({t, 0, ready, start, end}); };
   constexpr int32_t kChunk = int32_t{1} << kChunkBits;
   int32_t to = std::min(slots, (need + kChunk - 1) / kChunk * kChunk);
+  // The window read through locals (emit appends to `laid`, which the compiler cannot tell apart from `window`).
+  const Placement* const w = window.data();
+  const size_t w_size = window.size();
   size_t j = 0;
   for (int32_t s = from;;) {
     for (; s < to; ++s) {
-      for (; j < window.size() && window[j].after <= s; ++j)
-        emit(window[j].task, window[j].ready, window[j].start, window[j].end);
+      for (; j < w_size && w[j].after <= s; ++j) emit(w[j].task, w[j].ready, w[j].start, w[j].end);
       const int32_t t = slot_task[s];
       if (t < 0) continue;
       const Time o = Shift(s) + (s >= cut ? shift : 0);
@@ -65,7 +67,7 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
     if (to == slots || count + count / 8 <= to - from) break;
     to = std::min(slots, to + kChunk);
   }
-  for (; j < window.size(); ++j) emit(window[j].task, window[j].ready, window[j].start, window[j].end);
+  for (; j < w_size; ++j) emit(w[j].task, w[j].ready, w[j].start, w[j].end);
   for (int32_t t : scratch.reindex) mark[t] = 0;
   if (to == slots) {
     LayoutFrom(from);
