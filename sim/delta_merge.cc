@@ -125,16 +125,24 @@ void DeltaSimulator::Impl::LayoutBetween(int32_t from, int32_t to, Time shift) {
   std::fill(slot_task.begin() + from, slot_task.begin() + to, -1);  // the holes' other entries are unread
   for (int32_t c = from >> kChunkBits; c < (to >> kChunkBits); ++c) chunk_shift[c] = 0;
   for (size_t c = static_cast<size_t>(to >> kChunkBits); c < chunk_shift.size(); ++c) chunk_shift[c] += shift;
-  // The tasks spread evenly over the slots (the holes between them are room for later changes).
+  // The tasks spread evenly over the slots (the holes between them are room for later changes). The arrays are
+  // written through locals: the push onto a resource's list could alias their vectors for the compiler, which
+  // then reloaded each of them for every task.
   const int64_t span = to - from;
+  const Placement* const order = laid.data();
+  int32_t* const task_at = slot_task.data();
+  int32_t* const slot_of = pos.data();
+  Time* const ready_at = slot_ready.data();
+  Time* const start_at = slot_start.data();
+  Time* const end_at = slot_end.data();
   for (int32_t k = 0; k < n; ++k) {
-    const Placement& q = laid[static_cast<size_t>(k)];
+    const Placement& q = order[k];
     const int32_t s = from + static_cast<int32_t>(static_cast<int64_t>(k) * span / n);
-    slot_task[s] = q.task;
-    pos[q.task] = s;
-    slot_ready[s] = q.ready;
-    slot_start[s] = q.start;
-    slot_end[s] = q.end;
+    task_at[s] = q.task;
+    slot_of[q.task] = s;
+    ready_at[s] = q.ready;
+    start_at[s] = q.start;
+    end_at[s] = q.end;
     res_added[SetSlotOwner(s, q.task)].push_back(s);
   }
   // Each resource's slot list: its entries from `from` until `to` replaced by the new ones, relinked from the

@@ -228,11 +228,17 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
   // Each unsettled task waits for its unsettled predecessors (counted in m.blocked) and starts from the latest
   // arrival of its settled ones; a task's successors are all unsettled (a settled task's inputs are settled).
   const int32_t i = *cursor;
-  const std::vector<int32_t>& pos = m.pos;
-  const std::vector<int32_t>& slot_task = m.slot_task;
-  std::vector<sim::TaskState>& state = m.state;
-  std::vector<int32_t>& blocked = m.blocked;
-  std::vector<Time>& dense_ready = m.dense_ready;
+  // The per-task and per-slot arrays through pointers kept in locals: the loop pushes onto vectors, which the
+  // compiler could not tell apart from these, and reloaded each one after every push. None is resized here.
+  const int32_t* const pos = m.pos.data();
+  const int32_t* const slot_task = m.slot_task.data();
+  sim::TaskState* const state = m.state.data();
+  int32_t* const blocked = m.blocked.data();
+  Time* const dense_ready = m.dense_ready.data();
+  const int32_t* const pred_cnt = tg.pred_cnt.data();
+  const int32_t* const pred_off = tg.pred_off.data();
+  const int32_t* const succ_cnt = tg.succ_cnt.data();
+  const int32_t* const succ_off = tg.succ_off.data();
   sim::QuadHeap<DeltaItem>& heap = sc.heap;
   // Room for every task at once, with room to spare (so that dense runs of varying reach settle on one size).
   const size_t n = static_cast<size_t>(num_tasks_);
@@ -251,7 +257,7 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
   // it enters before anything later in (ready, key) order leaves the queue. The dirty tasks enter at once.
   // So a loop that stops at a shifted rest has not looked at the tasks beyond it.
   const uint32_t run = m.NextDenseRun();
-  std::vector<uint32_t>& entered = m.dense_entered;
+  uint32_t* const entered = m.dense_entered.data();
   auto unsettled = [&](int32_t t) { return state[t] == kDirty || (state[t] == kClean && pos[t] >= i); };
   // `from`: the task being re-timed whose successor u is (counted as unsettled: the caller then counts it off for
   // each of its entries in u's list), or -1. A task that waits is listed, so that a stop at a shifted rest can
@@ -261,8 +267,8 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
     entered[u] = run;
     int32_t waits = 0;
     Time ready = 0;
-    for (int32_t k = 0; k < tg.pred_cnt[u]; ++k) {
-      const int32_t p = pred_[tg.pred_off[u] + k];
+    for (int32_t k = 0; k < pred_cnt[u]; ++k) {
+      const int32_t p = pred_[pred_off[u] + k];
       if (p == from || unsettled(p)) ++waits;
       else ready = std::max(ready, EndNow(p) + tg.resource_delay[tg.resource[p]]);
     }
@@ -276,8 +282,8 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
   // The tasks are re-timed as the merge's are (Retime, and Reaches for the clean successors that become dirty),
   // so that the merge's shifted-rest check applies: whenever the re-timed old tasks are exactly those before the
   // first unsettled slot d, and no new task is left, every so often.
-  const std::vector<int32_t>& slot_res = m.slot_res;
-  std::vector<int32_t>& last = sc.last;
+  const int32_t* const slot_res = m.slot_res.data();
+  int32_t* const last = sc.last.data();
   int32_t d = i, since_check = 0, check_every = kDenseCheckFirst;
   // The slots before f have been looked at; f's task (when f < slots_) is clean and had not entered when f came
   // to it, and enters once the queue's first entry no longer comes before its (ready, key).
@@ -306,13 +312,13 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
     const DeltaItem item = queue.Pop();
     const int32_t x = item.task;
     const Retimed rt = Retime(x, item.ready);
-    for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
-      const int32_t s = succ_[tg.succ_off[x] + k];
+    for (int32_t k = 0; k < succ_cnt[x]; ++k) {
+      const int32_t s = succ_[succ_off[x] + k];
       if (Reaches(rt, x, s)) {  // dirty, as MarkDirty makes it, without the counts (enter counts for the loop)
         state[s] = kDirty;
         sc.pending.push_back(s);
       }
-      if (tg.pred_cnt[s] == 1 && entered[s] != run) {
+      if (pred_cnt[s] == 1 && entered[s] != run) {
         // x is its only input (most hop tasks): it enters ready at x's arrival with nothing left to wait for (its
         // count may still hold the merge's mark of x as dirty).
         entered[s] = run;
