@@ -219,9 +219,9 @@ void DeltaSimulator::Impl::Relayout(int32_t roomy_from, int32_t roomy_to) {
   const int32_t slots =
       sim::FreshSlots(placed - roomy) + (roomy > 0 ? roomy + roomy / (sim::kRoomyHoleEvery - 1) + 1 : 0);
   relaid_task.assign(static_cast<size_t>(slots), -1);
-  for (auto* v : {&relaid_ready, &relaid_start, &relaid_end}) v->resize(static_cast<size_t>(slots));  // holes: unread
-  relaid_res.assign(static_cast<size_t>(slots), -1);
-  relaid_mem.assign(static_cast<size_t>(slots), -1);
+  // A hole's times, resource and buffer device are never read (every reader goes by a slot that holds a task).
+  for (auto* v : {&relaid_ready, &relaid_start, &relaid_end}) v->resize(static_cast<size_t>(slots));
+  for (auto* v : {&relaid_res, &relaid_mem}) v->resize(static_cast<size_t>(slots));
   relaid_entry.assign(static_cast<size_t>(run.tg.num_resources), 0);
   int32_t next = 0, since_hole = 0;
   for (int32_t s = 0; s < old_slots; ++s) {
