@@ -39,39 +39,28 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
   // shift < 0 nothing before the cut arrives later than the task's new ready time), so its binding predecessor
   // lies from the cut on and moved by `shift` too, and any other arriving as late comes before it.
   to_index.clear();
-  // The arrays the merge reads through pointers kept in locals: emit and to_index push onto vectors, which the
-  // compiler cannot tell apart from these (it reloaded each one after every push). None is resized here.
   const sim::TaskGraph& tg = run.tg;
-  const int32_t* const task_at = slot_task.data();
-  const int32_t* const slot_of = pos.data();
-  const uint8_t* const marked = mark.data();
-  const int32_t* const pred_pool = tg.pred_pool.data();
-  const int32_t* const pred_off = tg.pred_off.data();
-  const int32_t* const pred_cnt = tg.pred_cnt.data();
-  const Time* const ready_at = slot_ready.data();
-  const Time* const start_at = slot_start.data();
-  const Time* const end_at = slot_end.data();
-  const Time* const chunk_shifts = chunk_shift.data();
   auto entries_stand = [&](int32_t t) {
-    if (marked[t]) return false;
-    const int32_t* p = pred_pool + pred_off[t];
-    for (int32_t k = 0; k < pred_cnt[t]; ++k)
-      if (slot_of[p[k]] < 0 || task_at[slot_of[p[k]]] != p[k]) return false;  // a window task (new, or emptied)
+    if (mark[t]) return false;
+    const int32_t* p = tg.pred_pool.data() + tg.pred_off[t];
+    for (int32_t k = 0; k < tg.pred_cnt[t]; ++k)
+      if (pos[p[k]] < 0 || slot_task[pos[p[k]]] != p[k]) return false;  // a window task (new, or its slot emptied)
     return true;
   };
   auto emit = [this](int32_t t, Time ready, Time start, Time end) { laid.push_back({t, 0, ready, start, end}); };
   constexpr int32_t kChunk = int32_t{1} << kChunkBits;
   int32_t to = std::min(slots, (need + kChunk - 1) / kChunk * kChunk);
+  // The window read through locals (emit appends to `laid`, which the compiler cannot tell apart from `window`).
   const Placement* const w = window.data();
   const size_t w_size = window.size();
   size_t j = 0;
   for (int32_t s = from;;) {
     for (; s < to; ++s) {
       for (; j < w_size && w[j].after <= s; ++j) emit(w[j].task, w[j].ready, w[j].start, w[j].end);
-      const int32_t t = task_at[s];
+      const int32_t t = slot_task[s];
       if (t < 0) continue;
-      const Time o = chunk_shifts[s >> kChunkBits] + (s >= cut ? shift : 0);
-      emit(t, ready_at[s] + o, start_at[s] + o, end_at[s] + o);
+      const Time o = Shift(s) + (s >= cut ? shift : 0);
+      emit(t, slot_ready[s] + o, slot_start[s] + o, slot_end[s] + o);
       if (!entries_stand(t)) to_index.push_back(t);
     }
     const int32_t count = static_cast<int32_t>(laid.size());
