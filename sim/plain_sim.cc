@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/check.h"
@@ -13,6 +14,8 @@ namespace {
 constexpr int32_t kPrefetchOps = 16;
 // Most distinct (latency, bandwidth) pairs of a machine's hops for which edge prices are kept.
 constexpr size_t kMaxPriceClasses = 8;
+// Most (edge size, device pair) kinds of transfer whose totals a run counts per kind rather than per transfer.
+constexpr size_t kMaxTransferKinds = size_t{1} << 16;
 // The horizon is summed exactly (at most 2^31 tasks of at most about 2^62 ticks each) and then capped at
 // kHorizonCap, which is what the general build's saturating sum gives.
 using HorizonSum = unsigned __int128;
@@ -57,6 +60,9 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
     output_ops_ += output_bytes_.back() > 0;
   }
   route_off_.assign(1, 0);
+  // Hop prices depend on the bytes and the hop's (latency, bandwidth): with few distinct pairs (classes), the
+  // single-segment price of every edge size over each class is computed here once.
+  std::vector<std::pair<double, double>> classes;
   for (DeviceId a = 0; a < d; ++a)
     for (DeviceId b = 0; b < d; ++b) {
       if (a != b) {
@@ -64,29 +70,27 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
         for (size_t h = 0; h < links.size(); ++h) {
           const LinkId l = links[h];
           const HopCost hop = HopOf(topology, l, b, 0.0);
-          route_what_.push_back((h == 0 ? kFirstHop : 0) | (h + 1 == links.size() ? kLastHop | kBuffer : 0));
-          route_resource_.push_back(hop.resource);
-          route_bandwidth_.push_back(topology.link(l).bandwidth);
-          route_latency_.push_back(hop.seconds);
+          const std::pair<double, double> c{hop.seconds, topology.link(l).bandwidth};
+          const size_t price_class = std::find(classes.begin(), classes.end(), c) - classes.begin();
+          if (price_class == classes.size()) classes.push_back(c);
+          const int what = (h == 0 ? kFirstHop : 0) | (h + 1 == links.size() ? kLastHop | kBuffer : 0);
+          route_hop_.push_back({static_cast<int16_t>(hop.resource), static_cast<uint8_t>(what),
+                                static_cast<uint8_t>(std::min<size_t>(price_class, UINT8_MAX))});
+          route_bandwidth_.push_back(c.second);
+          route_latency_.push_back(c.first);
         }
       }
-      route_off_.push_back(static_cast<int32_t>(route_resource_.size()));
+      route_off_.push_back(static_cast<int32_t>(route_hop_.size()));
     }
-  // Hop prices depend on the bytes and the hop's (latency, bandwidth): with few distinct pairs, the single-segment
-  // price of every edge size over each pair is computed here once.
-  std::vector<std::pair<double, double>> classes;
-  for (size_t i = 0; i < route_resource_.size(); ++i) {
-    const std::pair<double, double> c{route_latency_[i], route_bandwidth_[i]};
-    auto it = std::find(classes.begin(), classes.end(), c);
-    route_class_.push_back(static_cast<int32_t>(it - classes.begin()));
-    if (it == classes.end()) classes.push_back(c);
-  }
   if (classes.size() <= kMaxPriceClasses) {
     num_classes_ = static_cast<int32_t>(classes.size());
     for (int64_t bytes : size_bytes_)
       for (const auto& [latency, bandwidth] : classes)
         size_price_.push_back(ToTicks(latency + static_cast<double>(bytes) / bandwidth));
   }
+  // Transfers of one size between one pair of devices add the same totals: counted per such kind and added once
+  // per run, where the machine and the graph's distinct sizes make few kinds.
+  if (size_bytes_.size() * d * d <= kMaxTransferKinds) kind_count_.assign(size_bytes_.size() * d * d, 0);
 }
 
 int32_t PlainSim::Plan(std::span<const DeviceId> device) {
@@ -118,15 +122,13 @@ int32_t PlainSim::Plan(std::span<const DeviceId> device) {
 
 int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int128* horizon) {
   const int32_t n = graph_.num_ops(), num_edges = graph_.num_edges(), devices = topology_.num_devices();
+  const int32_t pairs = devices * devices;
   members_.clear();
   carriers_.Assign(device, devices);
   out_.resize(static_cast<size_t>(num_edges));
   xfers_.clear();
   num_hops_ = 0;
-  Time* busy = totals_.busy.data();
-  int64_t* link_bytes = totals_.bytes.data();
-  int32_t* count = totals_.count.data();
-  const Time* delay = resource_delay_.data();
+  int32_t* kinds = kind_count_.empty() ? nullptr : kind_count_.data();  // null: totals added per transfer
   HorizonSum sum = 0;  // of the hop tasks' times and latencies
   int64_t next = n;
   for (int32_t e = 0; e < num_edges; ++e) {
@@ -158,53 +160,76 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     if (segments == 1) {  // the common case: one task per hop, carrying every byte
       HopTask* task = HopSpace(hops);
       for (int32_t h = 0; h < hops; ++h) {
-        const int32_t r = route_resource_[route + h];
-        const Time price = Price(size, route + h);
-        busy[r] += price;
-        link_bytes[r] += edge.bytes;
-        ++count[r];
-        sum += static_cast<HorizonSum>(price + delay[r]);
-        task[h] = {price, x, static_cast<int16_t>(r), route_what_[route + h]};
+        const RouteHop hop = route_hop_[route + h];
+        task[h] = {Price(size, route + h, hop), x, hop.resource, hop.what};
       }
     } else {
-      sum += PlanSegments(edge.bytes, x, route, hops, segments);
+      PlanSegments(edge.bytes, x, route, hops, segments);
     }
-    totals_.bytes_moved += edge.bytes;
-    totals_.held[device[edge.dst]] += edge.bytes;
+    if (kinds != nullptr) {
+      ++kinds[size * pairs + pair];
+    } else {
+      sum += AddTransferTotals(pair, size, 1);
+    }
     pending_[edge.dst] += static_cast<int32_t>(segments);
     next += hops * segments;
   }
+  // The totals of the transfers of each kind at once (task times and bytes summed exactly: the same sums).
+  for (size_t k = 0; k < kind_count_.size(); ++k) {
+    if (kinds[k] == 0) continue;
+    sum += AddTransferTotals(static_cast<int32_t>(k % pairs), static_cast<int32_t>(k / pairs), kinds[k]);
+    kinds[k] = 0;
+  }
   *horizon += sum;
   return static_cast<int32_t>(next);
+}
+
+unsigned __int128 PlainSim::AddTransferTotals(int32_t pair, int32_t size, int32_t transfers) {
+  const int32_t route = route_off_[pair], hops = route_off_[pair + 1] - route;
+  const int64_t bytes = size_bytes_[size], segments = hops < 2 ? 1 : size_segments_[size];
+  // Segment s carries floor((s + 1) bytes / segments) - floor(s bytes / segments) bytes: `shorter` or one more.
+  const int64_t longs = bytes % segments;
+  HorizonSum horizon = 0;
+  for (int32_t h = 0; h < hops; ++h) {
+    const RouteHop hop = route_hop_[route + h];
+    const int32_t r = hop.resource;
+    const auto [short_ticks, long_ticks] =
+        segments == 1 ? std::pair{Price(size, route + h, hop), Time{0}} : SegmentTicks(bytes, segments, route + h);
+    const Time busy = (segments - longs) * short_ticks + longs * long_ticks;
+    totals_.busy[r] += transfers * busy;
+    totals_.bytes[r] += transfers * bytes;
+    totals_.count[r] += transfers * static_cast<int32_t>(segments);
+    horizon += static_cast<HorizonSum>(transfers) *
+               (static_cast<HorizonSum>(segments - longs) * static_cast<HorizonSum>(short_ticks + resource_delay_[r]) +
+                static_cast<HorizonSum>(longs) * static_cast<HorizonSum>(long_ticks + resource_delay_[r]));
+  }
+  totals_.bytes_moved += transfers * bytes;
+  totals_.held[pair % topology_.num_devices()] += transfers * bytes;
+  return horizon;
 }
 
 void PlainSim::GrowHops(int64_t count) {
   hop_tasks_.resize(std::max<size_t>(2 * hop_tasks_.size(), static_cast<size_t>(num_hops_ + count)));
 }
 
-Time PlainSim::Price(int32_t size, int32_t route_entry) const {
-  if (num_classes_ > 0) return size_price_[static_cast<size_t>(size) * num_classes_ + route_class_[route_entry]];
+Time PlainSim::Price(int32_t size, int32_t route_entry, RouteHop hop) const {
+  if (num_classes_ > 0) return size_price_[static_cast<size_t>(size) * num_classes_ + hop.price_class];
   return ToTicks(route_latency_[route_entry] + static_cast<double>(size_bytes_[size]) / route_bandwidth_[route_entry]);
 }
 
-unsigned __int128 PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hops, int64_t segments) {
-  HorizonSum horizon = 0;
-  // Segment s carries floor((s + 1) bytes / segments) - floor(s bytes / segments) bytes: `shorter` or one more.
+std::pair<Time, Time> PlainSim::SegmentTicks(int64_t bytes, int64_t segments, int32_t route_entry) const {
   const int64_t shorter = bytes / segments, longs = bytes % segments;
+  const double latency = route_latency_[route_entry], bandwidth = route_bandwidth_[route_entry];
+  const Time short_ticks = ToTicks(latency + static_cast<double>(shorter) / bandwidth);
+  const Time long_ticks = longs > 0 ? ToTicks(latency + static_cast<double>(shorter + 1) / bandwidth) : short_ticks;
+  return {short_ticks, long_ticks};
+}
+
+void PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hops, int64_t segments) {
+  const int64_t longs = bytes % segments;
   hop_price_.resize(2 * static_cast<size_t>(hops));
-  for (int32_t h = 0; h < hops; ++h) {
-    const int32_t r = route_resource_[route + h];
-    const double latency = route_latency_[route + h], bandwidth = route_bandwidth_[route + h];
-    const Time short_ticks = ToTicks(latency + static_cast<double>(shorter) / bandwidth);
-    const Time long_ticks = longs > 0 ? ToTicks(latency + static_cast<double>(shorter + 1) / bandwidth) : short_ticks;
-    hop_price_[2 * h] = short_ticks;
-    hop_price_[2 * h + 1] = long_ticks;
-    totals_.busy[r] += (segments - longs) * short_ticks + longs * long_ticks;
-    totals_.bytes[r] += bytes;
-    totals_.count[r] += static_cast<int32_t>(segments);
-    horizon += static_cast<HorizonSum>(segments - longs) * static_cast<HorizonSum>(short_ticks + resource_delay_[r]) +
-               static_cast<HorizonSum>(longs) * static_cast<HorizonSum>(long_ticks + resource_delay_[r]);
-  }
+  for (int32_t h = 0; h < hops; ++h)
+    std::tie(hop_price_[2 * h], hop_price_[2 * h + 1]) = SegmentTicks(bytes, segments, route + h);
   HopTask* task = HopSpace(hops * segments);
   for (int64_t s = 0, acc = 0; s < segments; ++s) {
     acc += longs;  // the share grows by one byte more when (s + 1) * longs passes a multiple of segments
@@ -213,10 +238,9 @@ unsigned __int128 PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route
     for (int32_t h = 0; h < hops; ++h) {
       const uint8_t what = (h == 0 ? kFirstHop : 0) | (h + 1 == hops ? kLastHop : 0) |
                            (s == 0 && h + 1 == hops ? kBuffer : 0) | (s == 0 && h == 0 ? kSegmented : 0);
-      *task++ = {hop_price_[2 * h + is_long], x, static_cast<int16_t>(route_resource_[route + h]), what};
+      *task++ = {hop_price_[2 * h + is_long], x, route_hop_[route + h].resource, what};
     }
   }
-  return horizon;
 }
 
 template <bool kFull, class Keys>
@@ -465,13 +489,12 @@ Expected<SimResult> PlainSim::Run(std::span<const DeviceId> device, const std::v
 
 int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
-  for (const auto* v : {&out_off_, &out_op_, &route_off_, &route_resource_, &size_segments_, &pending_, &route_class_,
-                        &last_})
+  for (const auto* v : {&out_off_, &out_op_, &route_off_, &size_segments_, &pending_, &kind_count_, &last_})
     total += Bytes(*v);
   for (const auto* v : {&output_bytes_, &hop_price_, &size_price_, &size_bytes_, &op_ticks_, &free_, &resource_delay_,
                         &op_sent_, &buffer_free_})
     total += Bytes(*v);
-  total += Bytes(route_bandwidth_) + Bytes(route_latency_) + Bytes(route_what_) + carriers_.memory_bytes() +
+  total += Bytes(route_bandwidth_) + Bytes(route_latency_) + Bytes(route_hop_) + carriers_.memory_bytes() +
            Bytes(members_) + Bytes(edge_out_) + Bytes(out_) + Bytes(xfers_) + Bytes(hop_tasks_) +
            Bytes(waiting_) +
            static_cast<int64_t>(packed_.capacity() * sizeof(uint64_t) + wide_heap_.capacity() * sizeof(WideItem)) +

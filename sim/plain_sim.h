@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/graph.h"
@@ -81,10 +82,13 @@ class PlainSim {
   // its tensor, -1 when nothing crosses), then out_, xfers_, their members and hop tasks, their totals;
   // adds their task times to `horizon` and returns the task count.
   int32_t PlanTransfers(std::span<const DeviceId> device, unsigned __int128* horizon);
-  // The hop tasks and totals of transfer `x` (of `bytes`) cut into `segments` > 1 segments over `hops` links from
-  // route_off_'s entry `route`; returns their task times and latencies summed (returned rather than added through a
-  // pointer, so that PlanTransfers' sum stays in registers).
-  unsigned __int128 PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hops, int64_t segments);
+  // Adds to totals_ what `transfers` transfers of edge size `size` between device pair `pair` (source * devices +
+  // destination) add (their hop tasks' busy time, bytes and count per link; the bytes moved and held at the
+  // destination) and returns their task times and latencies summed.
+  unsigned __int128 AddTransferTotals(int32_t pair, int32_t size, int32_t transfers);
+  // The hop tasks of transfer `x` (of `bytes`) cut into `segments` > 1 segments over `hops` links from
+  // route_hop_'s entry `route`.
+  void PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hops, int64_t segments);
   // Room for the next `count` hop tasks at the end of hop_tasks_ (which keeps its size between runs).
   [[gnu::always_inline]] HopTask* HopSpace(int64_t count) {
     if (num_hops_ + count > static_cast<int64_t>(hop_tasks_.size())) GrowHops(count);
@@ -94,9 +98,18 @@ class PlainSim {
   }
   // Makes hop_tasks_ hold at least num_hops_ + `count` entries.
   void GrowHops(int64_t count);
-  // Ticks of a whole tensor of edge size `size` (an index into size_bytes_) over the hop at route entry
+  // One hop of a route: its resource, what its hop task is in a transfer of one segment, and its price class (an
+  // index into size_price_'s rows when num_classes_ > 0).
+  struct RouteHop {
+    int16_t resource;
+    uint8_t what, price_class;
+  };
+  // Ticks of a whole tensor of edge size `size` (an index into size_bytes_) over the hop `hop` at route entry
   // `route_entry`.
-  [[gnu::always_inline]] inline Time Price(int32_t size, int32_t route_entry) const;
+  [[gnu::always_inline]] inline Time Price(int32_t size, int32_t route_entry, RouteHop hop) const;
+  // Ticks of a segment of `bytes` cut into `segments` > 1 over the hop at route entry `route_entry`: the shorter
+  // segments' and the longer ones' (one byte more).
+  std::pair<Time, Time> SegmentTicks(int64_t bytes, int64_t segments, int32_t route_entry) const;
   // The event loop; with kFull it also records what the memory peaks and the critical path need. False when a
   // one-word heap key did not fit (then the run is repeated with two-word keys).
   template <bool kFull, class Keys>
@@ -131,14 +144,17 @@ class PlainSim {
   std::vector<int32_t> size_segments_;
   std::vector<int64_t> output_bytes_;
   int32_t output_ops_ = 0;  // ops whose output holds bytes (one buffer each per run)
-  std::vector<int32_t> route_off_, route_resource_;
+  std::vector<int32_t> route_off_;
+  std::vector<RouteHop> route_hop_;
   std::vector<double> route_bandwidth_, route_latency_;
-  std::vector<uint8_t> route_what_;  // per route entry: what its hop task is in a transfer of one segment
-  // Per route entry its (latency, bandwidth) class, and per edge size and class the ticks of a tensor of that
-  // size over such a hop (empty when the machine has too many classes).
-  std::vector<int32_t> route_class_;
+  // Per edge size and (latency, bandwidth) class the ticks of a tensor of that size over such a hop (empty when
+  // the machine has too many classes).
   int32_t num_classes_ = 0;
   std::vector<Time> size_price_;
+  // Per edge size and device pair (size * devices^2 + pair): the transfers of that kind planned so far in a run,
+  // whose totals PlanTransfers adds at its end (zero between runs; empty when there are too many kinds, then
+  // each transfer's totals are added as it is planned).
+  std::vector<int32_t> kind_count_;
   // Which edges carry one tensor (per graph, carriers per run), and per run: per entry of the out-lists what
   // the op's end starts (`target`: the consumer (>= 0) when the edge joins ops directly, -2 - the first hop task of
   // the transfer it carries, or -1 (another edge's transfer carries it); `xfer`: that transfer); the transfers,

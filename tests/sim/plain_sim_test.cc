@@ -66,6 +66,22 @@ void ExpectSameResult(const SimResult& a, const SimResult& b) {
   EXPECT_TRUE(a.timeline.empty());
 }
 
+// Runs `strategy` on `sim` (which takes the plain path) and on the general path with `options` and a timeline,
+// expects every figure equal (RunStepTime's step too) and returns the general path's result.
+SimResult ExpectPlainEqualsGeneral(Simulator& sim, const Graph& graph, const Topology& topology,
+                                   const Strategy& strategy, const CostModel& cost, SimOptions options) {
+  options.keep_timeline = true;
+  Expected<SimResult> expected = Simulate(graph, topology, strategy, cost, options);
+  const Expected<SimResult> got = sim.Run(strategy);
+  if (!expected.ok() || !got.ok()) {
+    ADD_FAILURE() << (expected.ok() ? got.error().message : expected.error().message);
+    return {};
+  }
+  ExpectSameResult(*got, *expected);
+  EXPECT_EQ(*sim.RunStepTime(strategy), expected->step_time);
+  return std::move(expected).value();
+}
+
 TEST(PlainSim, EqualsTheGeneralPathOnRandomGraphsAndPlacements) {
   // Every other machine with per-message and per-step link costs (a transfer's hops pay the message cost).
   const Topology topologies[] = {testing::FullyConnected(4, 50e9, 2e-6),
@@ -85,23 +101,16 @@ TEST(PlainSim, EqualsTheGeneralPathOnRandomGraphsAndPlacements) {
       options.segment_bytes = 1 + UniformInt(rng, 3000);
       options.max_segments = 2 + UniformInt(rng, 12);
     }
-    SimOptions general = options;
-    general.keep_timeline = true;
     const CostModel cost = MakeAnalyticCostModel();
     Simulator sim = std::move(Simulator::Create(graph, topology, cost, options)).value();
     for (int p = 0; p < 4; ++p) {
       SCOPED_TRACE(Named("seed ", static_cast<int64_t>(seed)) + Named(", placement ", p));
       const Strategy strategy = RandomPlacement(graph, topology.num_devices(), rng);
-      const Expected<SimResult> expected = Simulate(graph, topology, strategy, cost, general);
-      ASSERT_TRUE(expected.ok()) << expected.error().message;
-      const Expected<SimResult> got = sim.Run(strategy);
-      ASSERT_TRUE(got.ok()) << got.error().message;
-      ExpectSameResult(*got, *expected);
-      EXPECT_EQ(*sim.RunStepTime(strategy), expected->step_time);
+      const SimResult expected = ExpectPlainEqualsGeneral(sim, graph, topology, strategy, cost, options);
       ++cases;
-      int compute_on_path = static_cast<int>(expected->critical_path.size());
-      critical_with_transfers += expected->critical_compute_seconds < expected->step_time && compute_on_path > 1;
-      for (const TimelineTask& t : expected->timeline)
+      int compute_on_path = static_cast<int>(expected.critical_path.size());
+      critical_with_transfers += expected.critical_compute_seconds < expected.step_time && compute_on_path > 1;
+      for (const TimelineTask& t : expected.timeline)
         if (t.kind == TimelineTask::Kind::kTransfer && t.bytes < graph.op(t.op).shape.back() * 4 * 16) {
           ++multi_segment;
           break;
@@ -111,6 +120,25 @@ TEST(PlainSim, EqualsTheGeneralPathOnRandomGraphsAndPlacements) {
   EXPECT_EQ(cases, 144);
   EXPECT_GT(multi_segment, 20);            // segmented transfers were exercised
   EXPECT_GT(critical_with_transfers, 20);  // and critical paths through transfers and busy resources
+}
+
+TEST(PlainSim, TransfersOfManyKindsMatch) {
+  // Transfers of one edge size between one device pair add the same totals, which the plain path sums per such
+  // kind while there are at most 2^16 kinds; here every edge has its own size, 6,000 of them on 5 devices
+  // (150,000 kinds), so each transfer's totals are added as it is planned.
+  GraphBuilder b("sizes");
+  for (int k = 0; k < 3001; ++k) b.add_op(testing::MakeOp(Named("op", k), 1e5 * (1 + k % 7), {16, 64}));
+  for (int k = 1; k < 3001; ++k) {
+    b.add_edge(k - 1, k, 1000 + 2 * k);
+    if (k >= 3) b.add_edge(k - 3, k, 1001 + 2 * k);
+  }
+  const Graph graph = std::move(b).Build().value();
+  const Topology topology = testing::WithLinkCosts(testing::Star(5, 25e9, 1e-6), 3e-6, 5e-6, 20e9);
+  const CostModel cost = MakeAnalyticCostModel();
+  Simulator sim = std::move(Simulator::Create(graph, topology, cost)).value();
+  std::mt19937_64 rng(4);
+  for (int p = 0; p < 2; ++p)
+    ExpectPlainEqualsGeneral(sim, graph, topology, RandomPlacement(graph, topology.num_devices(), rng), cost, {});
 }
 
 TEST(PlainSim, OutOfMemoryAndOneDeviceMatch) {
