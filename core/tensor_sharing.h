@@ -38,6 +38,8 @@ class TensorCarriers {
   // it moves nothing across (its ends share a place, or it carries no bytes); e itself when it carries its tensor;
   // else the smallest edge carrying the same tensor to the same place.
   int32_t carrier(int32_t e, bool crosses) const { return crosses ? carrier_[e] : -1; }
+  // After Assign: per edge its carrier were it to cross (what carrier(e, true) gives).
+  std::span<const int32_t> crossing_carriers() const { return carrier_; }
 
   // Bytes of the per-graph tables and scratch.
   int64_t memory_bytes() const;

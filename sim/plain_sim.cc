@@ -129,38 +129,48 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
   xfers_.clear();
   num_hops_ = 0;
   int32_t* kinds = kind_count_.empty() ? nullptr : kind_count_.data();  // null: totals added per transfer
+  // The arrays read through locals: a push onto xfers_ or members_ may allocate, after which GCC reloads every
+  // member vector's data pointer.
+  const Edge* edges = graph_.edges().data();
+  const int32_t* crossing_carrier = carriers_.crossing_carriers().data();
+  const EdgeSlot* edge_out = edge_out_.data();
+  OutEntry* out = out_.data();
+  int32_t* pending = pending_.data();
+  const int32_t* route_off = route_off_.data();
+  const int32_t* size_segments = size_segments_.data();
+  const RouteHop* route_hop = route_hop_.data();
   HorizonSum sum = 0;  // of the hop tasks' times and latencies
   int64_t next = n;
   for (int32_t e = 0; e < num_edges; ++e) {
-    const Edge& edge = graph_.edge(e);
-    const int32_t carrier = carriers_.carrier(e, device[edge.src] != device[edge.dst]);
+    const Edge& edge = edges[e];
+    const int32_t carrier = device[edge.src] != device[edge.dst] ? crossing_carrier[e] : -1;
     if (carrier < 0) {  // joins the ops directly
-      out_[edge_out_[e].out].target = edge.dst;
-      ++pending_[edge.dst];
+      out[edge_out[e].out].target = edge.dst;
+      ++pending[edge.dst];
       continue;
     }
     if (carrier != e) {  // rides on the carrier's transfer (made before: carrier < e), waiting for its segments
-      out_[edge_out_[e].out].target = -1;
-      Xfer& f = xfers_[out_[edge_out_[carrier].out].xfer];
+      out[edge_out[e].out].target = -1;
+      Xfer& f = xfers_[out[edge_out[carrier].out].xfer];
       members_.push_back({edge.dst, f.more});
       f.more = static_cast<int32_t>(members_.size()) - 1;
-      pending_[edge.dst] += f.segments;
+      pending[edge.dst] += f.segments;
       continue;
     }
     const int32_t pair = device[edge.src] * devices + device[edge.dst];
-    const int32_t route = route_off_[pair];
-    const int32_t hops = route_off_[pair + 1] - route;
-    const int32_t size = edge_out_[e].size;
-    const int64_t segments = hops < 2 ? 1 : size_segments_[size];  // SegmentCount(edge.bytes, hops, options_)
+    const int32_t route = route_off[pair];
+    const int32_t hops = route_off[pair + 1] - route;
+    const int32_t size = edge_out[e].size;
+    const int64_t segments = hops < 2 ? 1 : size_segments[size];  // SegmentCount(edge.bytes, hops, options_)
     DEVPLACE_CHECK(next + hops * segments < (int64_t{1} << 31), "task graph too large");
     const int32_t x = static_cast<int32_t>(xfers_.size());
-    out_[edge_out_[e].out] = {static_cast<int32_t>(-2 - next), x};
+    out[edge_out[e].out] = {static_cast<int32_t>(-2 - next), x};
     xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, -1, size, static_cast<int16_t>(hops),
                       static_cast<int16_t>(segments), 0});
     if (segments == 1) {  // the common case: one task per hop, carrying every byte
       HopTask* task = HopSpace(hops);
       for (int32_t h = 0; h < hops; ++h) {
-        const RouteHop hop = route_hop_[route + h];
+        const RouteHop hop = route_hop[route + h];
         task[h] = {Price(size, route + h, hop), x, hop.resource, hop.what};
       }
     } else {
@@ -171,7 +181,7 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     } else {
       sum += AddTransferTotals(pair, size, 1);
     }
-    pending_[edge.dst] += static_cast<int32_t>(segments);
+    pending[edge.dst] += static_cast<int32_t>(segments);
     next += hops * segments;
   }
   // The totals of the transfers of each kind at once (task times and bytes summed exactly: the same sums).
