@@ -454,10 +454,16 @@ const std::vector<int64_t>& PlainSim::DynamicPeaks(std::span<const DeviceId> dev
     peaks_.Count(device[f.dst], f.buffer_start, free, size_bytes_[f.size]);
   }
   peaks_.Bound();
+  // The second walk reads through locals: Keep's rare push may allocate, after which GCC would reload every member
+  // vector's data pointer.
+  const int64_t* output_bytes = output_bytes_.data();
+  const Time *op_ticks = op_ticks_.data(), *op_free = op_sent_.data(), *buffer_free = buffer_free_.data();
+  const int64_t* size_bytes = size_bytes_.data();
+  const Xfer* xfers = xfers_.data();
   for (OpId o = 0; o < n; ++o)
-    if (output_bytes_[o] != 0) peaks_.Keep(device[o], end[o].ready - op_ticks_[o], op_sent_[o], output_bytes_[o]);
-  for (size_t x = 0; x < xfers_.size(); ++x)
-    peaks_.Keep(device[xfers_[x].dst], xfers_[x].buffer_start, buffer_free_[x], size_bytes_[xfers_[x].size]);
+    if (output_bytes[o] != 0) peaks_.Keep(device[o], end[o].ready - op_ticks[o], op_free[o], output_bytes[o]);
+  for (size_t x = 0, count = xfers_.size(); x < count; ++x)
+    peaks_.Keep(device[xfers[x].dst], xfers[x].buffer_start, buffer_free[x], size_bytes[xfers[x].size]);
   return peaks_.Finish();
 }
 
