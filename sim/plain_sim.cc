@@ -48,6 +48,8 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
         size_segments_.push_back(bytes > 0 ? static_cast<int32_t>(SegmentCount(bytes, 2, options)) : 1);
       }
       edge_out_[e].size = it->second;
+      edge_out_[e].src = graph.edge(e).src;
+      edge_out_[e].dst = graph.edge(e).dst;
     }
   }
   for (OpId o = 0; o < n; ++o) {
@@ -131,7 +133,6 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
   int32_t* kinds = kind_count_.empty() ? nullptr : kind_count_.data();  // null: totals added per transfer
   // The arrays read through locals: a push onto xfers_ or members_ may allocate, after which GCC reloads every
   // member vector's data pointer.
-  const Edge* edges = graph_.edges().data();
   const int32_t* crossing_carrier = carriers_.crossing_carriers().data();
   const EdgeSlot* edge_out = edge_out_.data();
   OutEntry* out = out_.data();
@@ -142,15 +143,15 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
   HorizonSum sum = 0;  // of the hop tasks' times and latencies
   int64_t next = n;
   for (int32_t e = 0; e < num_edges; ++e) {
-    const Edge& edge = edges[e];
+    const EdgeSlot& edge = edge_out[e];
     const int32_t carrier = device[edge.src] != device[edge.dst] ? crossing_carrier[e] : -1;
     if (carrier < 0) {  // joins the ops directly
-      out[edge_out[e].out].target = edge.dst;
+      out[edge.out].target = edge.dst;
       ++pending[edge.dst];
       continue;
     }
     if (carrier != e) {  // rides on the carrier's transfer (made before: carrier < e), waiting for its segments
-      out[edge_out[e].out].target = -1;
+      out[edge.out].target = -1;
       Xfer& f = xfers_[out[edge_out[carrier].out].xfer];
       members_.push_back({edge.dst, f.more});
       f.more = static_cast<int32_t>(members_.size()) - 1;
@@ -160,11 +161,11 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     const int32_t pair = device[edge.src] * devices + device[edge.dst];
     const int32_t route = route_off[pair];
     const int32_t hops = route_off[pair + 1] - route;
-    const int32_t size = edge_out[e].size;
+    const int32_t size = edge.size;
     const int64_t segments = hops < 2 ? 1 : size_segments[size];  // SegmentCount(edge.bytes, hops, options_)
     DEVPLACE_CHECK(next + hops * segments < (int64_t{1} << 31), "task graph too large");
     const int32_t x = static_cast<int32_t>(xfers_.size());
-    out[edge_out[e].out] = {static_cast<int32_t>(-2 - next), x};
+    out[edge.out] = {static_cast<int32_t>(-2 - next), x};
     xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, -1, size, static_cast<int16_t>(hops),
                       static_cast<int16_t>(segments), 0});
     if (segments == 1) {  // the common case: one task per hop, carrying every byte
@@ -174,7 +175,7 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
         task[h] = {Price(size, route + h, hop), x, hop.resource, hop.what};
       }
     } else {
-      PlanSegments(edge.bytes, x, route, hops, segments);
+      PlanSegments(size_bytes_[size], x, route, hops, segments);
     }
     if (kinds != nullptr) {
       ++kinds[size * pairs + pair];

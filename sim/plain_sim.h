@@ -134,10 +134,11 @@ class PlainSim {
   // op's output bytes; the route of every device pair (as resources, bandwidths and the seconds a hop's resource
   // is busy besides the bytes).
   std::vector<int32_t> out_off_, out_op_;
-  // Per edge: its entry in the out-lists and its size (an index into the graph's distinct edge sizes, with their
-  // bytes and the segments of a transfer of that size over a route of two or more links).
+  // Per edge: its producer and consumer, its entry in the out-lists and its size (an index into the graph's
+  // distinct edge sizes, with their bytes and the segments of a transfer of that size over a route of two or more
+  // links): what the transfer plan reads of an edge, in one 16-byte record.
   struct EdgeSlot {
-    int32_t out, size;
+    int32_t src, dst, out, size;
   };
   std::vector<EdgeSlot> edge_out_;
   std::vector<int64_t> size_bytes_;
