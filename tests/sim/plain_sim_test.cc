@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/topology_yaml.h"
@@ -139,6 +141,42 @@ TEST(PlainSim, TransfersOfManyKindsMatch) {
   std::mt19937_64 rng(4);
   for (int p = 0; p < 2; ++p)
     ExpectPlainEqualsGeneral(sim, graph, topology, RandomPlacement(graph, topology.num_devices(), rng), cost, {});
+}
+
+TEST(PlainSim, MachinesWithManyHopClassesMatch) {
+  // Hop prices are kept per edge size and (latency, bandwidth) class on machines with at most 8 classes; here six
+  // devices, each on its own switch, the switches in a chain, and every link its own bandwidth and latency (11
+  // classes), so each hop is priced from its link. Every route has three or more hops, and transfers are cut
+  // into segments.
+  TopologyBuilder b("classes");
+  for (int d = 0; d < 6; ++d) b.add_device(testing::MakeDevice(Named("d", d)));
+  for (int d = 0; d < 6; ++d) {
+    const NodeId sw = b.add_switch({Named("sw", d), "h0"});
+    b.add_bidirectional_link(d, sw, (10 + d) * 1e9, (1 + d) * 1e-6, "pcie");
+    if (d > 0) b.add_bidirectional_link(sw - 1, sw, (20 + d) * 1e9, (0.5 + d) * 1e-6, "pcie");
+  }
+  Expected<Topology> built = std::move(b).Build();
+  ASSERT_TRUE(built.ok()) << built.error().message;
+  const Topology topology = std::move(built).value();
+  SimOptions options;
+  options.segment_bytes = 2000;
+  options.max_segments = 6;
+  const CostModel cost = MakeAnalyticCostModel();
+  int segmented = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    std::mt19937_64 rng(seed);
+    const Graph graph = seed % 2 ? testing::RandomTrainingGraph(seed, 120) : RandomForwardGraph(seed, 100);
+    Simulator sim = std::move(Simulator::Create(graph, topology, cost, options)).value();
+    for (int p = 0; p < 3; ++p) {
+      SCOPED_TRACE(Named("seed ", static_cast<int64_t>(seed)) + Named(", placement ", p));
+      const Strategy strategy = RandomPlacement(graph, topology.num_devices(), rng);
+      const SimResult expected = ExpectPlainEqualsGeneral(sim, graph, topology, strategy, cost, options);
+      std::map<std::tuple<OpId, OpId, int32_t>, int> pieces;  // per transfer and link: its segments
+      for (const TimelineTask& t : expected.timeline)
+        if (t.kind == TimelineTask::Kind::kTransfer) segmented += ++pieces[{t.op, t.consumer, t.resource}] == 2;
+    }
+  }
+  EXPECT_GT(segmented, 100);  // transfer hops cut into segments
 }
 
 TEST(PlainSim, OutOfMemoryAndOneDeviceMatch) {
