@@ -198,8 +198,7 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
 unsigned __int128 PlainSim::AddTransferTotals(int32_t pair, int32_t size, int32_t transfers) {
   const int32_t route = route_off_[pair], hops = route_off_[pair + 1] - route;
   const int64_t bytes = size_bytes_[size], segments = hops < 2 ? 1 : size_segments_[size];
-  // Segment s carries floor((s + 1) bytes / segments) - floor(s bytes / segments) bytes: `shorter` or one more.
-  const int64_t longs = bytes % segments;
+  const int64_t longs = bytes % segments;  // segments one byte longer than the others (SegmentTicks)
   HorizonSum horizon = 0;
   for (int32_t h = 0; h < hops; ++h) {
     const RouteHop hop = route_hop_[route + h];
@@ -229,6 +228,7 @@ Time PlainSim::Price(int32_t size, int32_t route_entry, RouteHop hop) const {
 }
 
 std::pair<Time, Time> PlainSim::SegmentTicks(int64_t bytes, int64_t segments, int32_t route_entry) const {
+  // Segment s carries floor((s + 1) bytes / segments) - floor(s bytes / segments) bytes: `shorter` or one more.
   const int64_t shorter = bytes / segments, longs = bytes % segments;
   const double latency = route_latency_[route_entry], bandwidth = route_bandwidth_[route_entry];
   const Time short_ticks = ToTicks(latency + static_cast<double>(shorter) / bandwidth);
