@@ -14,7 +14,8 @@ namespace {
 constexpr int32_t kPrefetchOps = 16;
 // Most distinct (latency, bandwidth) pairs of a machine's hops for which edge prices are kept.
 constexpr size_t kMaxPriceClasses = 8;
-// Most (edge size, device pair) kinds of transfer whose totals a run counts per kind rather than per transfer.
+// Most (edge size, device pair) kinds of transfer whose totals a run counts per kind rather than per transfer
+// (fewer when the graph has fewer edges).
 constexpr size_t kMaxTransferKinds = size_t{1} << 16;
 // The horizon is summed exactly (at most 2^31 tasks of at most about 2^62 ticks each) and then capped at
 // kHorizonCap, which is what the general build's saturating sum gives.
@@ -91,8 +92,10 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
         size_price_.push_back(ToTicks(latency + static_cast<double>(bytes) / bandwidth));
   }
   // Transfers of one size between one pair of devices add the same totals: counted per such kind and added once
-  // per run, where the machine and the graph's distinct sizes make few kinds.
-  if (size_bytes_.size() * d * d <= kMaxTransferKinds) kind_count_.assign(size_bytes_.size() * d * d, 0);
+  // per run, where the machine and the graph's distinct sizes make few kinds (no more than the graph has edges,
+  // so that the run's pass over the kinds costs less than its pass over the edges).
+  const size_t kinds = size_bytes_.size() * d * d;
+  if (kinds <= std::min(kMaxTransferKinds, static_cast<size_t>(graph.num_edges()))) kind_count_.assign(kinds, 0);
 }
 
 int32_t PlainSim::Plan(std::span<const DeviceId> device) {

@@ -153,8 +153,8 @@ class PlainSim {
   int32_t num_classes_ = 0;
   std::vector<Time> size_price_;
   // Per edge size and device pair (size * devices^2 + pair): the transfers of that kind planned so far in a run,
-  // whose totals PlanTransfers adds at its end (zero between runs; empty when there are too many kinds, then
-  // each transfer's totals are added as it is planned).
+  // whose totals PlanTransfers adds at its end (zero between runs; empty when there are more kinds than edges or
+  // 2^16, then each transfer's totals are added as it is planned).
   std::vector<int32_t> kind_count_;
   // Which edges carry one tensor (per graph, carriers per run), and per run: per entry of the out-lists what
   // the op's end starts (`target`: the consumer (>= 0) when the edge joins ops directly, -2 - the first hop task of

@@ -126,8 +126,8 @@ TEST(PlainSim, EqualsTheGeneralPathOnRandomGraphsAndPlacements) {
 
 TEST(PlainSim, TransfersOfManyKindsMatch) {
   // Transfers of one edge size between one device pair add the same totals, which the plain path sums per such
-  // kind while there are at most 2^16 kinds; here every edge has its own size, 6,000 of them on 5 devices
-  // (150,000 kinds), so each transfer's totals are added as it is planned.
+  // kind while there are at most 2^16 kinds and no more than edges; here every edge has its own size, 6,000 of
+  // them on 5 devices (150,000 kinds), so each transfer's totals are added as it is planned.
   GraphBuilder b("sizes");
   for (int k = 0; k < 3001; ++k) b.add_op(testing::MakeOp(Named("op", k), 1e5 * (1 + k % 7), {16, 64}));
   for (int k = 1; k < 3001; ++k) {
