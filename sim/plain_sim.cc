@@ -1,8 +1,8 @@
 #include "sim/plain_sim.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
-#include <tuple>
 #include <unordered_map>
 
 #include "core/check.h"
@@ -86,10 +86,20 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
       route_off_.push_back(static_cast<int32_t>(route_hop_.size()));
     }
   if (classes.size() <= kMaxPriceClasses) {
+    // A row per edge size: the ticks of the whole tensor per class, then of a shorter segment, then of a longer one.
     num_classes_ = static_cast<int32_t>(classes.size());
-    for (int64_t bytes : size_bytes_)
-      for (const auto& [latency, bandwidth] : classes)
-        size_price_.push_back(ToTicks(latency + static_cast<double>(bytes) / bandwidth));
+    for (size_t z = 0; z < size_bytes_.size(); ++z)
+      for (int kind = 0; kind < 3; ++kind)
+        for (const auto& [latency, bandwidth] : classes)
+          price_rows_.push_back(HopTicks(size_bytes_[z], size_segments_[z], latency, bandwidth)[kind]);
+  } else {
+    // A row per transfer, filled as it is planned: a hop's class is its place in its route.
+    per_transfer_rows_ = true;
+    for (size_t p = 0; p + 1 < route_off_.size(); ++p) {
+      const int32_t hops = route_off_[p + 1] - route_off_[p];
+      num_classes_ = std::max(num_classes_, hops);
+      for (int32_t h = 0; h < hops; ++h) route_hop_[route_off_[p] + h].price_class = static_cast<uint8_t>(h);
+    }
   }
   // Transfers of one size between one pair of devices add the same totals: counted per such kind and added once
   // per run, where the machine and the graph's distinct sizes make few kinds (no more than the graph has edges,
@@ -134,6 +144,11 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
   xfers_.clear();
   num_hops_ = 0;
   int32_t* kinds = kind_count_.empty() ? nullptr : kind_count_.data();  // null: totals added per transfer
+  const bool per_transfer_rows = per_transfer_rows_;
+  if (per_transfer_rows) {
+    price_rows_.clear();
+    transfer_bytes_.clear();
+  }
   // The arrays read through locals: a push onto xfers_ or members_ may allocate, after which GCC reloads every
   // member vector's data pointer.
   const int32_t* crossing_carrier = carriers_.crossing_carriers().data();
@@ -169,13 +184,14 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     DEVPLACE_CHECK(next + hops * segments < (int64_t{1} << 31), "task graph too large");
     const int32_t x = static_cast<int32_t>(xfers_.size());
     out[edge.out] = {static_cast<int32_t>(-2 - next), x};
-    xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, -1, size, static_cast<int16_t>(hops),
-                      static_cast<int16_t>(segments), 0});
+    xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, -1, per_transfer_rows ? x : size,
+                      static_cast<int16_t>(hops), static_cast<int16_t>(segments), 0});
+    if (per_transfer_rows) AddTransferRow(size, route, hops);
     if (segments == 1) {  // the common case: one task per hop, carrying every byte
       HopTask* task = HopSpace(hops);
       for (int32_t h = 0; h < hops; ++h) {
         const RouteHop hop = route_hop[route + h];
-        task[h] = {Price(size, route + h, hop), x, hop.resource, hop.what};
+        task[h] = {x, hop.resource, hop.what, hop.price_class};
       }
     } else {
       PlanSegments(size_bytes_[size], x, route, hops, segments);
@@ -201,13 +217,12 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
 unsigned __int128 PlainSim::AddTransferTotals(int32_t pair, int32_t size, int32_t transfers) {
   const int32_t route = route_off_[pair], hops = route_off_[pair + 1] - route;
   const int64_t bytes = size_bytes_[size], segments = hops < 2 ? 1 : size_segments_[size];
-  const int64_t longs = bytes % segments;  // segments one byte longer than the others (SegmentTicks)
+  const int64_t longs = bytes % segments;  // segments one byte longer than the others (HopTicks)
   HorizonSum horizon = 0;
   for (int32_t h = 0; h < hops; ++h) {
-    const RouteHop hop = route_hop_[route + h];
-    const int32_t r = hop.resource;
-    const auto [short_ticks, long_ticks] =
-        segments == 1 ? std::pair{Price(size, route + h, hop), Time{0}} : SegmentTicks(bytes, segments, route + h);
+    const int32_t r = route_hop_[route + h].resource;
+    const std::array<Time, 3> ticks = RouteHopTicks(size, route + h);
+    const Time short_ticks = segments == 1 ? ticks[0] : ticks[1], long_ticks = ticks[2];
     const Time busy = (segments - longs) * short_ticks + longs * long_ticks;
     totals_.busy[r] += transfers * busy;
     totals_.bytes[r] += transfers * bytes;
@@ -225,25 +240,35 @@ void PlainSim::GrowHops(int64_t count) {
   hop_tasks_.resize(std::max<size_t>(2 * hop_tasks_.size(), static_cast<size_t>(num_hops_ + count)));
 }
 
-Time PlainSim::Price(int32_t size, int32_t route_entry, RouteHop hop) const {
-  if (num_classes_ > 0) return size_price_[static_cast<size_t>(size) * num_classes_ + hop.price_class];
-  return ToTicks(route_latency_[route_entry] + static_cast<double>(size_bytes_[size]) / route_bandwidth_[route_entry]);
-}
-
-std::pair<Time, Time> PlainSim::SegmentTicks(int64_t bytes, int64_t segments, int32_t route_entry) const {
+std::array<Time, 3> PlainSim::HopTicks(int64_t bytes, int64_t segments, double latency, double bandwidth) {
   // Segment s carries floor((s + 1) bytes / segments) - floor(s bytes / segments) bytes: `shorter` or one more.
   const int64_t shorter = bytes / segments, longs = bytes % segments;
-  const double latency = route_latency_[route_entry], bandwidth = route_bandwidth_[route_entry];
   const Time short_ticks = ToTicks(latency + static_cast<double>(shorter) / bandwidth);
   const Time long_ticks = longs > 0 ? ToTicks(latency + static_cast<double>(shorter + 1) / bandwidth) : short_ticks;
-  return {short_ticks, long_ticks};
+  return {ToTicks(latency + static_cast<double>(bytes) / bandwidth), short_ticks, long_ticks};
+}
+
+std::array<Time, 3> PlainSim::RouteHopTicks(int32_t size, int32_t route_entry) const {
+  if (!per_transfer_rows_) {
+    const Time* row = price_rows_.data() + static_cast<size_t>(size) * 3 * num_classes_;
+    const int32_t c = route_hop_[route_entry].price_class;
+    return {row[c], row[num_classes_ + c], row[2 * num_classes_ + c]};
+  }
+  return HopTicks(size_bytes_[size], size_segments_[size], route_latency_[route_entry], route_bandwidth_[route_entry]);
+}
+
+void PlainSim::AddTransferRow(int32_t size, int32_t route, int32_t hops) {
+  const size_t row = price_rows_.size();
+  price_rows_.resize(row + 3 * static_cast<size_t>(num_classes_));
+  for (int32_t h = 0; h < hops; ++h) {
+    const std::array<Time, 3> ticks = RouteHopTicks(size, route + h);
+    for (int kind = 0; kind < 3; ++kind) price_rows_[row + kind * num_classes_ + h] = ticks[kind];
+  }
+  transfer_bytes_.push_back(size_bytes_[size]);
 }
 
 void PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hops, int64_t segments) {
   const int64_t longs = bytes % segments;
-  hop_price_.resize(2 * static_cast<size_t>(hops));
-  for (int32_t h = 0; h < hops; ++h)
-    std::tie(hop_price_[2 * h], hop_price_[2 * h + 1]) = SegmentTicks(bytes, segments, route + h);
   HopTask* task = HopSpace(hops * segments);
   for (int64_t s = 0, acc = 0; s < segments; ++s) {
     acc += longs;  // the share grows by one byte more when (s + 1) * longs passes a multiple of segments
@@ -252,7 +277,8 @@ void PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hop
     for (int32_t h = 0; h < hops; ++h) {
       const uint8_t what = (h == 0 ? kFirstHop : 0) | (h + 1 == hops ? kLastHop : 0) |
                            (s == 0 && h + 1 == hops ? kBuffer : 0) | (s == 0 && h == 0 ? kSegmented : 0);
-      *task++ = {hop_price_[2 * h + is_long], x, route_hop_[route + h].resource, what};
+      const RouteHop hop = route_hop_[route + h];
+      *task++ = {x, hop.resource, what, static_cast<uint8_t>((1 + is_long) * num_classes_ + hop.price_class)};
     }
   }
 }
@@ -280,6 +306,8 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
   Time* free = free_.data();
   int32_t* last = last_.data();
   Time* op_sent = op_sent_.data();
+  const Time* price_rows = price_rows_.data();
+  const size_t row_width = 3 * static_cast<size_t>(num_classes_);
   // Runs task `t` on resource `r` from `ready` for `duration` (its input `bind` unless it waited for `r`);
   // sets `crit` to the last op before it on a critical path (-1: none) and returns its end. The task before it
   // there, when a hop, has run and holds that op already: the walk back (CriticalPath) then visits ops only,
@@ -354,8 +382,9 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       for (int32_t s = 0; s < f.segments; ++s) {
         const int32_t u = t + s * f.hops;
         HopTask& k = hop_tasks[u - n];
-        const Time e = run(u, k.resource, ready, k.price, f.src, &k.crit);
-        if (kFull && (k.what & kBuffer)) f.buffer_start = e - k.price;
+        const Time price = price_rows[f.row * row_width + k.slot];
+        const Time e = run(u, k.resource, ready, price, f.src, &k.crit);
+        if (kFull && (k.what & kBuffer)) f.buffer_start = e - price;
         const Time arrive = e + delay[k.resource];
         if (!(k.what & kLastHop) ? !queue.Push(ready, arrive, u + 1) : !deliver_all(f, u, arrive, ready))
           return false;
@@ -369,7 +398,8 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
     // Whether the hop is a first hop (then its input is the producer, whose send time it raises) or not is hard to
     // predict: selected without a branch; a later hop raises op_sent's spare entry n instead.
     const int32_t first = -static_cast<int32_t>(hop->what & kFirstHop);  // all ones or zero (a mask)
-    Time end = run(t, hop->resource, ready, hop->price, t - 1 + ((f.src - t + 1) & first), &hop->crit);
+    const Time* price = price_rows + f.row * row_width;  // the hops' prices by their slots
+    Time end = run(t, hop->resource, ready, price[hop->slot], t - 1 + ((f.src - t + 1) & first), &hop->crit);
     if constexpr (kFull) {  // the larger of the two without a branch (which end is later is hard to predict)
       Time& sent = op_sent[n + ((f.src - n) & first)];
       sent += (end - sent) & -static_cast<Time>(end > sent);
@@ -379,7 +409,7 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       const Time arrive = end + delay[hop->resource];
       if (hop->what & kLastHop) {
         if constexpr (kFull) {  // segment 0's last hop holds the buffer: its start kept without a branch
-          const Time start = end - hop->price;
+          const Time start = end - price[hop->slot];
           f.buffer_start += (start - f.buffer_start) & -static_cast<Time>((hop->what & kBuffer) != 0);
         }
         if (!deliver_all(f, task, arrive, ready)) return false;
@@ -392,7 +422,7 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       ++task;
       ++hop;
       ready = arrive;
-      end = run(task, hop->resource, ready, hop->price, task - 1, &hop->crit);
+      end = run(task, hop->resource, ready, price[hop->slot], task - 1, &hop->crit);
     }
   }
   return true;
@@ -450,24 +480,24 @@ const std::vector<int64_t>& PlainSim::DynamicPeaks(std::span<const DeviceId> dev
   // The buffer's task delivers to f.dst (every segment does), so f.dst ends after it: the buffer's free time is the
   // latest end of its consumers.
   buffer_free_.resize(xfers_.size());
+  const int64_t* row_bytes = per_transfer_rows_ ? transfer_bytes_.data() : size_bytes_.data();
   for (size_t x = 0; x < xfers_.size(); ++x) {
     const Xfer& f = xfers_[x];
     Time free = end[f.dst].ready;
     for (int32_t m = f.more; m >= 0; m = members_[m].next) free = std::max(free, end[members_[m].dst].ready);
     buffer_free_[x] = free;
-    peaks_.Count(device[f.dst], f.buffer_start, free, size_bytes_[f.size]);
+    peaks_.Count(device[f.dst], f.buffer_start, free, row_bytes[f.row]);
   }
   peaks_.Bound();
   // The second walk reads through locals: Keep's rare push may allocate, after which GCC would reload every member
   // vector's data pointer.
   const int64_t* output_bytes = output_bytes_.data();
   const Time *op_ticks = op_ticks_.data(), *op_free = op_sent_.data(), *buffer_free = buffer_free_.data();
-  const int64_t* size_bytes = size_bytes_.data();
   const Xfer* xfers = xfers_.data();
   for (OpId o = 0; o < n; ++o)
     if (output_bytes[o] != 0) peaks_.Keep(device[o], end[o].ready - op_ticks[o], op_free[o], output_bytes[o]);
   for (size_t x = 0, count = xfers_.size(); x < count; ++x)
-    peaks_.Keep(device[xfers[x].dst], xfers[x].buffer_start, buffer_free[x], size_bytes[xfers[x].size]);
+    peaks_.Keep(device[xfers[x].dst], xfers[x].buffer_start, buffer_free[x], row_bytes[xfers[x].row]);
   return peaks_.Finish();
 }
 
@@ -511,8 +541,8 @@ int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
   for (const auto* v : {&out_off_, &out_op_, &route_off_, &size_segments_, &pending_, &kind_count_, &last_})
     total += Bytes(*v);
-  for (const auto* v : {&output_bytes_, &hop_price_, &size_price_, &size_bytes_, &op_ticks_, &free_, &resource_delay_,
-                        &op_sent_, &buffer_free_})
+  for (const auto* v : {&output_bytes_, &transfer_bytes_, &size_bytes_, &op_ticks_, &free_, &resource_delay_,
+                        &op_sent_, &buffer_free_, &price_rows_})
     total += Bytes(*v);
   total += Bytes(route_bandwidth_) + Bytes(route_latency_) + Bytes(route_hop_) + carriers_.memory_bytes() +
            Bytes(members_) + Bytes(edge_out_) + Bytes(out_) + Bytes(xfers_) + Bytes(hop_tasks_) +

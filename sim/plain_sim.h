@@ -3,12 +3,13 @@
 // the hop tasks of each transfer, one transfer per tensor and destination device, in edge order) and so are the
 // ids, tie-break keys and the event loop's rules (sim/engine.h), so the results equal the general path's bit for
 // bit; but no general task graph is built: an op keeps compact per-op records (its out-edges say directly which
-// op or transfer its end starts), a transfer one record, and a hop task 16 bytes (price, transfer, resource), read
-// once when it leaves the ready heap. A transfer's first hops of all segments become ready at the
+// op or transfer its end starts), a transfer one record, and a hop task 8 bytes (transfer, resource, price slot),
+// read once when it leaves the ready heap. A transfer's first hops of all segments become ready at the
 // producer's end with consecutive keys, so they leave the heap one after another and are timed together; a hop's
 // next hop that would leave the queue next runs at once.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <utility>
@@ -31,8 +32,9 @@ class PlainSim {
   PlainSim(const Graph& graph, const Topology& topology, const CostModel& cost, const SimOptions& options,
            PlainCostCache* cache);
 
-  // Whether the machine fits the compact records (at most 32,767 devices and links); else use the general path.
-  bool usable() const { return num_resources_ <= INT16_MAX; }
+  // Whether the machine fits the compact records (at most 32,767 devices and links, and with more than 8 price
+  // classes of hop, routes of at most 85 links); else use the general path.
+  bool usable() const { return num_resources_ <= INT16_MAX && 3 * num_classes_ <= UINT8_MAX + 1; }
   // Simulates the placement `device` (op o whole on device[o], every device in range) and returns the result
   // without a timeline, with `static_bytes` (per device) as its static memory; equal to the general path's
   // (TaskBuilder::BuildAll, Engine::Run, PeakScratch, Assemble). An error when the step is too long to simulate.
@@ -46,28 +48,28 @@ class PlainSim {
   int64_t memory_bytes() const;
 
  private:
-  // One transfer: the tensor of an edge from op `src` to op `dst` (of edge size `size`), which it also carries to
-  // the consumers listed from members_[more] on (all on dst's device), over `hops` links in `segments` segments;
-  // its hop tasks have the ids first + segment * hops + hop. `buffer_start`: after a kFull run, the start of its
-  // buffer's task (segment 0's last hop, which delivers from this record anyway).
+  // One transfer: the tensor of an edge from op `src` to op `dst`, which it also carries to the consumers listed
+  // from members_[more] on (all on dst's device), over `hops` links in `segments` segments; its hop tasks have the
+  // ids first + segment * hops + hop and their prices in row `row` of price_rows_. `buffer_start`: after a kFull
+  // run, the start of its buffer's task (segment 0's last hop, which delivers from this record anyway).
   struct Xfer {
-    int32_t first, src, dst, more, size;
+    int32_t first, src, dst, more, row;
     int16_t hops, segments;
     Time buffer_start;
   };
-  // One hop task (hop_tasks_[id - ops]): its price, transfer, resource and what it is (kFirstHop: the first hop of
-  // a segment, kLastHop: the last, kBuffer: segment 0's last hop, which holds the receive buffer, kSegmented: the
-  // first hop of a transfer of two or more segments). Once it has run in a kFull loop, `crit` (in place of `xfer`)
-  // is the last op before it on a critical path (Timing::crit_prev followed past hops; -1: none).
+  // One hop task (hop_tasks_[id - ops]): its transfer, resource, what it is (kFirstHop: the first hop of a
+  // segment, kLastHop: the last, kBuffer: segment 0's last hop, which holds the receive buffer, kSegmented: the
+  // first hop of a transfer of two or more segments) and the slot of its price in its transfer's row of
+  // price_rows_. Once it has run in a kFull loop, `crit` (in place of `xfer`) is the last op before it on a
+  // critical path (Timing::crit_prev followed past hops; -1: none).
   static constexpr uint8_t kFirstHop = 1, kLastHop = 2, kBuffer = 4, kSegmented = 8;
   struct HopTask {
-    Time price;
     union {
       int32_t xfer;
       int32_t crit;
     };
     int16_t resource;
-    uint8_t what;
+    uint8_t what, slot;
   };
   // Per op while it waits for its inputs (as Engine::Waiting); once it has run in a kFull loop, `ready` holds its
   // end (its start is that less its price) and `bind` the last op before it on a critical path (as HopTask::crit).
@@ -98,18 +100,21 @@ class PlainSim {
   }
   // Makes hop_tasks_ hold at least num_hops_ + `count` entries.
   void GrowHops(int64_t count);
-  // One hop of a route: its resource, what its hop task is in a transfer of one segment, and its price class (an
-  // index into size_price_'s rows when num_classes_ > 0).
+  // One hop of a route: its resource, what its hop task is in a transfer of one segment, and its price class (its
+  // column in price_rows_: the hop's (latency, bandwidth) class, or its place in the route with per_transfer_rows_).
   struct RouteHop {
     int16_t resource;
     uint8_t what, price_class;
   };
-  // Ticks of a whole tensor of edge size `size` (an index into size_bytes_) over the hop `hop` at route entry
-  // `route_entry`.
-  [[gnu::always_inline]] inline Time Price(int32_t size, int32_t route_entry, RouteHop hop) const;
-  // Ticks of a segment of `bytes` cut into `segments` > 1 over the hop at route entry `route_entry`: the shorter
-  // segments' and the longer ones' (one byte more).
-  std::pair<Time, Time> SegmentTicks(int64_t bytes, int64_t segments, int32_t route_entry) const;
+  // Ticks over a hop of `latency` seconds and `bandwidth` bytes/s of `bytes`, of a shorter and of a longer (one byte
+  // more) segment of them cut into `segments`.
+  static std::array<Time, 3> HopTicks(int64_t bytes, int64_t segments, double latency, double bandwidth);
+  // HopTicks of a tensor of edge size `size` (an index into size_bytes_, cut into size_segments_[size]) over the
+  // hop at route entry `route_entry`.
+  std::array<Time, 3> RouteHopTicks(int32_t size, int32_t route_entry) const;
+  // Appends to price_rows_ the row of the next transfer (of edge size `size` over `hops` links from route entry
+  // `route`) and its bytes to transfer_bytes_ (with per_transfer_rows_).
+  void AddTransferRow(int32_t size, int32_t route, int32_t hops);
   // The event loop; with kFull it also records what the memory peaks and the critical path need. False when a
   // one-word heap key did not fit (then the run is repeated with two-word keys).
   template <bool kFull, class Keys>
@@ -148,10 +153,14 @@ class PlainSim {
   std::vector<int32_t> route_off_;
   std::vector<RouteHop> route_hop_;
   std::vector<double> route_bandwidth_, route_latency_;
-  // Per edge size and (latency, bandwidth) class the ticks of a tensor of that size over such a hop (empty when
-  // the machine has too many classes).
+  // Hop prices in rows of 3 x num_classes_ ticks: a whole tensor's per price class, then a shorter segment's, then
+  // a longer segment's (HopTicks); a hop task's slot is its column. A row per edge size where the machine's hops
+  // have at most 8 (latency, bandwidth) classes, else (per_transfer_rows_) a row per transfer, each hop its own
+  // class, filled per run with the transfers' bytes in transfer_bytes_.
   int32_t num_classes_ = 0;
-  std::vector<Time> size_price_;
+  bool per_transfer_rows_ = false;
+  std::vector<Time> price_rows_;
+  std::vector<int64_t> transfer_bytes_;
   // Per edge size and device pair (size * devices^2 + pair): the transfers of that kind planned so far in a run,
   // whose totals PlanTransfers adds at its end (zero between runs; empty when there are more kinds than edges or
   // 2^16, then each transfer's totals are added as it is planned).
@@ -175,7 +184,7 @@ class PlainSim {
   std::vector<Xfer> xfers_;
   std::vector<HopTask> hop_tasks_;
   int64_t num_hops_ = 0;
-  std::vector<Time> op_ticks_, hop_price_;  // hop_price_: scratch, per hop of a route its short and long price
+  std::vector<Time> op_ticks_;
   std::vector<int32_t> pending_;  // per op: inputs it waits for (direct inputs and transfer segments)
   std::vector<Waiting> waiting_;
   TaskTotals totals_;
