@@ -181,7 +181,6 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     const int32_t hops = route_off[pair + 1] - route;
     const int32_t size = edge.size;
     const int64_t segments = hops < 2 ? 1 : size_segments[size];  // SegmentCount(edge.bytes, hops, options_)
-    DEVPLACE_CHECK(next + hops * segments < (int64_t{1} << 31), "task graph too large");
     const int32_t x = static_cast<int32_t>(xfers_.size());
     out[edge.out] = {static_cast<int32_t>(-2 - next), x};
     xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, -1, per_transfer_rows ? x : size,
@@ -237,7 +236,10 @@ unsigned __int128 PlainSim::AddTransferTotals(int32_t pair, int32_t size, int32_
 }
 
 void PlainSim::GrowHops(int64_t count) {
-  hop_tasks_.resize(std::max<size_t>(2 * hop_tasks_.size(), static_cast<size_t>(num_hops_ + count)));
+  // Task ids are int32: hop_tasks_ never holds more than the ids left after the ops.
+  const int64_t most = INT32_MAX - int64_t{graph_.num_ops()}, needed = num_hops_ + count;
+  DEVPLACE_CHECK(needed <= most, "task graph too large");
+  hop_tasks_.resize(static_cast<size_t>(std::min(std::max<int64_t>(2 * hop_tasks_.size(), needed), most)));
 }
 
 std::array<Time, 3> PlainSim::HopTicks(int64_t bytes, int64_t segments, double latency, double bandwidth) {

@@ -98,7 +98,8 @@ class PlainSim {
     num_hops_ += count;
     return space;
   }
-  // Makes hop_tasks_ hold at least num_hops_ + `count` entries.
+  // Makes hop_tasks_ hold at least num_hops_ + `count` entries, and never more than the int32 task ids left after
+  // the ops (a check fails when those do not suffice), which bounds every task id HopSpace hands out.
   void GrowHops(int64_t count);
   // One hop of a route: its resource, what its hop task is in a transfer of one segment, and its price class (its
   // column in price_rows_: the hop's (latency, bandwidth) class, or its place in the route with per_transfer_rows_).
