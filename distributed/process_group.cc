@@ -274,15 +274,18 @@ Expected<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(const DistributedC
 }
 
 Expected<std::unique_ptr<ProcessGroup>> ProcessGroup::SubGroup(const std::vector<int32_t>& ranks) {
-  DEVPLACE_CHECK(ranks.size() >= 2 && std::is_sorted(ranks.begin(), ranks.end()) &&
-                     std::adjacent_find(ranks.begin(), ranks.end()) == ranks.end() && ranks.front() >= 0 &&
-                     ranks.back() < size(),
-                 "a subgroup of at least two distinct ranks of the group, sorted");
-  const auto me = std::find(ranks.begin(), ranks.end(), rank());
-  DEVPLACE_CHECK(me != ranks.end(), "a subgroup this rank belongs to");
   std::string name = "subgroup";
   // (Appended piece by piece: GCC 12 warns, wrongly, of an overlapping copy in `"-" + std::to_string(r)` here.)
   for (int32_t r : ranks) name.append("-").append(std::to_string(r));
+  std::string listed;  // "0, 2, 3"
+  for (int32_t r : ranks) listed.append(listed.empty() ? "" : ", ").append(std::to_string(r));
+  if (ranks.empty()) listed = "none";
+  if (ranks.size() < 2 || !std::is_sorted(ranks.begin(), ranks.end()) ||
+      std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end() || ranks.front() < 0 || ranks.back() >= size())
+    return Error{Who() + ": a subgroup needs at least two distinct ranks of the group's " + std::to_string(size()) +
+                 ", sorted; got ranks " + listed};
+  const auto me = std::find(ranks.begin(), ranks.end(), rank());
+  if (me == ranks.end()) return Error{Who() + ": not among the subgroup's ranks " + listed};
   {
     std::lock_guard<std::mutex> lock(impl_->sub_mu);
     name.append("/").append(std::to_string(impl_->subgroups_made[ranks]++));
@@ -293,7 +296,7 @@ Expected<std::unique_ptr<ProcessGroup>> ProcessGroup::SubGroup(const std::vector
   impl->config.world_size = static_cast<int32_t>(ranks.size());
   impl->backend = impl_->backend;
   impl->timeout = impl_->timeout;
-  impl->who = Who() + " (in the subgroup of ranks " + name.substr(9, name.find('/') - 9) + ")";
+  impl->who = Who() + " (in the subgroup of ranks " + listed + ")";
   impl->store = c10::make_intrusive<c10d::PrefixStore>(name, impl_->store);
   try {
     impl->StartBackend();

@@ -70,7 +70,7 @@ class ProcessGroup {
   // A group of the ranks `ranks` of this group (sorted, distinct, at least two, this rank among them) over the
   // same rendezvous store, for collectives among them only. Every rank in `ranks` must call it (a rendezvous of
   // them, bounded by the timeout); ranks that make several subgroups make them in one order (e.g. sorted).
-  // Errors name this rank and the subgroup.
+  // Errors name this rank and the subgroup (also when `ranks` is not such a list, before any rendezvous).
   Expected<std::unique_ptr<ProcessGroup>> SubGroup(const std::vector<int32_t>& ranks);
 
   // Element-wise reduction over the ranks, in place. `tensor`: contiguous, same shape and type on every rank

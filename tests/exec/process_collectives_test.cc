@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -95,12 +96,10 @@ at::Tensor Input(int32_t rank, int32_t k) {
   return at::arange(10, at::kFloat).reshape({5, 2}) * static_cast<float>(rank + 1) + static_cast<float>(10 * k);
 }
 
-// Two ranks (threads with a group each) run an all-reduce and a reduce-scatter; rank 0's collectives become ready
-// in the opposite order of rank 1's. Both run them in the shared order and compute the sums.
-TEST(ProcessCollectives, RanksReadyInOppositeOrdersAgree) {
+// Runs `body` on two ranks (threads, each with its own group over a loopback rendezvous) and returns per rank
+// what failed: the connection's error, or what `body` returned ("" when nothing failed).
+std::vector<std::string> OnTwoRanks(const std::function<std::string(int32_t rank, ProcessGroup& group)>& body) {
   const int port = testing::FreeLoopbackPort();
-  std::vector<std::vector<int32_t>> completed(2);
-  std::vector<std::vector<at::Tensor>> results(2);
   std::vector<std::string> failures(2);
   std::vector<std::thread> ranks;
   for (int32_t r = 0; r < 2; ++r)
@@ -108,51 +107,60 @@ TEST(ProcessCollectives, RanksReadyInOppositeOrdersAgree) {
       DistributedConfig config{.rank = r, .world_size = 2, .local_rank = r, .master_addr = "127.0.0.1",
                                .master_port = port, .timeout_seconds = 30.0};
       Expected<std::unique_ptr<ProcessGroup>> group = ProcessGroup::Connect(config);
-      if (!group) {
-        failures[r] = group.error().message;
-        return;
-      }
-      TaskProgram program;
-      std::vector<ProcessCollective> order(2);
-      for (int32_t k = 0; k < 2; ++k) {
-        Task t;
-        t.kind = TaskKind::kCollective;
-        t.dst = program.AddSlot();
-        t.length = 5;
-        order[k].task = program.Add(t);
-        order[k].collective = k;
-        order[k].scatter = k == 1;  // rank 0 holds member 1: it keeps chunk 1 (rows 2..4), rank 1 chunk 0
-        order[k].ranks = {0, 1};
-        order[k].member_of_rank = {1, 0};
-        order[k].what = "test collective " + std::to_string(k);
-      }
-      CollectiveSequencer sequencer(program, order, {group->get(), group->get()});
-      std::vector<at::Tensor> slots = {Input(r, 0), Input(r, 1)};
-      std::mutex mu;
-      std::condition_variable cv;
-      sequencer.BeginStep(
-          [&](int32_t task, double) {
-            std::lock_guard<std::mutex> lock(mu);
-            completed[r].push_back(task);
-            cv.notify_all();
-          },
-          [&](const std::string& message) {
-            std::lock_guard<std::mutex> lock(mu);
-            failures[r] = message;
-            cv.notify_all();
-          });
-      for (int32_t k : r == 0 ? std::vector<int32_t>{1, 0} : std::vector<int32_t>{0, 1}) {
-        sequencer.Ready(order[k].task, slots);
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait_for(lock, std::chrono::seconds(20), [&] { return completed[r].size() == 2 || !failures[r].empty(); });
-      }
-      sequencer.EndStep();
-      results[r] = slots;
+      failures[r] = group ? body(r, **group) : group.error().message;
     });
   for (std::thread& t : ranks) t.join();
+  return failures;
+}
+
+// Two ranks (threads with a group each) run an all-reduce and a reduce-scatter; rank 0's collectives become ready
+// in the opposite order of rank 1's. Both run them in the shared order and compute the sums.
+TEST(ProcessCollectives, RanksReadyInOppositeOrdersAgree) {
+  std::vector<std::vector<int32_t>> completed(2);
+  std::vector<std::vector<at::Tensor>> results(2);
+  const std::vector<std::string> failures = OnTwoRanks([&](int32_t r, ProcessGroup& group) {
+    TaskProgram program;
+    std::vector<ProcessCollective> order(2);
+    for (int32_t k = 0; k < 2; ++k) {
+      Task t;
+      t.kind = TaskKind::kCollective;
+      t.dst = program.AddSlot();
+      t.length = 5;
+      order[k].task = program.Add(t);
+      order[k].collective = k;
+      order[k].scatter = k == 1;  // rank 0 holds member 1: it keeps chunk 1 (rows 2..4), rank 1 chunk 0
+      order[k].ranks = {0, 1};
+      order[k].member_of_rank = {1, 0};
+      order[k].what = "test collective " + std::to_string(k);
+    }
+    CollectiveSequencer sequencer(program, order, {&group, &group});
+    std::vector<at::Tensor> slots = {Input(r, 0), Input(r, 1)};
+    std::mutex mu;
+    std::condition_variable cv;
+    std::string failure;
+    sequencer.BeginStep(
+        [&](int32_t task, double) {
+          std::lock_guard<std::mutex> lock(mu);
+          completed[r].push_back(task);
+          cv.notify_all();
+        },
+        [&](const std::string& message) {
+          std::lock_guard<std::mutex> lock(mu);
+          failure = message;
+          cv.notify_all();
+        });
+    for (int32_t k : r == 0 ? std::vector<int32_t>{1, 0} : std::vector<int32_t>{0, 1}) {
+      sequencer.Ready(order[k].task, slots);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait_for(lock, std::chrono::seconds(20), [&] { return completed[r].size() == 2 || !failure.empty(); });
+    }
+    sequencer.EndStep();
+    results[r] = slots;
+    return failure;
+  });
   for (int32_t r = 0; r < 2; ++r) {
     ASSERT_EQ(failures[r], "") << "rank " << r;
     EXPECT_EQ(completed[r], (std::vector<int32_t>{0, 1})) << "rank " << r;
@@ -160,6 +168,38 @@ TEST(ProcessCollectives, RanksReadyInOppositeOrdersAgree) {
     const int64_t lo = r == 0 ? 2 : 0, len = r == 0 ? 3 : 2;  // 5 rows in chunks of 2 and 3
     EXPECT_TRUE(at::equal(results[r][1].narrow(0, lo, len), (Input(0, 1) + Input(1, 1)).narrow(0, lo, len)))
         << "rank " << r;
+  }
+}
+
+// A subgroup asked with a list that is not at least two distinct ranks of the group, sorted, is an error naming
+// the rank and the list, returned before any rendezvous (so each rank returns on its own); the group's own two
+// ranks then make a working subgroup.
+TEST(ProcessCollectives, SubgroupsOfBadRankListsAreErrors) {
+  std::vector<std::vector<std::string>> errors(2);
+  std::vector<at::Tensor> sums(2);
+  const std::vector<std::string> failures = OnTwoRanks([&](int32_t r, ProcessGroup& group) -> std::string {
+    const std::vector<std::vector<int32_t>> bad_lists = {{}, {0}, {1, 0}, {0, 0}, {0, 2}, {-1, 1}};
+    for (const std::vector<int32_t>& bad : bad_lists) {
+      Expected<std::unique_ptr<ProcessGroup>> sub = group.SubGroup(bad);
+      errors[r].push_back(sub.ok() ? "made" : sub.error().message);
+    }
+    Expected<std::unique_ptr<ProcessGroup>> sub = group.SubGroup({0, 1});
+    if (!sub) return sub.error().message;
+    sums[r] = at::full({3}, static_cast<float>(r + 1));
+    const Status summed = (*sub)->AllReduceSum(sums[r], "the test's sum");
+    return summed ? "" : summed.error().message;
+  });
+  for (int32_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(failures[r], "") << "rank " << r;
+    const std::vector<std::string> lists = {"none", "0", "1, 0", "0, 0", "0, 2", "-1, 1"};
+    ASSERT_EQ(errors[r].size(), lists.size());
+    for (size_t k = 0; k < lists.size(); ++k) {
+      EXPECT_NE(errors[r][k].find("rank " + std::to_string(r)), std::string::npos) << errors[r][k];
+      EXPECT_NE(errors[r][k].find("at least two distinct ranks of the group's 2, sorted; got ranks " + lists[k]),
+                std::string::npos)
+          << errors[r][k];
+    }
+    EXPECT_TRUE(at::equal(sums[r], at::full({3}, 3.0f))) << "rank " << r;
   }
 }
 
