@@ -92,14 +92,16 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
       for (int kind = 0; kind < 3; ++kind)
         for (const auto& [latency, bandwidth] : classes)
           price_rows_.push_back(HopTicks(size_bytes_[z], size_segments_[z], latency, bandwidth)[kind]);
+    row_width_ = 3 * num_classes_;
   } else {
-    // A row per transfer, filled as it is planned: a hop's class is its place in its route.
+    // Each transfer's prices listed as it is planned: a hop's column is its place in its route.
     per_transfer_rows_ = true;
     for (size_t p = 0; p + 1 < route_off_.size(); ++p) {
       const int32_t hops = route_off_[p + 1] - route_off_[p];
-      num_classes_ = std::max(num_classes_, hops);
+      longest_route_ = std::max(longest_route_, hops);
       for (int32_t h = 0; h < hops; ++h) route_hop_[route_off_[p] + h].price_class = static_cast<uint8_t>(h);
     }
+    row_width_ = 1;
   }
   // Transfers of one size between one pair of devices add the same totals: counted per such kind and added once
   // per run, where the machine and the graph's distinct sizes make few kinds (no more than the graph has edges,
@@ -183,9 +185,9 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     const int64_t segments = hops < 2 ? 1 : size_segments[size];  // SegmentCount(edge.bytes, hops, options_)
     const int32_t x = static_cast<int32_t>(xfers_.size());
     out[edge.out] = {static_cast<int32_t>(-2 - next), x};
-    xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, -1, per_transfer_rows ? x : size,
-                      static_cast<int16_t>(hops), static_cast<int16_t>(segments), 0});
-    if (per_transfer_rows) AddTransferRow(size, route, hops);
+    const int32_t row = per_transfer_rows ? AddTransferRow(size, route, hops, segments > 1) : size;
+    xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, -1, row, static_cast<int16_t>(hops),
+                      static_cast<int16_t>(segments), 0});
     if (segments == 1) {  // the common case: one task per hop, carrying every byte
       HopTask* task = HopSpace(hops);
       for (int32_t h = 0; h < hops; ++h) {
@@ -259,14 +261,21 @@ std::array<Time, 3> PlainSim::RouteHopTicks(int32_t size, int32_t route_entry) c
   return HopTicks(size_bytes_[size], size_segments_[size], route_latency_[route_entry], route_bandwidth_[route_entry]);
 }
 
-void PlainSim::AddTransferRow(int32_t size, int32_t route, int32_t hops) {
-  const size_t row = price_rows_.size();
-  price_rows_.resize(row + 3 * static_cast<size_t>(num_classes_));
+int32_t PlainSim::AddTransferRow(int32_t size, int32_t route, int32_t hops, bool segmented) {
+  // At most as many prices as hop tasks (two per hop where each hop has at least two segments), so the offset
+  // fits an int32 as the task ids do.
+  const int32_t row = static_cast<int32_t>(price_rows_.size());
   for (int32_t h = 0; h < hops; ++h) {
     const std::array<Time, 3> ticks = RouteHopTicks(size, route + h);
-    for (int kind = 0; kind < 3; ++kind) price_rows_[row + kind * num_classes_ + h] = ticks[kind];
+    if (segmented) {
+      price_rows_.push_back(ticks[1]);
+      price_rows_.push_back(ticks[2]);
+    } else {
+      price_rows_.push_back(ticks[0]);
+    }
   }
   transfer_bytes_.push_back(size_bytes_[size]);
+  return row;
 }
 
 void PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hops, int64_t segments) {
@@ -280,7 +289,8 @@ void PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hop
       const uint8_t what = (h == 0 ? kFirstHop : 0) | (h + 1 == hops ? kLastHop : 0) |
                            (s == 0 && h + 1 == hops ? kBuffer : 0) | (s == 0 && h == 0 ? kSegmented : 0);
       const RouteHop hop = route_hop_[route + h];
-      *task++ = {x, hop.resource, what, static_cast<uint8_t>((1 + is_long) * num_classes_ + hop.price_class)};
+      const int32_t slot = per_transfer_rows_ ? 2 * h + is_long : (1 + is_long) * num_classes_ + hop.price_class;
+      *task++ = {x, hop.resource, what, static_cast<uint8_t>(slot)};
     }
   }
 }
@@ -309,7 +319,7 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
   int32_t* last = last_.data();
   Time* op_sent = op_sent_.data();
   const Time* price_rows = price_rows_.data();
-  const size_t row_width = 3 * static_cast<size_t>(num_classes_);
+  const size_t row_width = static_cast<size_t>(row_width_);
   // Runs task `t` on resource `r` from `ready` for `duration` (its input `bind` unless it waited for `r`);
   // sets `crit` to the last op before it on a critical path (-1: none) and returns its end. The task before it
   // there, when a hop, has run and holds that op already: the walk back (CriticalPath) then visits ops only,
@@ -482,13 +492,15 @@ const std::vector<int64_t>& PlainSim::DynamicPeaks(std::span<const DeviceId> dev
   // The buffer's task delivers to f.dst (every segment does), so f.dst ends after it: the buffer's free time is the
   // latest end of its consumers.
   buffer_free_.resize(xfers_.size());
-  const int64_t* row_bytes = per_transfer_rows_ ? transfer_bytes_.data() : size_bytes_.data();
+  // A transfer's bytes: its edge size's (its row) or, with per-transfer rows, its own.
+  const bool own_bytes = per_transfer_rows_;
+  const int64_t *size_bytes = size_bytes_.data(), *transfer_bytes = transfer_bytes_.data();
   for (size_t x = 0; x < xfers_.size(); ++x) {
     const Xfer& f = xfers_[x];
     Time free = end[f.dst].ready;
     for (int32_t m = f.more; m >= 0; m = members_[m].next) free = std::max(free, end[members_[m].dst].ready);
     buffer_free_[x] = free;
-    peaks_.Count(device[f.dst], f.buffer_start, free, row_bytes[f.row]);
+    peaks_.Count(device[f.dst], f.buffer_start, free, own_bytes ? transfer_bytes[x] : size_bytes[f.row]);
   }
   peaks_.Bound();
   // The second walk reads through locals: Keep's rare push may allocate, after which GCC would reload every member
@@ -499,7 +511,8 @@ const std::vector<int64_t>& PlainSim::DynamicPeaks(std::span<const DeviceId> dev
   for (OpId o = 0; o < n; ++o)
     if (output_bytes[o] != 0) peaks_.Keep(device[o], end[o].ready - op_ticks[o], op_free[o], output_bytes[o]);
   for (size_t x = 0, count = xfers_.size(); x < count; ++x)
-    peaks_.Keep(device[xfers[x].dst], xfers[x].buffer_start, buffer_free[x], row_bytes[xfers[x].row]);
+    peaks_.Keep(device[xfers[x].dst], xfers[x].buffer_start, buffer_free[x],
+                own_bytes ? transfer_bytes[x] : size_bytes[xfers[x].row]);
   return peaks_.Finish();
 }
 

@@ -33,8 +33,8 @@ class PlainSim {
            PlainCostCache* cache);
 
   // Whether the machine fits the compact records (at most 32,767 devices and links, and with more than 8 price
-  // classes of hop, routes of at most 85 links); else use the general path.
-  bool usable() const { return num_resources_ <= INT16_MAX && 3 * num_classes_ <= UINT8_MAX + 1; }
+  // classes of hop, routes of at most 128 links); else use the general path.
+  bool usable() const { return num_resources_ <= INT16_MAX && 2 * longest_route_ <= UINT8_MAX + 1; }
   // Simulates the placement `device` (op o whole on device[o], every device in range) and returns the result
   // without a timeline, with `static_bytes` (per device) as its static memory; equal to the general path's
   // (TaskBuilder::BuildAll, Engine::Run, PeakScratch, Assemble). An error when the step is too long to simulate.
@@ -50,7 +50,8 @@ class PlainSim {
  private:
   // One transfer: the tensor of an edge from op `src` to op `dst`, which it also carries to the consumers listed
   // from members_[more] on (all on dst's device), over `hops` links in `segments` segments; its hop tasks have the
-  // ids first + segment * hops + hop and their prices in row `row` of price_rows_. `buffer_start`: after a kFull
+  // ids first + segment * hops + hop and their prices in row `row` of price_rows_ (from row * row_width_, a hop
+  // task's slot counting from there). `buffer_start`: after a kFull
   // run, the start of its buffer's task (segment 0's last hop, which delivers from this record anyway).
   struct Xfer {
     int32_t first, src, dst, more, row;
@@ -101,8 +102,8 @@ class PlainSim {
   // Makes hop_tasks_ hold at least num_hops_ + `count` entries, and never more than the int32 task ids left after
   // the ops (a check fails when those do not suffice), which bounds every task id HopSpace hands out.
   void GrowHops(int64_t count);
-  // One hop of a route: its resource, what its hop task is in a transfer of one segment, and its price class (its
-  // column in price_rows_: the hop's (latency, bandwidth) class, or its place in the route with per_transfer_rows_).
+  // One hop of a route: its resource, what its hop task is in a transfer of one segment, and its price class (the
+  // hop's (latency, bandwidth) class, or with per_transfer_rows_ its place in the route).
   struct RouteHop {
     int16_t resource;
     uint8_t what, price_class;
@@ -113,9 +114,9 @@ class PlainSim {
   // HopTicks of a tensor of edge size `size` (an index into size_bytes_, cut into size_segments_[size]) over the
   // hop at route entry `route_entry`.
   std::array<Time, 3> RouteHopTicks(int32_t size, int32_t route_entry) const;
-  // Appends to price_rows_ the row of the next transfer (of edge size `size` over `hops` links from route entry
-  // `route`) and its bytes to transfer_bytes_ (with per_transfer_rows_).
-  void AddTransferRow(int32_t size, int32_t route, int32_t hops);
+  // With per_transfer_rows_: appends to price_rows_ the prices of the next transfer (of edge size `size` over `hops`
+  // links from route entry `route`, `segmented` or not) and its bytes to transfer_bytes_; returns where they start.
+  int32_t AddTransferRow(int32_t size, int32_t route, int32_t hops, bool segmented);
   // The event loop; with kFull it also records what the memory peaks and the critical path need. False when a
   // one-word heap key did not fit (then the run is repeated with two-word keys).
   template <bool kFull, class Keys>
@@ -154,11 +155,13 @@ class PlainSim {
   std::vector<int32_t> route_off_;
   std::vector<RouteHop> route_hop_;
   std::vector<double> route_bandwidth_, route_latency_;
-  // Hop prices in rows of 3 x num_classes_ ticks: a whole tensor's per price class, then a shorter segment's, then
-  // a longer segment's (HopTicks); a hop task's slot is its column. A row per edge size where the machine's hops
-  // have at most 8 (latency, bandwidth) classes, else (per_transfer_rows_) a row per transfer, each hop its own
-  // class, filled per run with the transfers' bytes in transfer_bytes_.
-  int32_t num_classes_ = 0;
+  // Hop prices. Where the machine's hops have at most 8 (latency, bandwidth) classes, a row per edge size of
+  // row_width_ = 3 x num_classes_ ticks (HopTicks): a whole tensor's per class, then a shorter segment's, then a
+  // longer segment's; a hop task's slot is its column, and its transfer's row its edge size. Else
+  // (per_transfer_rows_, filled per run) each transfer's prices from its own offset (row_width_ = 1): per hop of
+  // its route the whole tensor's (slot: the hop's place), or a shorter and a longer segment's (slots 2 x place and
+  // one more); its bytes in transfer_bytes_. longest_route_: the most links of a route there (else 0).
+  int32_t num_classes_ = 0, row_width_ = 0, longest_route_ = 0;
   bool per_transfer_rows_ = false;
   std::vector<Time> price_rows_;
   std::vector<int64_t> transfer_bytes_;
