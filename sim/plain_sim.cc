@@ -143,7 +143,9 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
   members_.clear();
   carriers_.Assign(device, devices);
   out_.resize(static_cast<size_t>(num_edges));
-  xfers_.clear();
+  // At most one transfer per edge: written in place, counted here.
+  if (xfers_.size() < static_cast<size_t>(num_edges)) xfers_.resize(static_cast<size_t>(num_edges));
+  int32_t num_xfers = 0;
   num_hops_ = 0;
   int32_t* kinds = kind_count_.empty() ? nullptr : kind_count_.data();  // null: totals added per transfer
   const bool per_transfer_rows = per_transfer_rows_;
@@ -151,9 +153,10 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     price_rows_.clear();
     transfer_bytes_.clear();
   }
-  // The arrays read through locals: a push onto xfers_ or members_ may allocate, after which GCC reloads every
-  // member vector's data pointer.
+  // The arrays read through locals: a push onto members_ (or the hop tasks' growth) may allocate, after which GCC
+  // reloads every member vector's data pointer.
   const int32_t* crossing_carrier = carriers_.crossing_carriers().data();
+  Xfer* xfers = xfers_.data();
   const EdgeSlot* edge_out = edge_out_.data();
   OutEntry* out = out_.data();
   int32_t* pending = pending_.data();
@@ -172,7 +175,7 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     }
     if (carrier != e) {  // rides on the carrier's transfer (made before: carrier < e), waiting for its segments
       out[edge.out].target = -1;
-      Xfer& f = xfers_[out[edge_out[carrier].out].xfer];
+      Xfer& f = xfers[out[edge_out[carrier].out].xfer];
       members_.push_back({edge.dst, f.more});
       f.more = static_cast<int32_t>(members_.size()) - 1;
       pending[edge.dst] += f.segments;
@@ -183,11 +186,11 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     const int32_t hops = route_off[pair + 1] - route;
     const int32_t size = edge.size;
     const int64_t segments = hops < 2 ? 1 : size_segments[size];  // SegmentCount(edge.bytes, hops, options_)
-    const int32_t x = static_cast<int32_t>(xfers_.size());
+    const int32_t x = num_xfers++;
     out[edge.out] = {static_cast<int32_t>(-2 - next), x};
     const int32_t row = per_transfer_rows ? AddTransferRow(size, route, hops, segments > 1) : size;
-    xfers_.push_back({static_cast<int32_t>(next), edge.src, edge.dst, -1, row, static_cast<int16_t>(hops),
-                      static_cast<int16_t>(segments), 0});
+    xfers[x] = {static_cast<int32_t>(next), edge.src, edge.dst, -1, row, static_cast<int16_t>(hops),
+                static_cast<int16_t>(segments), 0};
     if (segments == 1) {  // the common case: one task per hop, carrying every byte
       HopTask* task = HopSpace(hops);
       for (int32_t h = 0; h < hops; ++h) {
@@ -212,6 +215,7 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     kinds[k] = 0;
   }
   *horizon += sum;
+  num_xfers_ = num_xfers;
   return static_cast<int32_t>(next);
 }
 
@@ -474,7 +478,7 @@ const std::vector<int64_t>& PlainSim::DynamicPeaks(std::span<const DeviceId> dev
   Time max_end = 0;
   for (int32_t r = 0; r < num_resources_; ++r)
     if (last_[r] >= 0) max_end = std::max(max_end, free_[r]);
-  peaks_.Begin(topology_.num_devices(), output_ops_ + static_cast<int32_t>(xfers_.size()), max_end, false);
+  peaks_.Begin(topology_.num_devices(), output_ops_ + num_xfers_, max_end, false);
   // An op's output lives from its start until it and every reader on its device and every first hop of the
   // transfers carrying it have ended; a transfer's receive buffer from the start of its first segment's last hop
   // until that hop and every consumer it feeds have ended (BufferFree in the general path). Each free time is
@@ -491,11 +495,11 @@ const std::vector<int64_t>& PlainSim::DynamicPeaks(std::span<const DeviceId> dev
   }
   // The buffer's task delivers to f.dst (every segment does), so f.dst ends after it: the buffer's free time is the
   // latest end of its consumers.
-  buffer_free_.resize(xfers_.size());
+  buffer_free_.resize(static_cast<size_t>(num_xfers_));
   // A transfer's bytes: its edge size's (its row) or, with per-transfer rows, its own.
   const bool own_bytes = per_transfer_rows_;
   const int64_t *size_bytes = size_bytes_.data(), *transfer_bytes = transfer_bytes_.data();
-  for (size_t x = 0; x < xfers_.size(); ++x) {
+  for (int32_t x = 0; x < num_xfers_; ++x) {
     const Xfer& f = xfers_[x];
     Time free = end[f.dst].ready;
     for (int32_t m = f.more; m >= 0; m = members_[m].next) free = std::max(free, end[members_[m].dst].ready);
@@ -510,7 +514,7 @@ const std::vector<int64_t>& PlainSim::DynamicPeaks(std::span<const DeviceId> dev
   const Xfer* xfers = xfers_.data();
   for (OpId o = 0; o < n; ++o)
     if (output_bytes[o] != 0) peaks_.Keep(device[o], end[o].ready - op_ticks[o], op_free[o], output_bytes[o]);
-  for (size_t x = 0, count = xfers_.size(); x < count; ++x)
+  for (int32_t x = 0, count = num_xfers_; x < count; ++x)
     peaks_.Keep(device[xfers[x].dst], xfers[x].buffer_start, buffer_free[x],
                 own_bytes ? transfer_bytes[x] : size_bytes[xfers[x].row]);
   return peaks_.Finish();

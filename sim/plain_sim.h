@@ -185,7 +185,8 @@ class PlainSim {
     int32_t dst, next;
   };
   std::vector<Member> members_;
-  std::vector<Xfer> xfers_;
+  std::vector<Xfer> xfers_;  // the run's num_xfers_ transfers first (at least one entry per edge)
+  int32_t num_xfers_ = 0;
   std::vector<HopTask> hop_tasks_;
   int64_t num_hops_ = 0;
   std::vector<Time> op_ticks_;
