@@ -78,30 +78,34 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
           if (price_class == classes.size()) classes.push_back(c);
           const int what = (h == 0 ? kFirstHop : 0) | (h + 1 == links.size() ? kLastHop | kBuffer : 0);
           route_hop_.push_back({static_cast<int16_t>(hop.resource), static_cast<uint8_t>(what),
-                                static_cast<uint8_t>(std::min<size_t>(price_class, UINT8_MAX))});
+                                static_cast<uint8_t>(std::min<size_t>(1 + price_class, UINT8_MAX))});
           route_bandwidth_.push_back(c.second);
           route_latency_.push_back(c.first);
         }
       }
       route_off_.push_back(static_cast<int32_t>(route_hop_.size()));
     }
-  if (classes.size() <= kMaxPriceClasses) {
-    // A row per edge size: the ticks of the whole tensor per class, then of a shorter segment, then of a longer one.
+  // A row per edge size: its bytes, then the ticks of the whole tensor per class, of a shorter segment per class
+  // and of a longer one per class; where the rows' offsets fit an int32 (they always do short of 2^31 / 25 sizes).
+  const int64_t row_width = 1 + 3 * static_cast<int64_t>(classes.size());
+  if (classes.size() <= kMaxPriceClasses && static_cast<int64_t>(size_bytes_.size()) * row_width <= INT32_MAX) {
     num_classes_ = static_cast<int32_t>(classes.size());
-    for (size_t z = 0; z < size_bytes_.size(); ++z)
+    row_width_ = static_cast<int32_t>(row_width);
+    for (size_t z = 0; z < size_bytes_.size(); ++z) {
+      price_rows_.push_back(size_bytes_[z]);
       for (int kind = 0; kind < 3; ++kind)
         for (const auto& [latency, bandwidth] : classes)
           price_rows_.push_back(HopTicks(size_bytes_[z], size_segments_[z], latency, bandwidth)[kind]);
-    row_width_ = 3 * num_classes_;
+    }
   } else {
-    // Each transfer's prices listed as it is planned: a hop's column is its place in its route.
+    // Each transfer's bytes and prices listed as it is planned: a hop's class is its place in its route.
     per_transfer_rows_ = true;
     for (size_t p = 0; p + 1 < route_off_.size(); ++p) {
       const int32_t hops = route_off_[p + 1] - route_off_[p];
       longest_route_ = std::max(longest_route_, hops);
-      for (int32_t h = 0; h < hops; ++h) route_hop_[route_off_[p] + h].price_class = static_cast<uint8_t>(h);
+      for (int32_t h = 0; h < hops; ++h)
+        route_hop_[route_off_[p] + h].price_class = static_cast<uint8_t>(std::min(1 + h, int32_t{UINT8_MAX}));
     }
-    row_width_ = 1;
   }
   // Transfers of one size between one pair of devices add the same totals: counted per such kind and added once
   // per run, where the machine and the graph's distinct sizes make few kinds (no more than the graph has edges,
@@ -149,10 +153,8 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
   num_hops_ = 0;
   int32_t* kinds = kind_count_.empty() ? nullptr : kind_count_.data();  // null: totals added per transfer
   const bool per_transfer_rows = per_transfer_rows_;
-  if (per_transfer_rows) {
-    price_rows_.clear();
-    transfer_bytes_.clear();
-  }
+  if (per_transfer_rows) price_rows_.clear();
+  const int32_t row_width = row_width_;
   // The arrays read through locals: a push onto members_ (or the hop tasks' growth) may allocate, after which GCC
   // reloads every member vector's data pointer.
   const int32_t* crossing_carrier = carriers_.crossing_carriers().data();
@@ -188,8 +190,8 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
     const int64_t segments = hops < 2 ? 1 : size_segments[size];  // SegmentCount(edge.bytes, hops, options_)
     const int32_t x = num_xfers++;
     out[edge.out] = {static_cast<int32_t>(-2 - next), x};
-    const int32_t row = per_transfer_rows ? AddTransferRow(size, route, hops, segments > 1) : size;
-    xfers[x] = {static_cast<int32_t>(next), edge.src, edge.dst, -1, row, static_cast<int16_t>(hops),
+    const int32_t prices = per_transfer_rows ? AddTransferRow(size, route, hops, segments > 1) : size * row_width;
+    xfers[x] = {static_cast<int32_t>(next), edge.src, edge.dst, -1, prices, static_cast<int16_t>(hops),
                 static_cast<int16_t>(segments), 0};
     if (segments == 1) {  // the common case: one task per hop, carrying every byte
       HopTask* task = HopSpace(hops);
@@ -258,7 +260,7 @@ std::array<Time, 3> PlainSim::HopTicks(int64_t bytes, int64_t segments, double l
 
 std::array<Time, 3> PlainSim::RouteHopTicks(int32_t size, int32_t route_entry) const {
   if (!per_transfer_rows_) {
-    const Time* row = price_rows_.data() + static_cast<size_t>(size) * 3 * num_classes_;
+    const Time* row = price_rows_.data() + static_cast<size_t>(size) * row_width_;
     const int32_t c = route_hop_[route_entry].price_class;
     return {row[c], row[num_classes_ + c], row[2 * num_classes_ + c]};
   }
@@ -266,9 +268,9 @@ std::array<Time, 3> PlainSim::RouteHopTicks(int32_t size, int32_t route_entry) c
 }
 
 int32_t PlainSim::AddTransferRow(int32_t size, int32_t route, int32_t hops, bool segmented) {
-  // At most as many prices as hop tasks (two per hop where each hop has at least two segments), so the offset
-  // fits an int32 as the task ids do.
-  const int32_t row = static_cast<int32_t>(price_rows_.size());
+  const int64_t row = static_cast<int64_t>(price_rows_.size());
+  DEVPLACE_CHECK(row + 1 + 2 * hops <= INT32_MAX, "task graph too large");
+  price_rows_.push_back(size_bytes_[size]);
   for (int32_t h = 0; h < hops; ++h) {
     const std::array<Time, 3> ticks = RouteHopTicks(size, route + h);
     if (segmented) {
@@ -278,8 +280,7 @@ int32_t PlainSim::AddTransferRow(int32_t size, int32_t route, int32_t hops, bool
       price_rows_.push_back(ticks[0]);
     }
   }
-  transfer_bytes_.push_back(size_bytes_[size]);
-  return row;
+  return static_cast<int32_t>(row);
 }
 
 void PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hops, int64_t segments) {
@@ -293,7 +294,7 @@ void PlainSim::PlanSegments(int64_t bytes, int32_t x, int32_t route, int32_t hop
       const uint8_t what = (h == 0 ? kFirstHop : 0) | (h + 1 == hops ? kLastHop : 0) |
                            (s == 0 && h + 1 == hops ? kBuffer : 0) | (s == 0 && h == 0 ? kSegmented : 0);
       const RouteHop hop = route_hop_[route + h];
-      const int32_t slot = per_transfer_rows_ ? 2 * h + is_long : (1 + is_long) * num_classes_ + hop.price_class;
+      const int32_t slot = per_transfer_rows_ ? 1 + 2 * h + is_long : (1 + is_long) * num_classes_ + hop.price_class;
       *task++ = {x, hop.resource, what, static_cast<uint8_t>(slot)};
     }
   }
@@ -323,7 +324,6 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
   int32_t* last = last_.data();
   Time* op_sent = op_sent_.data();
   const Time* price_rows = price_rows_.data();
-  const size_t row_width = static_cast<size_t>(row_width_);
   // Runs task `t` on resource `r` from `ready` for `duration` (its input `bind` unless it waited for `r`);
   // sets `crit` to the last op before it on a critical path (-1: none) and returns its end. The task before it
   // there, when a hop, has run and holds that op already: the walk back (CriticalPath) then visits ops only,
@@ -398,7 +398,7 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
       for (int32_t s = 0; s < f.segments; ++s) {
         const int32_t u = t + s * f.hops;
         HopTask& k = hop_tasks[u - n];
-        const Time price = price_rows[f.row * row_width + k.slot];
+        const Time price = price_rows[f.prices + k.slot];
         const Time e = run(u, k.resource, ready, price, f.src, &k.crit);
         if (kFull && (k.what & kBuffer)) f.buffer_start = e - price;
         const Time arrive = e + delay[k.resource];
@@ -414,7 +414,7 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
     // Whether the hop is a first hop (then its input is the producer, whose send time it raises) or not is hard to
     // predict: selected without a branch; a later hop raises op_sent's spare entry n instead.
     const int32_t first = -static_cast<int32_t>(hop->what & kFirstHop);  // all ones or zero (a mask)
-    const Time* price = price_rows + f.row * row_width;  // the hops' prices by their slots
+    const Time* price = price_rows + f.prices;  // the hops' prices by their slots
     Time end = run(t, hop->resource, ready, price[hop->slot], t - 1 + ((f.src - t + 1) & first), &hop->crit);
     if constexpr (kFull) {  // the larger of the two without a branch (which end is later is hard to predict)
       Time& sent = op_sent[n + ((f.src - n) & first)];
@@ -496,15 +496,13 @@ const std::vector<int64_t>& PlainSim::DynamicPeaks(std::span<const DeviceId> dev
   // The buffer's task delivers to f.dst (every segment does), so f.dst ends after it: the buffer's free time is the
   // latest end of its consumers.
   buffer_free_.resize(static_cast<size_t>(num_xfers_));
-  // A transfer's bytes: its edge size's (its row) or, with per-transfer rows, its own.
-  const bool own_bytes = per_transfer_rows_;
-  const int64_t *size_bytes = size_bytes_.data(), *transfer_bytes = transfer_bytes_.data();
+  const Time* price_rows = price_rows_.data();  // a transfer's prices follow its bytes
   for (int32_t x = 0; x < num_xfers_; ++x) {
     const Xfer& f = xfers_[x];
     Time free = end[f.dst].ready;
     for (int32_t m = f.more; m >= 0; m = members_[m].next) free = std::max(free, end[members_[m].dst].ready);
     buffer_free_[x] = free;
-    peaks_.Count(device[f.dst], f.buffer_start, free, own_bytes ? transfer_bytes[x] : size_bytes[f.row]);
+    peaks_.Count(device[f.dst], f.buffer_start, free, price_rows[f.prices]);
   }
   peaks_.Bound();
   // The second walk reads through locals: Keep's rare push may allocate, after which GCC would reload every member
@@ -515,8 +513,7 @@ const std::vector<int64_t>& PlainSim::DynamicPeaks(std::span<const DeviceId> dev
   for (OpId o = 0; o < n; ++o)
     if (output_bytes[o] != 0) peaks_.Keep(device[o], end[o].ready - op_ticks[o], op_free[o], output_bytes[o]);
   for (int32_t x = 0, count = num_xfers_; x < count; ++x)
-    peaks_.Keep(device[xfers[x].dst], xfers[x].buffer_start, buffer_free[x],
-                own_bytes ? transfer_bytes[x] : size_bytes[xfers[x].row]);
+    peaks_.Keep(device[xfers[x].dst], xfers[x].buffer_start, buffer_free[x], price_rows[xfers[x].prices]);
   return peaks_.Finish();
 }
 
@@ -560,7 +557,7 @@ int64_t PlainSim::memory_bytes() const {
   int64_t total = 0;
   for (const auto* v : {&out_off_, &out_op_, &route_off_, &size_segments_, &pending_, &kind_count_, &last_})
     total += Bytes(*v);
-  for (const auto* v : {&output_bytes_, &transfer_bytes_, &size_bytes_, &op_ticks_, &free_, &resource_delay_,
+  for (const auto* v : {&output_bytes_, &size_bytes_, &op_ticks_, &free_, &resource_delay_,
                         &op_sent_, &buffer_free_, &price_rows_})
     total += Bytes(*v);
   total += Bytes(route_bandwidth_) + Bytes(route_latency_) + Bytes(route_hop_) + carriers_.memory_bytes() +

@@ -33,8 +33,8 @@ class PlainSim {
            PlainCostCache* cache);
 
   // Whether the machine fits the compact records (at most 32,767 devices and links, and with more than 8 price
-  // classes of hop, routes of at most 128 links); else use the general path.
-  bool usable() const { return num_resources_ <= INT16_MAX && 2 * longest_route_ <= UINT8_MAX + 1; }
+  // classes of hop, routes of at most 127 links); else use the general path.
+  bool usable() const { return num_resources_ <= INT16_MAX && 2 * longest_route_ <= UINT8_MAX; }
   // Simulates the placement `device` (op o whole on device[o], every device in range) and returns the result
   // without a timeline, with `static_bytes` (per device) as its static memory; equal to the general path's
   // (TaskBuilder::BuildAll, Engine::Run, PeakScratch, Assemble). An error when the step is too long to simulate.
@@ -50,18 +50,18 @@ class PlainSim {
  private:
   // One transfer: the tensor of an edge from op `src` to op `dst`, which it also carries to the consumers listed
   // from members_[more] on (all on dst's device), over `hops` links in `segments` segments; its hop tasks have the
-  // ids first + segment * hops + hop and their prices in row `row` of price_rows_ (from row * row_width_, a hop
-  // task's slot counting from there). `buffer_start`: after a kFull
+  // ids first + segment * hops + hop; price_rows_ holds its tensor's bytes at `prices` and its hop tasks' prices
+  // from there on by their slots. `buffer_start`: after a kFull
   // run, the start of its buffer's task (segment 0's last hop, which delivers from this record anyway).
   struct Xfer {
-    int32_t first, src, dst, more, row;
+    int32_t first, src, dst, more, prices;
     int16_t hops, segments;
     Time buffer_start;
   };
   // One hop task (hop_tasks_[id - ops]): its transfer, resource, what it is (kFirstHop: the first hop of a
   // segment, kLastHop: the last, kBuffer: segment 0's last hop, which holds the receive buffer, kSegmented: the
-  // first hop of a transfer of two or more segments) and the slot of its price in its transfer's row of
-  // price_rows_. Once it has run in a kFull loop, `crit` (in place of `xfer`) is the last op before it on a
+  // first hop of a transfer of two or more segments) and the slot of its price in price_rows_ from its
+  // transfer's `prices`. Once it has run in a kFull loop, `crit` (in place of `xfer`) is the last op before it on a
   // critical path (Timing::crit_prev followed past hops; -1: none).
   static constexpr uint8_t kFirstHop = 1, kLastHop = 2, kBuffer = 4, kSegmented = 8;
   struct HopTask {
@@ -102,8 +102,9 @@ class PlainSim {
   // Makes hop_tasks_ hold at least num_hops_ + `count` entries, and never more than the int32 task ids left after
   // the ops (a check fails when those do not suffice), which bounds every task id HopSpace hands out.
   void GrowHops(int64_t count);
-  // One hop of a route: its resource, what its hop task is in a transfer of one segment, and its price class (the
-  // hop's (latency, bandwidth) class, or with per_transfer_rows_ its place in the route).
+  // One hop of a route: its resource, what its hop task is in a transfer of one segment, and its price class: its
+  // column in price_rows_ (1 + the hop's (latency, bandwidth) class, or with per_transfer_rows_ 1 + its place in
+  // the route).
   struct RouteHop {
     int16_t resource;
     uint8_t what, price_class;
@@ -114,8 +115,8 @@ class PlainSim {
   // HopTicks of a tensor of edge size `size` (an index into size_bytes_, cut into size_segments_[size]) over the
   // hop at route entry `route_entry`.
   std::array<Time, 3> RouteHopTicks(int32_t size, int32_t route_entry) const;
-  // With per_transfer_rows_: appends to price_rows_ the prices of the next transfer (of edge size `size` over `hops`
-  // links from route entry `route`, `segmented` or not) and its bytes to transfer_bytes_; returns where they start.
+  // With per_transfer_rows_: appends to price_rows_ the bytes and then the prices of the next transfer (of edge size
+  // `size` over `hops` links from route entry `route`, `segmented` or not); returns where they start.
   int32_t AddTransferRow(int32_t size, int32_t route, int32_t hops, bool segmented);
   // The event loop; with kFull it also records what the memory peaks and the critical path need. False when a
   // one-word heap key did not fit (then the run is repeated with two-word keys).
@@ -155,16 +156,16 @@ class PlainSim {
   std::vector<int32_t> route_off_;
   std::vector<RouteHop> route_hop_;
   std::vector<double> route_bandwidth_, route_latency_;
-  // Hop prices. Where the machine's hops have at most 8 (latency, bandwidth) classes, a row per edge size of
-  // row_width_ = 3 x num_classes_ ticks (HopTicks): a whole tensor's per class, then a shorter segment's, then a
-  // longer segment's; a hop task's slot is its column, and its transfer's row its edge size. Else
-  // (per_transfer_rows_, filled per run) each transfer's prices from its own offset (row_width_ = 1): per hop of
-  // its route the whole tensor's (slot: the hop's place), or a shorter and a longer segment's (slots 2 x place and
-  // one more); its bytes in transfer_bytes_. longest_route_: the most links of a route there (else 0).
+  // Transfer bytes and hop prices in ticks (HopTicks). Where the machine's hops have at most 8 (latency,
+  // bandwidth) classes, a row of row_width_ = 1 + 3 x num_classes_ entries per edge size, at size x row_width_:
+  // its bytes, then a whole tensor's price per class, a shorter segment's per class, a longer segment's per class
+  // (a hop task's slot: 1 + class, plus num_classes_ per segment kind). Else (per_transfer_rows_, filled per run)
+  // each transfer's own list: its bytes, then per hop of its route the whole tensor's price (slot 1 + the hop's
+  // place), or a shorter and a longer segment's (slots 1 + 2 x place and one more). longest_route_: the most links
+  // of a route there (else 0).
   int32_t num_classes_ = 0, row_width_ = 0, longest_route_ = 0;
   bool per_transfer_rows_ = false;
   std::vector<Time> price_rows_;
-  std::vector<int64_t> transfer_bytes_;
   // Per edge size and device pair (size * devices^2 + pair): the transfers of that kind planned so far in a run,
   // whose totals PlanTransfers adds at its end (zero between runs; empty when there are more kinds than edges or
   // 2^16, then each transfer's totals are added as it is planned).
