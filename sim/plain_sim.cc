@@ -98,7 +98,7 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
           price_rows_.push_back(HopTicks(size_bytes_[z], size_segments_[z], latency, bandwidth)[kind]);
     }
   } else {
-    // Each transfer's bytes and prices listed as it is planned: a hop's class is its place in its route.
+    // Each transfer's bytes and prices listed as it is planned: a hop's column is 1 + its place in its route.
     per_transfer_rows_ = true;
     for (size_t p = 0; p + 1 < route_off_.size(); ++p) {
       const int32_t hops = route_off_[p + 1] - route_off_[p];
