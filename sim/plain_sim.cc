@@ -91,11 +91,15 @@ PlainSim::PlainSim(const Graph& graph, const Topology& topology, const CostModel
   if (classes.size() <= kMaxPriceClasses && static_cast<int64_t>(size_bytes_.size()) * row_width <= INT32_MAX) {
     num_classes_ = static_cast<int32_t>(classes.size());
     row_width_ = static_cast<int32_t>(row_width);
+    price_rows_.resize(size_bytes_.size() * static_cast<size_t>(row_width));
     for (size_t z = 0; z < size_bytes_.size(); ++z) {
-      price_rows_.push_back(size_bytes_[z]);
-      for (int kind = 0; kind < 3; ++kind)
-        for (const auto& [latency, bandwidth] : classes)
-          price_rows_.push_back(HopTicks(size_bytes_[z], size_segments_[z], latency, bandwidth)[kind]);
+      Time* row = price_rows_.data() + z * static_cast<size_t>(row_width);
+      row[0] = size_bytes_[z];
+      for (int32_t c = 0; c < num_classes_; ++c) {
+        const auto [latency, bandwidth] = classes[c];
+        const std::array<Time, 3> ticks = HopTicks(size_bytes_[z], size_segments_[z], latency, bandwidth);
+        for (int kind = 0; kind < 3; ++kind) row[1 + kind * num_classes_ + c] = ticks[kind];
+      }
     }
   } else {
     // Each transfer's bytes and prices listed as it is planned: a hop's column is 1 + its place in its route.
