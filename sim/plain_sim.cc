@@ -5,7 +5,6 @@
 #include <bit>
 #include <unordered_map>
 
-#include "core/check.h"
 
 namespace devplace::sim {
 
@@ -139,6 +138,7 @@ int32_t PlainSim::Plan(std::span<const DeviceId> device) {
     totals_.fallbacks += c.fallback;
   }
   const int32_t tasks = PlanTransfers(device, &horizon);
+  if (tasks < 0) return tasks;
   totals_.horizon = CapHorizon(horizon);
   totals_.num_tasks = tasks;
   totals_.num_compute = n;
@@ -148,6 +148,7 @@ int32_t PlainSim::Plan(std::span<const DeviceId> device) {
 int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int128* horizon) {
   const int32_t n = graph_.num_ops(), num_edges = graph_.num_edges(), devices = topology_.num_devices();
   const int32_t pairs = devices * devices;
+  ids_exhausted_ = false;
   members_.clear();
   carriers_.Assign(device, devices);
   out_.resize(static_cast<size_t>(num_edges));
@@ -222,7 +223,7 @@ int32_t PlainSim::PlanTransfers(std::span<const DeviceId> device, unsigned __int
   }
   *horizon += sum;
   num_xfers_ = num_xfers;
-  return static_cast<int32_t>(next);
+  return ids_exhausted_ ? -1 : static_cast<int32_t>(next);
 }
 
 unsigned __int128 PlainSim::AddTransferTotals(int32_t pair, int32_t size, int32_t transfers) {
@@ -248,9 +249,15 @@ unsigned __int128 PlainSim::AddTransferTotals(int32_t pair, int32_t size, int32_
 }
 
 void PlainSim::GrowHops(int64_t count) {
-  // Task ids are int32: hop_tasks_ never holds more than the ids left after the ops.
+  // Task ids are int32: hop_tasks_ never holds more than the ids left after the ops. A plan that needs more
+  // writes its next hop tasks from the start again (its result is discarded).
   const int64_t most = INT32_MAX - int64_t{graph_.num_ops()}, needed = num_hops_ + count;
-  DEVPLACE_CHECK(needed <= most, "task graph too large");
+  if (needed > most) {
+    ids_exhausted_ = true;
+    num_hops_ = 0;
+    if (count > static_cast<int64_t>(hop_tasks_.size())) hop_tasks_.resize(static_cast<size_t>(count));
+    return;
+  }
   hop_tasks_.resize(static_cast<size_t>(std::min(std::max<int64_t>(2 * hop_tasks_.size(), needed), most)));
 }
 
@@ -272,8 +279,11 @@ std::array<Time, 3> PlainSim::RouteHopTicks(int32_t size, int32_t route_entry) c
 }
 
 int32_t PlainSim::AddTransferRow(int32_t size, int32_t route, int32_t hops, bool segmented) {
+  if (static_cast<int64_t>(price_rows_.size()) + 1 + 2 * hops > INT32_MAX) {  // as GrowHops: listed afresh
+    ids_exhausted_ = true;
+    price_rows_.clear();
+  }
   const int64_t row = static_cast<int64_t>(price_rows_.size());
-  DEVPLACE_CHECK(row + 1 + 2 * hops <= INT32_MAX, "task graph too large");
   price_rows_.push_back(size_bytes_[size]);
   for (int32_t h = 0; h < hops; ++h) {
     const std::array<Time, 3> ticks = RouteHopTicks(size, route + h);
@@ -451,6 +461,8 @@ bool PlainSim::Loop(std::span<const DeviceId> device, QuadHeap<typename Keys::It
 template <bool kFull>
 Expected<Time> PlainSim::Simulate(std::span<const DeviceId> device) {
   num_tasks_ = Plan(device);
+  if (num_tasks_ < 0)
+    return Error{"the step has more than 2^31 - 1 tasks (ops and transfer hops), more than the simulator can index"};
   if (Status s = CheckHorizon(totals_); !s) return s.error();
   waiting_.resize(static_cast<size_t>(graph_.num_ops()));
   if constexpr (kFull) {

@@ -79,11 +79,12 @@ class PlainSim {
     int32_t bind;
     int32_t pending;
   };
-  // Prices every op, plans the transfers, sums the totals and counts each op's inputs; returns the task count.
+  // Prices every op, plans the transfers, sums the totals and counts each op's inputs; returns the task count, or
+  // -1 when the tasks would need more than the int32 ids (nothing else of the plan is valid then).
   int32_t Plan(std::span<const DeviceId> device);
   // Plan's pass over the transfers: per edge its carrier (core/tensor_sharing.h: the edge whose transfer carries
   // its tensor, -1 when nothing crosses), then out_, xfers_, their members and hop tasks, their totals;
-  // adds their task times to `horizon` and returns the task count.
+  // adds their task times to `horizon` and returns the task count (-1: more than the int32 ids, as Plan).
   int32_t PlanTransfers(std::span<const DeviceId> device, unsigned __int128* horizon);
   // Adds to totals_ what `transfers` transfers of edge size `size` between device pair `pair` (source * devices +
   // destination) add (their hop tasks' busy time, bytes and count per link; the bytes moved and held at the
@@ -100,7 +101,7 @@ class PlainSim {
     return space;
   }
   // Makes hop_tasks_ hold at least num_hops_ + `count` entries, and never more than the int32 task ids left after
-  // the ops (a check fails when those do not suffice), which bounds every task id HopSpace hands out.
+  // the ops; when those do not suffice, sets ids_exhausted_ and restarts num_hops_ at 0 (the plan is discarded).
   void GrowHops(int64_t count);
   // One hop of a route: its resource, what its hop task is in a transfer of one segment, and its price class: its
   // column in price_rows_ (1 + the hop's (latency, bandwidth) class, or with per_transfer_rows_ 1 + its place in
@@ -116,7 +117,8 @@ class PlainSim {
   // hop at route entry `route_entry`.
   std::array<Time, 3> RouteHopTicks(int32_t size, int32_t route_entry) const;
   // With per_transfer_rows_: appends to price_rows_ the bytes and then the prices of the next transfer (of edge size
-  // `size` over `hops` links from route entry `route`, `segmented` or not); returns where they start.
+  // `size` over `hops` links from route entry `route`, `segmented` or not); returns where they start (past the
+  // int32 offsets, sets ids_exhausted_ and lists afresh).
   int32_t AddTransferRow(int32_t size, int32_t route, int32_t hops, bool segmented);
   // The event loop; with kFull it also records what the memory peaks and the critical path need. False when a
   // one-word heap key did not fit (then the run is repeated with two-word keys).
@@ -190,6 +192,7 @@ class PlainSim {
   int32_t num_xfers_ = 0;
   std::vector<HopTask> hop_tasks_;
   int64_t num_hops_ = 0;
+  bool ids_exhausted_ = false;  // the last plan needed more than the int32 task ids (or price offsets)
   std::vector<Time> op_ticks_;
   std::vector<int32_t> pending_;  // per op: inputs it waits for (direct inputs and transfer segments)
   std::vector<Waiting> waiting_;
