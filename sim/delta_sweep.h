@@ -165,9 +165,11 @@ class DeltaSimulator::Impl::DeltaSweep {
   int32_t cursor_ = 0;
   bool shifted_ = false;           // the sweep stopped at a shifted rest
   // Shift checks: the current check's stamp (sc.pending_first[r] is valid where sc.pending_stamp[r] equals it),
-  // the resource that failed the last check and the task that failed the last scan of the clean tasks ahead.
+  // the resource that failed the last check, the dirty task whose ready time last failed one, and the task that
+  // failed the last scan of the clean tasks ahead.
   uint32_t stamp_ = 0;
   int32_t failed_res_ = -1;
+  int32_t failed_pending_ = -1;
   int32_t failed_task_ = -1;
 };
 
