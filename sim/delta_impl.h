@@ -339,7 +339,7 @@ struct DeltaSimulator::Impl {
   // before its `after`; the tasks from `cut` on moved by `shift`) with absolute times into `laid` and lays it
   // out afresh there, up to where the tasks after it can keep their slots (LayoutBetween) or to the end
   // (LayoutFrom). The removed tasks must have left their slots; `removed_last` is the last slot they left (-1:
-  // none).
+  // none). Puts the window's tasks back to clean (Finish leaves them to it).
   void LayoutMerged(int32_t begin, int32_t cut, sim::Time shift, int32_t removed_last);
   // Lays the tasks of `laid` out over slots [from, to) (chunk boundaries; at least as many slots as tasks), spread
   // evenly; the tasks from `to` on keep their slots and move by `shift`, those before `from` keep theirs. Updates
@@ -462,9 +462,9 @@ struct DeltaSimulator::Impl {
   // peaks read), leaving its other fields as they were.
   void Materialize() const;
   void MaterializeTimes() const;
-  // Puts the tasks a sweep marked back to clean (those marked dirty, in scratch.pending, and `retimed`, its window)
-  // and clears what those still dirty added to blocked counts.
-  void ResetStates(const std::vector<Placement>& retimed);
+  // Puts the tasks a sweep marked back to clean (those marked dirty, in scratch.pending, and `retimed`, its window
+  // or none of it when the caller puts those back itself) and clears what those still dirty added to blocked counts.
+  void ResetStates(std::span<const Placement> retimed);
   // Makes a swept change: the removed tasks leave their slots, the window is placed (the order from `cut` on
   // moves by `shift`), the layout is re-spread when due and the task graph compacted when its garbage is.
   // `last_before_cut`, when given (the sweep's, which stopped at `cut`), holds each resource's last task before slot

@@ -477,7 +477,7 @@ void DeltaSimulator::Impl::MaterializeTimes() const {
   }
 }
 
-void DeltaSimulator::Impl::ResetStates(const std::vector<Placement>& retimed) {
+void DeltaSimulator::Impl::ResetStates(std::span<const Placement> retimed) {
   // Re-timing a task undid what marking it dirty added to its successors' counts; only dirty tasks left behind
   // by an early stop still block theirs. Every task re-timed (a dense run re-times clean ones too) is in the window.
   const sim::TaskGraph& tg = run.tg;
@@ -519,7 +519,7 @@ void DeltaSimulator::Impl::Finish(int32_t begin, int32_t cut, Time shift, const 
     pos[t] = -1;
     --placed;
   }
-  ResetStates(window);
+  ResetStates(merge ? std::span<const Placement>() : window);  // LayoutMerged puts the window's back as it reads it
   if (merge) LayoutMerged(begin, cut, shift, removed_last);
   else Place(begin, cut, shift, scratch.reindex);
   if (compact) {

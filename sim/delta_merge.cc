@@ -25,6 +25,7 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
   // A window task's previous slot is emptied (it lies in the stretch rewritten below, which every window task's
   // does), so that the merge passes over it and a task it feeds sees that it moved.
   for (const Placement& q : window) {
+    state[q.task] = sim::kClean;  // (Finish left the window's states to this pass)
     const int32_t previous = pos[q.task];
     if (previous >= 0) slot_task[previous] = -1;
     need = std::max(need, std::max(q.after, previous) + 1);
