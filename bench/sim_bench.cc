@@ -12,7 +12,11 @@
 //   find their data evicted by the full runs (speedup, speedup_mean); for those, the same change made again right
 //   after the full runs, when the caches hold the full simulation's data rather than the delta's (delta_cold_us,
 //   speedup_cold), and that change + result() against Simulator::Run (speedup_result), medians; resimulated =
-//   tasks re-simulated per change, over all changes (the rest keep or shift their times).
+//   tasks re-simulated per change, over all changes (the rest keep or shift their times). Made changes also split
+//   the mean by reach: large_share, the share of changes that re-time more than a quarter of the tasks (DeltaShape's
+//   large changes); large_time_share, their share of the summed change time; large_vs_full and other_vs_full, the
+//   mean large and other change against the mean full step-time run (so speedup_mean = 1 / (large_share *
+//   large_vs_full + (1 - large_share) * other_vs_full)).
 //   Delta/query_<placement>/<ops>: the same changes asked with DeltaSimulator::StepTimeIf (the step time the
 //   change would give, nothing kept; how a search evaluates a proposal it may reject), same counters but result().
 //   Delta/ask_make_<placement>/<ops>: each change asked and then made (a search's accepted proposal), timed
@@ -283,6 +287,7 @@ void Delta(benchmark::State& state, bool random, DeltaMode mode) {
   benchmark::DoNotOptimize(Check(full.Run(base)).step_time);
   std::mt19937_64 rng(99);
   std::vector<double> delta_s, cold_s, result_s, full_s, full_step_s;  // delta_s: every change
+  std::vector<int64_t> retimed_by_change;                              // beside delta_s
   std::vector<std::pair<OpId, OpConfig>> block;  // the changes awaiting their comparison
   double retimed = 0, step_sum = 0;
   int64_t changes = 0;
@@ -312,6 +317,7 @@ void Delta(benchmark::State& state, bool random, DeltaMode mode) {
     ++changes;
     retimed += static_cast<double>(delta.last_retimed_tasks());
     delta_s.push_back(seconds);
+    retimed_by_change.push_back(delta.last_retimed_tasks());
     if (changes % 20 != 0) continue;  // every 20th change is compared, all through the run
     state.PauseTiming();
     block.emplace_back(op, moved);
@@ -346,6 +352,19 @@ void Delta(benchmark::State& state, bool random, DeltaMode mode) {
     state.counters["delta_result_us"] = dr * 1e6;    // SetConfig + step_time() + result(), after full runs
     state.counters["full_result_us"] = fr * 1e6;     // Simulator::Run
     state.counters["speedup_result"] = dr > 0 ? fr / dr : 0;
+    const int64_t tasks = delta.result().num_tasks;
+    double large_s = 0, other_s = 0;
+    int64_t large = 0;
+    for (size_t k = 0; k < delta_s.size(); ++k) {
+      const bool is_large = retimed_by_change[k] * 4 > tasks;
+      (is_large ? large_s : other_s) += delta_s[k];
+      large += is_large;
+    }
+    const int64_t other = static_cast<int64_t>(delta_s.size()) - large;
+    state.counters["large_share"] = static_cast<double>(large) / static_cast<double>(std::max<int64_t>(1, changes));
+    state.counters["large_time_share"] = large_s + other_s > 0 ? large_s / (large_s + other_s) : 0;
+    state.counters["large_vs_full"] = large > 0 && fm > 0 ? large_s / static_cast<double>(large) / fm : 0;
+    state.counters["other_vs_full"] = other > 0 && fm > 0 ? other_s / static_cast<double>(other) / fm : 0;
   }
   state.counters["resimulated"] = retimed / static_cast<double>(std::max<int64_t>(1, changes));
   state.counters["tasks"] = delta.result().num_tasks;
