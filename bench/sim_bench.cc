@@ -289,7 +289,7 @@ void Delta(benchmark::State& state, bool random, DeltaMode mode) {
   std::vector<double> delta_s, cold_s, result_s, full_s, full_step_s;  // delta_s: every change
   std::vector<int64_t> retimed_by_change;                              // beside delta_s
   std::vector<std::pair<OpId, OpConfig>> block;  // the changes awaiting their comparison
-  double retimed = 0, step_sum = 0;
+  double step_sum = 0;
   int64_t changes = 0;
   // Makes a change (and its step time) and undoes it; returns the seconds the change took. A query only asks.
   auto change = [&](OpId op, const OpConfig& config, bool with_result) {
@@ -315,7 +315,6 @@ void Delta(benchmark::State& state, bool random, DeltaMode mode) {
     const auto [op, moved] = RandomMove(f.graph, delta.strategy(), devices, rng);
     const double seconds = change(op, moved, false);  // timed by the benchmark too (the undo included)
     ++changes;
-    retimed += static_cast<double>(delta.last_retimed_tasks());
     delta_s.push_back(seconds);
     retimed_by_change.push_back(delta.last_retimed_tasks());
     if (changes % 20 != 0) continue;  // every 20th change is compared, all through the run
@@ -360,12 +359,14 @@ void Delta(benchmark::State& state, bool random, DeltaMode mode) {
       (is_large ? large_s : other_s) += delta_s[k];
       large += is_large;
     }
-    const int64_t other = static_cast<int64_t>(delta_s.size()) - large;
+    const int64_t other = changes - large;
     state.counters["large_share"] = static_cast<double>(large) / static_cast<double>(std::max<int64_t>(1, changes));
     state.counters["large_time_share"] = large_s + other_s > 0 ? large_s / (large_s + other_s) : 0;
     state.counters["large_vs_full"] = large > 0 && fm > 0 ? large_s / static_cast<double>(large) / fm : 0;
     state.counters["other_vs_full"] = other > 0 && fm > 0 ? other_s / static_cast<double>(other) / fm : 0;
   }
+  double retimed = 0;
+  for (int64_t r : retimed_by_change) retimed += static_cast<double>(r);
   state.counters["resimulated"] = retimed / static_cast<double>(std::max<int64_t>(1, changes));
   state.counters["tasks"] = delta.result().num_tasks;
 }

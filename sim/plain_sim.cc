@@ -5,7 +5,6 @@
 #include <bit>
 #include <unordered_map>
 
-
 namespace devplace::sim {
 
 namespace {
