@@ -18,6 +18,7 @@
 #include "sim/full_run.h"
 #include "sim/simulator.h"
 #include "sim/task_graph.h"
+#include "bench/thread_cpu_clock.h"
 
 namespace devplace::bench {
 
@@ -42,6 +43,60 @@ class FullScheduler {
   sim::Engine engine_;
 };
 
+// Sorts `v` and returns the number of its pairs out of order (a bottom-up merge sort that counts as it merges).
+inline int64_t SortCountingInversions(std::vector<int32_t>* v) {
+  const size_t n = v->size();
+  std::vector<int32_t> merged(n);
+  int64_t inversions = 0;
+  for (size_t width = 1; width < n; width *= 2) {
+    for (size_t lo = 0; lo < n; lo += 2 * width) {
+      const size_t mid = std::min(lo + width, n), hi = std::min(lo + 2 * width, n);
+      size_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) {
+        if ((*v)[j] < (*v)[i]) {
+          inversions += static_cast<int64_t>(mid - i);  // (*v)[j] comes before every element left of the half
+          merged[k++] = (*v)[j++];
+        } else {
+          merged[k++] = (*v)[i++];
+        }
+      }
+      while (i < mid) merged[k++] = (*v)[i++];
+      while (j < hi) merged[k++] = (*v)[j++];
+    }
+    v->swap(merged);
+  }
+  return inversions;
+}
+
+// What a re-timing that knew the new order would at least spend: every task of `run` timed along its dequeue order
+// with no ready queue (its ready time from its inputs' ends, its start from its resource's last end). The median
+// thread CPU seconds of `repeats` passes; throws when a time differs from the run's.
+inline double OrderedRetimingSeconds(const sim::FullRun& run, int repeats) {
+  const sim::TaskGraph& tg = run.tg;
+  std::vector<sim::Time> end(static_cast<size_t>(tg.num_tasks()));
+  std::vector<sim::Time> free(static_cast<size_t>(tg.num_resources));
+  std::vector<double> seconds;
+  for (int k = 0; k < repeats; ++k) {
+    const double t0 = ThreadCpuClock::now();
+    std::fill(free.begin(), free.end(), 0);
+    for (int32_t t : run.timing.order) {
+      sim::Time ready = 0;
+      for (int32_t j = 0; j < tg.pred_cnt[t]; ++j) {
+        const int32_t p = tg.pred_pool[tg.pred_off[t] + j];
+        ready = std::max(ready, end[p] + tg.resource_delay[tg.resource[p]]);
+      }
+      const int32_t r = tg.resource[t];
+      end[t] = std::max(ready, free[r]) + tg.duration[t];
+      free[r] = end[t];
+    }
+    seconds.push_back(ThreadCpuClock::now() - t0);
+  }
+  for (int32_t t : run.timing.order)
+    if (end[t] != run.timing.end[t]) throw std::runtime_error("ordered re-timing differs from the full run");
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
 // Sums over changes (divide by `changes` for means).
 struct ShapeCounts {
   double changes = 0;
@@ -53,6 +108,11 @@ struct ShapeCounts {
   double tight_inner = 0;    // such inputs that moved as much as their task, with an old slack below the shift
   double order_breaks = 0;   // tasks that moved less than their binding parent
   double queue_swaps = 0;    // consecutive tasks of a resource's old order that run in the other order after
+  // The dequeue order of all resources together (kept tasks only): consecutive tasks of the old order that run in
+  // the other order after, and pairs of tasks (consecutive or not) that do.
+  double order_descents = 0;
+  double order_inversions = 0;
+  double keeping_queues = 0;  // changes with no queue swap (every resource runs its kept tasks in the old order)
 
   // Adds the change from `before` to `after` (full runs with every time recorded: Record::kAll).
   void Add(const sim::FullRun& before, const sim::FullRun& after) {
@@ -91,10 +151,17 @@ struct ShapeCounts {
     }
     std::vector<int32_t> rank(static_cast<size_t>(b.num_tasks()), -1);
     for (size_t k = 0; k < after.timing.order.size(); ++k) rank[after.timing.order[k]] = static_cast<int32_t>(k);
+    const double swaps_before = queue_swaps;
     for (int32_t t = 0; t < n; ++t) {
       const int32_t prev = before.timing.res_prev[t];
       if (prev >= 0 && match[t] >= 0 && match[prev] >= 0 && rank[match[t]] < rank[match[prev]]) queue_swaps += 1;
     }
+    keeping_queues += queue_swaps == swaps_before;
+    std::vector<int32_t> new_ranks;  // the kept tasks' new ranks in their old order
+    for (int32_t t : before.timing.order)
+      if (match[t] >= 0) new_ranks.push_back(rank[match[t]]);
+    for (size_t i = 1; i < new_ranks.size(); ++i) order_descents += new_ranks[i] < new_ranks[i - 1];
+    order_inversions += static_cast<double>(SortCountingInversions(&new_ranks));
     for (auto& list : per_resource) {
       std::sort(list.begin(), list.end());
       for (size_t i = 0; i < list.size(); ++i)
@@ -115,6 +182,9 @@ struct ShapeCounts {
     state.counters["tight_inner_edges"] = tight_inner / per;
     state.counters["order_breaks"] = order_breaks / per;
     state.counters["queue_swaps"] = queue_swaps / per;
+    state.counters["order_descents"] = order_descents / per;
+    state.counters["order_inversions"] = order_inversions / per;
+    state.counters["keeping_queues_share"] = keeping_queues / per;
   }
 };
 

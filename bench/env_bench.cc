@@ -26,7 +26,9 @@
 //     IterativeVsFull/transformer/<ops>: the same four on "transformer" family graphs.
 //   IterativeShape/<family>/<ops>: the shape of the same episodes' steps (bench/delta_shape.h, as sim_bench's
 //     DeltaShape): each step's placement simulated in full before and after, means per step of the tasks moved,
-//     the binding-forest subtrees and per-resource runs they form, the slacks to prove and the order breaks.
+//     the binding-forest subtrees and per-resource runs they form, the slacks to prove, the order breaks, and how
+//     much of the dequeue order of all resources together holds (order_descents, order_inversions,
+//     keeping_queues_share).
 //     One episode per run (about a minute at 10k ops).
 //   OneShotEpisode/<ops>: a whole one-shot (GDP) episode: NewInitialState + ApplyPlacement of a random placement
 //     (num_groups checked steps and one full simulation). items = episodes.

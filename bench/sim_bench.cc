@@ -39,8 +39,14 @@
 //   tasks that moved less than their binding parent (an order change or a new binding input); queue_swaps,
 //   consecutive tasks of a resource's old order that run in the other order after the change; tight_inner_edges,
 //   such inputs that moved as much as the task with an old slack below the shift (what a filter on each task's
-//   least input slack would examine in vain). What a re-timing by lazily shifted subtrees or runs would have to
-//   touch, against the tasks moved today.
+//   least input slack would examine in vain); order_descents and order_inversions, the same for the dequeue order
+//   of all resources together (consecutive tasks, and pairs); keeping_queues_share, the share of the changes with
+//   no queue swap (for them, timing the tasks along the old order with the new tasks put in gives the new
+//   schedule exactly);
+//   ordered_vs_full, a pass over the new dequeue order timing every task with no ready queue
+//   (bench::OrderedRetimingSeconds) against a full step-time run (`RunStepTime`, thread CPU time, medians of 7).
+//   What a re-timing by lazily shifted subtrees or runs, or along the old order, would have to touch, against the
+//   tasks moved today.
 //   Placeto/<ops>/src: the figure comparable with Placeto's simulator: whole simulations per second (Run and
 //   RunStepTime, thread CPU time) of 16 random group placements (each colocation group on a uniformly random one
 //   of the 8 GPUs), cycled; placeto_tasks = tasks as Placeto counts them (one compute task per op, one transfer
@@ -425,6 +431,8 @@ void DeltaShape(benchmark::State& state) {
   bench::FullScheduler scheduler(f.graph, f.topology, cost, options);
   const sim::FullRun before = scheduler.Run(base);
   bench::ShapeCounts shape;
+  Simulator full = Check(Simulator::Create(f.graph, f.topology, cost));
+  double ordered_s = 0, full_step_s = 0;
   for (auto _ : state) {
     for (const auto& [op, config] : FixedMoves(f.graph, base, devices)) {
       if (!delta.SetConfig(op, config).ok()) state.SkipWithError("SetConfig failed");
@@ -433,10 +441,20 @@ void DeltaShape(benchmark::State& state) {
       if (retimed * 4 <= before.tg.num_tasks()) continue;
       Strategy changed = base;
       changed.configs[op] = config;
-      shape.Add(before, scheduler.Run(changed));
+      const sim::FullRun after = scheduler.Run(changed);
+      shape.Add(before, after);
+      ordered_s += bench::OrderedRetimingSeconds(after, 7);
+      std::vector<double> step_s;
+      for (int k = 0; k < 7; ++k) {
+        const double t0 = ThreadCpuClock::now();
+        benchmark::DoNotOptimize(Check(full.RunStepTime(changed)));
+        step_s.push_back(ThreadCpuClock::now() - t0);
+      }
+      full_step_s += Median(step_s);
     }
   }
   shape.Report(state);
+  state.counters["ordered_vs_full"] = full_step_s > 0 ? ordered_s / full_step_s : 0;
 }
 BENCHMARK(DeltaShape)->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kSecond);
 
