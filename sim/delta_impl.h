@@ -393,6 +393,12 @@ struct DeltaSimulator::Impl {
   // their slots; ShiftRest moves those by `shift`; UpdateResourceSlots applies the recorded slot changes to the
   // per-resource slot lists and links; ReindexPlaced recomputes the predecessor entries the placing changed.
   int32_t PlaceWindow(int32_t begin, int32_t cut, sim::Time shift);
+  // Whether window task t (its `moved` flag set), whose turn in PlaceWindow comes at slot `first`, can keep its
+  // previous slot: it lies at or after `first`, within a chunk of it, with no kept task between.
+  bool KeepsSlot(int32_t t, int32_t first) const;
+  // PlaceWindow's count of window tasks given a slot other than their previous one (the new ones included): the
+  // slots it rewrote, which decide a relayout.
+  int64_t relocated = 0;
   void ShiftRest(int32_t rest, sim::Time shift);
   void UpdateResourceSlots();
   void ReindexPlaced(const std::vector<int32_t>& reindex);

@@ -296,7 +296,7 @@ void DeltaSimulator::Impl::Place(int32_t begin, int32_t cut, Time shift, const s
   // Lay the order out afresh when few holes are left, or when this change rewrote so many slots (or displaced so
   // many more tasks than it placed anew) that the region it packed (without holes) would make later changes there
   // move many tasks (and this one already did work of that order).
-  const int64_t rewritten = static_cast<int64_t>(window.size() + displaced.size());
+  const int64_t rewritten = relocated + static_cast<int64_t>(displaced.size());
   const bool packed = static_cast<int64_t>(displaced.size()) >
                           std::max(placed / sim::kRelayoutDisplacedDivisor, sim::kRelayoutMinSlots) &&
                       displaced.size() > sim::kRelayoutDisplacedPerPlaced * window.size();
@@ -338,6 +338,14 @@ void DeltaSimulator::Impl::GrowSlots(int32_t s) {
 
 int32_t DeltaSimulator::Impl::AssignSlot(const Placement& q, int32_t s, int32_t cut, Time shift) {
   const int32_t t = q.task;
+  if (pos[t] == s && slot_task[s] == t) {  // kept in place: its times only (what follows would change nothing else)
+    const Time o = Shift(s);
+    slot_ready[s] = q.ready - o;
+    slot_start[s] = q.start - o;
+    slot_end[s] = q.end - o;
+    TouchChunk(s >> kChunkBits);
+    return s + 1;
+  }
   if (s >= static_cast<int32_t>(slot_task.size())) GrowSlots(s);
   const int32_t k = slot_task[s];
   if (k >= 0 && k != t && !moved[k] && pos[k] == s) {
@@ -366,12 +374,27 @@ int32_t DeltaSimulator::Impl::AssignSlot(const Placement& q, int32_t s, int32_t 
   return s + 1;
 }
 
+bool DeltaSimulator::Impl::KeepsSlot(int32_t t, int32_t first) const {
+  // A kept task between `first` and t's slot comes after t in the new order, so it would have to move past t; other
+  // window tasks there move on when their turn comes (after t's), and holes and stale entries are free.
+  const int32_t p = pos[t];
+  if (p < first || p - first > (1 << kChunkBits)) return false;
+  for (int32_t s = first; s < p; ++s) {
+    const int32_t k = slot_task[s];
+    if (k >= 0 && pos[k] == s && !moved[k]) return false;
+  }
+  return true;
+}
+
 int32_t DeltaSimulator::Impl::PlaceWindow(int32_t begin, int32_t cut, Time shift) {
   // The new order is the tasks that kept their slots, with the window's tasks merged in (each right after the
   // kept task it followed). A window task takes the first slot after everything before it; if a kept task sits
-  // there, that one moves on too (it follows in the merge), so runs of kept tasks shift up to the next hole.
+  // there, that one moves on too (it follows in the merge), so runs of kept tasks shift up to the next hole. A
+  // window task whose previous slot comes later with no kept task in between keeps it instead (most of a large
+  // change's tasks keep their order, session 49), which leaves the holes before it where they were.
   for (const Placement& q : window) moved[q.task] = 1;
   displaced.clear();
+  relocated = 0;
   int32_t next = begin;
   size_t j = 0, d = 0;
   while (j < window.size() || d < displaced.size()) {
@@ -380,7 +403,10 @@ int32_t DeltaSimulator::Impl::PlaceWindow(int32_t begin, int32_t cut, Time shift
       next = AssignSlot(q, next, cut, shift);
     } else {
       const Placement& q = window[j++];
-      next = AssignSlot(q, std::max(next, q.after), cut, shift);
+      const int32_t first = std::max(next, q.after), old = pos[q.task];
+      const int32_t slot = KeepsSlot(q.task, first) ? old : first;
+      relocated += slot != old;
+      next = AssignSlot(q, slot, cut, shift);
     }
   }
   for (const Placement& x : stale) {
