@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/thread_cpu_clock.h"
 #include "core/graph.h"
 #include "core/strategy.h"
 #include "core/topology.h"
@@ -18,7 +19,6 @@
 #include "sim/full_run.h"
 #include "sim/simulator.h"
 #include "sim/task_graph.h"
-#include "bench/thread_cpu_clock.h"
 
 namespace devplace::bench {
 
