@@ -69,32 +69,27 @@ inline int64_t SortCountingInversions(std::vector<int32_t>* v) {
 }
 
 // What a re-timing that knew the new order would at least spend: every task of `run` timed along its dequeue order
-// with no ready queue (its ready time from its inputs' ends, its start from its resource's last end). The median
-// thread CPU seconds of `repeats` passes; throws when a time differs from the run's.
-inline double OrderedRetimingSeconds(const sim::FullRun& run, int repeats) {
+// with no ready queue (its ready time from its inputs' ends, its start from its resource's last end). Returns the
+// pass's thread CPU seconds; throws when a time differs from the run's.
+inline double OrderedRetimingSeconds(const sim::FullRun& run) {
   const sim::TaskGraph& tg = run.tg;
   std::vector<sim::Time> end(static_cast<size_t>(tg.num_tasks()));
-  std::vector<sim::Time> free(static_cast<size_t>(tg.num_resources));
-  std::vector<double> seconds;
-  for (int k = 0; k < repeats; ++k) {
-    const double t0 = ThreadCpuClock::now();
-    std::fill(free.begin(), free.end(), 0);
-    for (int32_t t : run.timing.order) {
-      sim::Time ready = 0;
-      for (int32_t j = 0; j < tg.pred_cnt[t]; ++j) {
-        const int32_t p = tg.pred_pool[tg.pred_off[t] + j];
-        ready = std::max(ready, end[p] + tg.resource_delay[tg.resource[p]]);
-      }
-      const int32_t r = tg.resource[t];
-      end[t] = std::max(ready, free[r]) + tg.duration[t];
-      free[r] = end[t];
+  std::vector<sim::Time> free(static_cast<size_t>(tg.num_resources), 0);
+  const double t0 = ThreadCpuClock::now();
+  for (int32_t t : run.timing.order) {
+    sim::Time ready = 0;
+    for (int32_t j = 0; j < tg.pred_cnt[t]; ++j) {
+      const int32_t p = tg.pred_pool[tg.pred_off[t] + j];
+      ready = std::max(ready, end[p] + tg.resource_delay[tg.resource[p]]);
     }
-    seconds.push_back(ThreadCpuClock::now() - t0);
+    const int32_t r = tg.resource[t];
+    end[t] = std::max(ready, free[r]) + tg.duration[t];
+    free[r] = end[t];
   }
+  const double seconds = ThreadCpuClock::now() - t0;
   for (int32_t t : run.timing.order)
     if (end[t] != run.timing.end[t]) throw std::runtime_error("ordered re-timing differs from the full run");
-  std::sort(seconds.begin(), seconds.end());
-  return seconds[seconds.size() / 2];
+  return seconds;
 }
 
 // Sums over changes (divide by `changes` for means).
