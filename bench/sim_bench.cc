@@ -23,7 +23,9 @@
 //   together, then undone (untimed).
 //   DeltaFixed/<src>: a fixed amount of delta work for instruction counts (callgrind) and paired timings: 400 of
 //   the Delta benchmark's random changes on the random 10k-op placement (same seeds), each made, its step time
-//   read, and undone, all in one iteration.
+//   read, and undone, all in one iteration. Counters (DeltaSimulator::sweep_counts): sweeps, dense (the sweeps
+//   that went over to the plain event loop for a large change) and dense_stopped (those that stopped at a shifted
+//   rest).
 //   DeltaNumbering/<src>/<numbering>: DeltaFixed's work (the same ops moved to the same devices) on the same graph
 //   with its ops numbered 0: as built, 1: by start time in the base placement's schedule (what a re-timing walks
 //   in order), 2: at random: how the delta simulator's speed depends on where a task's data lies (task ids follow
@@ -418,6 +420,10 @@ void DeltaFixed(benchmark::State& state) {
   const Strategy base = Placement(f.graph, devices, true, 7);
   DeltaSimulator delta = Check(DeltaSimulator::Create(f.graph, f.topology, base, MakeAnalyticCostModel()));
   MakeAndUndo(state, delta, FixedMoves(f.graph, base, devices));
+  const DeltaSimulator::SweepCounts c = delta.sweep_counts();
+  state.counters["sweeps"] = c.sweeps;
+  state.counters["dense"] = c.dense;
+  state.counters["dense_stopped"] = c.dense_stopped;
 }
 BENCHMARK(DeltaFixed)->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);
 

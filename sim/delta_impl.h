@@ -249,9 +249,16 @@ struct DeltaSimulator::Impl {
   // SpreadPacked's scratch: the tasks spread (`after`: their previous slot), per resource the entry its next one
   // rewrites (-1: not found yet), and the resources found.
   std::vector<Placement> spread;
-  // LayoutFrom's and LayoutBetween's input: the order to lay out with absolute times (`after` unused), in turn, so
-  // that laying it out reads it in order (LayoutMerged writes it; Layout copies run.timing's order into it).
+  // LayoutFrom's and LayoutBetween's input, with absolute times, in order (so that laying it out reads it in turn):
+  // run.timing's order (Layout copies it here), or the tasks of the stretch a large change rewrites that keep their
+  // place in the order (LayoutMerged). The layouts merge the change's window into the latter as they write
+  // (ForEachLaid), so that the window is not copied here first: each entry's `after` is the number of window tasks
+  // that go before it (0 for Layout's).
   std::vector<Placement> laid;
+  // Calls fn(k, q) for each task q of `laid` merged with `merged` (the window whose tasks `laid`'s `after` counts,
+  // or empty), k counting from 0. (Always inlined into the layouts' loops.)
+  template <typename Fn>
+  [[gnu::always_inline]] inline void ForEachLaid(std::span<const Placement> merged, Fn fn) const;
   std::vector<int32_t> spread_cursor, spread_touched;
   std::vector<int32_t> to_index;  // LayoutMerged's: the tasks whose predecessor entries it indexes afresh
   std::vector<std::pair<int32_t, int32_t>> spread_chains;  // SpreadChains': the stretches to spread
@@ -324,9 +331,10 @@ struct DeltaSimulator::Impl {
   void StoreAndLayOut();
   // Lays the order out afresh from run.timing (absolute times and the compact order).
   void Layout();
-  // Lays the tasks of `laid` out afresh from slot `from` (a chunk boundary) on, after the slots before it, which
-  // keep their tasks, times and entries; leaves `placed` and the predecessor entries to the caller.
-  void LayoutFrom(int32_t from);
+  // Lays the tasks of `laid` merged with `merged` (ForEachLaid) out afresh from slot `from` (a chunk boundary) on,
+  // after the slots before it, which keep their tasks, times and entries; leaves `placed` and the predecessor
+  // entries to the caller.
+  void LayoutFrom(int32_t from, std::span<const Placement> merged = {});
   // Cuts the per-resource slot lists and links at slot `from` (for LayoutFrom to append to).
   void TruncateResourceLists(int32_t from);
   // Lays the current order out afresh (holes spread evenly, chunk shifts folded into the stored times), rewriting
@@ -334,18 +342,18 @@ struct DeltaSimulator::Impl {
   // [roomy_from, roomy_to) get a hole after every kRoomyHoleEvery - 1 of them, the others after every
   // kHoleEvery - 1.
   void Relayout(int32_t roomy_from, int32_t roomy_to);
-  // Finish's alternative to Place for a large window: writes the new order from the chunk of slot `begin` (the
-  // sweep's first slot) on (the window merged with the tasks that kept their slots, each window task after those
-  // before its `after`; the tasks from `cut` on moved by `shift`) with absolute times into `laid` and lays it
-  // out afresh there, up to where the tasks after it can keep their slots (LayoutBetween) or to the end
+  // Finish's alternative to Place for a large window: lays the new order out afresh from the chunk of slot `begin`
+  // (the sweep's first slot) on (the window merged with the tasks that kept their slots, each window task after
+  // those before its `after`; the tasks from `cut` on moved by `shift`; the kept ones collected into `laid` with
+  // absolute times), up to where the tasks after it can keep their slots (LayoutBetween) or to the end
   // (LayoutFrom). The removed tasks must have left their slots; `removed_last` is the last slot they left (-1:
   // none). Puts the window's tasks back to clean (Finish leaves them to it).
   void LayoutMerged(int32_t begin, int32_t cut, sim::Time shift, int32_t removed_last);
-  // Lays the tasks of `laid` out over slots [from, to) (chunk boundaries; at least as many slots as tasks), spread
-  // evenly; the tasks from `to` on keep their slots and move by `shift`, those before `from` keep theirs. Updates
-  // the per-resource slot lists and links; leaves the chunk bounds, `placed` and the predecessor entries to the
-  // caller.
-  void LayoutBetween(int32_t from, int32_t to, sim::Time shift);
+  // Lays the tasks of `laid` merged with `merged` (ForEachLaid) out over slots [from, to) (chunk boundaries; at
+  // least as many slots as tasks), spread evenly; the tasks from `to` on keep their slots and move by `shift`, those
+  // before `from` keep theirs. Updates the per-resource slot lists and links; leaves the chunk bounds, `placed` and
+  // the predecessor entries to the caller.
+  void LayoutBetween(int32_t from, int32_t to, sim::Time shift, std::span<const Placement> merged);
   // After LayoutBetween rewrote the slots [from, to) (chunk boundaries; every later task kept its slot): marks
   // the bounds of their chunks, and of the later chunks whose bounds name a slot there, stale (recomputed when a
   // shift check next reads them). The other later chunks' bounds stand, lowered by the caller where one of their
@@ -545,6 +553,19 @@ struct DeltaSimulator::Impl {
   // slot `cut`, the unsettled rest moves by `shift` (call before the tasks' states are reset).
   sim::Time QueryStep(const std::vector<sim::Time>& free, bool stopped, int32_t cut, sim::Time shift) const;
 };
+
+template <typename Fn>
+void DeltaSimulator::Impl::ForEachLaid(std::span<const Placement> merged, Fn fn) const {
+  const Placement* const kept = laid.data();
+  const size_t kept_size = laid.size(), merged_size = merged.size();
+  size_t j = 0;
+  int32_t k = 0;
+  for (size_t i = 0; i < kept_size; ++i) {
+    for (const size_t before = static_cast<size_t>(kept[i].after); j < before; ++j) fn(k++, merged[j]);
+    fn(k++, kept[i]);
+  }
+  for (; j < merged_size; ++j) fn(k++, merged[j]);
+}
 
 // (Here because delta_index.cc, delta_merge.cc and delta_check.cc all instantiate it.)
 template <typename EndOf>

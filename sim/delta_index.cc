@@ -95,9 +95,9 @@ void DeltaSimulator::Impl::Layout() {
   for (int32_t t : tm.order) IndexPredsBy(t, [&tm](int32_t p, int32_t) { return tm.end[p]; });
 }
 
-void DeltaSimulator::Impl::LayoutFrom(int32_t from) {
+void DeltaSimulator::Impl::LayoutFrom(int32_t from, std::span<const Placement> merged) {
   const sim::TaskGraph& tg = run.tg;
-  const int32_t n = static_cast<int32_t>(laid.size());
+  const int32_t n = static_cast<int32_t>(laid.size() + merged.size());
   const int32_t slots = from + sim::FreshSlots(n);
   const int32_t first_chunk = from >> kChunkBits;
   const size_t chunks = static_cast<size_t>((slots >> kChunkBits) + 1);
@@ -121,8 +121,7 @@ void DeltaSimulator::Impl::LayoutFrom(int32_t from) {
   for (auto* v : {&slot_ready, &slot_start, &slot_end}) v->resize(static_cast<size_t>(slots));  // holes: unread
   chunk_shift.resize(chunks);
   std::fill(chunk_shift.begin() + first_chunk, chunk_shift.end(), 0);
-  for (int32_t k = 0; k < n; ++k) {
-    const Placement& q = laid[static_cast<size_t>(k)];
+  ForEachLaid(merged, [&](int32_t k, const Placement& q) {
     const int32_t s = from + sim::FreshSlot(k);
     slot_task[s] = q.task;
     pos[q.task] = s;
@@ -130,7 +129,7 @@ void DeltaSimulator::Impl::LayoutFrom(int32_t from) {
     slot_start[s] = q.start;
     slot_end[s] = q.end;
     AppendToResource(q.task, s);
-  }
+  });
   // Each resource's edit lists start with room for more edits than most changes make there, so that how far the
   // changes reach on one resource (which varies with the layout they meet) rarely grows them.
   constexpr size_t kEditRoom = 64;

@@ -48,32 +48,33 @@ void DeltaSimulator::Impl::LayoutMerged(int32_t begin, int32_t cut, Time shift, 
       if (pos[p[k]] < 0 || slot_task[pos[p[k]]] != p[k]) return false;  // a window task (new, or its slot emptied)
     return true;
   };
-  auto emit = [this](int32_t t, Time ready, Time start, Time end) { laid.push_back({t, 0, ready, start, end}); };
   constexpr int32_t kChunk = int32_t{1} << kChunkBits;
   int32_t to = std::min(slots, (need + kChunk - 1) / kChunk * kChunk);
-  // The window read through locals (emit appends to `laid`, which the compiler cannot tell apart from `window`).
+  // The window read through locals (`laid` grows, which the compiler cannot tell apart from `window`). The layout
+  // merges it with the kept tasks collected here, each with the number of window tasks before it (j: those whose
+  // `after` lies at or before its slot).
   const Placement* const w = window.data();
   const size_t w_size = window.size();
   size_t j = 0;
   for (int32_t s = from;;) {
     for (; s < to; ++s) {
-      for (; j < w_size && w[j].after <= s; ++j) emit(w[j].task, w[j].ready, w[j].start, w[j].end);
       const int32_t t = slot_task[s];
       if (t < 0) continue;
+      while (j < w_size && w[j].after <= s) ++j;
       const Time o = Shift(s) + (s >= cut ? shift : 0);
-      emit(t, slot_ready[s] + o, slot_start[s] + o, slot_end[s] + o);
+      laid.push_back({t, static_cast<int32_t>(j), slot_ready[s] + o, slot_start[s] + o, slot_end[s] + o});
       if (!entries_stand(t)) to_index.push_back(t);
     }
-    const int32_t count = static_cast<int32_t>(laid.size());
+    while (j < w_size && w[j].after < to) ++j;
+    const int32_t count = static_cast<int32_t>(laid.size() + j);
     if (to == slots || count + count / 8 <= to - from) break;
     to = std::min(slots, to + kChunk);
   }
-  for (; j < w_size; ++j) emit(w[j].task, w[j].ready, w[j].start, w[j].end);
   for (int32_t t : scratch.reindex) mark[t] = 0;
   if (to == slots) {
-    LayoutFrom(from);
+    LayoutFrom(from, window);
   } else {
-    LayoutBetween(from, to, shift);
+    LayoutBetween(from, to, shift, window);
     StaleChunksBetween(from, to);
   }
   placed += added;
@@ -120,9 +121,9 @@ void DeltaSimulator::Impl::StaleChunksBetween(int32_t from, int32_t to) {
     if (in(chunk_min_pred[c]) || in(chunk_min_bind[c])) TouchChunk(c);
 }
 
-void DeltaSimulator::Impl::LayoutBetween(int32_t from, int32_t to, Time shift) {
+void DeltaSimulator::Impl::LayoutBetween(int32_t from, int32_t to, Time shift, std::span<const Placement> merged) {
   const sim::TaskGraph& tg = run.tg;
-  const int32_t n = static_cast<int32_t>(laid.size());
+  const int32_t n = static_cast<int32_t>(laid.size() + merged.size());
   std::fill(slot_task.begin() + from, slot_task.begin() + to, -1);  // the holes' other entries are unread
   for (int32_t c = from >> kChunkBits; c < (to >> kChunkBits); ++c) chunk_shift[c] = 0;
   for (size_t c = static_cast<size_t>(to >> kChunkBits); c < chunk_shift.size(); ++c) chunk_shift[c] += shift;
@@ -130,14 +131,12 @@ void DeltaSimulator::Impl::LayoutBetween(int32_t from, int32_t to, Time shift) {
   // written through locals: the push onto a resource's list could alias their vectors for the compiler, which
   // then reloaded each of them for every task.
   const int64_t span = to - from;
-  const Placement* const order = laid.data();
   int32_t* const task_at = slot_task.data();
   int32_t* const slot_of = pos.data();
   Time* const ready_at = slot_ready.data();
   Time* const start_at = slot_start.data();
   Time* const end_at = slot_end.data();
-  for (int32_t k = 0; k < n; ++k) {
-    const Placement& q = order[k];
+  ForEachLaid(merged, [&](int32_t k, const Placement& q) {
     const int32_t s = from + static_cast<int32_t>(static_cast<int64_t>(k) * span / n);
     task_at[s] = q.task;
     slot_of[q.task] = s;
@@ -145,7 +144,7 @@ void DeltaSimulator::Impl::LayoutBetween(int32_t from, int32_t to, Time shift) {
     start_at[s] = q.start;
     end_at[s] = q.end;
     res_added[SetSlotOwner(s, q.task)].push_back(s);
-  }
+  });
   // Each resource's slot list: its entries from `from` until `to` replaced by the new ones, relinked from the
   // entry before them to the first kept entry after them.
   for (int32_t r = 0; r < tg.num_resources; ++r) {
