@@ -241,7 +241,9 @@ struct DeltaSimulator::Impl {
   std::vector<uint8_t> mark, moved;
   struct Placement {
     int32_t task;
-    int32_t after;  // window: 1 + the slot of the last task before it that keeps its slot; else a slot
+    // window: 1 + the slot of the last task before it that keeps its slot; `laid`: the number of window tasks
+    // before it; else a slot
+    int32_t after;
     sim::Time ready = 0, start = 0, end = 0;  // window and displaced tasks: their times from now on
   };
   std::vector<Placement> window;     // the tasks re-timed by a change, in their new order
