@@ -50,37 +50,44 @@ void DeltaSimulator::Impl::DeltaSweep::PushAt(int32_t x, Time ready) {
   heap_changed_ = true;
 }
 
-inline DeltaSimulator::Impl::DeltaSweep::Retimed DeltaSimulator::Impl::DeltaSweep::Retime(int32_t x, Time ready) {
-  const int32_t r = tg.resource[x];
-  const Time start = std::max(ready, sc.free[r]);
-  const Time end = start + tg.duration[x];
+DeltaSimulator::Impl::DeltaSweep::Arrays DeltaSimulator::Impl::DeltaSweep::LoadArrays() const {
+  return {tg.resource.data(), tg.duration.data(), tg.resource_delay.data(), m.pos.data(),
+          m.bind_pred.data(),  m.slot_ready.data(), m.slot_end.data(),         m.chunk_shift.data(),
+          m.state.data(),      m.cur_end.data(),    sc.free.data(),            sc.processed_last.data()};
+}
+
+inline DeltaSimulator::Impl::DeltaSweep::Retimed DeltaSimulator::Impl::DeltaSweep::Retime(const Arrays& a,
+                                                                                         int32_t x, Time ready) {
+  const int32_t r = a.resource[x];
+  const Time start = std::max(ready, a.free[r]);
+  const Time end = start + a.duration[x];
   const bool is_new = x >= first_new_;
-  const Time old_end = is_new ? 0 : m.End(x);
+  const Time old_end = is_new ? 0 : a.End(x);
   const bool end_changed = is_new || end != old_end;
-  m.cur_end[x] = end;
+  a.cur_end[x] = end;
   m.window.push_back({x, after_, ready, start, end});
-  sc.free[r] = end;
-  m.state[x] = kDone;
+  a.free[r] = end;
+  a.state[x] = kDone;
   ++m.retimed;
   if (is_new) {
     --new_pending_;
   } else {
-    const int32_t slot = m.pos[x];
+    const int32_t slot = a.pos[x];
     max_settled_ = std::max(max_settled_, slot);
-    sc.processed_last[r] = std::max(sc.processed_last[r], slot);
+    a.processed_last[r] = std::max(a.processed_last[r], slot);
     if (end_changed) shift_ = end - old_end;
   }
-  return {end + tg.resource_delay[r], end_changed, is_new};
+  return {end + a.res_delay[r], end_changed, is_new};
 }
 
-void DeltaSimulator::Impl::DeltaSweep::Process(int32_t x, Time ready, int32_t i) {
+void DeltaSimulator::Impl::DeltaSweep::Process(const Arrays& a, int32_t x, Time ready, int32_t i) {
   heap_changed_ = true;
-  const Retimed rt = Retime(x, ready);
-  if (!rt.is_new && m.pos[x] >= i) sc.processed_ahead.push_back(x);
+  const Retimed rt = Retime(a, x, ready);
+  if (!rt.is_new && a.pos[x] >= i) sc.processed_ahead.push_back(x);
   for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
     const int32_t s = succ_[tg.succ_off[x] + k];
-    if (Reaches(rt, x, s)) MarkDirty(s);
-    if (--m.blocked[s] == 0 && m.state[s] == kDirty) {
+    if (Reaches(a, rt, x, s)) MarkDirty(s);
+    if (--m.blocked[s] == 0 && a.state[s] == kDirty) {
       if (tg.pred_cnt[s] == 1) PushAt(s, rt.arrival);  // x is its only input (most hop tasks)
       else Push(s);
     }
@@ -129,6 +136,7 @@ bool DeltaSimulator::Impl::DeltaSweep::RunSweep() {
   std::vector<Time>& free = sc.free;
   std::vector<int32_t>& last = sc.last;
   sim::QuadHeap<DeltaItem>& heap = sc.heap;
+  const Arrays a = LoadArrays();
   const int32_t slots = slots_;
   int32_t i = begin_;
   int32_t since_check = 0, check_every = 16;
@@ -190,7 +198,7 @@ bool DeltaSimulator::Impl::DeltaSweep::RunSweep() {
         const DeltaItem item = top;
         heap.pop();
         heap_changed_ = true;
-        Process(item.task, item.ready, i);
+        Process(a, item.task, item.ready, i);
         continue;
       }
     }
@@ -204,7 +212,7 @@ bool DeltaSimulator::Impl::DeltaSweep::RunSweep() {
     if (std::max(ready, free[r]) != m.slot_start[i] + shift_c) {
       ++i;
       MarkDirty(c);
-      Process(c, ready, i);
+      Process(a, c, ready, i);
       check_now = true;
       continue;
     }
@@ -228,11 +236,13 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
   // Each unsettled task waits for its unsettled predecessors (counted in m.blocked) and starts from the latest
   // arrival of its settled ones; a task's successors are all unsettled (a settled task's inputs are settled).
   const int32_t i = *cursor;
-  // The per-task and per-slot arrays through pointers kept in locals: the loop pushes onto vectors, which the
-  // compiler could not tell apart from these, and reloaded each one after every push. None is resized here.
-  const int32_t* const pos = m.pos.data();
+  // The per-task and per-slot arrays through pointers kept in locals (Arrays says why). None is resized here.
+  const Arrays a = LoadArrays();
+  const int32_t* const pos = a.pos;
   const int32_t* const slot_task = m.slot_task.data();
-  sim::TaskState* const state = m.state.data();
+  sim::TaskState* const state = a.state;
+  const uint64_t* const key = tg.key.data();
+  const int32_t slots = slots_;
   int32_t* const blocked = m.blocked.data();
   Time* const dense_ready = m.dense_ready.data();
   const int32_t* const pred_cnt = tg.pred_cnt.data();
@@ -240,16 +250,18 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
   const int32_t* const succ_cnt = tg.succ_cnt.data();
   const int32_t* const succ_off = tg.succ_off.data();
   sim::QuadHeap<DeltaItem>& heap = sc.heap;
+  std::vector<int32_t>& pending = sc.pending;
+  std::vector<int32_t>& waiting = sc.dense_waiting;
   // Room for every task at once, with room to spare (so that dense runs of varying reach settle on one size).
   const size_t n = static_cast<size_t>(num_tasks_);
   if (heap.capacity() < n) heap.reserve(2 * n);
   if (m.window.capacity() < m.window.size() + n) m.window.reserve(m.window.size() + 2 * n);
-  sc.dense_waiting.clear();
-  for (std::vector<int32_t>* v : {&sc.pending, &sc.dense_waiting})
+  waiting.clear();
+  for (std::vector<int32_t>* v : {&pending, &waiting})
     if (v->capacity() < v->size() + n) v->reserve(v->size() + 2 * n);
   // The full run's ready queue (it keeps a task that becomes ready before everything queued, as the next hop of
   // a transfer usually does, out of the heap), ordered by (ready, key).
-  sim::TieBreakKeys keys{tg.key.data()};
+  sim::TieBreakKeys keys{key};
   sim::ReadyQueue<sim::TieBreakKeys> queue(heap, keys);
   // A task enters the loop (its unsettled inputs counted, its settled ones' latest arrival noted, queued when
   // there are none) when one of its inputs is re-timed here, or, for a clean task that none has reached, when the
@@ -270,14 +282,14 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
     for (int32_t k = 0; k < pred_cnt[u]; ++k) {
       const int32_t p = pred_[pred_off[u] + k];
       if (p == from || unsettled(p)) ++waits;
-      else ready = std::max(ready, EndNow(p) + tg.resource_delay[tg.resource[p]]);
+      else ready = std::max(ready, a.EndNow(p) + a.res_delay[a.resource[p]]);
     }
     blocked[u] = waits;
     dense_ready[u] = ready;
     if (waits == 0) queue.Push(ready, ready, u);
-    else sc.dense_waiting.push_back(u);
+    else waiting.push_back(u);
   };
-  for (int32_t x : sc.pending)
+  for (int32_t x : pending)
     if (state[x] == kDirty) enter(x, -1);
   // The tasks are re-timed as the merge's are (Retime, and Reaches for the clean successors that become dirty),
   // so that the merge's shifted-rest check applies: whenever the re-timed old tasks are exactly those before the
@@ -285,23 +297,23 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
   const int32_t* const slot_res = m.slot_res.data();
   int32_t* const last = sc.last.data();
   int32_t d = i, since_check = 0, check_every = kDenseCheckFirst;
-  // The slots before f have been looked at; f's task (when f < slots_) is clean and had not entered when f came
+  // The slots before f have been looked at; f's task (when f < slots) is clean and had not entered when f came
   // to it, and enters once the queue's first entry no longer comes before its (ready, key).
   int32_t f = i - 1;
   Time f_ready = 0;
   uint64_t f_key = 0;
   auto next_slot = [&] {
-    for (++f; f < slots_; ++f) {
+    for (++f; f < slots; ++f) {
       const int32_t t = slot_task[f];
       if (t < 0 || state[t] != kClean || entered[t] == run) continue;
-      f_ready = m.slot_ready[f] + m.Shift(f);
-      f_key = tg.key[t];
+      f_ready = a.slot_ready[f] + a.Shift(f);
+      f_key = key[t];
       return;
     }
   };
   next_slot();
   while (true) {
-    while (f < slots_) {
+    while (f < slots) {
       const DeltaItem* top = queue.Peek();
       if (top && (top->ready < f_ready || (top->ready == f_ready && top->key < f_key))) break;
       const int32_t t = slot_task[f];
@@ -311,12 +323,12 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
     if (queue.empty()) break;
     const DeltaItem item = queue.Pop();
     const int32_t x = item.task;
-    const Retimed rt = Retime(x, item.ready);
+    const Retimed rt = Retime(a, x, item.ready);
     for (int32_t k = 0; k < succ_cnt[x]; ++k) {
       const int32_t s = succ_[succ_off[x] + k];
-      if (Reaches(rt, x, s)) {  // dirty, as MarkDirty makes it, without the counts (enter counts for the loop)
+      if (Reaches(a, rt, x, s)) {  // dirty, as MarkDirty makes it, without the counts (enter counts for the loop)
         state[s] = kDirty;
-        sc.pending.push_back(s);
+        pending.push_back(s);
       }
       if (pred_cnt[s] == 1 && entered[s] != run) {
         // x is its only input (most hop tasks): it enters ready at x's arrival with nothing left to wait for (its
@@ -332,7 +344,7 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
     }
     if (new_pending_ > 0 || ++since_check < check_every) continue;
     since_check = 0;
-    while (d < slots_ && (slot_task[d] < 0 || (state[slot_task[d]] != kClean && state[slot_task[d]] != kDirty))) {
+    while (d < slots && (slot_task[d] < 0 || (state[slot_task[d]] != kClean && state[slot_task[d]] != kDirty))) {
       if (slot_task[d] >= 0) last[slot_res[d]] = slot_task[d];
       ++d;
     }
@@ -341,14 +353,14 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
       // The tasks left keep their previous order and times + shift; their counts of unsettled inputs go (a
       // re-timed task's count is 0 already, and a dirty task's left behind only counts dirty inputs, which
       // ResetStates clears too). The re-timed tasks come before them.
-      for (int32_t u : sc.dense_waiting) blocked[u] = 0;
+      for (int32_t u : waiting) blocked[u] = 0;
       *cursor = d;
       return true;
     }
     check_every = std::min(2 * check_every, kDenseCheckMost);
   }
   new_pending_ = 0;
-  *cursor = slots_;
+  *cursor = slots;
   return false;
 }
 

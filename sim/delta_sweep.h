@@ -97,18 +97,43 @@ class DeltaSimulator::Impl::DeltaSweep {
     bool end_changed;
     bool is_new;
   };
+  // The arrays Retime and Reaches read and write, as plain pointers for the loops to keep in locals: the loops push
+  // onto vectors (the window, the pending list, the heap), after which the compiler reloads whatever is read
+  // through m, sc or tg (a vector's data pointer, and the reference to the vector's owner). None of them is
+  // resized during a sweep, so a copy taken when the sweep starts stays valid to its end.
+  struct Arrays {
+    const int32_t* resource;       // tg's, per task
+    const sim::Time* duration;     // tg's, per task
+    const sim::Time* res_delay;    // tg's, per resource
+    const int32_t* pos;            // m's, per task
+    const int32_t* bind_pred;      // m's, per task
+    const sim::Time* slot_ready;   // m's, per slot
+    const sim::Time* slot_end;     // m's, per slot
+    const sim::Time* chunk_shift;  // m's, per chunk
+    sim::TaskState* state;         // m's, per task
+    sim::Time* cur_end;            // m's, per task
+    sim::Time* free;               // sc's, per resource
+    int32_t* processed_last;       // sc's, per resource
+    // As Impl's Shift, Ready and End, and DeltaSweep's EndNow.
+    sim::Time Shift(int32_t slot) const { return chunk_shift[slot >> sim::kChunkBits]; }
+    sim::Time Ready(int32_t t) const { return slot_ready[pos[t]] + Shift(pos[t]); }
+    sim::Time End(int32_t t) const { return slot_end[pos[t]] + Shift(pos[t]); }
+    sim::Time EndNow(int32_t t) const { return state[t] == sim::kDone ? cur_end[t] : End(t); }
+  };
+  // The arrays as they stand (after StartSweep has sized the per-resource ones).
+  Arrays LoadArrays() const;
   // Re-times task x, ready at `ready`, as both loops do: takes its resource (sc.free), records its new end and
   // window entry (after after_), marks it done, and updates the counts and bounds the shifted-rest check reads.
-  [[gnu::always_inline]] Retimed Retime(int32_t x, sim::Time ready);
+  [[gnu::always_inline]] Retimed Retime(const Arrays& a, int32_t x, sim::Time ready);
   // Whether clean task s, a successor of x just re-timed, must be re-timed too: x's end moved and x is new, bound
   // s or now arrives after s was ready (else s keeps its ready time).
-  bool Reaches(const Retimed& rt, int32_t x, int32_t s) const {
-    return rt.end_changed && m.state[s] == sim::kClean &&
-           (rt.is_new || m.bind_pred[s] == x || rt.arrival > m.Ready(s));
+  static bool Reaches(const Arrays& a, const Retimed& rt, int32_t x, int32_t s) {
+    return rt.end_changed && a.state[s] == sim::kClean &&
+           (rt.is_new || a.bind_pred[s] == x || rt.arrival > a.Ready(s));
   }
   // Re-times task x, ready at `ready`, with the sweep's cursor at slot i: appends it to the window, takes its
   // resource, and dirties (and queues) the successors its new end reaches.
-  void Process(int32_t x, sim::Time ready, int32_t i);
+  void Process(const Arrays& a, int32_t x, sim::Time ready, int32_t i);
   // x's end as it stands in the sweep: re-timed now, or as last simulated.
   sim::Time EndNow(int32_t x) const { return m.state[x] == sim::kDone ? m.cur_end[x] : m.End(x); }
   // Whether task x is settled with the cursor at slot i: re-timed, or clean and passed.
