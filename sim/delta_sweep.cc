@@ -32,7 +32,11 @@ void DeltaSimulator::Impl::DeltaSweep::MarkDirty(int32_t x) {
   heap_changed_ = true;
   m.state[x] = kDirty;
   sc.pending.push_back(x);
-  for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) ++m.blocked[succ_[tg.succ_off[x] + k]];
+  // (The successor count and list, and the counts, through locals read once: the compiler cannot tell the
+  // increments from the count and the offsets, and would read those again after each.)
+  const int32_t* const succ = succ_ + tg.succ_off[x];
+  int32_t* const blocked = m.blocked.data();
+  for (int32_t k = 0, n = tg.succ_cnt[x]; k < n; ++k) ++blocked[succ[k]];
 }
 
 void DeltaSimulator::Impl::DeltaSweep::Push(int32_t x) {
@@ -84,8 +88,9 @@ void DeltaSimulator::Impl::DeltaSweep::Process(const Arrays& a, int32_t x, Time 
   heap_changed_ = true;
   const Retimed rt = Retime(a, x, ready);
   if (!rt.is_new && a.pos[x] >= i) sc.processed_ahead.push_back(x);
-  for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) {
-    const int32_t s = succ_[tg.succ_off[x] + k];
+  const int32_t* const succ = succ_ + tg.succ_off[x];  // (with the count, read once: see MarkDirty)
+  for (int32_t k = 0, n = tg.succ_cnt[x]; k < n; ++k) {
+    const int32_t s = succ[k];
     if (Reaches(a, rt, x, s)) MarkDirty(s);
     if (--m.blocked[s] == 0 && a.state[s] == kDirty) {
       if (tg.pred_cnt[s] == 1) PushAt(s, rt.arrival);  // x is its only input (most hop tasks)
@@ -324,8 +329,9 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
     const DeltaItem item = queue.Pop();
     const int32_t x = item.task;
     const Retimed rt = Retime(a, x, item.ready);
-    for (int32_t k = 0; k < succ_cnt[x]; ++k) {
-      const int32_t s = succ_[succ_off[x] + k];
+    const int32_t* const succ = succ_ + succ_off[x];  // (with the count, read once: see MarkDirty)
+    for (int32_t k = 0, n = succ_cnt[x]; k < n; ++k) {
+      const int32_t s = succ[k];
       if (Reaches(a, rt, x, s)) {  // dirty, as MarkDirty makes it, without the counts (enter counts for the loop)
         state[s] = kDirty;
         pending.push_back(s);
