@@ -336,15 +336,17 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
         state[s] = kDirty;
         pending.push_back(s);
       }
-      if (pred_cnt[s] == 1 && entered[s] != run) {
-        // x is its only input (most hop tasks): it enters ready at x's arrival with nothing left to wait for (its
-        // count may still hold the merge's mark of x as dirty).
-        entered[s] = run;
-        blocked[s] = 0;
-        queue.Push(item.ready, rt.arrival, s);
-        continue;
+      if (entered[s] != run) {
+        if (pred_cnt[s] == 1) {
+          // x is its only input (most hop tasks): it enters ready at x's arrival with nothing left to wait for
+          // (its count may still hold the merge's mark of x as dirty).
+          entered[s] = run;
+          blocked[s] = 0;
+          queue.Push(item.ready, rt.arrival, s);
+          continue;
+        }
+        enter(s, x);
       }
-      if (entered[s] != run) enter(s, x);
       dense_ready[s] = std::max(dense_ready[s], rt.arrival);
       if (--blocked[s] == 0) queue.Push(item.ready, dense_ready[s], s);
     }
