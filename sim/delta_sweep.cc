@@ -149,6 +149,9 @@ bool DeltaSimulator::Impl::DeltaSweep::RunSweep() {
   // often becomes a shift of the rest right at the start, after a jump, after the cursor passes tasks that are not
   // clean, or after a task is re-timed for a resource conflict, and may stop being one a few steps later.
   bool check_now = true;
+  // Event-triggered checks: the sweep steps since the last check, and how many must pass before the next
+  // (kMostStepsBetweenEventChecks).
+  int32_t steps_since_check = 0, steps_between_event_checks = 0;
   bool shifted = false;
   while (true) {
     while (i < slots && (slot_task[i] < 0 || state[slot_task[i]] != kClean)) {
@@ -176,12 +179,16 @@ bool DeltaSimulator::Impl::DeltaSweep::RunSweep() {
       }
     }
     const bool periodic = ++since_check >= check_every;
-    if ((check_now || periodic) && new_pending_ == 0 && max_settled_ < i) {
+    ++steps_since_check;
+    const bool event_due = check_now && steps_since_check >= steps_between_event_checks;
+    if ((event_due || periodic) && new_pending_ == 0 && max_settled_ < i) {
       check_now = false;
+      steps_since_check = 0;
       if (ShiftedRest(i, shift_)) {
         shifted = true;
         break;
       }
+      steps_between_event_checks = std::min(2 * steps_between_event_checks + 1, sim::kMostStepsBetweenEventChecks);
     }
     if (periodic) {
       since_check = 0;

@@ -76,4 +76,15 @@ inline size_t MostSuccEntriesBeforeCompaction(size_t live) { return 5 * live + 1
 // 8.29 / 8.30 / 8.30 G, transformer 10k 2.62 / 2.46 / 2.46 / 2.46 / 2.48 / 2.55 G; nmt 1k 299 / 217 / - / 188 / - /
 // 199 M, transformer 1k 112 / 100 / - / 104 / - / 163 M (whole changes: nmt 1k 270 M, transformer 1k 202 M).
 inline constexpr int32_t kSamePartSlots = 256;
+// The sweep checks for a shifted rest when something just happened that often makes the rest a shift (a task
+// re-timed for a resource conflict, tasks passed that were not clean, a jump) besides its periodic checks. Each
+// event-triggered check that fails doubles the sweep steps that must pass before the next such check: 1, 3, 7, ...,
+// at most kMostStepsBetweenEventChecks (the periodic checks keep their own schedule). On nmt's changes that re-time
+// a few hundred tasks the events came every 10 steps, and 95% of the checks failed. Callgrind instructions against
+// checking at every event (session 52, layered / nmt / transformer DeltaFixed, then the 10k nmt and transformer
+// IterativeStep episodes): at most 64 steps -0.05 / -2.0 / -0.0%, -0.7 / -0.0%; 16: -0.1 / -1.6 / -0.0%, -0.7 /
+// -0.0%; 256: +0.0 / -1.9 / -0.0%, -0.5 / -0.0%; a fixed 4 / 8 / 16 / 32 steps after the first failure: nmt
+// DeltaFixed -0.3 / -0.9 / -1.7 / -1.9%, the transformer episode -0.6 / -0.1 / +0.5 / +1.0%; the distances back to
+// one step after each jump: as at 64.
+inline constexpr int32_t kMostStepsBetweenEventChecks = 64;
 }  // namespace devplace::sim
