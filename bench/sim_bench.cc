@@ -16,7 +16,9 @@
 //   the mean by reach: large_share, the share of changes that re-time more than a quarter of the tasks (DeltaShape's
 //   large changes); large_time_share, their share of the summed change time; large_vs_full and other_vs_full, the
 //   mean large and other change against the mean full step-time run (so speedup_mean = 1 / (large_share *
-//   large_vs_full + (1 - large_share) * other_vs_full)).
+//   large_vs_full + (1 - large_share) * other_vs_full)); reach_1pct_time_share and reach_5pct_time_share, the share
+//   of the summed change time that changes re-timing more than 1% and 5% of the tasks take (speedup_mean / (1 -
+//   share) is what the mean would be if those changes cost nothing).
 //   Delta/query_<placement>/<ops>: the same changes asked with DeltaSimulator::StepTimeIf (the step time the
 //   change would give, nothing kept; how a search evaluates a proposal it may reject), same counters but result().
 //   Delta/ask_make_<placement>/<ops>: each change asked and then made (a search's accepted proposal), timed
@@ -360,18 +362,23 @@ void Delta(benchmark::State& state, bool random, DeltaMode mode) {
     state.counters["full_result_us"] = fr * 1e6;     // Simulator::Run
     state.counters["speedup_result"] = dr > 0 ? fr / dr : 0;
     const int64_t tasks = delta.result().num_tasks;
-    double large_s = 0, other_s = 0;
+    double large_s = 0, other_s = 0, reach_1pct_s = 0, reach_5pct_s = 0;
     int64_t large = 0;
     for (size_t k = 0; k < delta_s.size(); ++k) {
       const bool is_large = retimed_by_change[k] * 4 > tasks;
       (is_large ? large_s : other_s) += delta_s[k];
       large += is_large;
+      if (retimed_by_change[k] * 100 > tasks) reach_1pct_s += delta_s[k];
+      if (retimed_by_change[k] * 20 > tasks) reach_5pct_s += delta_s[k];
     }
     const int64_t other = changes - large;
     state.counters["large_share"] = static_cast<double>(large) / static_cast<double>(std::max<int64_t>(1, changes));
     state.counters["large_time_share"] = large_s + other_s > 0 ? large_s / (large_s + other_s) : 0;
     state.counters["large_vs_full"] = large > 0 && fm > 0 ? large_s / static_cast<double>(large) / fm : 0;
     state.counters["other_vs_full"] = other > 0 && fm > 0 ? other_s / static_cast<double>(other) / fm : 0;
+    const double summed = large_s + other_s;
+    state.counters["reach_1pct_time_share"] = summed > 0 ? reach_1pct_s / summed : 0;
+    state.counters["reach_5pct_time_share"] = summed > 0 ? reach_5pct_s / summed : 0;
   }
   double retimed = 0;
   for (int64_t r : retimed_by_change) retimed += static_cast<double>(r);
