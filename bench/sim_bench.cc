@@ -32,25 +32,24 @@
 //   with its ops numbered 0: as built, 1: by start time in the base placement's schedule (what a re-timing walks
 //   in order), 2: at random: how the delta simulator's speed depends on where a task's data lies (task ids follow
 //   op ids). Tie-breaks follow the ids, so a renumbered graph's schedule may differ where tasks tie.
-//   DeltaShape/<src>: the shape of DeltaFixed's large changes (those the delta simulator re-times more than a
-//   quarter of the tasks for), from full simulations of the placement before and after each change (tasks matched
-//   by tie-break key, resource and duration; a task moved when its start changed; bench/delta_shape.h), means per
-//   large change (`changes` of them): tasks moved; binding_roots, the moved tasks whose binding parent in the old schedule (Timing::crit_prev: its resource
-//   predecessor when it waited for the resource, else its latest input) is missing or moved by a different amount
-//   (every other moved task moves with its parent, so the moved tasks are that many subtrees of the binding forest,
-//   each shifted whole); resource_runs, maximal runs of equal shift in each resource's new order; cross_edges, inputs
-//   that are not a task's binding parent and moved more than the task (each one a slack to prove); order_breaks,
-//   tasks that moved less than their binding parent (an order change or a new binding input); queue_swaps,
-//   consecutive tasks of a resource's old order that run in the other order after the change; tight_inner_edges,
-//   such inputs that moved as much as the task with an old slack below the shift (what a filter on each task's
-//   least input slack would examine in vain); order_descents and order_inversions, the same for the dequeue order
-//   of all resources together (consecutive tasks, and pairs); keeping_queues_share, the share of the changes with
-//   no queue swap (for them, timing the tasks along the old order with the new tasks put in gives the new
-//   schedule exactly);
-//   ordered_vs_full, a pass over the new dequeue order timing every task with no ready queue
-//   (bench::OrderedRetimingSeconds) against a full step-time run (`RunStepTime`, thread CPU time, medians of 7).
-//   What a re-timing by lazily shifted subtrees or runs, or along the old order, would have to touch, against the
-//   tasks moved today.
+//   DeltaShape/<src>: the shape of DeltaFixed's large changes (those the delta simulator re-times more than a quarter
+//   of the tasks for; DeltaShapeMedium/<src>: those it re-times 5-25% of the tasks for), from full simulations of the
+//   placement before and after each change (tasks matched by tie-break key, resource and duration; a task moved when
+//   its start changed; bench/delta_shape.h), means per change (`changes` of them): tasks moved; binding_roots, the
+//   moved tasks whose binding parent in the old schedule (Timing::crit_prev: its resource predecessor when it waited
+//   for the resource, else its latest input) is missing or moved by a different amount (every other moved task moves
+//   with its parent, so the moved tasks are that many subtrees of the binding forest, each shifted whole);
+//   resource_runs, maximal runs of equal shift in each resource's new order; cross_edges, inputs that are not a task's
+//   binding parent and moved more than the task (each one a slack to prove); order_breaks, tasks that moved less than
+//   their binding parent (an order change or a new binding input); queue_swaps, consecutive tasks of a resource's old
+//   order that run in the other order after the change; tight_inner_edges, such inputs that moved as much as the task
+//   with an old slack below the shift (what a filter on each task's least input slack would examine in vain);
+//   order_descents and order_inversions, the same for the dequeue order of all resources together (consecutive tasks,
+//   and pairs); keeping_queues_share, the share of the changes with no queue swap (for them, timing the tasks along the
+//   old order with the new tasks put in gives the new schedule exactly); ordered_vs_full, a pass over the new dequeue
+//   order timing every task with no ready queue (bench::OrderedRetimingSeconds) against a full step-time run
+//   (`RunStepTime`, thread CPU time, medians of 7). What a re-timing by lazily shifted subtrees or runs, or along the
+//   old order, would have to touch, against the tasks moved today.
 //   Placeto/<ops>/src: the figure comparable with Placeto's simulator: whole simulations per second (Run and
 //   RunStepTime, thread CPU time) of 16 random group placements (each colocation group on a uniformly random one
 //   of the 8 GPUs), cycled; placeto_tasks = tasks as Placeto counts them (one compute task per op, one transfer
@@ -434,7 +433,8 @@ void DeltaFixed(benchmark::State& state) {
 }
 BENCHMARK(DeltaFixed)->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);
 
-void DeltaShape(benchmark::State& state) {
+// DeltaShape's measurement over the changes that re-time more than `min_share` and at most `max_share` of the tasks.
+void ShapeOfChanges(benchmark::State& state, double min_share, double max_share) {
   const Fixture& f = Get(10000, static_cast<int>(state.range(0)));
   const int devices = f.topology.num_devices();
   const Strategy base = Placement(f.graph, devices, true, 7);
@@ -451,7 +451,8 @@ void DeltaShape(benchmark::State& state) {
       if (!delta.SetConfig(op, config).ok()) state.SkipWithError("SetConfig failed");
       const int64_t retimed = delta.last_retimed_tasks();
       if (!delta.SetConfig(op, base.configs[op]).ok()) state.SkipWithError("SetConfig failed");
-      if (retimed * 4 <= before.tg.num_tasks()) continue;
+      const double share = static_cast<double>(retimed) / static_cast<double>(before.tg.num_tasks());
+      if (share <= min_share || share > max_share) continue;
       Strategy changed = base;
       changed.configs[op] = config;
       const sim::FullRun after = scheduler.Run(changed);
@@ -470,7 +471,10 @@ void DeltaShape(benchmark::State& state) {
   shape.Report(state);
   state.counters["ordered_vs_full"] = full_step_s > 0 ? ordered_s / full_step_s : 0;
 }
+void DeltaShape(benchmark::State& state) { ShapeOfChanges(state, 0.25, 1.0); }
+void DeltaShapeMedium(benchmark::State& state) { ShapeOfChanges(state, 0.05, 0.25); }
 BENCHMARK(DeltaShape)->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK(DeltaShapeMedium)->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kSecond);
 
 // `g` with op `order[k]` as op k (new_id its inverse): the same ops and edges (added in order of their new source).
 Graph Renumbered(const Graph& g, const std::vector<OpId>& order, const std::vector<OpId>& new_id) {
