@@ -279,7 +279,18 @@ void DeltaSimulator::Impl::LoadResourceState(int32_t slot, const std::vector<int
   const int32_t r = run.tg.num_resources;
   free->assign(static_cast<size_t>(r), 0);
   last->assign(static_cast<size_t>(r), -1);
+  // The resources busy just before `slot` are found by reading the order backwards (consecutive slots); the others
+  // by a binary search in their slot lists (sim::kResourceStateScan says why).
+  size_t found = 0;
+  for (int32_t s = slot - 1; s >= std::max(0, slot - sim::kResourceStateScan) && found < resources.size(); --s) {
+    const int32_t t = slot_task[s];
+    if (t < 0 || (*last)[slot_res[s]] >= 0) continue;
+    (*last)[slot_res[s]] = t;
+    (*free)[slot_res[s]] = slot_end[s] + Shift(s);
+    ++found;
+  }
   for (int32_t k : resources) {
+    if ((*last)[k] >= 0) continue;  // found above
     const std::vector<int32_t>& v = res_slots[k];
     const auto it = std::lower_bound(v.begin(), v.end(), slot);
     if (it == v.begin()) continue;
