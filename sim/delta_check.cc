@@ -47,7 +47,8 @@ Status DeltaSimulator::Impl::CheckIndexes() const {
     if (slot_task[s] >= 0) lists[slot_res[s]].push_back(s);
   for (int32_t r = 0; r < tg.num_resources; ++r) {
     const std::string res = "resource " + std::to_string(r);
-    if (res_slots[r] != lists[r]) return fail(res + ": slot list differs from its tasks' slots");
+    if (!std::equal(res_slots[r].begin(), res_slots[r].end(), lists[r].begin(), lists[r].end()))
+      return fail(res + ": slot list differs from its tasks' slots");
     int32_t prev = -1;
     for (int32_t s : lists[r]) {
       const int32_t t = slot_task[s];

@@ -23,6 +23,7 @@
 #include "sim/full_run.h"
 #include "sim/memory.h"
 #include "sim/parts_query_chooser.h"
+#include "sim/slot_list.h"
 #include "sim/delta_tuning.h"
 #include "sim/kept_peaks.h"
 #include "sim/simulator.h"
@@ -192,7 +193,7 @@ struct DeltaSimulator::Impl {
   std::vector<int32_t> slot_mem;
   std::vector<sim::Time> chunk_shift;            // added to the stored times of the tasks in each chunk
   std::vector<int32_t> pos;                      // slot of each task (-1: not in the order)
-  std::vector<std::vector<int32_t>> res_slots;   // per resource: the slots of its tasks, increasing
+  std::vector<sim::SlotList> res_slots;          // per resource: the slots of its tasks, increasing
   // Per resource, the device that holds its tasks' buffers: -1 while none has held one, kSeveralDevices when they
   // differ. Noted as tasks take slots and reset with the resource lists (so between fresh layouts it may name
   // the devices of tasks since gone, never miss one): the OOM pass walks only the slot lists of the resources
@@ -289,6 +290,7 @@ struct DeltaSimulator::Impl {
   std::vector<Block> blocks;
   std::vector<Insert> inserts;
   std::vector<size_t> edits;
+  std::vector<std::pair<std::ptrdiff_t, size_t>> offset_entries;  // (a block's offset, its entries), sorted
   // Per chunk: its bounds are stale (a change touched it since they were computed); refreshed when next needed.
   std::vector<uint8_t> chunk_stale;
   std::vector<int32_t> reindexed;  // the tasks ReindexPlaced or LayoutMerged indexed afresh (flagged in mark)
@@ -414,7 +416,7 @@ struct DeltaSimulator::Impl {
   void ReindexPlaced(const std::vector<int32_t>& reindex);
   // Links the tasks at entries x - 1 and x (x > 0) of a resource's slot list `v` (res_next, run.timing.res_prev).
   // (Here, to be inlined into the layouts' loops.)
-  void LinkEntries(const std::vector<int32_t>& v, size_t x) {
+  void LinkEntries(const sim::SlotList& v, size_t x) {
     const int32_t p = slot_task[v[x - 1]], q = slot_task[v[x]];
     res_next[p] = q;
     run.timing.res_prev[q] = p;

@@ -144,8 +144,8 @@ void DeltaSimulator::Impl::LayoutFrom(int32_t from, std::span<const Placement> m
 
 void DeltaSimulator::Impl::TruncateResourceLists(int32_t from) {
   for (int32_t r = 0; r < run.tg.num_resources; ++r) {
-    std::vector<int32_t>& v = res_slots[r];
-    v.erase(std::lower_bound(v.begin(), v.end(), from), v.end());
+    sim::SlotList& v = res_slots[r];
+    v.truncate(static_cast<size_t>(std::lower_bound(v.begin(), v.end(), from) - v.begin()));
     if (v.empty()) {
       res_first[r] = -1;
       run.last_task[r] = -1;
@@ -291,7 +291,7 @@ void DeltaSimulator::Impl::LoadResourceState(int32_t slot, const std::vector<int
   }
   for (int32_t k : resources) {
     if ((*last)[k] >= 0) continue;  // found above
-    const std::vector<int32_t>& v = res_slots[k];
+    const sim::SlotList& v = res_slots[k];
     const auto it = std::lower_bound(v.begin(), v.end(), slot);
     if (it == v.begin()) continue;
     const int32_t t = slot_task[*(it - 1)];

@@ -148,13 +148,13 @@ void DeltaSimulator::Impl::LayoutBetween(int32_t from, int32_t to, Time shift, s
   // Each resource's slot list: its entries from `from` until `to` replaced by the new ones, relinked from the
   // entry before them to the first kept entry after them.
   for (int32_t r = 0; r < tg.num_resources; ++r) {
-    std::vector<int32_t>& v = res_slots[r];
+    sim::SlotList& v = res_slots[r];
     std::vector<int32_t>& add = res_added[r];
-    const auto lo = std::lower_bound(v.begin(), v.end(), from);
-    const auto hi = std::lower_bound(lo, v.end(), to);
+    int32_t* lo = std::lower_bound(v.begin(), v.end(), from);
+    int32_t* hi = std::lower_bound(lo, v.end(), to);
     if (lo == hi && add.empty()) continue;
     const size_t first = static_cast<size_t>(lo - v.begin());
-    v.insert(v.erase(lo, hi), add.begin(), add.end());
+    v.Replace(first, static_cast<size_t>(hi - v.begin()), add);
     const size_t last = std::min(first + add.size(), v.size() - 1);
     for (size_t x = std::max<size_t>(first, 1); x <= last; ++x) LinkEntries(v, x);
     CloseResourceEnds(r);
@@ -200,7 +200,7 @@ int32_t DeltaSimulator::Impl::SpreadPacked(int32_t begin, int32_t end) {
     slot_start[s] = q.start;
     slot_end[s] = q.end;
     const int32_t r = SetSlotOwner(s, q.task);
-    std::vector<int32_t>& v = res_slots[r];
+    sim::SlotList& v = res_slots[r];
     int32_t& x = spread_cursor[r];
     if (x < 0) {
       x = static_cast<int32_t>(std::lower_bound(v.begin(), v.end(), q.after) - v.begin());

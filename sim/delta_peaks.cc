@@ -97,7 +97,7 @@ bool DeltaSimulator::Impl::KeptPeaksBefore(int32_t cut, Time shift, const std::v
       if (last_before_cut) {
         t = (*last_before_cut)[r];
       } else {
-        const std::vector<int32_t>& list = res_slots[r];
+        const sim::SlotList& list = res_slots[r];
         const auto it = std::lower_bound(list.begin(), list.end(), cut);
         if (it != list.begin()) t = slot_task[*(it - 1)];
       }

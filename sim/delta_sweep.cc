@@ -570,7 +570,7 @@ void DeltaSimulator::Impl::DeltaSweep::Jump(int32_t j) {
   for (int32_t r : sc.used_res) {
     const int32_t x = sc.last[r] >= 0 ? m.res_next[sc.last[r]] : m.res_first[r];  // r's first task from the cursor on
     if (x < 0 || m.pos[x] >= j) continue;
-    const std::vector<int32_t>& v = m.res_slots[r];
+    const sim::SlotList& v = m.res_slots[r];
     const int32_t y = m.slot_task[*(std::lower_bound(v.begin(), v.end(), j) - 1)];
     sc.last[r] = y;
     sc.free[r] = m.End(y);
