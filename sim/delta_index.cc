@@ -145,7 +145,7 @@ void DeltaSimulator::Impl::LayoutFrom(int32_t from, std::span<const Placement> m
 void DeltaSimulator::Impl::TruncateResourceLists(int32_t from) {
   for (int32_t r = 0; r < run.tg.num_resources; ++r) {
     sim::SlotList& v = res_slots[r];
-    v.truncate(static_cast<size_t>(std::lower_bound(v.begin(), v.end(), from) - v.begin()));
+    v.Truncate(static_cast<size_t>(std::lower_bound(v.begin(), v.end(), from) - v.begin()));
     if (v.empty()) {
       res_first[r] = -1;
       run.last_task[r] = -1;

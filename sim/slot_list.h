@@ -29,7 +29,7 @@ class SlotList {
   }
   void push_back(int32_t slot) { data_.push_back(slot); }
   // Keeps the first `count` entries.
-  void truncate(size_t count) { data_.resize(head_ + count); }
+  void Truncate(size_t count) { data_.resize(head_ + count); }
   // Replaces the entries [first, last) by `entries`.
   void Replace(size_t first, size_t last, std::span<const int32_t> entries) {
     const auto at = [this](size_t k) { return data_.begin() + static_cast<std::ptrdiff_t>(head_ + k); };
