@@ -55,11 +55,13 @@ void DeltaSimulator::Impl::UpdateResourceSlots() {
     }
     if (n > k) blocks.push_back({k, n, off});
     // The start's shift: the block offset (or 0) that the most entries share, among those the room before the
-    // start allows (a block's entries stay where they are when its offset equals the shift); 0 for short lists.
+    // start allows and that leave no more room than the list has entries (so a list's storage stays within twice
+    // its entries; a block's entries stay where they are when its offset equals the shift); 0 for short lists.
     offset_entries.clear();
     if (n >= static_cast<size_t>(sim::kShiftedStartMinEntries)) {
+      const std::ptrdiff_t room = static_cast<std::ptrdiff_t>(v.head()), entries = static_cast<std::ptrdiff_t>(n);
       for (const Block& b : blocks)
-        if (b.off <= static_cast<std::ptrdiff_t>(v.head())) offset_entries.push_back({b.off, b.end - b.begin});
+        if (b.off <= room && room - b.off <= entries) offset_entries.push_back({b.off, b.end - b.begin});
     }
     std::sort(offset_entries.begin(), offset_entries.end());
     std::ptrdiff_t shift = 0;
