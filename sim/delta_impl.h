@@ -275,22 +275,7 @@ struct DeltaSimulator::Impl {
     int32_t from, to;
   };
   std::vector<std::vector<SlotMove>> res_moved;
-  // UpdateResourceSlots' scratch: the slots added, with the moves that could not keep their entry in place.
-  std::vector<int32_t> merged_added;
-  // UpdateResourceSlots' scratch: blocks of a slot list [begin, end) that move by `off`, entries inserted at
-  // their final positions, and the final positions whose link from the entry before changed.
-  struct Block {
-    size_t begin, end;
-    std::ptrdiff_t off;
-  };
-  struct Insert {
-    size_t to;
-    int32_t slot;
-  };
-  std::vector<Block> blocks;
-  std::vector<Insert> inserts;
-  std::vector<size_t> edits;
-  std::vector<std::pair<std::ptrdiff_t, size_t>> offset_entries;  // (a block's offset, its entries), sorted
+  sim::SlotListEditScratch slot_edit_scratch;  // UpdateResourceSlots' and MoveEntriesInPlace's
   // Per chunk: its bounds are stale (a change touched it since they were computed); refreshed when next needed.
   std::vector<uint8_t> chunk_stale;
   std::vector<int32_t> reindexed;  // the tasks ReindexPlaced or LayoutMerged indexed afresh (flagged in mark)

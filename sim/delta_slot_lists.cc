@@ -15,6 +15,11 @@ void DeltaSimulator::Impl::UpdateResourceSlots() {
   // visiting every task there. The list's start moves by the shift of the block that leaves the fewest entries to
   // move (its storage keeps room before the first entry, sim::SlotList): an insertion near the front of a long list
   // moves the entries before it rather than those after it (sim::kShiftedStartMinEntries).
+  using Block = sim::SlotListEditScratch::Block;
+  std::vector<Block>& blocks = slot_edit_scratch.blocks;
+  std::vector<sim::SlotListEditScratch::Insert>& inserts = slot_edit_scratch.inserts;
+  std::vector<size_t>& edits = slot_edit_scratch.edits;
+  std::vector<std::pair<std::ptrdiff_t, size_t>>& offset_entries = slot_edit_scratch.offset_entries;
   for (int32_t r : changed_res) {
     res_changed[r] = 0;
     MoveEntriesInPlace(r);
@@ -87,7 +92,7 @@ void DeltaSimulator::Impl::UpdateResourceSlots() {
       if (b.off < shift) std::copy(from(b.begin), from(b.end), to(b.begin) + b.off);
     for (auto b = blocks.rbegin(); b != blocks.rend(); ++b)
       if (b->off > shift) std::copy_backward(from(b->begin), from(b->end), to(b->end) + b->off);
-    for (const Insert& x : inserts) *to(x.to) = x.slot;
+    for (const sim::SlotListEditScratch::Insert& x : inserts) *to(x.to) = x.slot;
     v.Trim(size);
     for (size_t x : edits)
       if (x > 0 && x < size) LinkEntries(v, x);
@@ -147,6 +152,7 @@ void DeltaSimulator::Impl::MoveEntriesInPlace(int32_t r) {
     moves[kept++] = m;
   }
   if (kept > 0) {  // the adds of the moves left, merged with those of new tasks (both in increasing order)
+    std::vector<int32_t>& merged_added = slot_edit_scratch.merged_added;
     merged_added.clear();
     auto m = moves.begin();
     const auto m_end = moves.begin() + static_cast<std::ptrdiff_t>(kept);

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace devplace::sim {
@@ -52,6 +53,27 @@ class SlotList {
  private:
   std::vector<int32_t> data_;
   size_t head_ = 0;
+};
+
+// What applying a change's edits to a slot list needs besides the list (DeltaSimulator::Impl::UpdateResourceSlots
+// and MoveEntriesInPlace), kept between changes so that edits allocate nothing once it has grown.
+struct SlotListEditScratch {
+  // The slots added, with the moves that could not keep their entry in place.
+  std::vector<int32_t> merged_added;
+  // Blocks of a slot list [begin, end) that move by `off`, entries inserted at their final positions, the final
+  // positions whose link from the entry before changed, and (a block's offset, its entries) sorted by offset.
+  struct Block {
+    size_t begin, end;
+    std::ptrdiff_t off;
+  };
+  struct Insert {
+    size_t to;
+    int32_t slot;
+  };
+  std::vector<Block> blocks;
+  std::vector<Insert> inserts;
+  std::vector<size_t> edits;
+  std::vector<std::pair<std::ptrdiff_t, size_t>> offset_entries;
 };
 
 }  // namespace devplace::sim
