@@ -8,9 +8,10 @@
 // clean task at A's head passes unchanged (and keeps its slot) when its resource is free at the same moment as
 // before. The re-timed tasks then take slots next to where they now run in the order (Place, delta_index.cc).
 // Long stretches of A that can only pass unchanged are jumped over (DeltaSweep::JumpTarget). When a change turns out
-// to re-time most of what the merge passes, the merge stops and what is not yet settled is re-timed by a plain
-// event loop from the merge's state (DeltaSweep::RunDense), which costs a fraction as much per task, takes in the
-// clean tasks as it reaches them, and stops at a shifted rest as the merge does.
+// to re-time most of what the merge passes, the merge stops and what is not yet settled is re-timed in one pass
+// from the merge's state, which costs a fraction as much per task and stops at a shifted rest as the merge does:
+// along the previous order where every resource keeps its order (DeltaSweep::RunOrdered, delta_ordered.cc, no
+// ready queue), else by a plain event loop (DeltaSweep::RunDense) that takes in the clean tasks as it reaches them.
 //
 // The run stops early at a point where the rest of the schedule is provably the previous one shifted by a
 // constant delta (0: unchanged): no new task is left, nothing settled lies ahead in the previous order, every

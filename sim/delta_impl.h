@@ -1,8 +1,8 @@
-// DeltaSimulator's state (internal to sim/): shared by delta.cc and delta_sweep.cc (the incremental run, by way
-// of the DeltaSweep of delta_sweep.h), delta_index.cc (the layout of the dequeue order, its indexes, placing a
-// change), delta_merge.cc (laying a large change out), delta_query.cc (rolling a query back after its sweep),
-// delta_peaks.cc (the memory peaks kept through changes), delta_slot_lists.cc (applying the slot lists' edits)
-// and delta_simulator.cc (the public methods); delta_tuning.h holds its layout and tuning constants.
+// DeltaSimulator's state (internal to sim/): shared by delta.cc, delta_sweep.cc and delta_ordered.cc (the
+// incremental run, by way of the DeltaSweep of delta_sweep.h), delta_index.cc (the layout of the dequeue order,
+// its indexes, placing a change), delta_merge.cc (laying a large change out), delta_query.cc (rolling a query back
+// after its sweep), delta_peaks.cc (the memory peaks kept through changes), delta_slot_lists.cc (applying the slot
+// lists' edits) and delta_simulator.cc (the public methods); delta_tuning.h holds its layout and tuning constants.
 //
 // The dequeue order lives in slots: slot_task[s] is the task at slot s (-1: a hole), slots increase along the
 // order, and a fresh layout leaves a hole after every few tasks. A change rewrites the slots of the part of the
@@ -24,6 +24,7 @@
 #include "sim/memory.h"
 #include "sim/parts_query_chooser.h"
 #include "sim/slot_list.h"
+#include "sim/delta_ordered.h"
 #include "sim/delta_tuning.h"
 #include "sim/kept_peaks.h"
 #include "sim/simulator.h"
@@ -109,6 +110,7 @@ struct ApplyScratch {
   std::vector<int32_t> behind;                  // dirty tasks behind the cursor when the sweep stops at a shifted rest
   std::vector<uint8_t> used;                    // per resource: runs tasks
   std::vector<uint32_t> pending_stamp;          // per resource: the check whose pending_first it holds
+  OrderedScratch ordered;                       // DeltaSweep::RunOrdered's lists
   ConfigList old_configs;                       // the changed ops' configs before the change
 };
 
@@ -177,6 +179,9 @@ struct DeltaSimulator::Impl {
   uint32_t peak_stamp = 0;
   int64_t retimed = 0;
   DeltaSimulator::SweepCounts sweep_counts;  // DeltaSimulator::sweep_counts
+  // DeltaSweep::RunSweep: whether the next large change goes to the plain event loop without trying the ordered
+  // pass first (after a failed pass; delta_sweep.cc says why).
+  bool skip_ordered = false;
   int64_t retimed_since_compact = 0;  // tasks the changes re-timed since the last compaction or full rebuild
   int32_t live_tasks = 0;
   int32_t task_room = 0;  // tasks the per-task arrays have room for (live ones and the garbage Finish allows)
@@ -228,10 +233,12 @@ struct DeltaSimulator::Impl {
   std::vector<uint32_t> version;
   std::vector<sim::Time> cur_end;    // end times of the tasks re-timed so far
   std::vector<sim::Time> dense_ready;  // DeltaSweep::RunDense: the latest arrival so far at each unsettled task
-  // DeltaSweep::RunDense: the run in which each task entered its loop (see NextDenseRun).
+  // DeltaSweep::RunDense: the run in which each task entered its loop (see NextDenseRun); RunOrdered: the pass in
+  // which a waiting task watches it, the first such task, and per waiting task the next watching the same one.
   std::vector<uint32_t> dense_entered;
+  std::vector<int32_t> watch_first, watch_next;
   uint32_t dense_run = 0;
-  // The number of a new RunDense loop, which no entry of dense_entered holds yet.
+  // The number of a new RunDense loop or RunOrdered pass, which no entry of dense_entered holds yet.
   uint32_t NextDenseRun() {
     if (++dense_run == 0) {
       std::fill(dense_entered.begin(), dense_entered.end(), 0);

@@ -28,6 +28,8 @@ void DeltaSimulator::Impl::GrowScratch() {
   grow(cur_end, 0);
   grow(dense_ready, 0);
   grow(dense_entered, 0);
+  grow(watch_first, -1);
+  grow(watch_next, -1);
   grow(mark, 0);
   grow(moved, 0);
   grow(min_pred, -1);

@@ -60,30 +60,6 @@ DeltaSimulator::Impl::DeltaSweep::Arrays DeltaSimulator::Impl::DeltaSweep::LoadA
           m.state.data(),      m.cur_end.data(),    sc.free.data(),            sc.processed_last.data()};
 }
 
-inline DeltaSimulator::Impl::DeltaSweep::Retimed DeltaSimulator::Impl::DeltaSweep::Retime(const Arrays& a,
-                                                                                         int32_t x, Time ready) {
-  const int32_t r = a.resource[x];
-  const Time start = std::max(ready, a.free[r]);
-  const Time end = start + a.duration[x];
-  const bool is_new = x >= first_new_;
-  const Time old_end = is_new ? 0 : a.End(x);
-  const bool end_changed = is_new || end != old_end;
-  a.cur_end[x] = end;
-  m.window.push_back({x, after_, ready, start, end});
-  a.free[r] = end;
-  a.state[x] = kDone;
-  ++m.retimed;
-  if (is_new) {
-    --new_pending_;
-  } else {
-    const int32_t slot = a.pos[x];
-    max_settled_ = std::max(max_settled_, slot);
-    a.processed_last[r] = std::max(a.processed_last[r], slot);
-    if (end_changed) shift_ = end - old_end;
-  }
-  return {end + a.res_delay[r], end_changed, is_new};
-}
-
 void DeltaSimulator::Impl::DeltaSweep::Process(const Arrays& a, int32_t x, Time ready, int32_t i) {
   heap_changed_ = true;
   const Retimed rt = Retime(a, x, ready);
@@ -172,8 +148,20 @@ bool DeltaSimulator::Impl::DeltaSweep::RunSweep() {
     if (m.retimed >= next_dense_check_) {
       next_dense_check_ = m.retimed + m.retimed / 4;
       if (GoesDense(i)) {
-        shifted = RunDense(&i);
         ++m.sweep_counts.dense;
+        // The ordered pass first, unless the last one tried failed: a failed pass is wasted work (on layered graphs
+        // half the large changes reorder a resource's queue, found about half way through). Callgrind instructions,
+        // DeltaFixed layered / nmt / transformer and the 10k IterativeStep episodes nmt / transformer, against
+        // RunDense alone: always trying +7.3% / -5.7% / -17.8%, -0.2% / -2.8%; skipping one large change after a
+        // failure +0.3% / -9.0% / -18.5%, -0.2% / -2.8%; skipping 1, 3, 7 after consecutive failures: no better.
+        const Ordered ordered = m.skip_ordered ? Ordered::kReordered : RunOrdered(&i);
+        m.skip_ordered = !m.skip_ordered && ordered == Ordered::kReordered;
+        if (ordered == Ordered::kReordered) {
+          shifted = RunDense(&i);
+        } else {
+          ++m.sweep_counts.ordered;
+          shifted = ordered == Ordered::kShifted;
+        }
         m.sweep_counts.dense_stopped += shifted;
         break;
       }

@@ -84,6 +84,17 @@ class DeltaSimulator::Impl::DeltaSweep {
   // (false; *cursor: the slot count). Leaves every blocked count zero, and the sweep's state as RunSweep's loop
   // leaves it at the same point.
   bool RunDense(int32_t* cursor);
+  // How RunOrdered ended: at a shifted rest, at the end of the order, or where the order does not hold (then
+  // nothing it did is left).
+  enum class Ordered { kShifted, kEnd, kReordered };
+  // Re-times what RunDense would, from the same state, without a ready queue: the tasks of the previous order
+  // from *cursor on, each at its slot, with the out-of-order ones (new, or dirty behind the cursor) merged in by
+  // (ready, key) once their inputs are re-timed. Where every resource's tasks leave it in increasing (ready, key)
+  // order, as a full run dequeues them, that is the full run's schedule; the window is then sorted into the new
+  // order and the sweep's state left as RunDense leaves it (cursor and outcome likewise). Otherwise the first
+  // resource found out of order stops the pass, which puts back the sweep's state and window as it found them
+  // (delta_ordered.cc).
+  Ordered RunOrdered(int32_t* cursor);
 
   // Task x becomes dirty: it blocks its successors until it is re-timed.
   void MarkDirty(int32_t x);
@@ -125,6 +136,10 @@ class DeltaSimulator::Impl::DeltaSweep {
   // Re-times task x, ready at `ready`, as both loops do: takes its resource (sc.free), records its new end and
   // window entry (after after_), marks it done, and updates the counts and bounds the shifted-rest check reads.
   [[gnu::always_inline]] Retimed Retime(const Arrays& a, int32_t x, sim::Time ready);
+  // RunOrdered's parts: whether the rest from slot f on is the previous schedule shifted, each resource's tasks
+  // there coming after its last one re-timed; puts the state back as the pass found it.
+  bool OrderedRestShifted(int32_t f);
+  void UndoOrdered(size_t window_size, int64_t retimed, int32_t max_settled, sim::Time shift, int32_t new_pending);
   // Whether clean task s, a successor of x just re-timed, must be re-timed too: x's end moved and x is new, bound
   // s or now arrives after s was ready (else s keeps its ready time).
   static bool Reaches(const Arrays& a, const Retimed& rt, int32_t x, int32_t s) {
@@ -197,5 +212,30 @@ class DeltaSimulator::Impl::DeltaSweep {
   int32_t failed_pending_ = -1;
   int32_t failed_task_ = -1;
 };
+
+// (Here rather than in delta_sweep.cc: the ordered pass, delta_ordered.cc, inlines it too.)
+inline DeltaSimulator::Impl::DeltaSweep::Retimed DeltaSimulator::Impl::DeltaSweep::Retime(const Arrays& a,
+                                                                                         int32_t x, sim::Time ready) {
+  const int32_t r = a.resource[x];
+  const sim::Time start = std::max(ready, a.free[r]);
+  const sim::Time end = start + a.duration[x];
+  const bool is_new = x >= first_new_;
+  const sim::Time old_end = is_new ? 0 : a.End(x);
+  const bool end_changed = is_new || end != old_end;
+  a.cur_end[x] = end;
+  m.window.push_back({x, after_, ready, start, end});
+  a.free[r] = end;
+  a.state[x] = sim::kDone;
+  ++m.retimed;
+  if (is_new) {
+    --new_pending_;
+  } else {
+    const int32_t slot = a.pos[x];
+    max_settled_ = std::max(max_settled_, slot);
+    a.processed_last[r] = std::max(a.processed_last[r], slot);
+    if (end_changed) shift_ = end - old_end;
+  }
+  return {end + a.res_delay[r], end_changed, is_new};
+}
 
 }  // namespace devplace

@@ -1,0 +1,296 @@
+// The delta simulator's ordered pass (DeltaSweep::RunOrdered): a large change re-timed along the previous order.
+//
+// A full run dequeues tasks in (ready, key) order, and a task's times depend only on its inputs' ends and on the
+// order of its resource's tasks. When a change moves many tasks but leaves each resource's order as it was (most
+// large changes on transformer and layered graphs: docs/environment-speed-log.md, session 49), timing the tasks
+// along the previous order, each from its inputs and its resource's last end, gives the full run's times with no
+// ready queue. The pass checks that premise as it goes: each resource's tasks must leave it in increasing (ready,
+// key) order. A schedule in which every resource's tasks run in that order is the one a full run computes (by
+// induction over the tasks in (ready, key) order: each task's inputs come earlier in that order, and its resource's
+// previous task is the one before it in that order there). Where a resource's order breaks, the pass puts the state
+// back and RunDense re-times the change with its queue.
+//
+// Besides the previous order from the cursor on (stream A), a few tasks have no place in it: the change's new tasks
+// and the dirty tasks the merge left behind its cursor. They wait until their inputs are re-timed, then join a heap
+// by (ready, key) and leave it before the first task of A that comes after them. A task of A whose input has not
+// been re-timed takes the heap's first tasks until it has; if the heap runs dry first, the task leaves A and waits
+// with them. The pass stops at a shifted rest as RunDense does, once no task waits, if besides each resource's
+// first task of the rest comes after the last one the pass re-timed there (RunDense's order makes sure of that).
+#include <algorithm>
+#include <limits>
+
+#include "sim/delta_sweep.h"
+
+namespace devplace {
+
+using sim::DeltaItem;
+using sim::kClean;
+using sim::kDirty;
+using sim::kDone;
+using sim::Time;
+
+namespace {
+// The pass checks for a shifted rest after this many re-timed tasks, then after twice as many each time it fails,
+// up to kOrderedCheckMost (as RunDense does).
+constexpr int32_t kOrderedCheckFirst = 64;
+constexpr int32_t kOrderedCheckMost = 1024;
+constexpr Time kNoReady = std::numeric_limits<Time>::min();
+}  // namespace
+
+DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunOrdered(int32_t* cursor) {
+  sim::OrderedScratch& o = sc.ordered;
+  const int32_t begin = *cursor;
+  // The arrays through pointers kept in locals (Arrays says why); none is resized during the pass, and the window
+  // gets room for every task first.
+  const size_t window_size = m.window.size(), n = static_cast<size_t>(num_tasks_);
+  if (m.window.capacity() < window_size + n) m.window.reserve(window_size + 2 * n);
+  if (sc.heap.capacity() < n) sc.heap.reserve(2 * n);  // (as RunDense: room for every task, with room to spare)
+  if (o.deferred.capacity() < n) o.deferred.reserve(2 * n);
+  const Arrays a = LoadArrays();
+  const int32_t* const slot_task = m.slot_task.data();
+  const int32_t* const slot_res = m.slot_res.data();
+  const int32_t* const pos = a.pos;
+  const int32_t* const resource = a.resource;
+  const Time* const duration = a.duration;
+  const Time* const res_delay = a.res_delay;
+  const Time* const slot_end = a.slot_end;
+  sim::TaskState* const state = a.state;
+  Time* const cur_end = a.cur_end;
+  Time* const free = a.free;
+  int32_t* const processed_last = a.processed_last;
+  const uint64_t* const key = tg.key.data();
+  const int32_t* const pred_cnt = tg.pred_cnt.data();
+  const int32_t* const pred_off = tg.pred_off.data();
+  int32_t* const last = sc.last.data();
+  uint32_t* const watched = m.dense_entered.data();
+  const int32_t slots = slots_, first_new = first_new_, after = after_;
+  // What the pass changes, to put back if the order breaks.
+  const int64_t retimed = m.retimed;
+  const int32_t max_settled = max_settled_, new_pending = new_pending_;
+  const Time shift_before = shift_;
+  o.pending.assign(sc.pending.begin(), sc.pending.end());
+  o.free.assign(sc.free.begin(), sc.free.end());
+  o.last.assign(sc.last.begin(), sc.last.end());
+  o.processed_last.assign(sc.processed_last.begin(), sc.processed_last.end());
+  o.deferred.clear();
+  o.res_ready.assign(static_cast<size_t>(tg.num_resources), kNoReady);
+  o.res_task.assign(static_cast<size_t>(tg.num_resources), -1);
+  Time* const res_ready = o.res_ready.data();
+  int32_t* const res_task = o.res_task.data();
+  // Whether task x, ready at `ready`, may run next on resource r: after the last task the pass ran there.
+  auto in_order = [&](int32_t r, int32_t x, Time ready) {
+    return ready > res_ready[r] || (ready == res_ready[r] && key[res_task[r]] < key[x]);
+  };
+  // The tasks of A are re-timed here, with the sweep's scalars in locals (written back for the shifted-rest check
+  // and at the end): the shift of the last old task whose end moved, the last slot re-timed, the count.
+  Time shift = shift_;
+  int32_t last_slot = -1;
+  int64_t count = 0;
+  auto write_back = [&] {
+    shift_ = shift;
+    max_settled_ = std::max(max_settled_, last_slot);
+    m.retimed += count;
+    count = 0;
+  };
+  auto undo = [&] {
+    UndoOrdered(window_size, retimed, max_settled, shift_before, new_pending);
+    return Ordered::kReordered;
+  };
+
+  // Task u's ready time when its inputs are settled, with the pass at slot f (returns -1): re-timed, or old tasks
+  // before the cursor left as they were (every task the pass reached is re-timed). Else its first input that is
+  // not (returned).
+  // (A re-timed task's arrival at its successors is in `arrival`, written as it is re-timed.)
+  Time* const arrival = m.dense_ready.data();
+  for (size_t k = 0; k < window_size; ++k) {
+    const Placement& q = m.window[k];
+    arrival[q.task] = q.end + res_delay[resource[q.task]];
+  }
+  auto inputs = [&](int32_t u, int32_t f, Time* ready) {
+    Time at = 0;
+    const int32_t* const pred = pred_ + pred_off[u];
+    for (int32_t k = 0, count = pred_cnt[u]; k < count; ++k) {
+      const int32_t p = pred[k];
+      if (state[p] == kDone) at = std::max(at, arrival[p]);
+      else if (state[p] == kClean && p < first_new && pos[p] < f) at = std::max(at, a.End(p) + res_delay[resource[p]]);
+      else return p;
+    }
+    *ready = at;
+    return -1;
+  };
+  // The out-of-order tasks: those whose inputs are settled join the heap; each of the others waits in the list of
+  // an input that is not, and is looked at again once that input is re-timed.
+  sim::QuadHeap<DeltaItem>& heap = sc.heap;
+  heap.clear();
+  const uint32_t watch = m.NextDenseRun();
+  int32_t* const watch_first = m.watch_first.data();
+  int32_t* const watch_next = m.watch_next.data();
+  // Looks at out-of-order task u, the pass at slot f: returns 1 if it waits, else 0 (it joined the heap).
+  auto look_at = [&](int32_t u, int32_t f) {
+    Time ready = 0;
+    const int32_t p = inputs(u, f, &ready);
+    if (p < 0) {
+      heap.push({ready, key[u], u, 0});
+      return 0;
+    }
+    if (watched[p] != watch) {
+      watched[p] = watch;
+      watch_first[p] = -1;
+    }
+    watch_next[u] = watch_first[p];
+    watch_first[p] = u;
+    return 1;
+  };
+  // Task x was just re-timed (the pass at slot f): the tasks waiting for it are looked at again. Returns the
+  // change in the count of waiting tasks.
+  auto wake = [&](int32_t x, int32_t f) {
+    int64_t change = 0;
+    for (int32_t u = watch_first[x], next; u >= 0; u = next) {
+      next = watch_next[u];
+      change += look_at(u, f) - 1;
+    }
+    watch_first[x] = -1;
+    return change;
+  };
+  int64_t waiting = 0;
+  for (int32_t x : sc.pending)
+    if (state[x] == kDirty && (x >= first_new || pos[x] < begin)) waiting += look_at(x, begin);
+  // Re-times the heap's first task, the pass at slot f, if its resource's order holds.
+  auto retime_heap_top = [&](int32_t f) {
+    const DeltaItem item = heap.top();
+    heap.pop();
+    const int32_t x = item.task, r = resource[x];
+    if (!in_order(r, x, item.ready)) return false;
+    res_ready[r] = item.ready;
+    res_task[r] = x;
+    shift_ = shift;
+    arrival[x] = Retime(a, x, item.ready).arrival;
+    shift = shift_;
+    if (watched[x] == watch) waiting += wake(x, f);
+    return true;
+  };
+
+  int32_t f = begin, check_in = kOrderedCheckFirst, check_every = kOrderedCheckFirst;
+  while (true) {
+    // Holes, removed tasks and tasks re-timed before the pass keep their slots.
+    while (f < slots && (slot_task[f] < 0 || (state[slot_task[f]] != kClean && state[slot_task[f]] != kDirty))) {
+      if (slot_task[f] >= 0) last[slot_res[f]] = slot_task[f];
+      ++f;
+    }
+    if (--check_in <= 0 && heap.empty() && waiting == 0 && new_pending_ == 0) {
+      check_every = std::min(2 * check_every, kOrderedCheckMost);
+      check_in = check_every;
+      write_back();
+      if (max_settled_ < f && OrderedRestShifted(f)) {
+        *cursor = f;
+        break;
+      }
+    }
+    if (f == slots) {
+      while (!heap.empty())
+        if (!retime_heap_top(f)) return undo();
+      if (waiting != 0 || new_pending_ != 0) return undo();  // (inputs never re-timed: not in the order)
+      write_back();
+      *cursor = slots;
+      break;
+    }
+    const int32_t c = slot_task[f];
+    Time ready = 0;
+    bool blocked = false;
+    while ((blocked = inputs(c, f, &ready) >= 0) && !heap.empty())
+      if (!retime_heap_top(f)) return undo();
+    if (blocked) {
+      // An input is not re-timed yet, nor can the out-of-order tasks ready now give it: c leaves the order and
+      // waits with them (marked dirty, so that it no longer counts as settled).
+      if (state[c] == kClean) {
+        state[c] = kDirty;
+        o.deferred.push_back(c);
+      }
+      last[slot_res[f]] = c;
+      ++f;
+      waiting += look_at(c, f);
+      continue;
+    }
+    while (!heap.empty() && (heap.top().ready < ready || (heap.top().ready == ready && heap.top().key < key[c])))
+      if (!retime_heap_top(f)) return undo();
+    // Re-timed as Retime does, where the task's slot gives its resource and previous end.
+    const int32_t r = slot_res[f];
+    if (!in_order(r, c, ready)) return undo();
+    res_ready[r] = ready;
+    res_task[r] = c;
+    const Time start = std::max(ready, free[r]);
+    const Time end = start + duration[c];
+    const Time old_end = slot_end[f] + a.Shift(f);
+    if (end != old_end) shift = end - old_end;
+    cur_end[c] = end;
+    state[c] = kDone;
+    free[r] = end;
+    processed_last[r] = f;  // (the largest slot re-timed on r: the pass's slots increase, the others are before)
+    last[r] = c;
+    arrival[c] = end + res_delay[r];
+    m.window.push_back({c, after, ready, start, end});
+    ++count;
+    last_slot = f;
+    ++f;
+    if (waiting != 0 && watched[c] == watch) waiting += wake(c, f);
+  }
+
+  // The order held. As RunDense leaves them: no blocked counts but those that dirty tasks left ahead add (which
+  // ResetStates clears), the window's new tasks in their new order.
+  int32_t* const blocked = m.blocked.data();
+  for (int32_t x : o.pending)
+    if (state[x] == kDone)
+      for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) blocked[succ_[tg.succ_off[x] + k]] = 0;
+  // Each resource's tasks are in order already; across resources few pairs are not (an insertion sort).
+  auto before = [&](const Placement& p, const Placement& q) {
+    return p.ready < q.ready || (p.ready == q.ready && key[p.task] < key[q.task]);
+  };
+  for (size_t k = window_size + 1; k < m.window.size(); ++k) {
+    if (!before(m.window[k], m.window[k - 1])) continue;
+    const Placement moving = m.window[k];
+    size_t j = k;
+    for (; j > window_size && before(moving, m.window[j - 1]); --j) m.window[j] = m.window[j - 1];
+    m.window[j] = moving;
+  }
+  heap.clear();
+  if (*cursor == slots) new_pending_ = 0;
+  return *cursor == slots ? Ordered::kEnd : Ordered::kShifted;
+}
+
+bool DeltaSimulator::Impl::DeltaSweep::OrderedRestShifted(int32_t f) {
+  if (!ShiftedRest(f, shift_)) return false;
+  // The rest keeps each resource's previous order shifted; its first task on a resource must come after the
+  // last one the pass re-timed there.
+  const sim::OrderedScratch& o = sc.ordered;
+  for (int32_t r : sc.used_res) {
+    if (o.res_task[r] < 0) continue;
+    const int32_t u = sc.last[r] >= 0 ? m.res_next[sc.last[r]] : m.res_first[r];
+    if (u < 0) continue;
+    const Time ready = m.Ready(u) + shift_;
+    if (ready < o.res_ready[r] || (ready == o.res_ready[r] && tg.key[u] < tg.key[o.res_task[r]])) return false;
+  }
+  return true;
+}
+
+void DeltaSimulator::Impl::DeltaSweep::UndoOrdered(size_t window_size, int64_t retimed, int32_t max_settled,
+                                                   Time shift, int32_t new_pending) {
+  // The tasks the pass re-timed or deferred were clean, or dirty and listed in the dirty list (with tasks re-timed
+  // before).
+  sim::OrderedScratch& o = sc.ordered;
+  for (size_t k = window_size; k < m.window.size(); ++k) m.state[m.window[k].task] = kClean;
+  for (int32_t x : o.deferred) m.state[x] = kClean;
+  for (int32_t x : o.pending)
+    if (m.state[x] == kClean) m.state[x] = kDirty;
+  m.window.resize(window_size);
+  sc.pending.assign(o.pending.begin(), o.pending.end());
+  sc.free.assign(o.free.begin(), o.free.end());
+  sc.last.assign(o.last.begin(), o.last.end());
+  sc.processed_last.assign(o.processed_last.begin(), o.processed_last.end());
+  m.retimed = retimed;
+  max_settled_ = max_settled;
+  shift_ = shift;
+  new_pending_ = new_pending;
+  sc.heap.clear();
+}
+
+}  // namespace devplace

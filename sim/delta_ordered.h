@@ -1,0 +1,25 @@
+// The lists of the delta simulator's ordered pass (DeltaSimulator::Impl::DeltaSweep::RunOrdered, delta_ordered.cc),
+// kept between changes in sim::ApplyScratch so that a pass does not allocate once they have grown.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/task_graph.h"
+
+namespace devplace::sim {
+
+struct OrderedScratch {
+  // Per resource: the ready time of its last task re-timed in the pass, and that task (each resource's tasks must
+  // leave the pass in increasing (ready, key) order, as a full run dequeues them).
+  std::vector<Time> res_ready;
+  std::vector<int32_t> res_task;
+  std::vector<int32_t> deferred;  // clean tasks of the order that waited for an input (marked dirty meanwhile)
+  // The sweep's state when the pass began, put back if the order does not hold: the dirty list and, per resource,
+  // when it is free, its last task before the cursor and the latest slot of a task re-timed on it.
+  std::vector<int32_t> pending;
+  std::vector<Time> free;
+  std::vector<int32_t> last, processed_last;
+};
+
+}  // namespace devplace::sim
