@@ -237,7 +237,7 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
   }
 
   // The order held. As RunDense leaves them: no blocked counts but those that dirty tasks left ahead add (which
-  // ResetStates clears), the window's new tasks in their new order.
+  // ResetStates clears), and the tasks the pass appended to the window in their new order.
   int32_t* const blocked = m.blocked.data();
   for (int32_t x : o.pending)
     if (state[x] == kDone)
