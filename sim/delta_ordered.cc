@@ -31,10 +31,7 @@ using sim::kDone;
 using sim::Time;
 
 namespace {
-// The pass checks for a shifted rest after this many re-timed tasks, then after twice as many each time it fails,
-// up to kOrderedCheckMost (as RunDense does).
-constexpr int32_t kOrderedCheckFirst = 64;
-constexpr int32_t kOrderedCheckMost = 1024;
+// The ready time of a resource no task of the pass has run on yet (every ready time is later).
 constexpr Time kNoReady = std::numeric_limits<Time>::min();
 }  // namespace
 
@@ -171,7 +168,7 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
     return true;
   };
 
-  int32_t f = begin, check_in = kOrderedCheckFirst, check_every = kOrderedCheckFirst;
+  int32_t f = begin, check_in = sim::kOnePassCheckFirst, check_every = sim::kOnePassCheckFirst;
   while (true) {
     // Holes, removed tasks and tasks re-timed before the pass keep their slots.
     while (f < slots && (slot_task[f] < 0 || (state[slot_task[f]] != kClean && state[slot_task[f]] != kDirty))) {
@@ -179,7 +176,7 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
       ++f;
     }
     if (--check_in <= 0 && heap.empty() && waiting == 0 && new_pending_ == 0) {
-      check_every = std::min(2 * check_every, kOrderedCheckMost);
+      check_every = std::min(2 * check_every, sim::kOnePassCheckMost);
       check_in = check_every;
       write_back();
       if (max_settled_ < f && OrderedRestShifted(f)) {
@@ -272,7 +269,7 @@ bool DeltaSimulator::Impl::DeltaSweep::OrderedRestShifted(int32_t f) {
   const sim::OrderedScratch& o = sc.ordered;
   for (int32_t r : sc.used_res) {
     if (o.res_task[r] < 0) continue;
-    const int32_t u = sc.last[r] >= 0 ? m.res_next[sc.last[r]] : m.res_first[r];
+    const int32_t u = NextOnResource(r);
     if (u < 0) continue;
     const Time ready = m.Ready(u) + shift_;
     if (ready < o.res_ready[r] || (ready == o.res_ready[r] && tg.key[u] < tg.key[o.res_task[r]])) return false;

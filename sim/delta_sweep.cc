@@ -21,10 +21,6 @@ namespace {
 // has passed since the sweep began (the change reaches much of what it passes).
 constexpr int64_t kDenseFirstCheck = 256;
 constexpr int64_t kDenseOfPassed = 6;
-// RunDense checks for a shifted rest after this many re-timed tasks, then after twice as many each time it fails,
-// up to kDenseCheckMost.
-constexpr int32_t kDenseCheckFirst = 64;
-constexpr int32_t kDenseCheckMost = 1024;
 }  // namespace
 
 // The sweep's per-task steps: they run for every task the change reaches.
@@ -296,7 +292,7 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
   // first unsettled slot d, and no new task is left, every so often.
   const int32_t* const slot_res = m.slot_res.data();
   int32_t* const last = sc.last.data();
-  int32_t d = i, since_check = 0, check_every = kDenseCheckFirst;
+  int32_t d = i, since_check = 0, check_every = sim::kOnePassCheckFirst;
   // The slots before f have been looked at; f's task (when f < slots) is clean and had not entered when f came
   // to it, and enters once the queue's first entry no longer comes before its (ready, key).
   int32_t f = i - 1;
@@ -360,7 +356,7 @@ bool DeltaSimulator::Impl::DeltaSweep::RunDense(int32_t* cursor) {
       *cursor = d;
       return true;
     }
-    check_every = std::min(2 * check_every, kDenseCheckMost);
+    check_every = std::min(2 * check_every, sim::kOnePassCheckMost);
   }
   new_pending_ = 0;
   *cursor = slots;
@@ -438,7 +434,7 @@ bool DeltaSimulator::Impl::DeltaSweep::ShiftedRest(int32_t i, Time delta) {
 
 bool DeltaSimulator::Impl::DeltaSweep::ResourceShifted(int32_t r, int32_t i, Time delta) const {
   const std::vector<int32_t>& pos = m.pos;
-  int32_t u = sc.last[r] >= 0 ? m.res_next[sc.last[r]] : m.res_first[r];
+  int32_t u = NextOnResource(r);
   if (sc.pending_stamp[r] == stamp_ && (u < 0 || pos[sc.pending_first[r]] < pos[u])) u = sc.pending_first[r];
   if (u < 0) return true;
   // Nothing on r re-timed from u's previous slot on, and everything after u on r before slot i unsettled.
@@ -529,7 +525,7 @@ int32_t DeltaSimulator::Impl::DeltaSweep::JumpTarget(int32_t i) {
   if (!sc.heap.empty()) j = FirstAfterHeapTop(i, j);
   if (j - i < 2 * (1 << kChunkBits)) return -1;  // not worth it
   for (int32_t r : sc.used_res) {
-    const int32_t u = sc.last[r] >= 0 ? m.res_next[sc.last[r]] : m.res_first[r];
+    const int32_t u = NextOnResource(r);
     if (u >= 0 && pos[u] < j && std::max(m.Ready(u), sc.free[r]) != m.Start(u)) j = pos[u];
   }
   return j;
@@ -556,7 +552,7 @@ int32_t DeltaSimulator::Impl::DeltaSweep::FirstAfterHeapTop(int32_t i, int32_t j
 void DeltaSimulator::Impl::DeltaSweep::Jump(int32_t j) {
   // Only resources with a task in [cursor, j) change; their last task before j is found in their slot lists.
   for (int32_t r : sc.used_res) {
-    const int32_t x = sc.last[r] >= 0 ? m.res_next[sc.last[r]] : m.res_first[r];  // r's first task from the cursor on
+    const int32_t x = NextOnResource(r);
     if (x < 0 || m.pos[x] >= j) continue;
     const sim::SlotList& v = m.res_slots[r];
     const int32_t y = m.slot_task[*(std::lower_bound(v.begin(), v.end(), j) - 1)];

@@ -155,6 +155,8 @@ class DeltaSimulator::Impl::DeltaSweep {
   bool Settled(int32_t x, int32_t i) const {
     return m.state[x] == sim::kDone || (m.state[x] == sim::kClean && m.pos[x] < i);
   }
+  // Resource r's first task of the previous order from the cursor on (-1: none), by way of sc.last.
+  int32_t NextOnResource(int32_t r) const { return sc.last[r] >= 0 ? m.res_next[sc.last[r]] : m.res_first[r]; }
   // Whether task u, with the unsettled tasks moving by delta, gets its old ready time + delta.
   bool ReadyMatches(int32_t u, int32_t i, sim::Time delta) const;
 

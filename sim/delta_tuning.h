@@ -103,4 +103,8 @@ inline constexpr int32_t kResourceStateScan = 128;
 // -0.06 / +0.1%, -0.5 / -3.2%; at 256 (before two reads were hoisted) +0.4 / +0.07 / +0.06%, -0.5 / -2.7%; in
 // every list +0.5 / +0.05 / +0.06%, -0.5 / -2.5%.
 inline constexpr int32_t kShiftedStartMinEntries = 1024;
+// The one-pass re-timings of a large change (DeltaSweep::RunOrdered, DeltaSweep::RunDense) check for a shifted rest
+// after this many re-timed tasks, then after twice as many each time the check fails, up to kOnePassCheckMost.
+inline constexpr int32_t kOnePassCheckFirst = 64;
+inline constexpr int32_t kOnePassCheckMost = 1024;
 }  // namespace devplace::sim
