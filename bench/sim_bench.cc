@@ -431,6 +431,7 @@ void DeltaFixed(benchmark::State& state) {
   state.counters["dense"] = c.dense;
   state.counters["dense_stopped"] = c.dense_stopped;
   state.counters["ordered"] = c.ordered;
+  state.counters["ordered_jumps"] = c.ordered_jumps;
 }
 BENCHMARK(DeltaFixed)->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kMillisecond);
 

@@ -44,6 +44,10 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
   if (m.window.capacity() < window_size + n) m.window.reserve(window_size + 2 * n);
   if (sc.heap.capacity() < n) sc.heap.reserve(2 * n);  // (as RunDense: room for every task, with room to spare)
   if (o.deferred.capacity() < n) o.deferred.reserve(2 * n);
+  if (o.waited.capacity() < n) o.waited.reserve(2 * n);
+  // (each jump passes at least two chunks' slots)
+  const size_t most_jumps = static_cast<size_t>(slots_ >> (sim::kChunkBits + 1)) + 1;
+  if (o.jumps.capacity() < most_jumps) o.jumps.reserve(most_jumps);
   const Arrays a = LoadArrays();
   const int32_t* const slot_task = m.slot_task.data();
   const int32_t* const slot_res = m.slot_res.data();
@@ -61,7 +65,8 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
   const int32_t* const pred_off = tg.pred_off.data();
   int32_t* const last = sc.last.data();
   uint32_t* const watched = m.dense_entered.data();
-  const int32_t slots = slots_, first_new = first_new_, after = after_;
+  const int32_t slots = slots_, first_new = first_new_, after_before = after_;
+  int32_t after = after_;  // (moves past each stretch the pass jumps over)
   // What the pass changes, to put back if the order breaks.
   const int64_t retimed = m.retimed;
   const int32_t max_settled = max_settled_, new_pending = new_pending_;
@@ -71,6 +76,8 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
   o.last.assign(sc.last.begin(), sc.last.end());
   o.processed_last.assign(sc.processed_last.begin(), sc.processed_last.end());
   o.deferred.clear();
+  o.waited.clear();
+  o.jumps.clear();
   o.res_ready.assign(static_cast<size_t>(tg.num_resources), kNoReady);
   o.res_task.assign(static_cast<size_t>(tg.num_resources), -1);
   Time* const res_ready = o.res_ready.data();
@@ -91,7 +98,7 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
     count = 0;
   };
   auto undo = [&] {
-    UndoOrdered(window_size, retimed, max_settled, shift_before, new_pending);
+    UndoOrdered(window_size, retimed, max_settled, shift_before, new_pending, after_before);
     return Ordered::kReordered;
   };
 
@@ -152,7 +159,10 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
   };
   int64_t waiting = 0;
   for (int32_t x : sc.pending)
-    if (state[x] == kDirty && (x >= first_new || pos[x] < begin)) waiting += look_at(x, begin);
+    if (state[x] == kDirty && (x >= first_new || pos[x] < begin) && look_at(x, begin) == 1) {
+      ++waiting;
+      o.waited.push_back(x);
+    }
   // Re-times the heap's first task, the pass at slot f, if its resource's order holds.
   auto retime_heap_top = [&](int32_t f) {
     const DeltaItem item = heap.top();
@@ -168,6 +178,65 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
     return true;
   };
 
+  // The jumps: where the only tasks left out of the order wait for inputs further on (a change's new backward tasks
+  // wait for the gradients of the ops after it), the stretch of the order up to the first task that could depend on
+  // them often just moves by the shift (StretchShifted). The pass then moves it in the layout as a whole and goes
+  // on after it, the stretch's tasks settled with their new times. Not for a query (which leaves the layout as it
+  // was) nor while memory peaks are kept (their buffers would have to move one by one).
+  const bool may_jump = !query && !m.kept_peaks.active();
+  constexpr int32_t kChunk = int32_t{1} << sim::kChunkBits;
+  int64_t jumps = 0;
+  // The stretch from slot f (a task of the order) the pass may jump over: up to the first input a waiting task
+  // watches, successor of a waiting task, dirty task ahead, removed task or task re-timed before the pass (-1 when
+  // shorter than two chunks, or when a task of the window comes after its first task).
+  auto stretch_end = [&](int32_t f) {
+    int32_t g = slots;
+    for (int32_t u : o.waited) {
+      if (state[u] != kDirty) continue;  // re-timed since
+      Time ready = 0;
+      const int32_t p = inputs(u, f, &ready);
+      if (p >= 0 && p < first_new && pos[p] >= f) g = std::min(g, pos[p]);
+      const int32_t* const succ = succ_ + tg.succ_off[u];
+      for (int32_t k = 0, count = tg.succ_cnt[u]; k < count; ++k)
+        if (succ[k] < first_new && pos[succ[k]] >= f) g = std::min(g, pos[succ[k]]);
+    }
+    for (int32_t x : sc.pending)
+      if (state[x] == kDirty && x < first_new && pos[x] >= f) g = std::min(g, pos[x]);
+    for (int32_t x : sc.removed)
+      if (pos[x] >= f) g = std::min(g, pos[x]);
+    for (int32_t x : sc.processed_ahead)
+      if (pos[x] >= f) g = std::min(g, pos[x]);
+    if (g - f < 2 * kChunk) return -1;
+    const int32_t t = slot_task[f];
+    const Time ready = a.Ready(t) + shift;
+    for (size_t k = o.jumps.empty() ? 0 : o.jumps.back().window_at; k < m.window.size(); ++k) {
+      const Placement& q = m.window[k];
+      if (q.ready > ready || (q.ready == ready && key[q.task] > key[t])) return -1;
+    }
+    return g;
+  };
+  // Jumps over [f, g): the layout moves, and each resource with tasks there takes its last one as the last task the
+  // pass ran on it.
+  auto jump = [&](int32_t f, int32_t g) {
+    ShiftStretch(f, g, shift);
+    int32_t last_task = -1;
+    for (int32_t s = g - 1; last_task < 0; --s) last_task = slot_task[s];
+    o.jumps.push_back({f, g, shift, m.window.size(), last_task});
+    for (int32_t r : sc.used_res) {
+      const int32_t x = NextOnResource(r);
+      if (x < 0 || pos[x] >= g) continue;
+      const sim::SlotList& list = m.res_slots[r];
+      const int32_t y = slot_task[*(std::lower_bound(list.begin(), list.end(), g) - 1)];
+      last[r] = y;
+      free[r] = a.End(y);
+      res_ready[r] = a.Ready(y);
+      res_task[r] = y;
+      after = std::max(after, pos[y] + 1);
+    }
+    after_ = after;
+    ++jumps;
+  };
+
   int32_t f = begin, check_in = sim::kOnePassCheckFirst, check_every = sim::kOnePassCheckFirst;
   while (true) {
     // Holes, removed tasks and tasks re-timed before the pass keep their slots.
@@ -175,13 +244,23 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
       if (slot_task[f] >= 0) last[slot_res[f]] = slot_task[f];
       ++f;
     }
-    if (--check_in <= 0 && heap.empty() && waiting == 0 && new_pending_ == 0) {
+    if (--check_in <= 0 && heap.empty() && ((waiting == 0 && new_pending_ == 0) || (may_jump && f < slots))) {
       check_every = std::min(2 * check_every, sim::kOnePassCheckMost);
       check_in = check_every;
       write_back();
-      if (max_settled_ < f && OrderedRestShifted(f)) {
-        *cursor = f;
-        break;
+      if (waiting == 0 && new_pending_ == 0) {
+        if (max_settled_ < f && OrderedRestShifted(f)) {
+          *cursor = f;
+          break;
+        }
+      } else {
+        const int32_t g = stretch_end(f);
+        if (g >= 0 && StretchShifted(f, g, shift)) {
+          jump(f, g);
+          f = g;
+          check_every = check_in = sim::kOnePassCheckFirst;
+          continue;
+        }
       }
     }
     if (f == slots) {
@@ -206,7 +285,10 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
       }
       last[slot_res[f]] = c;
       ++f;
-      waiting += look_at(c, f);
+      if (look_at(c, f) == 1) {
+        ++waiting;
+        o.waited.push_back(c);
+      }
       continue;
     }
     while (!heap.empty() && (heap.top().ready < ready || (heap.top().ready == ready && heap.top().key < key[c])))
@@ -233,6 +315,21 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
     if (waiting != 0 && watched[c] == watch) waiting += wake(c, f);
   }
 
+  // The window's tasks between two stretches the pass jumped over must come after the first one's last task too
+  // (those before its first task were checked when it jumped).
+  for (size_t k = 0; k < o.jumps.size(); ++k) {
+    const int32_t t = o.jumps[k].last_task;
+    const Time ready = a.Ready(t);
+    const size_t end = k + 1 < o.jumps.size() ? o.jumps[k + 1].window_at : m.window.size();
+    for (size_t x = o.jumps[k].window_at; x < end; ++x) {
+      const Placement& q = m.window[x];
+      if (q.ready < ready || (q.ready == ready && key[q.task] < key[t])) {
+        *cursor = begin;
+        return undo();
+      }
+    }
+  }
+  m.sweep_counts.ordered_jumps += jumps;
   // The order held. As RunDense leaves them: no blocked counts but those that dirty tasks left ahead add (which
   // ResetStates clears), and the tasks the pass appended to the window in their new order.
   int32_t* const blocked = m.blocked.data();
@@ -241,23 +338,33 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
       for (int32_t k = 0; k < tg.succ_cnt[x]; ++k) blocked[succ_[tg.succ_off[x] + k]] = 0;
   // Each resource's tasks are in order already; across resources few pairs are not: an insertion sort (in the
   // DeltaFixed changes and the 10k iterative episodes at most a few hundred moves, fewer than the tasks), which
-  // hands over to a full sort (the keys are unique) if it has moved more than four times the tasks.
+  // hands over to a full sort (the keys are unique) if it has moved more than four times the tasks. The window's
+  // parts between the stretches jumped over are sorted each on its own (they are in order with each other).
   auto before = [&](const Placement& p, const Placement& q) {
     return p.ready < q.ready || (p.ready == q.ready && key[p.task] < key[q.task]);
   };
-  int64_t moves_left = 4 * static_cast<int64_t>(m.window.size() - window_size);
-  for (size_t k = window_size + 1; k < m.window.size(); ++k) {
-    if (!before(m.window[k], m.window[k - 1])) continue;
-    const Placement moving = m.window[k];
-    size_t j = k;
-    for (; j > window_size && before(moving, m.window[j - 1]); --j) m.window[j] = m.window[j - 1];
-    m.window[j] = moving;
-    moves_left -= static_cast<int64_t>(k - j);
-    if (moves_left < 0) {
-      std::sort(m.window.begin() + static_cast<std::ptrdiff_t>(window_size), m.window.end(), before);
-      break;
+  auto sort_part = [&](size_t lo, size_t hi) {
+    int64_t moves_left = 4 * static_cast<int64_t>(hi - lo);
+    for (size_t k = lo + 1; k < hi; ++k) {
+      if (!before(m.window[k], m.window[k - 1])) continue;
+      const Placement moving = m.window[k];
+      size_t j = k;
+      for (; j > lo && before(moving, m.window[j - 1]); --j) m.window[j] = m.window[j - 1];
+      m.window[j] = moving;
+      moves_left -= static_cast<int64_t>(k - j);
+      if (moves_left < 0) {
+        const auto first = m.window.begin();
+        std::sort(first + static_cast<std::ptrdiff_t>(lo), first + static_cast<std::ptrdiff_t>(hi), before);
+        break;
+      }
     }
+  };
+  size_t part = window_size;
+  for (const sim::OrderedScratch::Jump& j : o.jumps) {
+    sort_part(part, j.window_at);
+    part = j.window_at;
   }
+  sort_part(part, m.window.size());
   heap.clear();
   return *cursor == slots ? Ordered::kEnd : Ordered::kShifted;
 }
@@ -278,10 +385,13 @@ bool DeltaSimulator::Impl::DeltaSweep::OrderedRestShifted(int32_t f) {
 }
 
 void DeltaSimulator::Impl::DeltaSweep::UndoOrdered(size_t window_size, int64_t retimed, int32_t max_settled,
-                                                   Time shift, int32_t new_pending) {
+                                                   Time shift, int32_t new_pending, int32_t after) {
   // The tasks the pass re-timed or deferred were clean, or dirty and listed in the dirty list (with tasks re-timed
   // before).
   sim::OrderedScratch& o = sc.ordered;
+  for (auto j = o.jumps.rbegin(); j != o.jumps.rend(); ++j) ShiftStretch(j->from, j->to, -j->shift);
+  o.jumps.clear();
+  after_ = after;
   for (size_t k = window_size; k < m.window.size(); ++k) m.state[m.window[k].task] = kClean;
   for (int32_t x : o.deferred) m.state[x] = kClean;
   for (int32_t x : o.pending)
@@ -296,6 +406,57 @@ void DeltaSimulator::Impl::DeltaSweep::UndoOrdered(size_t window_size, int64_t r
   shift_ = shift;
   new_pending_ = new_pending;
   sc.heap.clear();
+}
+
+}  // namespace devplace
+
+namespace devplace {
+
+bool DeltaSimulator::Impl::DeltaSweep::StretchShifted(int32_t f, int32_t g, Time delta) {
+  // No dirty task lies in the stretch (stretch_end stops before the first), and those behind it wait: none is
+  // any resource's first task to check (ResourceShifted finds none of the new stamp).
+  ++stamp_;
+  const sim::OrderedScratch& o = sc.ordered;
+  for (int32_t r : sc.used_res) {
+    const int32_t u = NextOnResource(r);
+    if (u < 0 || m.pos[u] >= g) continue;
+    if (!ResourceShifted(r, f, delta)) {
+      failed_res_ = r;
+      return false;
+    }
+    if (o.res_task[r] < 0) continue;
+    const Time ready = m.Ready(u) + delta;
+    if (ready < o.res_ready[r] || (ready == o.res_ready[r] && tg.key[u] < tg.key[o.res_task[r]])) return false;
+  }
+  return CleanRestShifted(f, delta, g);
+}
+
+void DeltaSimulator::Impl::DeltaSweep::ShiftStretch(int32_t from, int32_t to, Time delta) {
+  constexpr int32_t kChunk = int32_t{1} << sim::kChunkBits;
+  auto by_slot = [&](int32_t lo, int32_t hi) {
+    if (lo >= hi) return;
+    for (int32_t s = lo; s < hi; ++s) {
+      m.slot_ready[s] += delta;
+      m.slot_start[s] += delta;
+      m.slot_end[s] += delta;
+    }
+    m.TouchChunk(lo >> sim::kChunkBits);  // (its least ready time changed)
+    m.TouchChunk((hi - 1) >> sim::kChunkBits);
+  };
+  const int32_t first_whole = (from + kChunk - 1) / kChunk * kChunk, last_whole = to / kChunk * kChunk;
+  if (first_whole >= last_whole) {
+    by_slot(from, to);
+    return;
+  }
+  by_slot(from, first_whole);
+  for (int32_t c = first_whole >> sim::kChunkBits; c < (last_whole >> sim::kChunkBits); ++c) m.chunk_shift[c] += delta;
+  by_slot(last_whole, to);
+}
+
+Time DeltaSimulator::Impl::DeltaSweep::JumpedBy(int32_t slot) const {
+  for (const sim::OrderedScratch::Jump& j : sc.ordered.jumps)
+    if (slot >= j.from && slot < j.to) return j.shift;
+  return 0;
 }
 
 }  // namespace devplace

@@ -20,6 +20,19 @@ struct OrderedScratch {
   std::vector<int32_t> pending;
   std::vector<Time> free;
   std::vector<int32_t> last, processed_last;
+  // The out-of-order tasks that waited for an input when the pass first looked at them (some since re-timed), for
+  // the jumps (a task waits again only after a wake, which started from there).
+  std::vector<int32_t> waited;
+  // The stretches of the order the pass jumped over: slots [from, to) moved by `shift` in the layout, the
+  // window's size when it jumped (the window's tasks before it come before the stretch, those after it after), and
+  // the stretch's last task.
+  struct Jump {
+    int32_t from, to;
+    Time shift;
+    size_t window_at;
+    int32_t last_task;
+  };
+  std::vector<Jump> jumps;
 };
 
 }  // namespace devplace::sim

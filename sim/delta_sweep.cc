@@ -98,6 +98,7 @@ void DeltaSimulator::Impl::DeltaSweep::StartSweep() {
   sc.pending_first.assign(static_cast<size_t>(tg.num_resources), -1);
   sc.pending_stamp.assign(static_cast<size_t>(tg.num_resources), 0);
   failed_res_ = used_res.empty() ? -1 : used_res[0];
+  sc.ordered.jumps.clear();  // (JumpedBy reads them in every shift check)
   for (int32_t t : sc.seeds)
     if (m.state[t] == kClean) MarkDirty(t);
   for (int32_t t : sc.seeds)
@@ -429,7 +430,7 @@ bool DeltaSimulator::Impl::DeltaSweep::ShiftedRest(int32_t i, Time delta) {
     }
   }
   if (delta == 0) return true;  // clean tasks' ready times are unchanged (see Process)
-  return CleanRestShifted(i, delta);
+  return CleanRestShifted(i, delta, slots_);
 }
 
 bool DeltaSimulator::Impl::DeltaSweep::ResourceShifted(int32_t r, int32_t i, Time delta) const {
@@ -441,14 +442,15 @@ bool DeltaSimulator::Impl::DeltaSweep::ResourceShifted(int32_t r, int32_t i, Tim
   if (sc.processed_last[r] > pos[u]) return false;
   for (int32_t x = u; x >= 0 && pos[x] < i; x = m.res_next[x])
     if (m.state[x] != kDirty) return false;
+  // (u's previous task on r is settled; if the ordered pass jumped over it, its layout times have moved.)
   const int32_t p = m.run.timing.res_prev[u];
-  const Time prev_end = p >= 0 ? m.End(p) : 0;
+  const Time prev_end = p >= 0 ? m.End(p) - JumpedBy(pos[p]) : 0;
   const bool same = sc.free[r] == prev_end + delta;
   const bool idle = prev_end <= m.Ready(u) && sc.free[r] <= m.Ready(u) + delta;
   return same || idle;
 }
 
-bool DeltaSimulator::Impl::DeltaSweep::CleanRestShifted(int32_t i, Time delta) {
+bool DeltaSimulator::Impl::DeltaSweep::CleanRestShifted(int32_t i, Time delta, int32_t end) {
   // Clean tasks from i on with a predecessor before i (or none): their ready time must move by delta too.
   // Their binding predecessor (ties bind to the later slot) decides most cases without looking further: a
   // settled one before i that was not re-timed keeps its arrival, which was the old ready time, so the task
@@ -460,7 +462,7 @@ bool DeltaSimulator::Impl::DeltaSweep::CleanRestShifted(int32_t i, Time delta) {
     for (int32_t r : sc.used_res) latest = std::max(latest, sc.free[r] + tg.resource_delay[r]);
   // The task that failed the last scan usually fails this one too (the scan would stop there or earlier).
   if (failed_task_ >= 0 && m.pos[failed_task_] >= i && TaskFails(failed_task_, i, delta, latest)) return false;
-  for (int32_t k = i; k < slots_;) {
+  for (int32_t k = i; k < end;) {
     if ((k & ((1 << kChunkBits) - 1)) == 0) {
       const int32_t c = k >> kChunkBits;
       if (m.chunk_stale[c]) m.RefreshChunk(c);
@@ -482,7 +484,8 @@ bool DeltaSimulator::Impl::DeltaSweep::CleanRestShifted(int32_t i, Time delta) {
 bool DeltaSimulator::Impl::DeltaSweep::TaskFails(int32_t t, int32_t i, Time delta, Time latest) const {
   if (m.SlotOf(m.min_pred[t]) >= i || m.state[t] != kClean) return false;
   const int32_t b = m.bind_pred[t];
-  if (m.SlotOf(b) < i) return b < 0 || m.state[b] == kClean || !ReadyMatches(t, i, delta);
+  // (A clean one the ordered pass jumped over moved with its stretch.)
+  if (m.SlotOf(b) < i) return b < 0 || (m.state[b] == kClean && JumpedBy(m.pos[b]) == 0) || !ReadyMatches(t, i, delta);
   return delta < 0 && m.Ready(t) + delta < latest && !ReadyMatches(t, i, delta);
 }
 

@@ -139,7 +139,19 @@ class DeltaSimulator::Impl::DeltaSweep {
   // RunOrdered's parts: whether the rest from slot f on is the previous schedule shifted, each resource's tasks
   // there coming after its last one re-timed; puts the state back as the pass found it.
   bool OrderedRestShifted(int32_t f);
-  void UndoOrdered(size_t window_size, int64_t retimed, int32_t max_settled, sim::Time shift, int32_t new_pending);
+  // RunOrdered's jumps. Whether the stretch [f, g) of the order (clean tasks and holes only, none of them an input
+  // the waiting tasks watch or a successor of one) runs exactly `delta` later, each resource's first task there
+  // after the last one the pass re-timed there: the checks of ShiftedRest on the stretch alone. Every task outside
+  // the settled ones and the stretch comes later on its resource (the pass's order check) and feeds no task of the
+  // stretch, so the stretch's times do not depend on them.
+  bool StretchShifted(int32_t f, int32_t g, sim::Time delta);
+  // Moves the layout's slots [from, to) by delta (whole chunks by their shift), so that the stretch's tasks read
+  // as settled with their new times; the same call with -delta puts them back.
+  void ShiftStretch(int32_t from, int32_t to, sim::Time delta);
+  // The shift of the stretch a pass jumped over that holds `slot` (0: none).
+  sim::Time JumpedBy(int32_t slot) const;
+  void UndoOrdered(size_t window_size, int64_t retimed, int32_t max_settled, sim::Time shift, int32_t new_pending,
+                   int32_t after);
   // Whether clean task s, a successor of x just re-timed, must be re-timed too: x's end moved and x is new, bound
   // s or now arrives after s was ready (else s keeps its ready time).
   static bool Reaches(const Arrays& a, const Retimed& rt, int32_t x, int32_t s) {
@@ -166,8 +178,8 @@ class DeltaSimulator::Impl::DeltaSweep {
   // Whether r's first unsettled task (its earliest dirty one, or its first at slot >= i) finds r as before + delta
   // (or waits for its inputs in both runs). Reads the per-resource first pending tasks of the current check.
   bool ResourceShifted(int32_t r, int32_t i, sim::Time delta) const;
-  // Whether every clean task from slot i on with a predecessor before i (or none) gets its ready time + delta.
-  bool CleanRestShifted(int32_t i, sim::Time delta);
+  // Whether every clean task in slots [i, end) with a predecessor before i (or none) gets its ready time + delta.
+  bool CleanRestShifted(int32_t i, sim::Time delta, int32_t end);
   // Whether clean task t (at a slot from i on) keeps the rest from being shifted; `latest`: the latest arrival
   // of a settled task (used when delta < 0).
   bool TaskFails(int32_t t, int32_t i, sim::Time delta, sim::Time latest) const;

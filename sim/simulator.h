@@ -180,9 +180,10 @@ class DeltaSimulator {
   // How the sweeps since Create went (those of made changes, of their parts and of queries; for tests and tuning):
   // how many there were, how many went over to re-timing what was unsettled in one pass (changes that re-time much
   // of what they pass), how many of those stopped at a shifted rest before the end of the order, and how many were
-  // re-timed along the previous order (the others, where a resource's order changed, by the plain event loop).
+  // re-timed along the previous order (the others, where a resource's order changed, by the plain event loop),
+  // and the stretches those passes moved as a whole, without re-timing their tasks one by one.
   struct SweepCounts {
-    int64_t sweeps = 0, dense = 0, dense_stopped = 0, ordered = 0;
+    int64_t sweeps = 0, dense = 0, dense_stopped = 0, ordered = 0, ordered_jumps = 0;
   };
   SweepCounts sweep_counts() const;
   // Compares the incremental state (the order's layout: slots, positions, per-resource slot lists and links;

@@ -56,10 +56,13 @@ TEST(StepAllocation, IterativeEpisodesReuseTheirSimulatorAndDoNotAllocate) {
     const auto game = MakeGame(Share(RandomTrainingGraph(5, 600)), topology, config);
     const Episode fresh = Play(game, 3);  // a new simulator
     EXPECT_GT(fresh.step_allocations, 0) << topology->name() << ": the count sees the simulator's allocations";
-    for (int round = 1; round < 4; ++round) {
+    // The simulator's lists settle over the first episodes (the buffers a compaction's reorder passes round, which
+    // depend on when the compactions come: in the third episode since the ordered pass jumps over stretches, in the
+    // second before); later episodes only reuse them.
+    for (int round = 1; round < 5; ++round) {
       const Episode again = Play(game, 3);  // the first episode's simulator, set back to the start
       EXPECT_EQ(again.rewards, fresh.rewards) << topology->name() << ", episode " << round;
-      if (round >= 2) {
+      if (round >= 3) {
         EXPECT_EQ(again.step_allocations, 0) << topology->name() << ", episode " << round;
       }
     }

@@ -271,7 +271,8 @@ TEST(DeltaSimulator, EqualsFullSimulationWhenAChangeRetimesMostOfTheSchedule) {
       ASSERT_EQ(delta->step_time(), Simulate(*graph, topology, delta->strategy(), cost)->step_time);
     }
   }
-  EXPECT_GE(large, 8) << "of " << tasks << " tasks";  // 11 when written
+  // 11 when written; 6 since the ordered pass jumps over stretches that only move (they are not re-timed)
+  EXPECT_GE(large, 4) << "of " << tasks << " tasks";
 }
 
 // The iterative environment's episode: every op starts on one GPU, then each forward op in turn moves with its
