@@ -179,9 +179,6 @@ struct DeltaSimulator::Impl {
   uint32_t peak_stamp = 0;
   int64_t retimed = 0;
   DeltaSimulator::SweepCounts sweep_counts;  // DeltaSimulator::sweep_counts
-  // DeltaSweep::RunSweep: whether the next large change goes to the plain event loop without trying the ordered
-  // pass first (after a failed pass; delta_sweep.cc says why).
-  bool skip_ordered = false;
   int64_t retimed_since_compact = 0;  // tasks the changes re-timed since the last compaction or full rebuild
   int32_t live_tasks = 0;
   int32_t task_room = 0;  // tasks the per-task arrays have room for (live ones and the garbage Finish allows)

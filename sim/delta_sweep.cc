@@ -146,13 +146,12 @@ bool DeltaSimulator::Impl::DeltaSweep::RunSweep() {
       next_dense_check_ = m.retimed + m.retimed / 4;
       if (GoesDense(i)) {
         ++m.sweep_counts.dense;
-        // The ordered pass first, unless the last one tried failed: a failed pass is wasted work (on layered graphs
-        // half the large changes reorder a resource's queue, found about half way through). Callgrind instructions,
-        // DeltaFixed layered / nmt / transformer and the 10k IterativeStep episodes nmt / transformer, against
-        // RunDense alone: always trying +7.3% / -5.7% / -17.8%, -0.2% / -2.8%; skipping one large change after a
-        // failure +0.3% / -9.0% / -18.5%, -0.2% / -2.8%; skipping 1, 3, 7 after consecutive failures: no better.
-        const Ordered ordered = m.skip_ordered ? Ordered::kReordered : RunOrdered(&i);
-        m.skip_ordered = !m.skip_ordered && ordered == Ordered::kReordered;
+        // The ordered pass first, then the plain loop where it fails. Session 53 skipped the pass for the large
+        // change after a failed one (a failed pass is wasted work: on layered graphs half the large changes reorder
+        // a resource's queue, found about half way through); since the pass jumps over the stretches that only
+        // move, trying it every time costs layered / nmt DeltaFixed -0.3% / +0.2% in callgrind instructions and
+        // takes transformer's -6.6% and the nmt IterativeStep episode's -2.0%.
+        const Ordered ordered = RunOrdered(&i);
         if (ordered == Ordered::kReordered) {
           shifted = RunDense(&i);
         } else {
