@@ -45,8 +45,8 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
   if (sc.heap.capacity() < n) sc.heap.reserve(2 * n);  // (as RunDense: room for every task, with room to spare)
   if (o.deferred.capacity() < n) o.deferred.reserve(2 * n);
   if (o.waited.capacity() < n) o.waited.reserve(2 * n);
-  // (each jump passes at least two chunks' slots)
-  const size_t most_jumps = static_cast<size_t>(slots_ >> (sim::kChunkBits + 1)) + 1;
+  // (each jump passes at least a chunk's slots)
+  const size_t most_jumps = static_cast<size_t>(slots_ >> sim::kChunkBits) + 1;
   if (o.jumps.capacity() < most_jumps) o.jumps.reserve(most_jumps);
   const Arrays a = LoadArrays();
   const int32_t* const slot_task = m.slot_task.data();
@@ -188,7 +188,8 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
   int64_t jumps = 0;
   // The stretch from slot f (a task of the order) the pass may jump over: up to the first input a waiting task
   // watches, successor of a waiting task, dirty task ahead, removed task or task re-timed before the pass (-1 when
-  // shorter than two chunks, or when a task of the window comes after its first task).
+  // shorter than a chunk, or when a task of the window comes after its first task). Callgrind instructions, DeltaFixed
+  // nmt, against stretches of two chunks at least: a chunk -1.7%, a quarter chunk -2.8% (the nmt episode +0.4%).
   auto stretch_end = [&](int32_t f) {
     int32_t g = slots;
     for (int32_t u : o.waited) {
@@ -206,7 +207,7 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
       if (pos[x] >= f) g = std::min(g, pos[x]);
     for (int32_t x : sc.processed_ahead)
       if (pos[x] >= f) g = std::min(g, pos[x]);
-    if (g - f < 2 * kChunk) return -1;
+    if (g - f < kChunk) return -1;
     const int32_t t = slot_task[f];
     const Time ready = a.Ready(t) + shift;
     for (size_t k = o.jumps.empty() ? 0 : o.jumps.back().window_at; k < m.window.size(); ++k) {
