@@ -454,10 +454,4 @@ void DeltaSimulator::Impl::DeltaSweep::ShiftStretch(int32_t from, int32_t to, Ti
   by_slot(last_whole, to);
 }
 
-Time DeltaSimulator::Impl::DeltaSweep::JumpedBy(int32_t slot) const {
-  for (const sim::OrderedScratch::Jump& j : sc.ordered.jumps)
-    if (slot >= j.from && slot < j.to) return j.shift;
-  return 0;
-}
-
 }  // namespace devplace

@@ -148,8 +148,13 @@ class DeltaSimulator::Impl::DeltaSweep {
   // Moves the layout's slots [from, to) by delta (whole chunks by their shift), so that the stretch's tasks read
   // as settled with their new times; the same call with -delta puts them back.
   void ShiftStretch(int32_t from, int32_t to, sim::Time delta);
-  // The shift of the stretch a pass jumped over that holds `slot` (0: none).
-  sim::Time JumpedBy(int32_t slot) const;
+  // The shift of the stretch a pass jumped over that holds `slot` (0: none). (Inline: the shift checks of every
+  // sweep ask it, nearly always with no stretch jumped over.)
+  sim::Time JumpedBy(int32_t slot) const {
+    for (const sim::OrderedScratch::Jump& j : sc.ordered.jumps)
+      if (slot >= j.from && slot < j.to) return j.shift;
+    return 0;
+  }
   void UndoOrdered(size_t window_size, int64_t retimed, int32_t max_settled, sim::Time shift, int32_t new_pending,
                    int32_t after);
   // Whether clean task s, a successor of x just re-timed, must be re-timed too: x's end moved and x is new, bound
