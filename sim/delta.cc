@@ -11,7 +11,8 @@
 // to re-time most of what the merge passes, the merge stops and what is not yet settled is re-timed in one pass
 // from the merge's state, which costs a fraction as much per task and stops at a shifted rest as the merge does:
 // along the previous order where every resource keeps its order (DeltaSweep::RunOrdered, delta_ordered.cc, no
-// ready queue), else by a plain event loop (DeltaSweep::RunDense) that takes in the clean tasks as it reaches them.
+// ready queue, jumping over the stretches that only move), else by a plain event loop (DeltaSweep::RunDense) that
+// takes in the clean tasks as it reaches them.
 //
 // The run stops early at a point where the rest of the schedule is provably the previous one shifted by a
 // constant delta (0: unchanged): no new task is left, nothing settled lies ahead in the previous order, every
