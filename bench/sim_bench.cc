@@ -27,7 +27,8 @@
 //   the Delta benchmark's random changes on the random 10k-op placement (same seeds), each made, its step time
 //   read, and undone, all in one iteration. Counters (DeltaSimulator::sweep_counts): sweeps, dense (the sweeps
 //   that went over to re-timing the rest in one pass for a large change), dense_stopped (those that stopped at a
-//   shifted rest) and ordered (those re-timed along the previous order; the others by the plain event loop).
+//   shifted rest), ordered (those re-timed along the previous order; the others by the plain event loop) and
+//   ordered_jumps (the stretches those passes moved as a whole).
 //   DeltaNumbering/<src>/<numbering>: DeltaFixed's work (the same ops moved to the same devices) on the same graph
 //   with its ops numbered 0: as built, 1: by start time in the base placement's schedule (what a re-timing walks
 //   in order), 2: at random: how the delta simulator's speed depends on where a task's data lies (task ids follow
