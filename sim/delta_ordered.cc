@@ -16,6 +16,12 @@
 // been re-timed takes the heap's first tasks until it has; if the heap runs dry first, the task leaves A and waits
 // with them. The pass stops at a shifted rest as RunDense does, once no task waits, if besides each resource's
 // first task of the rest comes after the last one the pass re-timed there (RunDense's order makes sure of that).
+//
+// While tasks wait for inputs far ahead, the stretch of the order up to the first task that could depend on them
+// often just moves by the shift: the pass checks it as the shifted rest is checked (StretchShifted), moves it in the
+// layout as a whole and goes on after it, its tasks settled with their new times and each resource's last task
+// there taken as the last one the pass ran on it. The argument above still holds: the stretch's tasks get their
+// times from their inputs and resources (checked), and everything re-timed after them is checked against them.
 #include <algorithm>
 #include <cstddef>
 #include <limits>

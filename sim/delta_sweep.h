@@ -139,6 +139,8 @@ class DeltaSimulator::Impl::DeltaSweep {
   // RunOrdered's parts: whether the rest from slot f on is the previous schedule shifted, each resource's tasks
   // there coming after its last one re-timed; puts the state back as the pass found it.
   bool OrderedRestShifted(int32_t f);
+  void UndoOrdered(size_t window_size, int64_t retimed, int32_t max_settled, sim::Time shift, int32_t new_pending,
+                   int32_t after);
   // RunOrdered's jumps. Whether the stretch [f, g) of the order (clean tasks and holes only, none of them an input
   // the waiting tasks watch or a successor of one) runs exactly `delta` later, each resource's first task there
   // after the last one the pass re-timed there: the checks of ShiftedRest on the stretch alone. Every task outside
@@ -155,8 +157,6 @@ class DeltaSimulator::Impl::DeltaSweep {
       if (slot >= j.from && slot < j.to) return j.shift;
     return 0;
   }
-  void UndoOrdered(size_t window_size, int64_t retimed, int32_t max_settled, sim::Time shift, int32_t new_pending,
-                   int32_t after);
   // Whether clean task s, a successor of x just re-timed, must be re-timed too: x's end moved and x is new, bound
   // s or now arrives after s was ready (else s keeps its ready time).
   static bool Reaches(const Arrays& a, const Retimed& rt, int32_t x, int32_t s) {
