@@ -477,10 +477,11 @@ struct DeltaSimulator::Impl {
   // `last_before_cut`, when given (the sweep's, which stopped at `cut`), holds each resource's last task before slot
   // `cut` (-1: none).
   void Finish(int32_t begin, int32_t cut, sim::Time shift, const std::vector<int32_t>* last_before_cut);
-  // Finish's upkeep of kept_peaks, before the change is placed (the layout still holds the old times): notes the
-  // tasks whose buffer events the change moves other than by the rest's shift (removed, re-timed and patched tasks,
-  // the predecessors of re-timed ones, and the tasks before `cut` that end at or after the time the rest starts,
-  // shift included, with their predecessors), takes their events out and shifts the rest's. False when the change
+  // Finish's upkeep of kept_peaks, before the change is placed (the layout still holds the old times, but for the
+  // stretches the ordered pass jumped over): notes the tasks whose buffer events the change moves other than by the
+  // rest's shift (removed, re-timed and patched tasks, the tasks of those stretches, the predecessors of both, and
+  // the tasks before `cut` that end at or after the time the rest starts, shift included, with their
+  // predecessors), takes their events out and shifts the rest's. False when the change
   // notes so many buffers that the kept peaks are dropped instead. `last_before_cut` as Finish's (else each
   // resource's slot list is searched).
   bool KeptPeaksBefore(int32_t cut, sim::Time shift, const std::vector<int32_t>* last_before_cut);

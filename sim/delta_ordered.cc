@@ -188,8 +188,9 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
   // wait for the gradients of the ops after it), the stretch of the order up to the first task that could depend on
   // them often just moves by the shift (StretchShifted). The pass then moves it in the layout as a whole and goes
   // on after it, the stretch's tasks settled with their new times. Not for a query (which leaves the layout as it
-  // was) nor while memory peaks are kept (their buffers would have to move one by one).
-  const bool may_jump = !query && !m.kept_peaks.active();
+  // was). Where memory peaks are kept, Finish notes the stretches' tasks as it notes the window's (KeptPeaksBefore):
+  // callgrind instructions of the 10k IterativeStep episodes nmt -6.0%, transformer -8.6% against not jumping there.
+  const bool may_jump = !query;
   constexpr int32_t kChunk = int32_t{1} << sim::kChunkBits;
   int64_t jumps = 0;
   // The stretch from slot f (a task of the order) the pass may jump over: up to the first input a waiting task

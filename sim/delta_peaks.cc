@@ -76,6 +76,11 @@ bool DeltaSimulator::Impl::KeptPeaksBefore(int32_t cut, Time shift, const std::v
   for (int32_t t : scratch.removed) note(t);
   for (int32_t t : scratch.patched) note(t);
   for (const Placement& q : window) note_with_preds(q.task);
+  // The stretches the ordered pass jumped over moved by their own shifts (the tasks with their buffers' frees, the
+  // predecessors with those of the buffers the stretch read last).
+  for (const sim::OrderedScratch::Jump& j : scratch.ordered.jumps)
+    for (int32_t s = j.from; s < j.to; ++s)
+      if (slot_task[s] >= 0) note_with_preds(slot_task[s]);
   // The rest (the tasks from `cut` on that are not noted) moves by `shift`: every event of theirs lies at or after
   // the ready time of the first of them, and so do the frees of the buffers whose latest reader is one of them.
   // The events that lie there (or, for an advance, where the rest moves to) but do not move are those of the tasks
