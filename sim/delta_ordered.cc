@@ -230,18 +230,15 @@ DeltaSimulator::Impl::DeltaSweep::Ordered DeltaSimulator::Impl::DeltaSweep::RunO
     int32_t last_task = -1;
     for (int32_t s = g - 1; last_task < 0; --s) last_task = slot_task[s];
     o.jumps.push_back({f, g, shift, m.window.size(), last_task});
+    after_ = after;
+    Jump(g);  // (as the merge's jumps: each resource's last task before g, its end and `after`)
+    after = after_;
     for (int32_t r : sc.used_res) {
-      const int32_t x = NextOnResource(r);
-      if (x < 0 || pos[x] >= g) continue;
-      const sim::SlotList& list = m.res_slots[r];
-      const int32_t y = slot_task[*(std::lower_bound(list.begin(), list.end(), g) - 1)];
-      last[r] = y;
-      free[r] = a.End(y);
+      const int32_t y = last[r];
+      if (y < 0 || pos[y] < f) continue;  // no task in the stretch
       res_ready[r] = a.Ready(y);
       res_task[r] = y;
-      after = std::max(after, pos[y] + 1);
     }
-    after_ = after;
     ++jumps;
   };
 
